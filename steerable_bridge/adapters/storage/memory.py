@@ -1,0 +1,102 @@
+"""In-memory `SessionStore`: sessions live as long as the process (`--storage memory`).
+
+Implements the storage port exactly as a durable store must behave — append-only with
+strictly increasing seq, newest-first listing with an opaque cursor, title and updated_at
+derived from appended events — so tests written against it hold for every store.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import replace
+
+from steerable_bridge.runtime.events import LoopEvent, SessionInfo
+from steerable_bridge.runtime.storage import (
+    SessionNotFound,
+    SessionPage,
+    SessionRecord,
+    StoreError,
+)
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Sessions and their logs in dictionaries."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, SessionRecord] = {}
+        self._events: dict[str, list[LoopEvent]] = {}
+
+    async def create(self, record: SessionRecord) -> None:
+        if record.session_id in self._records:
+            raise StoreError(
+                "session_exists", f"session {record.session_id} already exists; pick another id"
+            )
+        self._records[record.session_id] = record
+        self._events[record.session_id] = []
+
+    async def append(self, session_id: str, events: Sequence[LoopEvent]) -> None:
+        record = self._records.get(session_id)
+        if record is None:
+            raise SessionNotFound(session_id)
+        log = self._events[session_id]
+        last = log[-1].seq if log else -1
+        title = record.title
+        for event in events:
+            if event.seq <= last:
+                raise StoreError(
+                    "seq_conflict",
+                    f"event seq {event.seq} is not above stored seq {last} in session"
+                    f" {session_id}; another process may be writing it",
+                )
+            last = event.seq
+            if isinstance(event, SessionInfo) and event.title is not None:
+                title = event.title
+        log.extend(events)
+        if events:
+            self._records[session_id] = replace(record, title=title, updated_at=events[-1].ts)
+
+    async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
+        log = self._events.get(session_id)
+        if log is None:
+            raise SessionNotFound(session_id)
+        return [e for e in log if e.seq > after_seq]
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        return self._records.get(session_id)
+
+    async def list(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> SessionPage:
+        records = sorted(
+            (r for r in self._records.values() if cwd is None or r.cwd == cwd),
+            key=lambda r: (r.updated_at, r.session_id),
+            reverse=True,
+        )
+        if cursor is not None:
+            after = _decode_cursor(cursor)
+            records = [r for r in records if (r.updated_at, r.session_id) < after]
+        page = tuple(records[:limit])
+        next_cursor = _encode_cursor(page[-1]) if len(records) > limit and page else None
+        return SessionPage(records=page, next_cursor=next_cursor)
+
+    async def delete(self, session_id: str) -> bool:
+        self._events.pop(session_id, None)
+        return self._records.pop(session_id, None) is not None
+
+
+def _encode_cursor(record: SessionRecord) -> str:
+    raw = f"{record.updated_at}:{record.session_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        stamp, _, sid = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        return int(stamp), sid
+    except (ValueError, UnicodeDecodeError) as err:
+        raise StoreError(
+            "invalid_cursor", "the cursor is not one this store issued; list again without it"
+        ) from err

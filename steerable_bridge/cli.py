@@ -1,0 +1,51 @@
+"""The `steerable-bridge` command: a thin dispatcher over `steerable_bridge/commands/`.
+
+Each subcommand lives in its own module with `register(subparsers)`; modules import their
+heavy dependencies inside the command function, so `steerable-bridge acp` starts without
+loading the AG-UI server and vice versa. Configuration errors print one line with the
+remedy and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from steerable_bridge import __version__
+
+COMMANDS: tuple[str, ...] = ("run", "schema")
+"""Modules under steerable_bridge.commands, in the order `--help` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="steerable-bridge",
+        description="One agent runtime served as an ACP agent (stdio) and an AG-UI endpoint (SSE).",
+    )
+    parser.add_argument("--version", action="version", version=f"steerable-bridge {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f"steerable_bridge.commands.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from steerable_bridge.commands.common import ConfigError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except ConfigError as error:
+        print(f"steerable-bridge: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

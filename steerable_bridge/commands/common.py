@@ -1,0 +1,128 @@
+"""What every command that holds sessions shares: model, storage and approval options.
+
+`add_agent_options(parser)` adds `--model`, `--storage` and `--approve` with their
+environment fallbacks; `build_agent(args)` turns them into an `Agent` with the configured
+providers and store. Mistakes raise `ConfigError`, which the CLI prints as one line with
+the remedy (exit 2). This is the composition root: the only place adapters are chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+
+from steerable_bridge.runtime.agent import Agent, AgentConfig
+from steerable_bridge.runtime.loop import LoopSettings
+from steerable_bridge.runtime.model import ModelProvider
+from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_route
+from steerable_bridge.runtime.storage import SessionStore
+from steerable_bridge.runtime.tools import Tool
+
+__all__ = ["ConfigError", "add_agent_options", "build_agent", "build_router", "build_store"]
+
+DEFAULT_MODEL = "demo:default"
+
+
+class ConfigError(Exception):
+    """A configuration mistake; the message names the remedy."""
+
+
+def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        default=os.environ.get("STEERABLE_MODEL", DEFAULT_MODEL),
+        help="model route provider:model — demo:default (built in, no key), scripted:PATH,"
+        " openai:NAME (default: $STEERABLE_MODEL or demo:default)",
+    )
+    parser.add_argument(
+        "--storage",
+        default=os.environ.get("STEERABLE_STORAGE", "memory"),
+        help="where sessions live: 'memory' or a file path (default: $STEERABLE_STORAGE or memory)",
+    )
+    parser.add_argument(
+        "--approve",
+        choices=("ask", "all", "none"),
+        default=os.environ.get("STEERABLE_APPROVE", "ask"),
+        help="tools that change things: ask first (default), allow all, or allow none",
+    )
+    parser.add_argument(
+        "--max-steps", type=int, default=25, help="model calls per turn before it stops (25)"
+    )
+
+
+def _pace_ms() -> float:
+    raw = os.environ.get("STEERABLE_DEMO_PACE_MS", "15")
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"STEERABLE_DEMO_PACE_MS={raw!r} is not a number of milliseconds"
+        ) from None
+
+
+def build_router(model: str) -> ModelRouter:
+    """A router with every provider this build ships, offering `model` first."""
+    router = ModelRouter()
+    pace = _pace_ms()
+
+    def demo(name: str) -> ModelProvider:
+        from steerable_bridge.adapters.llm.demo import DemoProvider
+
+        return DemoProvider(pace_ms=pace)
+
+    def scripted(path: str) -> ModelProvider:
+        from steerable_bridge.adapters.llm.scripted import ScriptedProvider
+
+        return ScriptedProvider.for_path(path)
+
+    router.register("demo", demo)
+    router.register("scripted", scripted)
+    _register_openai(router)
+    try:
+        split_route(model)
+    except RouteError as err:
+        raise ConfigError(err.message) from None
+    router.offer(model)
+    router.offer(DEFAULT_MODEL)
+    return router
+
+
+def _register_openai(router: ModelRouter) -> None:
+    try:
+        from steerable_bridge.adapters.llm.openai_compat import register  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError:  # TEMPORARY until the OpenAI-compatible adapter lands
+        return
+    register(router)
+
+
+def build_store(spec: str) -> SessionStore:
+    if spec == "memory":
+        from steerable_bridge.adapters.storage.memory import MemoryStore
+
+        return MemoryStore()
+    raise ConfigError(f"--storage {spec!r} is not available in this build; use --storage memory")
+
+
+def build_agent(
+    args: argparse.Namespace, *, tools: Sequence[Tool] = (), approval: str | None = None
+) -> Agent:
+    """The agent for a command's parsed options, with `tools` registered globally."""
+    from steerable_bridge.runtime.agent import new_id
+
+    if args.max_steps < 1:
+        raise ConfigError("--max-steps must be at least 1")
+    router = build_router(args.model)
+    try:
+        router.resolve(args.model)
+    except RouteError as err:
+        raise ConfigError(err.message) from None
+    config = AgentConfig(
+        model=args.model,
+        approval=approval or args.approve,  # type: ignore[arg-type]
+        loop=LoopSettings(max_steps=args.max_steps, new_id=new_id),
+    )
+    agent = Agent(router=router, store=build_store(args.storage), config=config)
+    for tool in tools:
+        agent.tools.register(tool)
+    return agent

@@ -1,0 +1,99 @@
+"""`steerable-bridge run PROMPT`: one turn from a terminal.
+
+Streams the assistant's text to stdout and shows reasoning, tool activity and the plan
+compactly on stderr; `--jsonl` prints every LoopEvent as one JSON object a line instead.
+With `--approve ask` (the default) a tool that changes things is put to the person at the
+terminal; without a terminal it is refused, and the message says to pass `--approve all`.
+Exit status: 0 when the turn finished, 1 when it failed (the error is on stderr), 2 for a
+configuration mistake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from steerable_bridge.commands.common import add_agent_options, build_agent
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("run", help="run one turn and print the answer")
+    add_agent_options(parser)
+    parser.add_argument("--jsonl", action="store_true", help="print LoopEvents as JSON lines")
+    parser.add_argument(
+        "--cwd", type=os.path.abspath, default=os.getcwd(), help="the session's working directory"
+    )
+    parser.add_argument("prompt", nargs="+", help="what to ask")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    import anyio
+
+    return anyio.run(_run, args)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from steerable_bridge.runtime import codec
+    from steerable_bridge.runtime import events as ev
+    from steerable_bridge.runtime.loop import TurnInput
+    from steerable_bridge.runtime.permissions import (
+        PermissionAnswer,
+        PermissionRequest,
+        StaticPolicy,
+    )
+    from steerable_bridge.runtime.values import TextPart
+
+    agent = build_agent(args, tools=builtin_tools())
+    session = await agent.new_session(args.cwd)
+    out, err = sys.stdout, sys.stderr
+
+    async def ask(request: PermissionRequest) -> PermissionAnswer:
+        if not sys.stdin.isatty():
+            print(
+                f"[denied] {request.title}: no terminal to ask; pass --approve all to allow",
+                file=err,
+            )
+            return PermissionAnswer(outcome="reject_once", option_id="reject_once")
+        reply = await anyio.to_thread.run_sync(
+            input, f"Allow {request.title}? [y]es / [a]lways / [n]o / [N]ever: "
+        )
+        outcome = {"y": "allow_once", "a": "allow_always", "N": "reject_always"}.get(
+            reply.strip()[:1], "reject_once"
+        )
+        return PermissionAnswer(outcome=outcome, option_id=outcome)  # type: ignore[arg-type]
+
+    import anyio
+
+    session.policy = StaticPolicy(args.approve, ask)
+
+    async def sink(event: ev.LoopEvent) -> None:
+        if args.jsonl:
+            out.write(codec.event_to_json(event) + "\n")
+            out.flush()
+            return
+        if isinstance(event, ev.TextDelta):
+            out.write(event.delta)
+            out.flush()
+        elif isinstance(event, ev.TextEnd):
+            out.write("\n")
+        elif isinstance(event, ev.ReasoningDelta):
+            err.write(event.delta)
+        elif isinstance(event, ev.ReasoningEnd):
+            err.write("\n")
+        elif isinstance(event, ev.ToolCallEnd):
+            print(f"[tool] {event.title or event.name}", file=err)
+        elif isinstance(event, ev.ToolFinished):
+            detail = event.error.message if event.error else ""
+            print(f"[tool] {event.status} {detail}".rstrip(), file=err)
+        elif isinstance(event, ev.PlanUpdated):
+            for entry in event.entries:
+                print(f"[plan] {entry.status:<11} {entry.content}", file=err)
+        elif isinstance(event, ev.RunFailed):
+            print(f"error [{event.code}]: {event.message}", file=err)
+
+    outcome = await session.prompt(TurnInput(content=(TextPart(text=" ".join(args.prompt)),)), sink)
+    return 1 if outcome.error_code else 0

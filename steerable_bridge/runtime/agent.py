@@ -1,0 +1,127 @@
+"""The agent: sessions, their store, the model router, and the tool and prompt registries.
+
+Transports hold one `Agent` and ask it for sessions: `new_session(cwd)`,
+`load_session(id)` (from memory, or rebuilt from the store — closing a turn a crash left
+open), `list_sessions`, `close_session`, `delete_session`. The CLI builds it with the
+adapters the user configured; the runtime never imports an adapter itself.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from steerable_bridge.runtime.log import SessionLog, now_ms
+from steerable_bridge.runtime.loop import LoopSettings
+from steerable_bridge.runtime.permissions import Approval
+from steerable_bridge.runtime.recovery import close_interrupted_run
+from steerable_bridge.runtime.registry import PromptSection, Registry, Scope
+from steerable_bridge.runtime.routing import ModelRouter
+from steerable_bridge.runtime.session import Session
+from steerable_bridge.runtime.storage import (
+    SessionNotFound,
+    SessionPage,
+    SessionRecord,
+    SessionStore,
+)
+from steerable_bridge.runtime.tools import Tool
+
+__all__ = ["Agent", "AgentConfig", "new_id"]
+
+IDENTITY = (
+    "You are steerable-bridge, a helpful assistant that works inside the user's editor or web"
+    " app. Answer plainly. Use the tools you are given when they help, and say what you did."
+)
+
+
+def new_id(prefix: str) -> str:
+    """A fresh, unique id such as `msg_3f2a9c1b7d4e`."""
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConfig:
+    """Settings shared by every session of one agent process."""
+
+    model: str = "demo:default"
+    approval: Approval = "ask"
+    loop: LoopSettings = field(default_factory=lambda: LoopSettings(new_id=new_id))
+
+
+class Agent:
+    """Creates, loads and keeps sessions; owns the registries and the router."""
+
+    def __init__(self, *, router: ModelRouter, store: SessionStore, config: AgentConfig) -> None:
+        self.router = router
+        self.store = store
+        self.config = config
+        self.tools: Registry[Tool] = Registry()
+        self.prompts: Registry[PromptSection] = Registry()
+        self.prompts.register(PromptSection(name="identity", text=IDENTITY))
+        self._sessions: dict[str, Session] = {}
+
+    def scope_of(self, session: Session) -> Scope:
+        return (session.id,)
+
+    def system_prompt(self, session: Session) -> str:
+        sections = self.prompts.snapshot(self.scope_of(session))
+        return "\n\n".join(section.text for section in sections)
+
+    def get(self, session_id: str) -> Session | None:
+        """The session if this process has it open."""
+        return self._sessions.get(session_id)
+
+    async def new_session(
+        self, cwd: str, *, session_id: str | None = None, model: str | None = None
+    ) -> Session:
+        sid = session_id or new_id("sess")
+        now = now_ms()
+        await self.store.create(
+            SessionRecord(
+                session_id=sid,
+                cwd=cwd,
+                created_at=now,
+                updated_at=now,
+                model=model or self.config.model,
+            )
+        )
+        session = Session(
+            self, SessionLog(sid, store=self.store), cwd=cwd, model=model or self.config.model
+        )
+        self._sessions[sid] = session
+        return session
+
+    async def load_session(self, session_id: str) -> Session:
+        """The open session, or one rebuilt from the store. Raises SessionNotFound."""
+        session = self._sessions.get(session_id)
+        if session is not None:
+            return session
+        record = await self.store.get(session_id)
+        if record is None:
+            raise SessionNotFound(session_id)
+        events = await self.store.read(session_id)
+        log = SessionLog(session_id, events, store=self.store)
+        session = Session(self, log, cwd=record.cwd, model=record.model or self.config.model)
+        if close_interrupted_run(log, session.facts):
+            await log.commit()
+        self._sessions[session_id] = session
+        return session
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> SessionPage:
+        return await self.store.list(cwd=cwd, cursor=cursor, limit=limit)
+
+    async def close_session(self, session_id: str) -> bool:
+        """Cancel its turn and forget it in memory (the log stays in the store)."""
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return False
+        session.closed = True
+        session.cancel("the session was closed")
+        await session.log.commit()
+        return True
+
+    async def delete_session(self, session_id: str) -> bool:
+        await self.close_session(session_id)
+        return await self.store.delete(session_id)

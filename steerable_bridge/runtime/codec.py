@@ -1,0 +1,47 @@
+"""JSON encoding of LoopEvents: exact round trip and the published JSON Schema.
+
+One pydantic `TypeAdapter` over the `LoopEvent` union (discriminated on `kind`) does both
+directions, so the schema that `steerable-bridge schema` prints is the one the decoder
+enforces. Stores, the `_steerable/event` ACP channel, AG-UI CUSTOM events and `run --jsonl`
+all go through here; nothing else in the package hand-writes event JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter
+
+from steerable_bridge.runtime.events import LoopEvent
+
+__all__ = ["event_from_json", "event_from_jsonable", "event_to_json", "event_to_jsonable", "schema"]
+
+_ADAPTER: TypeAdapter[LoopEvent] = TypeAdapter(Annotated[LoopEvent, Field(discriminator="kind")])
+
+
+def event_to_json(event: LoopEvent) -> str:
+    """Compact JSON text of one event."""
+    return _ADAPTER.dump_json(event).decode()
+
+
+def event_from_json(text: str | bytes) -> LoopEvent:
+    """Parse and validate one event; raises `pydantic.ValidationError` naming the field."""
+    return _ADAPTER.validate_json(text)
+
+
+def event_to_jsonable(event: LoopEvent) -> dict[str, Any]:
+    """The event as plain JSON-compatible Python data (for embedding in other messages)."""
+    data: dict[str, Any] = _ADAPTER.dump_python(event, mode="json")
+    return data
+
+
+def event_from_jsonable(data: object) -> LoopEvent:
+    """Inverse of `event_to_jsonable`."""
+    return _ADAPTER.validate_python(data)
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the whole taxonomy."""
+    result: dict[str, Any] = _ADAPTER.json_schema()
+    result["title"] = "LoopEvent"
+    return result

@@ -1,0 +1,408 @@
+"""The LoopEvent taxonomy: everything a session does, as one typed, append-only stream.
+
+Every variant is a frozen, slotted dataclass with a literal `kind` (the discriminator) and
+the four fields every event carries: `session_id`, `run_id`, `seq` (strictly increasing per
+session, assigned by the log on append) and `ts` (integer milliseconds since the epoch).
+There is no untyped payload bag: each kind names its fields. The kind names are public API
+(`steerable-bridge schema` prints them); transports render these events and the
+conformance suite decodes the wires back into them. Serialisation lives in `codec.py`.
+
+Groups, in the order a turn produces them:
+
+- run: run_started, run_finished(stop_reason, usage), run_failed(code, message)
+- step: step_started, step_finished, model_request, model_response
+- text / reasoning: *_start(message_id), *_delta(message_id, delta), *_end(message_id)
+- tool call (model side): tool_call_start, tool_call_delta, tool_call_end
+- tool run (execution side): tool_started, tool_output, tool_finished
+- permission: permission_requested, permission_resolved
+- input: user_message, steer_applied, follow_up_applied
+- state / plan: plan_updated, state_snapshot, state_delta
+- session: mode_changed, config_changed, commands_updated, session_info, usage_updated
+- control: hook_action, budget_exhausted, soft_timeout, compaction
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from steerable_bridge.runtime.model import FinishReason, ModelRequest
+from steerable_bridge.runtime.values import (
+    Command,
+    ContentPart,
+    Interrupt,
+    Location,
+    PermissionOption,
+    PlanEntry,
+    ToolContent,
+    ToolError,
+    ToolKind,
+    Usage,
+)
+
+StopReason = Literal["end_turn", "max_tokens", "max_steps", "refusal", "cancelled", "interrupted"]
+"""Why a turn ended. `interrupted` means it waits for the client (frontend tool, approval)."""
+
+ToolStatus = Literal["completed", "failed", "cancelled"]
+PermissionOutcome = Literal[
+    "allow_once", "allow_always", "reject_once", "reject_always", "cancelled"
+]
+ToolExecutor = Literal["backend", "frontend"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventBase:
+    """Fields every LoopEvent carries."""
+
+    session_id: str
+    run_id: str
+    seq: int
+    ts: int
+
+
+# -- run ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStarted(EventBase):
+    kind: Literal["run_started"] = "run_started"
+    model: str
+    parent_run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFinished(EventBase):
+    kind: Literal["run_finished"] = "run_finished"
+    stop_reason: StopReason
+    usage: Usage = Usage()
+    pending_tool_call_ids: tuple[str, ...] = ()
+    """Frontend tool calls the client must run and answer in its next run."""
+    interrupts: tuple[Interrupt, ...] = ()
+    """Approvals the client must give or refuse in its next run."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFailed(EventBase):
+    kind: Literal["run_failed"] = "run_failed"
+    code: str
+    message: str
+
+
+# -- step -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepStarted(EventBase):
+    kind: Literal["step_started"] = "step_started"
+    step: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepFinished(EventBase):
+    kind: Literal["step_finished"] = "step_finished"
+    step: int
+    finish_reason: FinishReason
+    usage: Usage = Usage()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequestEvent(EventBase):
+    kind: Literal["model_request"] = "model_request"
+    step: int
+    request: ModelRequest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelResponseEvent(EventBase):
+    kind: Literal["model_response"] = "model_response"
+    step: int
+    finish_reason: FinishReason
+    usage: Usage = Usage()
+    model: str | None = None
+
+
+# -- text and reasoning ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextStart(EventBase):
+    kind: Literal["text_start"] = "text_start"
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta(EventBase):
+    kind: Literal["text_delta"] = "text_delta"
+    message_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextEnd(EventBase):
+    kind: Literal["text_end"] = "text_end"
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningStart(EventBase):
+    kind: Literal["reasoning_start"] = "reasoning_start"
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningDelta(EventBase):
+    kind: Literal["reasoning_delta"] = "reasoning_delta"
+    message_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningEnd(EventBase):
+    kind: Literal["reasoning_end"] = "reasoning_end"
+    message_id: str
+
+
+# -- tool call, model side ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStart(EventBase):
+    kind: Literal["tool_call_start"] = "tool_call_start"
+    call_id: str
+    name: str
+    parent_message_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallDelta(EventBase):
+    kind: Literal["tool_call_delta"] = "tool_call_delta"
+    call_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallEnd(EventBase):
+    """The call is complete: its full argument text and how an editor should show it."""
+
+    kind: Literal["tool_call_end"] = "tool_call_end"
+    call_id: str
+    name: str
+    arguments_json: str
+    tool_kind: ToolKind = "other"
+    title: str = ""
+    locations: tuple[Location, ...] = ()
+    executor: ToolExecutor = "backend"
+
+
+# -- tool run, execution side ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStarted(EventBase):
+    kind: Literal["tool_started"] = "tool_started"
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutput(EventBase):
+    kind: Literal["tool_output"] = "tool_output"
+    call_id: str
+    content: tuple[ToolContent, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolFinished(EventBase):
+    kind: Literal["tool_finished"] = "tool_finished"
+    call_id: str
+    status: ToolStatus
+    content: tuple[ToolContent, ...] = ()
+    raw_output_json: str | None = None
+    error: ToolError | None = None
+
+
+# -- permission -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionRequested(EventBase):
+    kind: Literal["permission_requested"] = "permission_requested"
+    call_id: str
+    tool_name: str
+    options: tuple[PermissionOption, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionResolved(EventBase):
+    kind: Literal["permission_resolved"] = "permission_resolved"
+    call_id: str
+    tool_name: str
+    outcome: PermissionOutcome
+    option_id: str | None = None
+
+
+# -- input ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage(EventBase):
+    kind: Literal["user_message"] = "user_message"
+    message_id: str
+    content: tuple[ContentPart, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SteerApplied(EventBase):
+    kind: Literal["steer_applied"] = "steer_applied"
+    message_id: str
+    content: tuple[ContentPart, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FollowUpApplied(EventBase):
+    kind: Literal["follow_up_applied"] = "follow_up_applied"
+    message_id: str
+    content: tuple[ContentPart, ...]
+
+
+# -- state and plan -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanUpdated(EventBase):
+    kind: Literal["plan_updated"] = "plan_updated"
+    entries: tuple[PlanEntry, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateSnapshot(EventBase):
+    kind: Literal["state_snapshot"] = "state_snapshot"
+    state_json: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateDelta(EventBase):
+    """A JSON Patch (RFC 6902) against the current shared state, as canonical JSON."""
+
+    kind: Literal["state_delta"] = "state_delta"
+    patch_json: str
+
+
+# -- session --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModeChanged(EventBase):
+    kind: Literal["mode_changed"] = "mode_changed"
+    mode_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigChanged(EventBase):
+    kind: Literal["config_changed"] = "config_changed"
+    option_id: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandsUpdated(EventBase):
+    kind: Literal["commands_updated"] = "commands_updated"
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo(EventBase):
+    kind: Literal["session_info"] = "session_info"
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageUpdated(EventBase):
+    """Context use after a model response: `used` tokens out of `size` (when known)."""
+
+    kind: Literal["usage_updated"] = "usage_updated"
+    used: int
+    size: int | None = None
+
+
+# -- control --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookAction(EventBase):
+    kind: Literal["hook_action"] = "hook_action"
+    hook: str
+    action: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetExhausted(EventBase):
+    kind: Literal["budget_exhausted"] = "budget_exhausted"
+    budget: str
+    limit: int
+    used: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SoftTimeout(EventBase):
+    kind: Literal["soft_timeout"] = "soft_timeout"
+    elapsed_ms: int
+    limit_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compaction(EventBase):
+    """History before `through_seq` is replaced, for the model, by `summary`."""
+
+    kind: Literal["compaction"] = "compaction"
+    summary: str
+    through_seq: int
+
+
+LoopEvent = (
+    RunStarted
+    | RunFinished
+    | RunFailed
+    | StepStarted
+    | StepFinished
+    | ModelRequestEvent
+    | ModelResponseEvent
+    | TextStart
+    | TextDelta
+    | TextEnd
+    | ReasoningStart
+    | ReasoningDelta
+    | ReasoningEnd
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | ToolStarted
+    | ToolOutput
+    | ToolFinished
+    | PermissionRequested
+    | PermissionResolved
+    | UserMessage
+    | SteerApplied
+    | FollowUpApplied
+    | PlanUpdated
+    | StateSnapshot
+    | StateDelta
+    | ModeChanged
+    | ConfigChanged
+    | CommandsUpdated
+    | SessionInfo
+    | UsageUpdated
+    | HookAction
+    | BudgetExhausted
+    | SoftTimeout
+    | Compaction
+)
+"""One discriminated union on `kind`."""
+
+EVENT_TYPES: tuple[type[EventBase], ...] = LoopEvent.__args__
+"""Every variant, in taxonomy order."""
+
+KINDS: tuple[str, ...] = tuple(str(t.__dataclass_fields__["kind"].default) for t in EVENT_TYPES)
+"""Every kind name, in taxonomy order."""
+
+KIND_TO_TYPE: dict[str, type[EventBase]] = dict(zip(KINDS, EVENT_TYPES, strict=True))

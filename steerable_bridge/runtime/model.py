@@ -1,0 +1,140 @@
+"""The model port: one immutable request in, a stream of chunks and exactly one response out.
+
+`ModelProvider` is the contract every LLM adapter implements (see `adapters/llm`). The loop
+builds a `ModelRequest` from a snapshot of history, prompt and tools, logs it, then calls
+`provider.stream(request)`. A conforming stream yields zero or more `ModelChunk`s followed
+by exactly one `ModelResponse`; anything else (no response, chunks after it, two responses)
+is a protocol error the loop logs as `run_failed` — it never invents an assistant message.
+Failures a provider can name are raised as `ProviderError` with a stable code and a message
+that tells the user what to do.
+
+    class EchoProvider:
+        async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+            yield TextChunk(delta=request.messages[-1].text)
+            yield ModelResponse(finish_reason="end_turn")
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from steerable_bridge.runtime.values import Message, Usage
+
+__all__ = [
+    "FinishReason",
+    "ModelChunk",
+    "ModelInfo",
+    "ModelProvider",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelStreamItem",
+    "ProviderError",
+    "ReasoningChunk",
+    "TextChunk",
+    "ToolCallChunk",
+    "ToolSpec",
+]
+
+FinishReason = Literal["end_turn", "tool_calls", "max_tokens", "refusal", "cancelled", "error"]
+"""Why a model call ended. Providers report the first four; the loop adds the last two."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool as the model sees it; `parameters_json` is its JSON Schema as canonical JSON."""
+
+    name: str
+    description: str
+    parameters_json: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequest:
+    """Everything one model call sees. Logged in full before the provider starts."""
+
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextChunk:
+    """A piece of assistant text."""
+
+    type: Literal["text"] = "text"
+    delta: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningChunk:
+    """A piece of the model's visible reasoning."""
+
+    type: Literal["reasoning"] = "reasoning"
+    delta: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallChunk:
+    """A piece of a tool call. The first chunk of a call carries its `name`."""
+
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    name: str | None = None
+    arguments_delta: str = ""
+
+
+ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelResponse:
+    """The end of one model call: why it stopped and what it cost."""
+
+    type: Literal["response"] = "response"
+    finish_reason: FinishReason
+    usage: Usage = Usage()
+    model: str | None = None
+
+
+ModelStreamItem = ModelChunk | ModelResponse
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelInfo:
+    """What the runtime knows about a route: its context window and whether it sees images."""
+
+    route: str
+    context_window: int | None = None
+    accepts_images: bool = False
+    needs_api_key_env: str | None = None
+    """An environment variable the route needs but does not have (None when usable)."""
+
+
+class ProviderError(Exception):
+    """A failure a provider can name: `code` is stable, `message` names the remedy."""
+
+    def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+
+
+class ModelProvider(Protocol):
+    """Streams one model call.
+
+    Contract: yield zero or more `ModelChunk`s, then exactly one `ModelResponse`, then stop.
+    Tool-call chunks of one call share its `call_id`; the first carries the `name`. Raise
+    `ProviderError` for failures with a remedy. The caller cancels by cancelling the
+    surrounding anyio scope; a provider must bound every network wait with a timeout.
+    """
+
+    @property
+    def info(self) -> ModelInfo: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]: ...

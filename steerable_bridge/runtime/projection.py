@@ -1,0 +1,223 @@
+"""Deterministic projections of a session log: model history, shared state, session facts.
+
+`project_history(events)` is the only way the loop learns what the model has said and done:
+the same events always give the same messages, and an event type it does not know is an
+error (`ProjectionError`), never silently skipped — a newer build's event must not vanish
+from the model's view. The other folds (`project_state`, `session_facts`) read the same log
+for the shared AG-UI state, the current mode, the title, remembered permission answers and
+tool calls still waiting for a result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import jsonpatch
+from pydantic import JsonValue
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.values import Message, TextPart, ToolCall, ToolContent, ToolError
+
+__all__ = ["ProjectionError", "SessionFacts", "project_history", "project_state", "session_facts"]
+
+
+class ProjectionError(Exception):
+    """The log holds an event this build cannot project; upgrade steerable-bridge."""
+
+
+_NO_HISTORY: tuple[type[ev.EventBase], ...] = (
+    ev.RunStarted,
+    ev.RunFinished,
+    ev.RunFailed,
+    ev.StepStarted,
+    ev.StepFinished,
+    ev.ModelRequestEvent,
+    ev.TextStart,
+    ev.TextEnd,
+    ev.ReasoningStart,
+    ev.ReasoningEnd,
+    ev.ToolCallStart,
+    ev.ToolCallDelta,
+    ev.ToolStarted,
+    ev.ToolOutput,
+    ev.PermissionRequested,
+    ev.PermissionResolved,
+    ev.PlanUpdated,
+    ev.StateSnapshot,
+    ev.StateDelta,
+    ev.ModeChanged,
+    ev.ConfigChanged,
+    ev.CommandsUpdated,
+    ev.SessionInfo,
+    ev.UsageUpdated,
+    ev.HookAction,
+    ev.BudgetExhausted,
+    ev.SoftTimeout,
+)
+"""Kinds that never change the model's history (they are still logged and rendered)."""
+
+
+_STREAMING: frozenset[type[ev.EventBase]] = frozenset(
+    {ev.TextDelta, ev.ReasoningDelta, ev.ToolCallDelta}
+)
+
+
+class _Assistant:
+    """The assistant message being assembled from one model call's events."""
+
+    __slots__ = ("calls", "id", "reasoning", "text")
+
+    def __init__(self, message_id: str) -> None:
+        self.id = message_id
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: list[ToolCall] = []
+
+    def message(self) -> Message:
+        text = "".join(self.text)
+        return Message(
+            id=self.id,
+            role="assistant",
+            content=(TextPart(text=text),) if text else (),
+            reasoning="".join(self.reasoning) or None,
+            tool_calls=tuple(self.calls),
+        )
+
+
+def project_history(events: Iterable[LoopEvent]) -> tuple[Message, ...]:
+    """The model's view of the conversation, rebuilt from the log."""
+    messages: list[Message] = []
+    current: _Assistant | None = None
+
+    def flush() -> None:
+        nonlocal current
+        if current is not None and (current.text or current.calls or current.reasoning):
+            messages.append(current.message())
+        current = None
+
+    for event in events:
+        if isinstance(event, ev.TextDelta):
+            if current is None:
+                current = _Assistant(event.message_id)
+            current.text.append(event.delta)
+        elif isinstance(event, ev.ReasoningDelta):
+            if current is None:
+                current = _Assistant(event.message_id)
+            current.reasoning.append(event.delta)
+        elif isinstance(event, ev.ToolCallEnd):
+            if current is None:
+                current = _Assistant(f"asst-{event.call_id}")
+            current.calls.append(
+                ToolCall(
+                    call_id=event.call_id, name=event.name, arguments_json=event.arguments_json
+                )
+            )
+        elif isinstance(event, ev.ModelResponseEvent | ev.RunFinished | ev.RunFailed):
+            flush()
+        elif isinstance(event, ev.ToolFinished):
+            flush()
+            messages.append(_tool_message(event))
+        elif isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
+            flush()
+            messages.append(Message(id=event.message_id, role="user", content=event.content))
+        elif isinstance(event, ev.Compaction):
+            flush()
+            messages.clear()
+            messages.append(
+                Message(
+                    id=f"compaction-{event.seq}",
+                    role="user",
+                    content=(
+                        TextPart(text=f"Summary of the conversation so far:\n{event.summary}"),
+                    ),
+                )
+            )
+        elif isinstance(event, _NO_HISTORY):
+            continue
+        else:
+            raise ProjectionError(
+                f"cannot project event kind {getattr(event, 'kind', type(event).__name__)!r}"
+                f" (seq {getattr(event, 'seq', '?')}); upgrade steerable-bridge to read this log"
+            )
+    flush()
+    return tuple(messages)
+
+
+def _tool_message(event: ev.ToolFinished) -> Message:
+    content: tuple[ToolContent, ...] = event.content
+    if event.error is not None and not content:
+        content = (TextPart(text=_error_text(event.error)),)
+    return Message(
+        id=f"result-{event.call_id}",
+        role="tool",
+        content=content,
+        tool_call_id=event.call_id,
+        is_error=event.status != "completed",
+    )
+
+
+def _error_text(error: ToolError) -> str:
+    return f"error [{error.code}]: {error.message}"
+
+
+def project_state(events: Iterable[LoopEvent]) -> JsonValue:
+    """The shared state: the last snapshot with every later JSON Patch applied."""
+    return session_facts(events).state
+
+
+@dataclass(slots=True)
+class SessionFacts:
+    """Facts about a session that the log determines (never stored twice)."""
+
+    title: str | None = None
+    mode_id: str | None = None
+    config: dict[str, str] = field(default_factory=dict)
+    always: dict[str, bool] = field(default_factory=dict)
+    """Remembered answers per tool name: True = allow always, False = reject always."""
+    open_calls: dict[str, ev.ToolCallEnd] = field(default_factory=dict)
+    """Tool calls the model made that have no result yet, in call order."""
+    running: bool = False
+    """A run started and has not finished (a crash or kill left it open)."""
+    last_run_id: str | None = None
+    state: JsonValue = field(default_factory=dict)
+    """The shared state: the last snapshot with every later JSON Patch applied."""
+
+    def observe(self, event: LoopEvent) -> None:
+        """Fold one more event in (the loop calls this for every event it logs)."""
+        if type(event) in _STREAMING:
+            return
+        if isinstance(event, ev.SessionInfo):
+            self.title = event.title
+        elif isinstance(event, ev.ModeChanged):
+            self.mode_id = event.mode_id
+        elif isinstance(event, ev.ConfigChanged):
+            self.config[event.option_id] = event.value
+        elif isinstance(event, ev.PermissionResolved):
+            if event.outcome == "allow_always":
+                self.always[event.tool_name] = True
+            elif event.outcome == "reject_always":
+                self.always[event.tool_name] = False
+        elif isinstance(event, ev.ToolCallEnd):
+            self.open_calls[event.call_id] = event
+        elif isinstance(event, ev.ToolFinished):
+            self.open_calls.pop(event.call_id, None)
+        elif isinstance(event, ev.RunStarted):
+            self.running = True
+            self.last_run_id = event.run_id
+        elif isinstance(event, ev.RunFinished | ev.RunFailed):
+            self.running = False
+        elif isinstance(event, ev.StateSnapshot):
+            self.state = json.loads(event.state_json)
+        elif isinstance(event, ev.StateDelta):
+            self.state = jsonpatch.apply_patch(self.state, json.loads(event.patch_json))
+
+
+def session_facts(events: Iterable[LoopEvent]) -> SessionFacts:
+    """Fold the log into the facts the runtime needs to continue a session."""
+    facts = SessionFacts()
+    for event in events:
+        facts.observe(event)
+    return facts

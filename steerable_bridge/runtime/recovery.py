@@ -1,0 +1,81 @@
+"""Closing a turn that a crash left open, by appending — never by rewriting the log.
+
+When a process dies mid-turn (kill -9, power loss), its log ends inside a run: a text
+message may be open, a tool call half-streamed, a tool started without a result. On the next
+load `close_interrupted_run` appends what a clean end would have logged — `*_end` for open
+messages, `tool_call_end` for half-streamed calls, a `cancelled` result for every call
+without one, `step_finished`, and a `run_failed` with code `interrupted` — so projection,
+replay and both renderings see a well-formed run.
+"""
+
+from __future__ import annotations
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.log import SessionLog
+from steerable_bridge.runtime.projection import SessionFacts
+from steerable_bridge.runtime.values import ToolError
+
+__all__ = ["close_interrupted_run"]
+
+
+def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopEvent]:
+    """Append the events that close the log's open run; returns them (empty if none open)."""
+    if not facts.running or facts.last_run_id is None:
+        return []
+    run_id = facts.last_run_id
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[str, tuple[str, list[str]]] = {}
+    step: int | None = None
+    for event in log.view():
+        if event.run_id != run_id:
+            continue
+        if isinstance(event, ev.TextStart):
+            text.append(event.message_id)
+        elif isinstance(event, ev.TextEnd) and event.message_id in text:
+            text.remove(event.message_id)
+        elif isinstance(event, ev.ReasoningStart):
+            reasoning.append(event.message_id)
+        elif isinstance(event, ev.ReasoningEnd) and event.message_id in reasoning:
+            reasoning.remove(event.message_id)
+        elif isinstance(event, ev.ToolCallStart):
+            calls[event.call_id] = (event.name, [])
+        elif isinstance(event, ev.ToolCallDelta) and event.call_id in calls:
+            calls[event.call_id][1].append(event.delta)
+        elif isinstance(event, ev.ToolCallEnd):
+            calls.pop(event.call_id, None)
+        elif isinstance(event, ev.StepStarted):
+            step = event.step
+        elif isinstance(event, ev.StepFinished):
+            step = None
+    added: list[ev.LoopEvent] = []
+
+    def add(cls: type[ev.EventBase], **fields: object) -> None:
+        event: ev.LoopEvent = log.record(cls, run_id, **fields)  # type: ignore[assignment]
+        facts.observe(event)
+        added.append(event)
+
+    for message_id in reasoning:
+        add(ev.ReasoningEnd, message_id=message_id)
+    for message_id in text:
+        add(ev.TextEnd, message_id=message_id)
+    for call_id, (name, parts) in calls.items():
+        add(ev.ToolCallEnd, call_id=call_id, name=name, arguments_json="".join(parts))
+    for call_id in list(facts.open_calls):
+        add(
+            ev.ToolFinished,
+            call_id=call_id,
+            status="cancelled",
+            error=ToolError(
+                code="interrupted", message="the agent process stopped during this call"
+            ),
+        )
+    if step is not None:
+        add(ev.StepFinished, step=step, finish_reason="error")
+    add(
+        ev.RunFailed,
+        code="interrupted",
+        message="the agent process stopped during this turn; it was closed when the session was"
+        " next loaded. Send the prompt again to continue.",
+    )
+    return added

@@ -1,0 +1,150 @@
+"""A session: one conversation's log, its settings, and the one turn it may be running.
+
+`Session.prompt(turn, sink)` runs a turn (see `loop.py`) and refuses a second concurrent one
+with `SessionBusy`. While a turn runs, `cancel()`, `steer()` and `follow_up()` reach it.
+Everything durable about a session — title, mode, model, remembered permissions, shared
+state, open tool calls — is folded from its log (`SessionFacts`), so a reloaded session
+continues exactly where it stopped. Transports get sessions from `Agent` (`agent.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.log import SessionLog
+from steerable_bridge.runtime.loop import EventSink, RunOutcome, TurnContext, TurnInput, run_turn
+from steerable_bridge.runtime.permissions import PermissionPolicy, StaticPolicy
+from steerable_bridge.runtime.projection import SessionFacts, session_facts
+from steerable_bridge.runtime.steering import InputQueue
+from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.values import ContentPart
+
+if TYPE_CHECKING:
+    from steerable_bridge.runtime.agent import Agent
+
+__all__ = ["Session", "SessionBusy"]
+
+
+class SessionBusy(Exception):
+    """A second prompt reached a session that is already running one."""
+
+    code = "session_busy"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id} is already running a prompt; wait for it to finish or"
+            " cancel it first"
+        )
+
+
+class Session:
+    """One conversation. Create or load it through `Agent`."""
+
+    def __init__(self, agent: Agent, log: SessionLog, *, cwd: str, model: str) -> None:
+        self.agent = agent
+        self.log = log
+        self.cwd = cwd
+        self.facts: SessionFacts = session_facts(log.view())
+        self.default_model = model
+        self.policy: PermissionPolicy = StaticPolicy(agent.config.approval)
+        self.environment: Environment | None = None
+        self.extra_tools: tuple[Tool, ...] = ()
+        self.steering = InputQueue()
+        self.follow_ups = InputQueue()
+        self._running: CancelToken | None = None
+        self.closed = False
+
+    @property
+    def id(self) -> str:
+        return self.log.session_id
+
+    @property
+    def model(self) -> str:
+        return self.facts.config.get("model", self.default_model)
+
+    @property
+    def mode(self) -> str:
+        return self.facts.mode_id or "default"
+
+    @property
+    def running(self) -> bool:
+        return self._running is not None
+
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools the next step will offer: registered for this session's scope, plus extras."""
+        registered = self.agent.tools.snapshot(self.agent.scope_of(self))
+        names = {tool.name for tool in self.extra_tools}
+        return tuple(t for t in registered if t.name not in names) + self.extra_tools
+
+    async def prompt(
+        self,
+        turn: TurnInput,
+        sink: EventSink | None = None,
+        *,
+        cancel: CancelToken | None = None,
+        on_start: Callable[[CancelToken], Any] | None = None,
+    ) -> RunOutcome:
+        """Run one turn. Raises `SessionBusy`, or `RouteError` before anything is logged."""
+        if self._running is not None:
+            raise SessionBusy(self.id)
+        provider = self.agent.router.resolve(self.model)
+        token = cancel or CancelToken()
+        self._running = token
+        if on_start is not None:
+            on_start(token)
+        try:
+            context = TurnContext(
+                log=self.log,
+                facts=self.facts,
+                cwd=self.cwd,
+                model=self.model,
+                provider=provider,
+                system=self.agent.system_prompt(self),
+                tools=self.tools(),
+                policy=self.policy,
+                environment=self.environment,
+                steering=self.steering,
+                follow_ups=self.follow_ups,
+                cancel=token,
+                sink=sink,
+                settings=self.agent.config.loop,
+            )
+            return await run_turn(context, turn)
+        finally:
+            self._running = None
+            with anyio.CancelScope(shield=True):
+                await self.log.commit()
+
+    def cancel(self, reason: str = "cancelled by the client") -> bool:
+        """Cancel the running turn; False when none runs."""
+        if self._running is None:
+            return False
+        self._running.cancel(reason)
+        return True
+
+    def steer(self, content: tuple[ContentPart, ...]) -> bool:
+        """Queue a message for the running turn's next step boundary; False when idle."""
+        if self._running is None:
+            return False
+        self.steering.push(content)
+        return True
+
+    def follow_up(self, content: tuple[ContentPart, ...]) -> bool:
+        """Queue a message taken when the running turn would otherwise end; False when idle."""
+        if self._running is None:
+            return False
+        self.follow_ups.push(content)
+        return True
+
+    async def record(self, cls: type[ev.EventBase], **fields: Any) -> ev.LoopEvent:
+        """Log a session-level event outside any turn (mode, config, commands)."""
+        event: ev.LoopEvent = self.log.record(cls, "", **fields)  # type: ignore[assignment]
+        self.facts.observe(event)
+        await self.log.commit()
+        return event

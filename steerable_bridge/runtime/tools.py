@@ -1,0 +1,137 @@
+"""Tools: what a model can call, and the context a tool runs in.
+
+A `Tool` carries its name, description, JSON Schema parameters, an ACP kind, and an async
+handler `handler(args, ctx) -> ToolResult`. The loop validates arguments against the schema
+before calling the handler (invalid arguments become a tool error the model sees), bounds
+the call with `timeout_s`, and cancels it through the turn's token. A handler reports a
+failure with a result or by raising `ToolFailure(code, message)`; any other exception is
+caught and logged as code `tool_exception`. `executor="frontend"` marks a tool that the
+client runs (AG-UI frontend tools): the loop streams the call and stops the run for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import JsonValue
+
+from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.events import ToolExecutor
+from steerable_bridge.runtime.model import ToolSpec
+from steerable_bridge.runtime.values import (
+    Location,
+    PlanEntry,
+    ToolContent,
+    ToolError,
+    ToolKind,
+    canonical_json,
+)
+
+__all__ = [
+    "READ_ONLY_KINDS",
+    "Tool",
+    "ToolContext",
+    "ToolFailure",
+    "ToolHandler",
+    "ToolResult",
+]
+
+READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "think", "fetch"})
+"""Kinds that never need permission."""
+
+
+class ToolFailure(Exception):
+    """Raised by a handler for an expected failure: stable `code`, message with the remedy."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """What a tool returns. `error` set means the call failed (the model still sees content)."""
+
+    content: tuple[ToolContent, ...] = ()
+    raw_output_json: str | None = None
+    error: ToolError | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolContext:
+    """What a running tool may use: its ids, the workspace, and ways to report progress."""
+
+    session_id: str
+    run_id: str
+    call_id: str
+    cwd: str
+    environment: Environment | None
+    output: Callable[[tuple[ToolContent, ...]], Awaitable[None]]
+    """Stream progress content (logged as `tool_output`)."""
+    update_plan: Callable[[tuple[PlanEntry, ...]], Awaitable[None]]
+    """Replace the session's plan (logged as `plan_updated`)."""
+    patch_state: Callable[[JsonValue], Awaitable[None]]
+    """Apply a JSON Patch to the shared state (logged as `state_delta`)."""
+    state: Callable[[], JsonValue]
+    """The shared state as it is now."""
+
+
+ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
+
+
+async def _no_handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    raise ToolFailure("frontend_tool", "this tool runs in the client; the server cannot run it")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    """A callable tool. `read_only=None` derives it from `kind`."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    kind: ToolKind = "other"
+    handler: ToolHandler = _no_handler
+    read_only: bool | None = None
+    parallel_safe: bool = False
+    timeout_s: float = 120.0
+    executor: ToolExecutor = "backend"
+    title: Callable[[Mapping[str, Any]], str] | None = None
+    locations: Callable[[Mapping[str, Any]], tuple[Location, ...]] | None = None
+
+    @property
+    def needs_permission(self) -> bool:
+        if self.read_only is not None:
+            return not self.read_only
+        return self.kind not in READ_ONLY_KINDS
+
+    def spec(self) -> ToolSpec:
+        """How the model sees this tool."""
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters_json=canonical_json(dict(self.parameters)),
+        )
+
+    def describe(self, args: Mapping[str, Any]) -> tuple[str, tuple[Location, ...]]:
+        """A title a person can read ("Read src/app.py") and the locations touched."""
+        try:
+            title = self.title(args) if self.title else _default_title(self.name, args)
+            locations = self.locations(args) if self.locations else ()
+        except (KeyError, TypeError, ValueError):
+            return _default_title(self.name, args), ()
+        return title, locations
+
+
+def _default_title(name: str, args: Mapping[str, Any]) -> str:
+    words = name.replace("_", " ").strip().capitalize() or name
+    first = next((v for v in args.values() if isinstance(v, str) and v), None)
+    if first is not None:
+        short = first if len(first) <= 60 else first[:57] + "..."
+        return f"{words}: {short}"
+    return words
