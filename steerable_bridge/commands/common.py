@@ -89,10 +89,8 @@ def build_router(model: str) -> ModelRouter:
 
 
 def _register_openai(router: ModelRouter) -> None:
-    try:
-        from steerable_bridge.adapters.llm.openai_compat import register  # type: ignore[import-untyped,import-not-found,unused-ignore]
-    except ImportError:  # TEMPORARY until the OpenAI-compatible adapter lands
-        return
+    from steerable_bridge.adapters.llm.openai_compat import register
+
     register(router)
 
 

@@ -1,0 +1,389 @@
+"""The OpenAI-compatible model provider: streaming Chat Completions over httpx.
+
+Works with OpenAI and with the servers that speak its API — Ollama, vLLM, llama.cpp,
+LM Studio. Selected as `--model openai:NAME`; configured by `STEERABLE_BASE_URL` (falls back
+to `OPENAI_BASE_URL`, default `https://api.openai.com/v1`), `STEERABLE_API_KEY` (falls back
+to `OPENAI_API_KEY`; not needed when the base URL is loopback), `STEERABLE_MODEL_IMAGES`
+(`0` for text-only models) and `STEERABLE_CONTEXT_WINDOW`. Each `stream()` opens its own
+`httpx.AsyncClient`, retries 429 / 5xx / dropped connections with exponential backoff a
+bounded number of times *before any chunk was yielded*, bounds connect and read waits with
+timeouts, and turns every failure into a `ProviderError` whose message names the remedy.
+The stream is read with httpx's `aiter_lines()`; the only SSE handling written here is
+collecting `data:` lines up to the blank line that ends an event, because no maintained
+library we depend on parses a *client-side* SSE stream (sse-starlette only writes one), and
+OpenAI's stream uses nothing else of the format. Payload mapping lives in `openai_wire.py`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+
+from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
+from steerable_bridge.runtime.model import (
+    ModelChunk,
+    ModelInfo,
+    ModelRequest,
+    ModelResponse,
+    ModelStreamItem,
+    ProviderError,
+)
+from steerable_bridge.runtime.routing import ModelRouter, RouteError
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "OpenAICompatProvider",
+    "OpenAIConfig",
+    "config_from_env",
+    "register",
+]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class _StatusError(ProviderError):
+    """An HTTP error status worth retrying, with the server's `Retry-After` (seconds)."""
+
+    def __init__(self, code: str, message: str, retry_after: float | None) -> None:
+        super().__init__(code, message, retryable=True)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAIConfig:
+    """Where and how to call one model. Build it from the environment with `config_from_env`."""
+
+    model: str
+    base_url: str = DEFAULT_BASE_URL
+    api_key: str | None = None
+    key_env: str = "STEERABLE_API_KEY"
+    """The variable to name when a key is needed and missing."""
+    accepts_images: bool = True
+    context_window: int | None = None
+    max_retries: int = 2
+    backoff_s: float = 0.5
+    max_backoff_s: float = 20.0
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+
+    @property
+    def needs_key(self) -> bool:
+        return not self.api_key and not is_loopback(self.base_url)
+
+
+def is_loopback(url: str) -> bool:
+    """True for http(s)://localhost, 127.x.x.x and [::1] URLs."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def config_from_env(model: str, env: Mapping[str, str] | None = None) -> OpenAIConfig:
+    """The config for `openai:MODEL` from environment variables; RouteError on a bad value."""
+    env = os.environ if env is None else env
+    if not model or model == "default":
+        raise RouteError(
+            "missing_model",
+            "the openai provider needs a model name: use --model openai:NAME"
+            " (for example openai:gpt-4o-mini, or openai:llama3.2 with Ollama)",
+        )
+    base_url = (
+        env.get("STEERABLE_BASE_URL") or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    ).rstrip("/")
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RouteError(
+            "invalid_base_url",
+            f"base URL {base_url!r} is not an http(s) URL; set STEERABLE_BASE_URL to one such as"
+            " http://127.0.0.1:11434/v1",
+        )
+    api_key = env.get("STEERABLE_API_KEY") or env.get("OPENAI_API_KEY") or None
+    images = env.get("STEERABLE_MODEL_IMAGES", "1").strip().lower()
+    if images not in ("1", "0", "true", "false", "yes", "no"):
+        raise RouteError(
+            "invalid_setting", f"STEERABLE_MODEL_IMAGES={images!r} must be 1 or 0 (true or false)"
+        )
+    window_text = env.get("STEERABLE_CONTEXT_WINDOW", "").strip()
+    window: int | None = None
+    if window_text:
+        try:
+            window = int(window_text)
+        except ValueError:
+            window = 0
+        if window <= 0:
+            raise RouteError(
+                "invalid_setting",
+                f"STEERABLE_CONTEXT_WINDOW={window_text!r} must be a positive number of tokens",
+            )
+    return OpenAIConfig(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        accepts_images=images in ("1", "true", "yes"),
+        context_window=window,
+    )
+
+
+class OpenAICompatProvider:
+    """A `ModelProvider` over `/chat/completions` with `stream: true`.
+
+    `transport` replaces httpx's network transport (tests pass `httpx.MockTransport`).
+
+        provider = OpenAICompatProvider(config_from_env("gpt-4o-mini"))
+        async for item in provider.stream(request):
+            ...
+    """
+
+    def __init__(
+        self, config: OpenAIConfig, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.config = config
+        self._transport = transport
+        self._info = ModelInfo(
+            route=f"openai:{config.model}",
+            context_window=config.context_window,
+            accepts_images=config.accepts_images,
+            needs_api_key_env=config.key_env if config.needs_key else None,
+        )
+
+    @property
+    def info(self) -> ModelInfo:
+        return self._info
+
+    @property
+    def url(self) -> str:
+        return f"{self.config.base_url}/chat/completions"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        config = self.config
+        if config.needs_key:
+            raise ProviderError(
+                "auth_required",
+                f"{config.base_url} needs an API key: set {config.key_env}"
+                " (or point STEERABLE_BASE_URL at a local server such as Ollama)",
+            )
+        body = request_body(request, model=config.model, accepts_images=config.accepts_images)
+        headers = {"Accept": "text/event-stream"}
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
+        timeout = httpx.Timeout(
+            config.read_timeout_s, connect=config.connect_timeout_s, pool=config.connect_timeout_s
+        )
+        async with httpx.AsyncClient(transport=self._transport, timeout=timeout) as client:
+            decoder = ChunkDecoder()
+            attempt = 0
+            while True:
+                yielded = False
+                try:
+                    async with client.stream("POST", self.url, json=body, headers=headers) as reply:
+                        if reply.status_code != 200:
+                            await reply.aread()
+                            raise self._status_error(reply, attempt)
+                        async for data in _sse_data(reply):
+                            chunks = self._decode(decoder, data)
+                            for chunk in chunks:
+                                yielded = True
+                                yield chunk
+                            if data == "[DONE]":
+                                break
+                    break
+                except ProviderError as error:
+                    if yielded or not error.retryable or attempt >= config.max_retries:
+                        raise
+                    retry_after = error.retry_after if isinstance(error, _StatusError) else None
+                except httpx.TimeoutException as error:
+                    raise self._timeout_error(error) from None
+                except httpx.ConnectError as error:
+                    raise ProviderError(
+                        "connection_failed",
+                        f"could not reach {config.base_url}: {_reason(error)} — start the model"
+                        " server or set STEERABLE_BASE_URL",
+                    ) from None
+                except (httpx.RemoteProtocolError, httpx.ReadError) as error:
+                    if yielded or attempt >= config.max_retries:
+                        raise ProviderError(
+                            "connection_lost",
+                            f"the connection to {config.base_url} broke mid-answer"
+                            f" ({_reason(error)}); send the prompt again",
+                        ) from None
+                    retry_after = None
+                except httpx.HTTPError as error:
+                    raise ProviderError(
+                        "http_error",
+                        f"the request to {config.base_url} failed: {_reason(error)} — check"
+                        " STEERABLE_BASE_URL",
+                    ) from None
+                attempt += 1
+                delay = config.backoff_s * 2 ** (attempt - 1)
+                if retry_after is not None:
+                    delay = max(delay, retry_after)
+                await anyio.sleep(min(delay, config.max_backoff_s))
+                decoder = ChunkDecoder()
+        for chunk in decoder.flush():
+            yield chunk
+        if decoder.finish_reason is None:
+            raise ProviderError(
+                "stream_incomplete",
+                f"{config.base_url} closed the stream before the answer finished;"
+                " send the prompt again or check the model server's log",
+            )
+        yield ModelResponse(
+            finish_reason=decoder.finish_reason,
+            usage=decoder.usage,
+            model=decoder.model or config.model,
+        )
+
+    def _decode(self, decoder: ChunkDecoder, data: str) -> list[ModelChunk]:
+        if data == "[DONE]":
+            if decoder.finish_reason is None:
+                decoder.finish_reason = "end_turn"  # some servers omit it before [DONE]
+            return []
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            raise ProviderError(
+                "invalid_response",
+                f"{self.config.base_url} sent a stream line that is not JSON: {data[:200]!r};"
+                " check that STEERABLE_BASE_URL points at an OpenAI-compatible /v1 endpoint",
+            ) from None
+        if not isinstance(payload, dict):
+            return []
+        error = payload.get("error")
+        if error:
+            raise ProviderError(
+                "provider_error",
+                f"the model server reported an error mid-stream: {_error_text(error)}",
+            )
+        return decoder.feed(payload)
+
+    def _status_error(self, reply: httpx.Response, attempt: int) -> ProviderError:
+        status = reply.status_code
+        detail = _error_text(_json_or_text(reply))
+        base = self.config.base_url
+        tries = f" after {attempt + 1} attempts" if attempt else ""
+        if status in (401, 403):
+            return ProviderError(
+                "auth_failed",
+                f"{base} refused the API key (HTTP {status}: {detail}) — set STEERABLE_API_KEY"
+                " to a valid key",
+            )
+        if status == 404:
+            return ProviderError(
+                "model_not_found",
+                f"{base} has no model {self.config.model!r} or no /chat/completions endpoint"
+                f" (HTTP 404: {detail}) — check --model openai:NAME and STEERABLE_BASE_URL",
+            )
+        if status == 429:
+            return _StatusError(
+                "rate_limited",
+                f"{base} is rate limiting requests{tries} (HTTP 429: {detail}) — wait and send"
+                " the prompt again, or check your plan's limits",
+                _retry_after(reply),
+            )
+        if status in _RETRY_STATUS:
+            return _StatusError(
+                "server_error",
+                f"{base} failed{tries} (HTTP {status}: {detail}) — the model server is in"
+                " trouble; check its log or try again later",
+                _retry_after(reply),
+            )
+        return ProviderError(
+            "bad_request",
+            f"{base} rejected the request (HTTP {status}: {detail}) — check that the model"
+            " supports this request (tools, images) and the server's log",
+        )
+
+    def _timeout_error(self, error: httpx.TimeoutException) -> ProviderError:
+        config = self.config
+        if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
+            return ProviderError(
+                "connect_timeout",
+                f"could not connect to {config.base_url} within {config.connect_timeout_s:g}s"
+                " — check the address in STEERABLE_BASE_URL and that the server is up",
+                retryable=True,
+            )
+        return ProviderError(
+            "read_timeout",
+            f"{config.base_url} sent nothing for {config.read_timeout_s:g}s — the model server"
+            " may be overloaded or loading the model; try again",
+            retryable=True,
+        )
+
+
+async def _sse_data(reply: httpx.Response) -> AsyncIterator[str]:
+    """The `data` of each server-sent event (multi-line data joined with newlines)."""
+    lines: list[str] = []
+    async for line in reply.aiter_lines():
+        if not line:
+            if lines:
+                yield "\n".join(lines)
+                lines = []
+            continue
+        if line.startswith("data:"):
+            value = line[5:]
+            lines.append(value[1:] if value.startswith(" ") else value)
+    if lines:
+        yield "\n".join(lines)
+
+
+def _json_or_text(reply: httpx.Response) -> Any:
+    try:
+        return reply.json()
+    except ValueError:
+        return reply.text
+
+
+def _error_text(value: Any) -> str:
+    """The human part of an OpenAI-style error body, shortened."""
+    if isinstance(value, dict):
+        inner = value.get("error", value)
+        value = (inner.get("message") or json.dumps(inner)) if isinstance(inner, dict) else inner
+    text = " ".join(str(value).split())
+    return (text[:300] + "...") if len(text) > 300 else (text or "no detail")
+
+
+def _retry_after(reply: httpx.Response) -> float | None:
+    raw = reply.headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return None
+
+
+def _reason(error: BaseException) -> str:
+    """A short cause for a transport error ("connection refused", "unknown host", ...)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, ConnectionResetError):
+            return "connection reset"
+        seen = seen.__cause__ or seen.__context__
+    text = str(error)
+    if "Name or service not known" in text or "nodename" in text or "getaddrinfo" in text:
+        return "unknown host"
+    return text or type(error).__name__
+
+
+def register(router: ModelRouter) -> None:
+    """Offer `openai:NAME` routes, configured from the environment when resolved."""
+
+    def factory(model: str) -> OpenAICompatProvider:
+        return OpenAICompatProvider(config_from_env(model))
+
+    router.register("openai", factory)

@@ -1,0 +1,263 @@
+"""OpenAI Chat Completions wire format: request bodies out, stream chunks in.
+
+`request_body(request, ...)` turns an immutable `ModelRequest` into the JSON body of a
+streaming `/chat/completions` call (system, user messages with text and `image_url` parts,
+assistant messages with `tool_calls`, `tool` messages answering one call each).
+`ChunkDecoder` turns the decoded JSON of each streamed chunk into our `ModelChunk`s: text,
+`reasoning_content` (or `reasoning`, as Ollama names it), and tool calls whose arguments
+arrive in fragments — accumulated by `index`, with a new slot whenever a fragment carries
+an id the slot has not seen (servers that stream parallel calls all at index 0). It also
+collects the finish reason and usage (cached prompt tokens included). Pure data mapping:
+no I/O, used only by `openai_compat.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from steerable_bridge.runtime.model import (
+    FinishReason,
+    ModelChunk,
+    ModelRequest,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallChunk,
+)
+from steerable_bridge.runtime.values import (
+    DiffContent,
+    ImagePart,
+    Message,
+    ResourcePart,
+    TerminalContent,
+    TextPart,
+    ToolContent,
+    Usage,
+)
+
+__all__ = ["FINISH_REASONS", "ChunkDecoder", "request_body", "to_openai_messages"]
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "refusal",
+}
+"""OpenAI finish reasons → ours; anything else a server invents counts as `end_turn`."""
+
+
+def request_body(
+    request: ModelRequest, *, model: str, accepts_images: bool, include_usage: bool = True
+) -> dict[str, Any]:
+    """The JSON body of one streaming Chat Completions call."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": to_openai_messages(request, accepts_images=accepts_images),
+        "stream": True,
+    }
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": json.loads(tool.parameters_json),
+                },
+            }
+            for tool in request.tools
+        ]
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
+def to_openai_messages(request: ModelRequest, *, accepts_images: bool) -> list[dict[str, Any]]:
+    """Our history as OpenAI messages, the system prompt first."""
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        out.append(_message(message, accepts_images))
+    return out
+
+
+def _message(message: Message, accepts_images: bool) -> dict[str, Any]:
+    if message.role == "assistant":
+        entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if message.tool_calls:
+            entry["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json or "{}"},
+                }
+                for call in message.tool_calls
+            ]
+        return entry
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id or "",
+            "content": "\n".join(_as_text(part) for part in message.content) or "(no output)",
+        }
+    if message.role == "system":
+        return {"role": "system", "content": "\n".join(_as_text(p) for p in message.content)}
+    parts = [_user_part(part, accepts_images) for part in message.content]
+    if all(part["type"] == "text" for part in parts):
+        return {"role": "user", "content": "\n".join(part["text"] for part in parts)}
+    return {"role": "user", "content": parts}
+
+
+def _user_part(part: ToolContent, accepts_images: bool) -> dict[str, Any]:
+    if isinstance(part, ImagePart) and accepts_images:
+        return {
+            "type": "image_url",
+            "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"},
+        }
+    return {"type": "text", "text": _as_text(part)}
+
+
+def _as_text(part: ToolContent) -> str:
+    """A text rendering of any content part, for places that only take text."""
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ImagePart):
+        return f"[image {part.uri or ''} ({part.mime_type}) not shown to this model]"
+    if isinstance(part, ResourcePart):
+        if part.text is not None:
+            return f'<resource uri="{part.uri}">\n{part.text}\n</resource>'
+        return f"[resource {part.name or ''} {part.uri}]".replace("  ", " ")
+    if isinstance(part, DiffContent):
+        action = "created" if part.old_text is None else "edited"
+        return f"[{action} {part.path}]"
+    if isinstance(part, TerminalContent):
+        return f"[terminal {part.terminal_id}]"
+    raise TypeError(f"unknown content part {type(part).__name__}")
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One tool call being assembled from fragments."""
+
+    call_id: str
+    name: str | None = None
+    announced: bool = False
+    buffered: list[str] = field(default_factory=list)
+
+
+class ChunkDecoder:
+    """Folds streamed Chat Completions chunks into `ModelChunk`s, finish reason and usage."""
+
+    def __init__(self) -> None:
+        self.finish_reason: FinishReason | None = None
+        self.usage = Usage()
+        self.model: str | None = None
+        self._slots: dict[int, _Slot] = {}
+        self._calls = 0
+
+    def feed(self, data: dict[str, Any]) -> list[ModelChunk]:
+        """The chunks one decoded stream event yields (possibly none)."""
+        out: list[ModelChunk] = []
+        if isinstance(data.get("model"), str):
+            self.model = data["model"]
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self.usage = _usage(usage)
+        for choice in data.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                out.append(ReasoningChunk(delta=reasoning))
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                out.append(TextChunk(delta=content))
+            for position, fragment in enumerate(delta.get("tool_calls") or ()):
+                if isinstance(fragment, dict):
+                    out.extend(self._tool_fragment(fragment, position))
+            reason = choice.get("finish_reason")
+            if isinstance(reason, str) and reason:
+                self.finish_reason = FINISH_REASONS.get(reason, "end_turn")
+        return out
+
+    def flush(self) -> list[ModelChunk]:
+        """Announce calls whose name never arrived, so their arguments are not lost."""
+        out: list[ModelChunk] = []
+        for slot in self._slots.values():
+            out.extend(_announce_unnamed(slot))
+        return out
+
+    def _tool_fragment(self, fragment: dict[str, Any], position: int) -> list[ModelChunk]:
+        index = fragment.get("index")
+        if not isinstance(index, int):
+            index = position
+        call_id = fragment.get("id")
+        function = fragment.get("function") or {}
+        name = function.get("name")
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # some servers send an object instead of text
+            arguments = json.dumps(arguments, separators=(",", ":"))
+        arguments = arguments if isinstance(arguments, str) else ""
+        slot = self._slots.get(index)
+        if slot is None or (isinstance(call_id, str) and call_id and call_id != slot.call_id):
+            out = _announce_unnamed(slot) if slot is not None else []
+            self._calls += 1
+            slot = _Slot(call_id=call_id if isinstance(call_id, str) and call_id else "")
+            if not slot.call_id:
+                slot.call_id = f"call_{self._calls}"
+            self._slots[index] = slot
+        else:
+            out = []
+        if isinstance(name, str) and name and slot.name is None:
+            slot.name = name
+        if not slot.announced:
+            if arguments:
+                slot.buffered.append(arguments)
+            if slot.name is not None:
+                slot.announced = True
+                out.append(
+                    ToolCallChunk(
+                        call_id=slot.call_id,
+                        name=slot.name,
+                        arguments_delta="".join(slot.buffered),
+                    )
+                )
+                slot.buffered.clear()
+        elif arguments:
+            out.append(ToolCallChunk(call_id=slot.call_id, arguments_delta=arguments))
+        return out
+
+
+def _announce_unnamed(slot: _Slot) -> list[ModelChunk]:
+    if slot.announced:
+        return []
+    slot.announced = True
+    arguments = "".join(slot.buffered)
+    slot.buffered.clear()
+    return [ToolCallChunk(call_id=slot.call_id, name=slot.name or "", arguments_delta=arguments)]
+
+
+def _usage(data: dict[str, Any]) -> Usage:
+    def count(value: Any) -> int:
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    prompt_details = data.get("prompt_tokens_details") or {}
+    completion_details = data.get("completion_tokens_details") or {}
+    return Usage(
+        prompt_tokens=count(data.get("prompt_tokens")),
+        completion_tokens=count(data.get("completion_tokens")),
+        cached_tokens=count(prompt_details.get("cached_tokens"))
+        if isinstance(prompt_details, dict)
+        else 0,
+        reasoning_tokens=count(completion_details.get("reasoning_tokens"))
+        if isinstance(completion_details, dict)
+        else 0,
+    )
