@@ -8,10 +8,8 @@ to `OPENAI_API_KEY`; not needed when the base URL is loopback), `STEERABLE_MODEL
 `httpx.AsyncClient`, retries 429 / 5xx / dropped connections with exponential backoff a
 bounded number of times *before any chunk was yielded*, bounds connect and read waits with
 timeouts, and turns every failure into a `ProviderError` whose message names the remedy.
-The stream is read with httpx's `aiter_lines()`; the only SSE handling written here is
-collecting `data:` lines up to the blank line that ends an event, because no maintained
-library we depend on parses a *client-side* SSE stream (sse-starlette only writes one), and
-OpenAI's stream uses nothing else of the format. Payload mapping lives in `openai_wire.py`.
+The event stream is parsed by httpx-sse (no hand-written SSE framing); each event's
+`data` is one JSON chunk, or `[DONE]`. Payload mapping lives in `openai_wire.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
+from httpx_sse import EventSource, SSEError
 
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.runtime.model import (
@@ -192,7 +191,7 @@ class OpenAICompatProvider:
                         if reply.status_code != 200:
                             await reply.aread()
                             raise self._status_error(reply, attempt)
-                        async for data in _sse_data(reply):
+                        async for data in _sse_data(reply, config.base_url):
                             chunks = self._decode(decoder, data)
                             for chunk in chunks:
                                 yielded = True
@@ -323,20 +322,18 @@ class OpenAICompatProvider:
         )
 
 
-async def _sse_data(reply: httpx.Response) -> AsyncIterator[str]:
-    """The `data` of each server-sent event (multi-line data joined with newlines)."""
-    lines: list[str] = []
-    async for line in reply.aiter_lines():
-        if not line:
-            if lines:
-                yield "\n".join(lines)
-                lines = []
-            continue
-        if line.startswith("data:"):
-            value = line[5:]
-            lines.append(value[1:] if value.startswith(" ") else value)
-    if lines:
-        yield "\n".join(lines)
+async def _sse_data(reply: httpx.Response, base_url: str) -> AsyncIterator[str]:
+    """The `data` of each server-sent event, parsed by httpx-sse."""
+    try:
+        async for event in EventSource(reply).aiter_sse():
+            if event.data:
+                yield event.data
+    except SSEError as error:
+        raise ProviderError(
+            "invalid_response",
+            f"{base_url} did not answer with an event stream ({error}); check that"
+            " STEERABLE_BASE_URL points at an OpenAI-compatible /v1 endpoint",
+        ) from None
 
 
 def _json_or_text(reply: httpx.Response) -> Any:
