@@ -23,6 +23,7 @@ The loop does no I/O of its own: events go to the session log and to the caller'
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -247,7 +248,7 @@ class _Turn:
         self.interrupts: list[Interrupt] = []
         self.deferred: set[str] = set()
         self.tools: dict[str, Tool] = {}
-        self._last_commit = anyio.current_time()
+        self._last_commit = time.monotonic()
 
     def new_id(self, prefix: str) -> str:
         return self.ctx.settings.new_id(prefix)
@@ -258,14 +259,14 @@ class _Turn:
         if self.ctx.sink is not None:
             await self.ctx.sink(event)  # type: ignore[arg-type]
         interval = self.ctx.settings.commit_interval_s
-        if cls in _STRUCTURAL or anyio.current_time() - self._last_commit >= interval:
+        if cls in _STRUCTURAL or time.monotonic() - self._last_commit >= interval:
             await self.commit()
         return event
 
     async def commit(self) -> None:
         with anyio.CancelScope(shield=True):
             await self.ctx.log.commit()
-        self._last_commit = anyio.current_time()
+        self._last_commit = time.monotonic()
 
     # -- the model step ---------------------------------------------------------------------
 
