@@ -1,0 +1,104 @@
+"""`steerable-bridge acp`: serve the agent to an editor over ACP (JSON-RPC on stdin / stdout).
+
+Editors (Zed, JetBrains, any ACP client) launch this command. Model, storage and approval
+options are the shared ones (`--model`, `STEERABLE_*`); with nothing configured it runs the
+keyless demo model. Only JSON-RPC frames go to stdout; logs go to stderr at the level of
+`--log-level` / `STEERABLE_LOG` (debug, info, warning) and, with `--log-file` /
+`STEERABLE_LOG_FILE`, to a file too. `--tools-module` loads extra tools (a Python file or
+module exposing `TOOLS` or `tools()`). Heavy imports happen inside `main`, so `--help` and
+the other commands never load the ACP SDK. To add an option, add it in `register` and read
+it in `main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from steerable_bridge.commands.common import ConfigError, add_agent_options
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "acp", help="serve the agent over ACP on stdin/stdout (for Zed, JetBrains, ...)"
+    )
+    add_agent_options(parser)
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("STEERABLE_LOG", "warning"),
+        choices=("debug", "info", "warning", "error"),
+        help="how much to log on stderr (default: $STEERABLE_LOG or warning)",
+    )
+    parser.add_argument(
+        "--log-file",
+        default=os.environ.get("STEERABLE_LOG_FILE"),
+        help="also write the log to this file (default: $STEERABLE_LOG_FILE)",
+    )
+    parser.add_argument(
+        "--permission-timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait for the editor to answer a permission request (300)",
+    )
+    parser.add_argument(
+        "--tools-module",
+        action="append",
+        default=[],
+        metavar="PATH_OR_MODULE",
+        help="load extra tools from a Python file or module exposing TOOLS or tools()",
+    )
+    parser.set_defaults(func=main)
+
+
+def load_tools(spec: str) -> list[Any]:
+    """The tools a `--tools-module` file or module exposes."""
+    import importlib
+    import importlib.util
+
+    from steerable_bridge.runtime.tools import Tool
+
+    try:
+        if spec.endswith(".py"):
+            location = importlib.util.spec_from_file_location(
+                f"steerable_tools_{abs(hash(spec))}", spec
+            )
+            if location is None or location.loader is None:
+                raise ImportError(f"cannot load {spec}")
+            module = importlib.util.module_from_spec(location)
+            location.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec)
+    except (ImportError, OSError, SyntaxError) as error:
+        raise ConfigError(f"--tools-module {spec}: {error}") from None
+    found = getattr(module, "TOOLS", None)
+    if found is None and callable(getattr(module, "tools", None)):
+        found = module.tools()
+    tools = list(found or [])
+    if not tools or not all(isinstance(tool, Tool) for tool in tools):
+        raise ConfigError(
+            f"--tools-module {spec} must expose TOOLS (a list of Tool) or tools() returning one"
+        )
+    return tools
+
+
+def main(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import anyio
+
+    from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from steerable_bridge.commands.common import build_agent
+    from steerable_bridge.transports.acp.server import configure_logging, serve
+
+    configure_logging(args.log_level, args.log_file)
+    if args.permission_timeout <= 0:
+        raise ConfigError("--permission-timeout must be a positive number of seconds")
+    extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
+    agent = build_agent(args, tools=[*builtin_tools(), *extra])
+    agent.config = dataclasses.replace(
+        agent.config,
+        loop=dataclasses.replace(agent.config.loop, permission_timeout_s=args.permission_timeout),
+    )
+    anyio.run(serve, agent)
+    return 0

@@ -1,0 +1,573 @@
+"""The ACP agent: every ACP method, wired to the runtime's `Agent` and `Session`.
+
+`AcpAgent` is a plain class the SDK's `AgentSideConnection` routes to (it deliberately does
+not subclass `acp.Agent`, a Protocol whose defaults would answer unknown methods with empty
+results). It holds one `ClientLink` (the connection, the client's capabilities, whether the
+client opted in to `_steerable/event`) and, per open session, an `AcpSession` (renderer,
+permission asker, the running prompt's cancel token). LoopEvents go out through
+`AcpSession.emit`: the `_steerable/event` notification first (opt-in), then the rendered
+`session/update`s, all awaited inside the request, so nothing is sent after a prompt's
+response. `choose_environment` is the hook where a session's workspace environment is picked
+(the client's fs / terminal when it offers them); the default leaves the runtime's own.
+Slash commands (/help, /mode, /model) are answered here without a model turn. Methods the
+SDK has no route for reach `ext_method` / `ext_notification` under `GAP_PREFIX` (see
+`server.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp import schema as acp
+
+from steerable_bridge import __version__
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.loop import TurnInput
+from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
+from steerable_bridge.runtime.projection import session_facts
+from steerable_bridge.runtime.routing import RouteError
+from steerable_bridge.runtime.session import Session, SessionBusy
+from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.values import Command, TextPart
+from steerable_bridge.transports.acp import errors
+from steerable_bridge.transports.acp.content import PromptBlock, ReadText, prompt_parts
+from steerable_bridge.transports.acp.permissions import AcpPermissionAsker
+from steerable_bridge.transports.acp.renderer import (
+    AcpRenderer,
+    Update,
+    iso_time,
+    mode_state,
+    model_options,
+    stop_reason,
+)
+from steerable_bridge.transports.acp.slash import SlashCommands
+
+__all__ = ["COMMANDS", "GAP_PREFIX", "AcpAgent", "AcpSession", "ClientLink", "EnvironmentChooser"]
+
+log = logging.getLogger("steerable_bridge.acp")
+
+GAP_PREFIX = "steerable.sdk/"
+"""Extension name under which `server.py` delivers methods the SDK does not route."""
+
+COMMANDS: tuple[Command, ...] = (
+    Command(name="help", description="Show the commands, modes and models this agent offers"),
+    Command(
+        name="mode",
+        description="Switch the permission mode: " + ", ".join(MODES),
+        input_hint="mode id",
+    ),
+    Command(name="model", description="Switch the model route", input_hint="provider:model"),
+)
+
+
+@dataclass(slots=True)
+class ClientLink:
+    """One client connection: how to reach it and what it said it can do."""
+
+    conn: Any = None
+    """The SDK's `AgentSideConnection` (session_update, request_permission, fs, terminal)."""
+    capabilities: acp.ClientCapabilities | None = None
+    client_info: acp.Implementation | None = None
+    events: bool = False
+    """The client asked for every LoopEvent as `_steerable/event` notifications."""
+    alive: bool = True
+
+
+EnvironmentChooser = Callable[[ClientLink, Session], Environment | None]
+
+
+def keep_runtime_environment(link: ClientLink, session: Session) -> Environment | None:
+    """The default hook: no client-side environment (tools use the runtime's own)."""
+    return None
+
+
+@dataclass(slots=True)
+class AcpSession:
+    """The ACP side of one open session."""
+
+    session: Session
+    link: ClientLink
+    renderer: AcpRenderer
+    token: CancelToken | None = None
+    """The cancel token of the prompt being prepared or run (None when idle)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Room for other parts of the transport (client environment, MCP) to keep state."""
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    async def send(self, update: Update) -> None:
+        if not self.link.alive:
+            return
+        try:
+            await self.link.conn.session_update(session_id=self.id, update=update)
+        except ConnectionError:
+            self._lost()
+
+    async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
+        """Send one LoopEvent: the opt-in raw event first, then its rendered updates."""
+        if self.link.events and self.link.alive:
+            try:
+                await self.link.conn.ext_notification(
+                    "steerable/event", codec.event_to_jsonable(event)
+                )
+            except ConnectionError:
+                self._lost()
+        for update in (renderer or self.renderer).render(event):
+            await self.send(update)
+
+    def _lost(self) -> None:
+        if self.link.alive:
+            log.warning("the client connection is gone; cancelling running work")
+        self.link.alive = False
+        if self.token is not None:
+            self.token.cancel("the client disconnected")
+
+
+class AcpAgent:
+    """Answers ACP requests for one client connection."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        spawn: Callable[[Callable[[], Awaitable[None]]], None],
+        choose_environment: EnvironmentChooser = keep_runtime_environment,
+        prompt_requests: dict[Any, str] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.link = ClientLink()
+        self.sessions: dict[str, AcpSession] = {}
+        self.choose_environment = choose_environment
+        self._spawn = spawn
+        self._prompt_requests = prompt_requests if prompt_requests is not None else {}
+        self._slash = SlashCommands(self)
+
+    def on_connect(self, conn: Any) -> None:
+        self.link.conn = conn
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _default_info(self) -> ModelInfo | None:
+        try:
+            return self.agent.router.resolve(self.agent.config.model).info
+        except RouteError:
+            return None
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: acp.ClientCapabilities | None = None,
+        client_info: acp.Implementation | None = None,
+        **kwargs: Any,
+    ) -> acp.InitializeResponse:
+        if protocol_version != PROTOCOL_VERSION:
+            log.info("client asked for protocol %s; answering with %s", protocol_version, 1)
+        self.link.capabilities = client_capabilities
+        self.link.client_info = client_info
+        steerable = kwargs.get("steerable")
+        self.link.events = isinstance(steerable, dict) and steerable.get("events") is True
+        info = self._default_info()
+        missing = info.needs_api_key_env if info is not None else None
+        auth_methods: list[Any] = []
+        if missing:
+            auth_methods.append(
+                acp.EnvVarAuthMethod(
+                    type="env_var",
+                    id=f"env:{missing}",
+                    name=f"Set {missing}",
+                    description=f"The model {self.agent.config.model} reads its key from {missing}",
+                    vars=[acp.AuthEnvVar(name=missing, label=missing)],
+                )
+            )
+        return acp.InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_info=acp.Implementation(
+                name="steerable-bridge", title="steerable-bridge", version=__version__
+            ),
+            agent_capabilities=acp.AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=acp.PromptCapabilities(
+                    image=bool(info and info.accepts_images), audio=False, embedded_context=True
+                ),
+                session_capabilities=acp.SessionCapabilities(
+                    list=acp.SessionListCapabilities(),
+                    resume=acp.SessionResumeCapabilities(),
+                    close=acp.SessionCloseCapabilities(),
+                    delete=acp.SessionDeleteCapabilities(),
+                    fork=acp.SessionForkCapabilities(),
+                ),
+            ),
+            auth_methods=auth_methods,
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> acp.AuthenticateResponse:
+        info = self._default_info()
+        missing = info.needs_api_key_env if info is not None else None
+        if missing:
+            raise errors.auth_required(missing, self.agent.config.model)
+        return acp.AuthenticateResponse()
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def _check_cwd(self, cwd: str) -> str:
+        if not os.path.isabs(cwd):
+            raise errors.invalid_params(
+                f"cwd {cwd!r} is not an absolute path; send the workspace's absolute path",
+                stable="cwd_not_absolute",
+            )
+        if not os.path.isdir(cwd):
+            raise errors.invalid_params(
+                f"cwd {cwd} does not exist or is not a directory; open an existing folder",
+                stable="cwd_not_found",
+            )
+        return _normalize(cwd)
+
+    def _check_auth(self, route: str) -> None:
+        try:
+            info = self.agent.router.resolve(route).info
+        except RouteError as error:
+            raise errors.route_failed(error.code, error.message) from None
+        if info.needs_api_key_env:
+            raise errors.auth_required(info.needs_api_key_env, route)
+
+    def _open(self, session: Session) -> AcpSession:
+        state = AcpSession(
+            session=session,
+            link=self.link,
+            renderer=AcpRenderer(routes=self.agent.router.routes),
+        )
+        approval = self.agent.config.approval
+        if approval == "ask":
+            asker = AcpPermissionAsker(
+                self.link.conn,
+                session.id,
+                timeout_s=self.agent.config.loop.permission_timeout_s,
+            )
+            session.policy = ModePolicy(lambda: session.mode, asker)
+        else:
+            session.policy = StaticPolicy(approval)
+        environment = self.choose_environment(self.link, session)
+        if environment is not None:
+            session.environment = environment
+        self.sessions[session.id] = state
+        return state
+
+    async def _load(self, session_id: str) -> Session:
+        try:
+            return await self.agent.load_session(session_id)
+        except StoreError as error:
+            if error.code == "session_not_found":
+                raise errors.session_not_found(session_id) from None
+            raise errors.invalid_params(error.message, stable=error.code) from None
+
+    async def _loaded(self, session_id: str, cwd: str) -> Session:
+        session = await self._load(session_id)
+        if session.running:
+            raise errors.session_busy(session_id)
+        session.cwd = cwd
+        return session
+
+    def state(self, session_id: str) -> AcpSession:
+        state = self.sessions.get(session_id)
+        if state is None:
+            raise errors.session_not_found(session_id)
+        return state
+
+    def _after_response(self, state: AcpSession, event: ev.LoopEvent) -> None:
+        async def send() -> None:
+            await state.emit(event)
+
+        self._spawn(send)
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> acp.NewSessionResponse:
+        cwd = self._check_cwd(cwd)
+        self._check_auth(self.agent.config.model)
+        if mcp_servers:
+            log.info(
+                "ignoring %d MCP servers: this build does not connect to them", len(mcp_servers)
+            )
+        state = self._open(await self.agent.new_session(cwd))
+        event = await state.session.record(ev.CommandsUpdated, commands=COMMANDS)
+        self._after_response(state, event)
+        return acp.NewSessionResponse(
+            session_id=state.id,
+            modes=mode_state(state.session.mode),
+            config_options=list(model_options(self.agent.router.routes, state.session.model)),
+        )
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> acp.LoadSessionResponse:
+        cwd = self._check_cwd(cwd)
+        session = await self._loaded(session_id, cwd)
+        state = self._open(session)
+        replay = AcpRenderer(routes=self.agent.router.routes, echo_user=True)
+        has_commands = False
+        for event in session.log.view():
+            has_commands = has_commands or isinstance(event, ev.CommandsUpdated)
+            await state.emit(event, replay)
+        if not has_commands:
+            await state.emit(await session.record(ev.CommandsUpdated, commands=COMMANDS))
+        return acp.LoadSessionResponse(
+            modes=mode_state(session.mode),
+            config_options=list(model_options(self.agent.router.routes, session.model)),
+        )
+
+    async def resume_session(
+        self, cwd: str, session_id: str, **kwargs: Any
+    ) -> acp.ResumeSessionResponse:
+        session = await self._loaded(session_id, self._check_cwd(cwd))
+        self._open(session)
+        return acp.ResumeSessionResponse(
+            modes=mode_state(session.mode),
+            config_options=list(model_options(self.agent.router.routes, session.model)),
+        )
+
+    async def fork_session(
+        self, cwd: str, session_id: str, **kwargs: Any
+    ) -> acp.ForkSessionResponse:
+        cwd = self._check_cwd(cwd)
+        source = await self._load(session_id)
+        if source.running:
+            raise errors.session_busy(session_id)
+        fork = await self.agent.new_session(cwd, model=source.model)
+        for event in source.log.view():
+            fork.log.append(replace(event, session_id=fork.id))
+        await fork.log.commit()
+        fork.facts = session_facts(fork.log.view())
+        self._open(fork)
+        return acp.ForkSessionResponse(
+            session_id=fork.id,
+            modes=mode_state(fork.mode),
+            config_options=list(model_options(self.agent.router.routes, fork.model)),
+        )
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> acp.ListSessionsResponse:
+        if cwd is not None and not os.path.isabs(cwd):
+            raise errors.invalid_params(
+                f"cwd {cwd!r} is not an absolute path", stable="cwd_not_absolute"
+            )
+        try:
+            page = await self.agent.list_sessions(
+                cwd=_normalize(cwd) if cwd else None, cursor=cursor
+            )
+        except StoreError as error:
+            raise errors.invalid_params(error.message, stable=error.code) from None
+        return acp.ListSessionsResponse(
+            sessions=[
+                acp.SessionInfo(
+                    session_id=r.session_id,
+                    cwd=r.cwd,
+                    title=r.title,
+                    updated_at=iso_time(r.updated_at),
+                )
+                for r in page.records
+            ],
+            next_cursor=page.next_cursor,
+        )
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> acp.CloseSessionResponse:
+        state = self.sessions.pop(session_id, None)
+        if state is None:
+            raise errors.session_not_found(session_id)
+        if state.token is not None:
+            state.token.cancel("the session was closed")
+        await self.agent.close_session(session_id)
+        return acp.CloseSessionResponse()
+
+    async def delete_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        request = acp.DeleteSessionRequest.model_validate(params)
+        state = self.sessions.pop(request.session_id, None)
+        if state is not None and state.token is not None:
+            state.token.cancel("the session was deleted")
+        if not await self.agent.delete_session(request.session_id):
+            raise errors.session_not_found(request.session_id)
+        return acp.DeleteSessionResponse().model_dump(by_alias=True, exclude_none=True)
+
+    # -- mode and model -----------------------------------------------------------------------
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: Any
+    ) -> acp.SetSessionModeResponse:
+        await self.change_mode(self.state(session_id), mode_id)
+        return acp.SetSessionModeResponse()
+
+    async def change_mode(self, state: AcpSession, mode_id: str) -> None:
+        if mode_id not in MODES:
+            raise errors.invalid_params(
+                f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}", stable="unknown_mode"
+            )
+        if mode_id != state.session.mode:
+            await state.emit(await state.session.record(ev.ModeChanged, mode_id=mode_id))
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: Any, **kwargs: Any
+    ) -> acp.SetSessionConfigOptionResponse:
+        state = self.state(session_id)
+        if config_id != "model":
+            raise errors.invalid_params(
+                f"there is no config option {config_id!r}; the only option is 'model'",
+                stable="unknown_config_option",
+            )
+        await self.change_model(state, str(value))
+        return acp.SetSessionConfigOptionResponse(
+            config_options=list(model_options(self.agent.router.routes, state.session.model))
+        )
+
+    async def change_model(self, state: AcpSession, route: str) -> None:
+        routes = self.agent.router.routes
+        if route not in routes:
+            raise errors.invalid_params(
+                f"there is no model {route!r}; models: {', '.join(routes)}", stable="unknown_model"
+            )
+        if route != state.session.model:
+            await state.emit(
+                await state.session.record(ev.ConfigChanged, option_id="model", value=route)
+            )
+
+    # -- prompt -------------------------------------------------------------------------------
+
+    def _reader(self, state: AcpSession) -> ReadText | None:
+        caps = self.link.capabilities
+        if caps is None or caps.fs is None or not caps.fs.read_text_file:
+            return None
+
+        async def read(path: str) -> str:
+            response = await self.link.conn.read_text_file(session_id=state.id, path=path)
+            text: str = response.content
+            return text
+
+        return read
+
+    async def prompt(
+        self, prompt: list[PromptBlock], session_id: str, **kwargs: Any
+    ) -> acp.PromptResponse:
+        state = self.state(session_id)
+        session = state.session
+        if state.token is not None or session.running:
+            raise errors.session_busy(session_id)
+        reply = await self._slash.handle(state, prompt)
+        if reply is not None:
+            return reply
+        try:
+            provider = self.agent.router.resolve(session.model)
+        except RouteError as error:
+            raise errors.route_failed(error.code, error.message) from None
+        if provider.info.needs_api_key_env:
+            raise errors.auth_required(provider.info.needs_api_key_env, session.model)
+        token = state.token = CancelToken()
+        try:
+            parts = await prompt_parts(
+                prompt,
+                cwd=session.cwd,
+                read_text=self._reader(state),
+                accepts_images=provider.info.accepts_images,
+                route=session.model,
+            )
+            outcome = await session.prompt(TurnInput(content=parts), state.emit, cancel=token)
+        except SessionBusy:
+            raise errors.session_busy(session_id) from None
+        except RouteError as error:
+            raise errors.route_failed(error.code, error.message) from None
+        finally:
+            if state.token is token:
+                state.token = None
+        if outcome.stop_reason is None:
+            raise errors.run_failed(
+                outcome.error_code or "run_failed",
+                outcome.error_message or "the turn failed",
+                outcome.run_id,
+            )
+        usage = outcome.usage
+        return acp.PromptResponse(
+            stop_reason=stop_reason(outcome.stop_reason),
+            usage=acp.Usage(
+                total_tokens=usage.total_tokens,
+                input_tokens=usage.prompt_tokens,
+                output_tokens=usage.completion_tokens,
+                thought_tokens=usage.reasoning_tokens or None,
+                cached_read_tokens=usage.cached_tokens or None,
+            ),
+            field_meta={
+                "steerable": {"run_id": outcome.run_id, "stop_reason": outcome.stop_reason}
+            },
+        )
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        state = self.sessions.get(session_id)
+        if state is None:
+            log.info("session/cancel for unknown session %s ignored", session_id)
+            return
+        if state.token is not None:
+            state.token.cancel("cancelled by the client (session/cancel)")
+
+    # -- extensions ---------------------------------------------------------------------------
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "steerable/steer":
+            return self._steer(params)
+        if method == GAP_PREFIX + "session/delete":
+            return await self.delete_session(params)
+        if method == GAP_PREFIX + "logout":
+            raise errors.not_supported(
+                "logout",
+                "logout is not supported: steerable-bridge keeps no login; its model keys come"
+                " from environment variables, so remove them from the agent's settings instead",
+            )
+        if method == GAP_PREFIX + "$/cancel_request":
+            self._cancel_request(params)
+            return {}
+        raise RequestError(
+            errors.METHOD_NOT_FOUND,
+            f"there is no extension method _{method}; this agent offers _steerable/steer",
+            {"code": "method_not_found", "method": f"_{method}"},
+        )
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == GAP_PREFIX + "$/cancel_request":
+            self._cancel_request(params)
+        else:
+            log.info("ignoring extension notification _%s", method)
+
+    def _cancel_request(self, params: dict[str, Any]) -> None:
+        session_id = self._prompt_requests.get(params.get("id"))
+        if session_id is None:
+            log.debug("$/cancel_request for %r: no prompt in flight with that id", params.get("id"))
+            return
+        state = self.sessions.get(session_id)
+        if state is not None and state.token is not None:
+            state.token.cancel("cancelled by the client ($/cancel_request)")
+
+    def _steer(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id, text = params.get("sessionId"), params.get("text")
+        if not isinstance(session_id, str) or not isinstance(text, str) or not text:
+            raise errors.invalid_params(
+                "_steerable/steer needs {sessionId: string, text: non-empty string}",
+                stable="invalid_steer",
+            )
+        taken = self.state(session_id).session.steer((TextPart(text=text),))
+        return {
+            "taken": taken,
+            "reason": None if taken else "no prompt is running; send it as a prompt instead",
+        }
+
+
+def _normalize(path: str) -> str:
+    """`path` without `..`, `.` or trailing separators (pure string work, no I/O)."""
+    return os.path.normpath(path)

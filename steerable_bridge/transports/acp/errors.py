@@ -1,0 +1,96 @@
+"""Stable JSON-RPC errors of the ACP agent: one constructor per failure, each naming the remedy.
+
+Every error the ACP transport returns is an `acp.RequestError` built here, so codes and
+messages stay stable for clients and tests. Numeric codes follow JSON-RPC (-32602 invalid
+params, -32601 method not found) and ACP (-32000 authentication required, -32002 resource
+not found); failures specific to this agent use the server range -32010..-32019. `data`
+always carries `{"code": "<stable string>"}` (plus details), which is what a client should
+switch on. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp import RequestError
+
+__all__ = [
+    "AUTH_REQUIRED",
+    "INVALID_PARAMS",
+    "METHOD_NOT_FOUND",
+    "NOT_FOUND",
+    "RUN_FAILED",
+    "SESSION_BUSY",
+    "UNSUPPORTED",
+    "auth_required",
+    "invalid_params",
+    "not_supported",
+    "route_failed",
+    "run_failed",
+    "session_busy",
+    "session_not_found",
+]
+
+INVALID_PARAMS = -32602
+METHOD_NOT_FOUND = -32601
+AUTH_REQUIRED = -32000
+NOT_FOUND = -32002
+SESSION_BUSY = -32010
+RUN_FAILED = -32011
+UNSUPPORTED = -32012
+
+
+def _error(code: int, stable: str, message: str, **details: Any) -> RequestError:
+    return RequestError(code, message, {"code": stable, **details})
+
+
+def invalid_params(message: str, *, stable: str = "invalid_params", **details: Any) -> RequestError:
+    """Bad parameters: the message says which one and what a valid value looks like."""
+    return _error(INVALID_PARAMS, stable, message, **details)
+
+
+def session_not_found(session_id: str) -> RequestError:
+    return _error(
+        NOT_FOUND,
+        "session_not_found",
+        f"session {session_id} is not known to this agent; call session/list for valid ids"
+        " or session/new to start one",
+        sessionId=session_id,
+    )
+
+
+def session_busy(session_id: str) -> RequestError:
+    return _error(
+        SESSION_BUSY,
+        "session_busy",
+        f"session {session_id} is already running a prompt; wait for its response or send"
+        " session/cancel first",
+        sessionId=session_id,
+    )
+
+
+def auth_required(variable: str, route: str) -> RequestError:
+    return _error(
+        AUTH_REQUIRED,
+        "auth_required",
+        f"the model {route} needs the environment variable {variable}; set it in the agent's"
+        " environment (the editor's agent settings) and restart the agent, or pick a model"
+        " that needs no key (--model demo:default)",
+        variable=variable,
+        route=route,
+    )
+
+
+def route_failed(code: str, message: str) -> RequestError:
+    """The session's model route cannot be used (unknown provider, refused model)."""
+    return _error(RUN_FAILED, code, message)
+
+
+def run_failed(code: str, message: str, run_id: str) -> RequestError:
+    """A turn that failed: the provider's or loop's stable code and its remedy."""
+    return _error(RUN_FAILED, code, message, runId=run_id)
+
+
+def not_supported(method: str, message: str) -> RequestError:
+    """A method this agent answers deliberately with a refusal."""
+    return _error(UNSUPPORTED, "not_supported", message, method=method)

@@ -1,0 +1,179 @@
+"""The stdio entry of the ACP agent: JSON-RPC frames on stdin / stdout, logs on stderr.
+
+`serve(agent)` connects the SDK's `AgentSideConnection` (unstable methods routed, so
+`session/close`, `session/resume` and `session/fork` work) to the process's stdio through
+`GuardedTransport`, the SDK's newline-delimited JSON transport with three additions the SDK
+lacks, each written here because no SDK hook covers it:
+
+- a frame that is not JSON gets a JSON-RPC parse error (-32700), a frame that is not a
+  request object gets invalid request (-32600) — the SDK drops the first with a traceback
+  and dies on the second; either way the process keeps serving;
+- methods the SDK 0.12.1 has no route for (`session/delete`, `logout`, `$/cancel_request`)
+  are delivered to the agent's `ext_method` / `ext_notification` under `GAP_PREFIX`;
+- it remembers which request ids are `session/prompt`s in flight, so `$/cancel_request`
+  can cancel the right turn.
+
+Once the pipes are set up, Python's `sys.stdout` is pointed at stderr so a stray `print`
+can never corrupt the JSON-RPC stream. The process ends when the client closes stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any, cast
+
+import anyio
+from acp import RequestError, stdio_streams
+from acp._transport import NdjsonTransport
+from acp.agent.connection import AgentSideConnection
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+from acp.task import MessageSender, TaskSupervisor
+
+from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.transports.acp.agent import (
+    GAP_PREFIX,
+    AcpAgent,
+    EnvironmentChooser,
+    keep_runtime_environment,
+)
+
+__all__ = ["GAP_METHODS", "GuardedTransport", "serve"]
+
+log = logging.getLogger("steerable_bridge.acp")
+
+GAP_METHODS = frozenset({"session/delete", "logout", "$/cancel_request"})
+"""Spec methods the SDK does not route; they reach the agent's extension handlers."""
+
+
+def _error(request_id: Any, error: RequestError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_obj()}
+
+
+class GuardedTransport(NdjsonTransport):
+    """The SDK's NDJSON transport, answering malformed frames and routing SDK gaps."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prompts: dict[Any, str] = {}
+        """Request id → session id of every `session/prompt` still unanswered."""
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if "method" not in message and ("result" in message or "error" in message):
+            self.prompts.pop(message.get("id"), None)
+        await super().send(message)
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            line = await self._read_line()
+            if not line:
+                return None
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError as error:
+                log.warning("answered a frame that is not JSON with a parse error: %s", error)
+                await self.send(
+                    _error(
+                        None,
+                        RequestError(
+                            -32700,
+                            f"parse error: the frame is not JSON ({error}); send one JSON-RPC"
+                            " object per line",
+                            {"code": "parse_error"},
+                        ),
+                    )
+                )
+                continue
+            problem = _invalid(message)
+            if problem is not None:
+                log.warning("answered an invalid request: %s", problem)
+                request_id = message.get("id") if isinstance(message, dict) else None
+                if not isinstance(request_id, str | int):
+                    request_id = None
+                await self.send(
+                    _error(request_id, RequestError(-32600, problem, {"code": "invalid_request"}))
+                )
+                continue
+            return self._route(message)
+
+    def _route(self, message: dict[str, Any]) -> dict[str, Any]:
+        method = message.get("method")
+        if method == "session/prompt" and "id" in message:
+            params = message.get("params")
+            if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+                self.prompts[message["id"]] = params["sessionId"]
+        if method in GAP_METHODS:
+            message = {**message, "method": f"_{GAP_PREFIX}{method}"}
+            if not isinstance(message.get("params"), dict):
+                message["params"] = {}
+        return message
+
+
+def _invalid(message: Any) -> str | None:
+    if isinstance(message, list):
+        return "invalid request: JSON-RPC batches are not supported; send one object per line"
+    if not isinstance(message, dict):
+        return "invalid request: a frame must be a JSON-RPC object"
+    if message.get("jsonrpc") != "2.0":
+        return 'invalid request: "jsonrpc" must be "2.0"'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return 'invalid request: "method" must be a string'
+        if "id" in message and not isinstance(message["id"], str | int):
+            return 'invalid request: "id" must be a string or an integer'
+        return None
+    if "id" not in message or not ("result" in message or "error" in message):
+        return 'invalid request: a frame needs "method" (request) or "id" with "result"/"error"'
+    return None
+
+
+def configure_logging(level: str, file: str | None = None) -> None:
+    """Logs to stderr (and `file`), never stdout."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if file:
+        handlers.append(logging.FileHandler(file))
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+
+
+async def serve(
+    agent: Agent, *, choose_environment: EnvironmentChooser = keep_runtime_environment
+) -> None:
+    """Serve one ACP client on stdin / stdout until it closes stdin."""
+    reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    sys.stdout = sys.stderr
+    supervisor = TaskSupervisor(source="steerable_bridge.acp")
+    transport = GuardedTransport(reader, MessageSender(writer, supervisor))
+    async with anyio.create_task_group() as tg:
+
+        def spawn(job: Any) -> None:
+            tg.start_soon(job)
+
+        acp_agent = AcpAgent(
+            agent,
+            spawn=spawn,
+            choose_environment=choose_environment,
+            prompt_requests=transport.prompts,
+        )
+        # A plain class on purpose (see agent.py), so it only structurally resembles acp.Agent.
+        conn = AgentSideConnection(
+            cast(Any, acp_agent), transport, listening=False, use_unstable_protocol=True
+        )
+        try:
+            await conn.listen()
+        finally:
+            for state in list(acp_agent.sessions.values()):
+                if state.token is not None:
+                    state.token.cancel("the client closed the connection")
+            tg.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await conn.close()
+                await supervisor.shutdown()

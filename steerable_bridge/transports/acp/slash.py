@@ -1,0 +1,101 @@
+"""Slash commands typed in the editor's prompt box: `/help`, `/mode <id>`, `/model <route>`.
+
+The agent advertises them with `available_commands_update` after `session/new` and
+`session/load`; `SlashCommands.handle` intercepts a prompt that is one of them and answers
+without a model turn. `/mode` and `/model` do exactly what `session/set_mode` and
+`session/set_config_option` do (logged `mode_changed` / `config_changed`, then the matching
+update). The short reply is sent as `agent_message_chunk`s *without* `_meta.steerable`: it
+is not a LoopEvent and is not replayed by `session/load`. Anything else starting with `/`
+goes to the model unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from acp import RequestError
+from acp import schema as acp
+
+from steerable_bridge.runtime.permissions import MODES
+
+if TYPE_CHECKING:
+    from steerable_bridge.transports.acp.agent import AcpAgent, AcpSession
+    from steerable_bridge.transports.acp.content import PromptBlock
+
+__all__ = ["SlashCommands", "parse"]
+
+NAMES = ("help", "mode", "model")
+
+
+def parse(prompt: Sequence[PromptBlock]) -> tuple[str, str] | None:
+    """(command, argument) when the prompt is exactly one of our slash commands."""
+    if len(prompt) != 1 or not isinstance(prompt[0], acp.TextContentBlock):
+        return None
+    text = prompt[0].text.strip()
+    if not text.startswith("/"):
+        return None
+    name, _, argument = text[1:].partition(" ")
+    if name not in NAMES:
+        return None
+    return name, argument.strip()
+
+
+class SlashCommands:
+    """Runs the slash commands of one ACP agent."""
+
+    def __init__(self, agent: AcpAgent) -> None:
+        self._agent = agent
+
+    async def handle(
+        self, state: AcpSession, prompt: Sequence[PromptBlock]
+    ) -> acp.PromptResponse | None:
+        """The prompt's response when it was a slash command, else None."""
+        parsed = parse(prompt)
+        if parsed is None:
+            return None
+        name, argument = parsed
+        if name == "help":
+            reply = self._help(state)
+        elif name == "mode":
+            reply = await self._switch(state, argument, mode=True)
+        else:
+            reply = await self._switch(state, argument, mode=False)
+        await state.send(
+            acp.AgentMessageChunk(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=reply),
+            )
+        )
+        return acp.PromptResponse(stop_reason="end_turn")
+
+    def _help(self, state: AcpSession) -> str:
+        session = state.session
+        modes = "\n".join(
+            f"- `{mode_id}`{' (current)' if mode_id == session.mode else ''}: {description}"
+            for mode_id, (_, description) in MODES.items()
+        )
+        models = "\n".join(
+            f"- `{route}`{' (current)' if route == session.model else ''}"
+            for route in self._agent.agent.router.routes
+        )
+        return (
+            "Commands:\n- `/help`: this text\n- `/mode <id>`: switch the permission mode\n"
+            f"- `/model <provider:model>`: switch the model\n\nModes:\n{modes}\n\n"
+            f"Models:\n{models}\n"
+        )
+
+    async def _switch(self, state: AcpSession, argument: str, *, mode: bool) -> str:
+        what = "mode" if mode else "model"
+        if not argument:
+            current = state.session.mode if mode else state.session.model
+            choices = ", ".join(MODES) if mode else ", ".join(self._agent.agent.router.routes)
+            return f"The {what} is `{current}`. Choose one of: {choices}"
+        try:
+            if mode:
+                await self._agent.change_mode(state, argument)
+            else:
+                await self._agent.change_model(state, argument)
+        except RequestError as error:
+            return str(error)
+        return f"The {what} is now `{argument}`."
