@@ -1,0 +1,221 @@
+"""The local environment: the session's files on this machine's disk and its subprocesses.
+
+`LocalEnvironment` implements the runtime's `Environment` port over a `Workspace`: every
+path is confined to the workspace roots and opened race-free (`paths.py`); text files
+larger than `max_file_bytes` must be read in parts and binary files are refused. `run`
+starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`), keeps the
+last `output_limit` bytes of its merged stdout/stderr, and kills the whole group — on
+timeout, on cancellation, and once the command has exited, so nothing it started in the
+background outlives it. `run_argv` is the same machinery for tools that run a program
+directly (ripgrep). Blocking disk calls run in worker threads; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+import anyio.abc
+
+from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
+
+__all__ = ["LocalEnvironment", "is_binary", "run_argv"]
+
+BINARY_SNIFF_BYTES = 8192
+_KILL_GRACE_S = 0.5
+_DRAIN_S = 1.0
+_POLL_S = 0.02
+
+
+def is_binary(sample: bytes) -> bool:
+    """A NUL byte in the first block means binary (the rule git and ripgrep use)."""
+    return b"\x00" in sample[:BINARY_SNIFF_BYTES]
+
+
+@dataclass(slots=True)
+class LocalEnvironment:
+    """Disk and processes of one workspace; see the module docstring."""
+
+    workspace: Workspace
+    max_file_bytes: int = 10 * 1024 * 1024
+
+    async def read_text(
+        self, path: str, *, line: int | None = None, limit: int | None = None
+    ) -> str:
+        real = self.workspace.resolve(path)
+        return await anyio.to_thread.run_sync(self._read, real, line, limit)
+
+    async def write_text(self, path: str, content: str) -> None:
+        real = self.workspace.resolve(path)
+        await anyio.to_thread.run_sync(self._write, real, content)
+
+    async def run(
+        self, command: str, *, cwd: str, timeout_s: float, output_limit: int
+    ) -> CommandResult:
+        real_cwd = self.workspace.resolve(cwd)
+        if not await anyio.to_thread.run_sync(os.path.isdir, real_cwd):
+            raise EnvironmentError(
+                "not_a_directory", f"{cwd} is not a directory; run the command from a folder"
+            )
+        return await run_argv(
+            ["/bin/sh", "-c", command],
+            cwd=real_cwd,
+            timeout_s=timeout_s,
+            output_limit=output_limit,
+        )
+
+    # -- blocking halves, run in worker threads ----------------------------------------------
+
+    def _read(self, real: str, line: int | None, limit: int | None) -> str:
+        fd = self.workspace.open_file(real, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as handle:
+            head = handle.read(BINARY_SNIFF_BYTES)
+            if is_binary(head):
+                size = os.fstat(handle.fileno()).st_size
+                raise EnvironmentError(
+                    "binary_file",
+                    f"{real} is a binary file ({size} bytes); only text files can be read",
+                )
+            if line is None and limit is None:
+                size = os.fstat(handle.fileno()).st_size
+                if size > self.max_file_bytes:
+                    raise EnvironmentError(
+                        "file_too_large",
+                        f"{real} is {size} bytes, more than {self.max_file_bytes} can be read at"
+                        " once; read it in parts with line and limit",
+                    )
+                return (head + handle.read()).decode("utf-8", errors="replace")
+            handle.seek(0)
+            first = max(line or 1, 1)
+            lines: list[bytes] = []
+            for number, raw in enumerate(handle, start=1):
+                if number < first:
+                    continue
+                if limit is not None and len(lines) >= limit:
+                    break
+                lines.append(raw)
+            return b"".join(lines).decode("utf-8", errors="replace")
+
+    def _write(self, real: str, content: str) -> None:
+        parent = os.path.dirname(real)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, exist_ok=True)
+            if not self.workspace.contains(os.path.realpath(parent)):
+                raise EnvironmentError(
+                    "outside_workspace", f"{parent} leads outside the workspace; not written"
+                )
+        # No O_TRUNC: the descriptor is checked before a byte of the file changes.
+        fd = self.workspace.open_file(real, os.O_WRONLY | os.O_CREAT)
+        with os.fdopen(fd, "wb") as handle:
+            handle.truncate(0)
+            handle.write(content.encode("utf-8"))
+
+
+async def run_argv(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    timeout_s: float,
+    output_limit: int,
+    env: dict[str, str] | None = None,
+) -> CommandResult:
+    """Run `argv` in its own process group; merged output, last `output_limit` bytes kept."""
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as err:
+        raise EnvironmentError(
+            "spawn_failed", f"could not start {argv[0]}: {err.strerror or err}"
+        ) from err
+    buffer = bytearray()
+    dropped = False
+    eof = anyio.Event()
+
+    async def pump() -> None:
+        nonlocal dropped
+        assert process.stdout is not None
+        try:
+            async for chunk in process.stdout:
+                buffer.extend(chunk)
+                if len(buffer) > output_limit:
+                    del buffer[: len(buffer) - output_limit]
+                    dropped = True
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+        finally:
+            eof.set()
+
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            with anyio.move_on_after(timeout_s) as deadline:
+                await _wait_exit(process)
+            timed_out = deadline.cancelled_caught
+            await _stop_group(process)
+            with anyio.move_on_after(_DRAIN_S):
+                await eof.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _stop_group(process)
+            await _release(process)
+    text = bytes(buffer).decode("utf-8", errors="replace")
+    return CommandResult(
+        exit_code=None if timed_out else process.returncode,
+        output=text,
+        truncated=dropped,
+        timed_out=timed_out,
+    )
+
+
+async def _stop_group(process: anyio.abc.Process) -> None:
+    """SIGTERM the process group, SIGKILL what is left after a short grace; bounded."""
+    pgid = process.pid  # start_new_session: the child leads its own group
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    with anyio.move_on_after(_KILL_GRACE_S):
+        await _wait_exit(process, group=True)
+    _signal_group(pgid, signal.SIGKILL)
+    with anyio.move_on_after(_KILL_GRACE_S):
+        await _wait_exit(process)
+
+
+async def _wait_exit(process: anyio.abc.Process, *, group: bool = False) -> None:
+    """Poll for the exit (and, with `group`, for the whole group to be gone).
+
+    Not `process.wait()`: on asyncio it also waits for the pipe to close, which a
+    background grandchild can hold open forever. Callers bound this with a deadline.
+    """
+    while process.returncode is None or (group and _signal_group(process.pid, 0)):  # noqa: ASYNC110
+        await anyio.sleep(_POLL_S)
+
+
+async def _release(process: anyio.abc.Process) -> None:
+    """Close the pipe and reap the child, bounded even if an escaped daemon holds the pipe."""
+    if process.stdout is not None:
+        with anyio.move_on_after(_DRAIN_S):
+            await process.stdout.aclose()
+    with anyio.move_on_after(_DRAIN_S):
+        await process.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to the group; False when no member is left (or it is not ours)."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

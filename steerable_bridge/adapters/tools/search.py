@@ -1,0 +1,260 @@
+"""Looking around a workspace: list a directory, find files by glob, search text by regex.
+
+These are the read-only halves of the workspace tools, always on the local disk (ACP has
+no client-side listing or search) and always confined to the `Workspace`: walks never
+follow symbolic links, and a file reached through a link that resolves outside is skipped.
+`grep` uses ripgrep when it is on PATH — it honours `.gitignore` and is fast — and a Python
+fallback otherwise that skips hidden and binary files but does not read `.gitignore`.
+Every function bounds its output (entries, matches, characters) and its time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import time
+from dataclasses import dataclass
+
+import anyio
+
+from steerable_bridge.adapters.tools.local_env import BINARY_SNIFF_BYTES, is_binary, run_argv
+from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.runtime.environment import EnvironmentError
+
+__all__ = ["Found", "glob_files", "glob_regex", "grep", "list_dir"]
+
+MAX_ENTRIES = 500
+MAX_MATCHES = 200
+MAX_CHARS = 60_000
+MAX_LINE_CHARS = 300
+WALK_SECONDS = 20.0
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Found:
+    """Lines of a listing or search, and whether the limit cut it short."""
+
+    lines: tuple[str, ...]
+    truncated: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+async def list_dir(workspace: Workspace, path: str) -> Found:
+    """Entries of a directory: folders end in `/`, links show `-> target`."""
+    real = workspace.resolve(path)
+    return await anyio.to_thread.run_sync(_list_dir, workspace, real)
+
+
+def _list_dir(workspace: Workspace, real: str) -> Found:
+    if not os.path.isdir(real):
+        raise EnvironmentError(
+            "not_a_directory", f"{real} is not a directory; use read_file to read a file"
+        )
+    lines: list[str] = []
+    with os.scandir(real) as entries:
+        items = sorted(entries, key=lambda e: e.name)
+    for entry in items[:MAX_ENTRIES]:
+        if entry.is_symlink():
+            lines.append(f"{entry.name} -> {os.readlink(entry.path)}")
+        elif entry.is_dir(follow_symlinks=False):
+            lines.append(entry.name + "/")
+        else:
+            lines.append(entry.name)
+    return Found(lines=tuple(lines), truncated=len(items) > MAX_ENTRIES)
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a glob (`*`, `?`, `[...]`, `**` across folders) to match relative paths."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif char == "*":
+            out.append("[^/]*")
+            i += 1
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+async def glob_files(workspace: Workspace, pattern: str, path: str) -> Found:
+    """Files under `path` whose path relative to it matches `pattern`, sorted."""
+    if os.path.isabs(pattern) or ".." in pattern.split("/"):
+        raise EnvironmentError(
+            "invalid_pattern",
+            f"the glob {pattern!r} must be relative and must not use '..'; pass the folder as path",
+        )
+    base = workspace.resolve(path)
+    regex = glob_regex(pattern)
+    return await anyio.to_thread.run_sync(_glob, workspace, base, regex)
+
+
+def _walk(base: str, *, hidden: bool = True) -> list[tuple[str, str]]:
+    """(relative path, real path) of files under base; no links followed, time-bounded."""
+    deadline = time.monotonic() + WALK_SECONDS
+    found: list[tuple[str, str]] = []
+    for root, dirs, files in os.walk(base, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and (hidden or d[0] != "."))
+        for name in sorted(files):
+            if not hidden and name.startswith("."):
+                continue
+            full = os.path.join(root, name)
+            found.append((os.path.relpath(full, base).replace(os.sep, "/"), full))
+        if time.monotonic() > deadline:
+            break
+    return found
+
+
+def _glob(workspace: Workspace, base: str, regex: re.Pattern[str]) -> Found:
+    if not os.path.isdir(base):
+        raise EnvironmentError("not_a_directory", f"{base} is not a directory to search in")
+    lines: list[str] = []
+    truncated = False
+    for relative, full in _walk(base):
+        if not regex.match(relative):
+            continue
+        if os.path.islink(full) and not workspace.contains(os.path.realpath(full)):
+            continue
+        if len(lines) >= MAX_ENTRIES:
+            truncated = True
+            break
+        lines.append(workspace.display(full))
+    return Found(lines=tuple(lines), truncated=truncated)
+
+
+async def grep(
+    workspace: Workspace,
+    pattern: str,
+    path: str,
+    file_glob: str | None,
+    *,
+    use_ripgrep: bool | None = None,
+) -> Found:
+    """Lines matching the regex `pattern` as `path:line:text`; ripgrep when available."""
+    target = workspace.resolve(path)
+    try:
+        regex = re.compile(pattern)
+    except re.error as err:
+        raise EnvironmentError(
+            "invalid_pattern", f"{pattern!r} is not a valid regular expression: {err}"
+        ) from err
+    rg = shutil.which("rg") if use_ripgrep is not False else None
+    if use_ripgrep and rg is None:
+        raise EnvironmentError("ripgrep_missing", "ripgrep (rg) is not on PATH; install it")
+    if rg is not None:
+        return await _ripgrep(rg, workspace, pattern, target, file_glob)
+    glob_re = glob_regex(file_glob) if file_glob else None
+    return await anyio.to_thread.run_sync(_python_grep, workspace, regex, target, glob_re)
+
+
+async def _ripgrep(
+    rg: str, workspace: Workspace, pattern: str, target: str, file_glob: str | None
+) -> Found:
+    argv = [
+        rg,
+        "--line-number",
+        "--no-heading",
+        "--with-filename",
+        "--color=never",
+        "--no-config",
+        f"--max-columns={MAX_LINE_CHARS}",
+        "--max-columns-preview",
+    ]
+    if file_glob:
+        argv += ["--glob", file_glob]
+    argv += ["--regexp", pattern, "--", workspace.display(target)]
+    result = await run_argv(
+        argv, cwd=workspace.cwd, timeout_s=WALK_SECONDS, output_limit=MAX_CHARS * 4
+    )
+    if result.timed_out:
+        raise EnvironmentError(
+            "search_timeout", f"the search took longer than {WALK_SECONDS:g}s; narrow the path"
+        )
+    lines = [line for line in result.output.splitlines() if line]
+    problems = [line for line in lines if line.startswith("rg: ")]
+    matches = [line.removeprefix("./") for line in lines if not line.startswith("rg: ")]
+    if result.exit_code not in (0, 1) and not matches:
+        detail = "; ".join(problems)[:500] or f"exit code {result.exit_code}"
+        raise EnvironmentError(
+            "search_failed", f"ripgrep failed: {detail}; check the pattern and the path"
+        )
+    return _bounded(matches, result.truncated)
+
+
+def _python_grep(
+    workspace: Workspace, regex: re.Pattern[str], target: str, glob_re: re.Pattern[str] | None
+) -> Found:
+    if os.path.isdir(target):
+        files = _walk(target, hidden=False)
+    else:
+        files = [(os.path.basename(target), target)]
+    deadline = time.monotonic() + WALK_SECONDS
+    lines: list[str] = []
+    for relative, full in files:
+        if glob_re is not None and not (
+            glob_re.match(relative) or glob_re.match(os.path.basename(relative))
+        ):
+            continue
+        if time.monotonic() > deadline or len(lines) > MAX_MATCHES:
+            break
+        lines.extend(_grep_file(workspace, regex, full))
+    return _bounded(lines, False)
+
+
+def _grep_file(workspace: Workspace, regex: re.Pattern[str], full: str) -> list[str]:
+    real = os.path.realpath(full)
+    if not workspace.contains(real):
+        return []
+    try:
+        fd = workspace.open_file(real, os.O_RDONLY)
+    except EnvironmentError:
+        return []
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return []
+        if is_binary(handle.read(BINARY_SNIFF_BYTES)):
+            return []
+        handle.seek(0)
+        shown = workspace.display(full)
+        hits: list[str] = []
+        for number, raw in enumerate(handle, start=1):
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if regex.search(text):
+                hits.append(f"{shown}:{number}:{text[:MAX_LINE_CHARS]}")
+                if len(hits) > MAX_MATCHES:
+                    break
+        return hits
+
+
+def _bounded(lines: list[str], truncated: bool) -> Found:
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if len(kept) >= MAX_MATCHES or size + len(line) > MAX_CHARS:
+            return Found(lines=tuple(kept), truncated=True)
+        kept.append(line)
+        size += len(line) + 1
+    return Found(lines=tuple(kept), truncated=truncated)

@@ -1,0 +1,478 @@
+"""The workspace tools a coding agent needs: read, write, edit, list, glob, grep, run.
+
+`workspace_tools(workspace)` returns them (plus the built-in `update_plan`) with names and
+parameters that are part of the contract: `read_file(path, line?, limit?)` (kind read),
+`write_file(path, content)` and `edit_file(path, old_text, new_text, replace_all?)` (edit),
+`list_dir(path?)`, `glob(pattern, path?)`, `grep(pattern, path?, glob?)` (search) and
+`run_command(command, cwd?, timeout_ms?)` (execute). Kinds decide permissions: the loop
+asks before every edit and execute call. Each tool has a human title ("Read src/app.py")
+and reports locations (absolute path, and the line for reads); edits return a
+`DiffContent` with the whole old and new text. Files and commands go through the session's
+`Environment` (the editor over ACP, or the local disk), so the editor's unsaved buffer wins;
+listing and searching use the local disk through `search.py`. Paths are confined to the
+workspace the environment carries (`paths.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+from pydantic import JsonValue
+
+from steerable_bridge.adapters.tools import search
+from steerable_bridge.adapters.tools.builtin import UPDATE_PLAN
+from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.runtime.environment import CommandResult, Environment, EnvironmentError
+from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
+from steerable_bridge.runtime.values import (
+    DiffContent,
+    Location,
+    TerminalContent,
+    TextPart,
+    ToolContent,
+    ToolError,
+    canonical_json,
+)
+
+__all__ = ["RunsInTerminal", "workspace_tools"]
+
+READ_MAX_LINES = 2000
+READ_MAX_CHARS = 100_000
+OUTPUT_LIMIT = 100_000
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+
+
+@runtime_checkable
+class RunsInTerminal(Protocol):
+    """An environment that runs commands in a terminal the client shows (ACP `terminal`)."""
+
+    async def run_in_terminal(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        timeout_s: float,
+        output_limit: int,
+        on_terminal: Callable[[str], Awaitable[None]],
+    ) -> CommandResult:
+        """Like `Environment.run`; `on_terminal(id)` is awaited once the terminal exists."""
+
+
+def _environment(ctx: ToolContext) -> Environment:
+    if ctx.environment is None:
+        raise ToolFailure(
+            "no_workspace",
+            "this session has no workspace, so files and commands are unavailable; start the"
+            " server with --workspace DIR or open the session from an editor",
+        )
+    return ctx.environment
+
+
+def _workspace(ctx: ToolContext) -> Workspace:
+    found = getattr(ctx.environment, "workspace", None)
+    return found if isinstance(found, Workspace) else Workspace.of(ctx.cwd)
+
+
+def _failure(err: EnvironmentError) -> ToolFailure:
+    return ToolFailure(err.code, err.message)
+
+
+def _resolve(ctx: ToolContext, path: str) -> str:
+    try:
+        return _workspace(ctx).resolve(path)
+    except EnvironmentError as err:
+        raise _failure(err) from err
+
+
+# -- read / write / edit -------------------------------------------------------------------
+
+
+async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    env = _environment(ctx)
+    real = _resolve(ctx, args["path"])
+    line: int | None = args.get("line")
+    limit: int | None = args.get("limit")
+    try:
+        text = await env.read_text(real, line=line, limit=limit)
+    except EnvironmentError as err:
+        raise _failure(err) from err
+    first = line or 1
+    lines = text.splitlines(keepends=True)
+    kept: list[str] = []
+    size = 0
+    for item in lines[:READ_MAX_LINES]:
+        if size + len(item) > READ_MAX_CHARS:
+            break
+        kept.append(item)
+        size += len(item)
+    body = "".join(kept)
+    if len(kept) < len(lines):
+        shown_to = first + len(kept) - 1
+        body += (
+            f"\n[truncated: showed lines {first}-{shown_to}; call read_file with"
+            f" line={shown_to + 1} to read on]"
+        )
+    raw: dict[str, JsonValue] = {
+        "path": real,
+        "line": first,
+        "lines": len(kept),
+        "truncated": len(kept) < len(lines),
+    }
+    return ToolResult(content=(TextPart(text=body),), raw_output_json=canonical_json(raw))
+
+
+async def _old_text(env: Environment, real: str) -> str | None:
+    """The current text, or None for a file that does not exist (or cannot be read)."""
+    if not await anyio.Path(real).exists():
+        return None
+    try:
+        return await env.read_text(real)
+    except EnvironmentError:
+        return None
+
+
+async def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    env = _environment(ctx)
+    real = _resolve(ctx, args["path"])
+    content: str = args["content"]
+    old = await _old_text(env, real)
+    try:
+        await env.write_text(real, content)
+    except EnvironmentError as err:
+        raise _failure(err) from err
+    verb = "Created" if old is None else "Wrote"
+    shown = _workspace(ctx).display(real)
+    return ToolResult(
+        content=(
+            DiffContent(path=real, old_text=old, new_text=content),
+            TextPart(text=f"{verb} {shown} ({len(content.encode('utf-8'))} bytes)."),
+        ),
+        raw_output_json=canonical_json({"path": real, "created": old is None}),
+    )
+
+
+async def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    env = _environment(ctx)
+    real = _resolve(ctx, args["path"])
+    old_text: str = args["old_text"]
+    new_text: str = args["new_text"]
+    replace_all = bool(args.get("replace_all", False))
+    shown = _workspace(ctx).display(real)
+    if not old_text:
+        raise ToolFailure(
+            "empty_match", "old_text is empty; give the exact text to replace, or use write_file"
+        )
+    if old_text == new_text:
+        raise ToolFailure("no_change", "old_text and new_text are the same; nothing to edit")
+    try:
+        before = await env.read_text(real)
+    except EnvironmentError as err:
+        raise _failure(err) from err
+    count = before.count(old_text)
+    if count == 0:
+        raise ToolFailure(
+            "no_match",
+            f"old_text was not found in {shown}; read the file again and copy the text exactly,"
+            " including whitespace and indentation",
+        )
+    if count > 1 and not replace_all:
+        raise ToolFailure(
+            "ambiguous_match",
+            f"old_text occurs {count} times in {shown}; include more surrounding lines so it"
+            " matches once, or set replace_all to replace every occurrence",
+        )
+    after = (
+        before.replace(old_text, new_text) if replace_all else before.replace(old_text, new_text, 1)
+    )
+    try:
+        await env.write_text(real, after)
+    except EnvironmentError as err:
+        raise _failure(err) from err
+    line = before[: before.index(old_text)].count("\n") + 1
+    plural = "s" if count > 1 else ""
+    return ToolResult(
+        content=(
+            DiffContent(path=real, old_text=before, new_text=after),
+            TextPart(
+                text=f"Edited {shown}: replaced {count} occurrence{plural} (first at line {line})."
+            ),
+        ),
+        raw_output_json=canonical_json({"path": real, "replacements": count, "line": line}),
+    )
+
+
+# -- list / glob / grep ----------------------------------------------------------------------
+
+
+def _found(found: search.Found, empty: str) -> ToolResult:
+    text = found.text or empty
+    if found.truncated:
+        text += "\n[truncated: narrow the path or the pattern to see the rest]"
+    raw: dict[str, JsonValue] = {"count": len(found.lines), "truncated": found.truncated}
+    return ToolResult(content=(TextPart(text=text),), raw_output_json=canonical_json(raw))
+
+
+async def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    try:
+        found = await search.list_dir(_workspace(ctx), args.get("path") or ".")
+    except EnvironmentError as err:
+        raise _failure(err) from err
+    return _found(found, "(empty directory)")
+
+
+async def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    try:
+        found = await search.glob_files(_workspace(ctx), args["pattern"], args.get("path") or ".")
+    except EnvironmentError as err:
+        raise _failure(err) from err
+    return _found(found, "(no files match)")
+
+
+async def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    try:
+        found = await search.grep(
+            _workspace(ctx), args["pattern"], args.get("path") or ".", args.get("glob")
+        )
+    except EnvironmentError as err:
+        raise _failure(err) from err
+    return _found(found, "(no matches)")
+
+
+# -- run_command ------------------------------------------------------------------------------
+
+
+async def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    env = _environment(ctx)
+    cwd = _resolve(ctx, args.get("cwd") or ".")
+    timeout_ms = min(int(args.get("timeout_ms") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS)
+    command: str = args["command"]
+    terminal: list[str] = []
+
+    async def on_terminal(terminal_id: str) -> None:
+        terminal.append(terminal_id)
+        await ctx.output((TerminalContent(terminal_id=terminal_id),))
+
+    try:
+        if isinstance(env, RunsInTerminal):
+            result = await env.run_in_terminal(
+                command,
+                cwd=cwd,
+                timeout_s=timeout_ms / 1000,
+                output_limit=OUTPUT_LIMIT,
+                on_terminal=on_terminal,
+            )
+        else:
+            result = await env.run(
+                command, cwd=cwd, timeout_s=timeout_ms / 1000, output_limit=OUTPUT_LIMIT
+            )
+    except EnvironmentError as err:
+        raise _failure(err) from err
+    content: list[ToolContent] = []
+    terminal_id = result.terminal_id or (terminal[0] if terminal else None)
+    if terminal_id is not None:
+        content.append(TerminalContent(terminal_id=terminal_id))
+    note = "\n[output truncated: only the last part is shown]" if result.truncated else ""
+    if result.timed_out:
+        status = f"timed out after {timeout_ms} ms; the command and its children were stopped"
+    else:
+        status = f"exit code {result.exit_code}"
+    content.append(TextPart(text=f"{result.output}{note}\n[{status}]".lstrip("\n")))
+    raw: dict[str, JsonValue] = {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "truncated": result.truncated,
+        "terminal_id": terminal_id,
+    }
+    error = None
+    if result.timed_out:
+        error = ToolError(
+            code="command_timeout",
+            message=f"{command!r} did not finish within {timeout_ms} ms and was stopped;"
+            " raise timeout_ms or run something shorter",
+        )
+    elif result.exit_code != 0:
+        error = ToolError(
+            code="command_failed", message=f"{command!r} exited with code {result.exit_code}"
+        )
+    return ToolResult(content=tuple(content), raw_output_json=canonical_json(raw), error=error)
+
+
+# -- the tool set -----------------------------------------------------------------------------
+
+
+def _describer(
+    workspace: Workspace | None,
+) -> tuple[Callable[[str], str], Callable[[str, int | None], tuple[Location, ...]]]:
+    def shown(path: str) -> str:
+        if workspace is None:
+            return path
+        try:
+            return workspace.display(workspace.resolve(path))
+        except EnvironmentError:
+            return path
+
+    def where(path: str, line: int | None = None) -> tuple[Location, ...]:
+        if workspace is None:
+            return (Location(path=path, line=line),) if os.path.isabs(path) else ()
+        try:
+            return (Location(path=workspace.resolve(path), line=line),)
+        except EnvironmentError:
+            return ()
+
+    return shown, where
+
+
+def _short(text: str, size: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= size else text[: size - 3] + "..."
+
+
+def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
+    """The workspace tool set; `workspace` makes titles and locations exact (absolute)."""
+    shown, where = _describer(workspace)
+
+    def path_of(args: Mapping[str, Any]) -> str:
+        return str(args.get("path") or ".")
+
+    path_param = {"type": "string", "description": "File path, relative to the project root"}
+    return (
+        Tool(
+            name="read_file",
+            description="Read a text file. Use line (1-based) and limit to read part of a"
+            " large file.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": path_param,
+                    "line": {"type": "integer", "minimum": 1, "description": "First line"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Line count"},
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            kind="read",
+            handler=_read_file,
+            parallel_safe=True,
+            timeout_s=60.0,
+            title=lambda a: (
+                f"Read {shown(path_of(a))}" + (f" (from line {a['line']})" if a.get("line") else "")
+            ),
+            locations=lambda a: where(path_of(a), a.get("line") or 1),
+        ),
+        Tool(
+            name="write_file",
+            description="Create a file or replace its whole content.",
+            parameters={
+                "type": "object",
+                "properties": {"path": path_param, "content": {"type": "string"}},
+                "required": ["path", "content"],
+                "additionalProperties": False,
+            },
+            kind="edit",
+            handler=_write_file,
+            timeout_s=60.0,
+            title=lambda a: f"Write {shown(path_of(a))}",
+            locations=lambda a: where(path_of(a), None),
+        ),
+        Tool(
+            name="edit_file",
+            description="Replace old_text with new_text in a file. old_text must match exactly"
+            " once unless replace_all is true.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": path_param,
+                    "old_text": {"type": "string", "description": "Exact text to replace"},
+                    "new_text": {"type": "string", "description": "Replacement text"},
+                    "replace_all": {"type": "boolean", "default": False},
+                },
+                "required": ["path", "old_text", "new_text"],
+                "additionalProperties": False,
+            },
+            kind="edit",
+            handler=_edit_file,
+            timeout_s=60.0,
+            title=lambda a: f"Edit {shown(path_of(a))}",
+            locations=lambda a: where(path_of(a), None),
+        ),
+        Tool(
+            name="list_dir",
+            description="List a directory (folders end in '/'). Defaults to the project root.",
+            parameters={
+                "type": "object",
+                "properties": {"path": path_param},
+                "additionalProperties": False,
+            },
+            kind="search",
+            handler=_list_dir,
+            parallel_safe=True,
+            timeout_s=30.0,
+            title=lambda a: f"List {shown(path_of(a))}",
+            locations=lambda a: where(path_of(a), None),
+        ),
+        Tool(
+            name="glob",
+            description="Find files by glob pattern, e.g. '**/*.py', under path (default root).",
+            parameters={
+                "type": "object",
+                "properties": {"pattern": {"type": "string"}, "path": path_param},
+                "required": ["pattern"],
+                "additionalProperties": False,
+            },
+            kind="search",
+            handler=_glob,
+            parallel_safe=True,
+            timeout_s=30.0,
+            title=lambda a: (
+                f"Find {a['pattern']}" + (f" in {shown(str(a['path']))}" if a.get("path") else "")
+            ),
+        ),
+        Tool(
+            name="grep",
+            description="Search file contents with a regular expression; optional glob filters"
+            " file names. Prints path:line:text.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Regular expression"},
+                    "path": path_param,
+                    "glob": {"type": "string", "description": "Only files matching, e.g. *.py"},
+                },
+                "required": ["pattern"],
+                "additionalProperties": False,
+            },
+            kind="search",
+            handler=_grep,
+            parallel_safe=True,
+            timeout_s=30.0,
+            title=lambda a: (
+                f"Search {_short(str(a['pattern']), 40)!r}"
+                + (f" in {shown(str(a['path']))}" if a.get("path") else "")
+            ),
+        ),
+        Tool(
+            name="run_command",
+            description="Run a shell command in the project (or in cwd). Output is merged and"
+            " limited; the command is stopped after timeout_ms (default 120000).",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "cwd": {"type": "string", "description": "Folder to run in"},
+                    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS},
+                },
+                "required": ["command"],
+                "additionalProperties": False,
+            },
+            kind="execute",
+            handler=_run_command,
+            timeout_s=MAX_TIMEOUT_MS / 1000 + 30,
+            title=lambda a: f"Run {_short(str(a['command']))}",
+            locations=lambda a: where(str(a["cwd"]), None) if a.get("cwd") else (),
+        ),
+        UPDATE_PLAN,
+    )
