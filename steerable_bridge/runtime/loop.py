@@ -178,6 +178,9 @@ class TurnContext:
     cancel: CancelToken
     sink: EventSink | None
     settings: LoopSettings
+    snapshot: Callable[[], tuple[str, tuple[Tool, ...]]] | None = None
+    """Called before every step: the system prompt and tools as registered now, so a change
+    made during a step reaches the next one. None: `system` and `tools` hold for the turn."""
 
 
 async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
@@ -273,11 +276,11 @@ class _Turn:
     async def model_step(self, step: int) -> tuple[FinishReason, list[ev.ToolCallEnd]]:
         """Stream one model call; returns its finish reason and the completed tool calls."""
         ctx = self.ctx
-        tools = ctx.tools + self.turn.client_tools
-        self.tools = {tool.name: tool for tool in tools}
+        system, registered = ctx.snapshot() if ctx.snapshot else (ctx.system, ctx.tools)
+        self.tools = {tool.name: tool for tool in registered + self.turn.client_tools}
         request = ModelRequest(
             model=ctx.model,
-            system=ctx.system,
+            system=system,
             messages=project_history(ctx.log.view()),
             tools=tuple(tool.spec() for tool in self.tools.values()),
         )

@@ -114,6 +114,7 @@ class Session:
                 cancel=token,
                 sink=sink,
                 settings=self.agent.config.loop,
+                snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
             )
             return await run_turn(context, turn)
         finally:
