@@ -1,0 +1,803 @@
+"""The client validator's turn: walk an ACP client through every feature it advertised.
+
+`Walkthrough.run()` is what the reference agent does with any prompt. It streams its
+progress as agent messages and a plan, and grades each response of the client into a
+`CheckLog`: every `session/update` variant (each followed by a ping the client must answer,
+which proves it took the update without choking), `session/request_permission` (a valid
+outcome; a selected option must be one that was offered), `fs/*` on a scratch file inside
+the session's cwd (round trip, `line` / `limit`), the terminal lifecycle, and last the
+cancellation step, which asks the person to press stop and checks that the client sent
+`session/cancel` and answered the open permission request with `cancelled`. Every wait is
+bounded; a step the person did not act on in time is reported as skipped, saying so. This
+module never decides the turn's stop reason beyond reporting whether cancel arrived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+from acp import (
+    RequestError,
+    plan_entry,
+    start_tool_call,
+    tool_content,
+    tool_diff_content,
+    tool_terminal_ref,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+)
+from acp.helpers import update_available_commands, update_current_mode
+from acp.interfaces import Client
+from acp.schema import (
+    AvailableCommand,
+    ClientCapabilities,
+    ConfigOptionUpdate,
+    Cost,
+    PermissionOption,
+    PermissionOptionKind,
+    RequestPermissionResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfoUpdate,
+    ToolCallLocation,
+    ToolCallUpdate,
+    UnstructuredCommandInput,
+    UsageUpdate,
+)
+from pydantic import ValidationError
+
+from steerable_bridge.conformance.validators.report import Check, CheckStatus
+
+__all__ = ["CheckLog", "ValidatorSession", "ValidatorSettings", "Walkthrough", "config_options"]
+
+T = TypeVar("T")
+PING_METHOD = "steerable/validator_ping"
+"""Extension request used as a liveness probe; sent on the wire as `_steerable/validator_ping`."""
+MODES = (("validate", "Validate"), ("observe", "Observe"))
+CONFIG_ID = "validator_depth"
+CONFIG_VALUES = (("full", "Full walk-through"), ("quick", "Quick"))
+SCRATCH_LINES = "line 1\nline 2\nline 3\nline 4\nline 5\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatorSettings:
+    """How long the validator waits for each kind of answer (seconds)."""
+
+    person_timeout: float = 120.0
+    cancel_timeout: float = 90.0
+    request_timeout: float = 15.0
+    probe_timeout: float = 5.0
+
+
+@dataclass(slots=True)
+class ValidatorSession:
+    """One session the client opened: its cwd, current mode / config, and what was sent."""
+
+    id: str
+    cwd: str
+    mode_id: str = MODES[0][0]
+    config_value: str = CONFIG_VALUES[0][0]
+    history: list[Any] = field(default_factory=list)
+    cancelled: anyio.Event = field(default_factory=anyio.Event)
+    cancelled_at: float | None = None
+
+
+class CheckLog:
+    """Checks in the order first graded; grading an id again replaces its verdict."""
+
+    def __init__(self) -> None:
+        self._checks: dict[str, Check] = {}
+
+    def record(self, check_id: str, status: CheckStatus, evidence: str) -> None:
+        self._checks[check_id] = Check(check_id, status, evidence)
+
+    def has(self, check_id: str) -> bool:
+        return check_id in self._checks
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        return tuple(self._checks.values())
+
+
+def config_options(current: str) -> list[SessionConfigOptionSelect | Any]:
+    """The one select option the validator offers, so clients can show and set it."""
+    return [
+        SessionConfigOptionSelect(
+            id=CONFIG_ID,
+            name="Validation depth",
+            type="select",
+            current_value=current,
+            options=[SessionConfigSelectOption(value=v, name=n) for v, n in CONFIG_VALUES],
+        )
+    ]
+
+
+class Walkthrough:
+    """One validation turn against one client session; `run()` returns True if cancelled."""
+
+    def __init__(
+        self,
+        conn: Client,
+        session: ValidatorSession,
+        capabilities: ClientCapabilities | None,
+        settings: ValidatorSettings,
+        log: CheckLog,
+    ) -> None:
+        self.conn = conn
+        self.session = session
+        self.caps = capabilities or ClientCapabilities()
+        self.settings = settings
+        self.log = log
+        self.nonce = secrets.token_hex(4)
+        self._steps = ["session/update variants", "permission", "file system", "terminal", "cancel"]
+        self._done = 0
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    async def send(self, update: Any) -> str:
+        """Send one session/update; '' on success, else what went wrong."""
+        try:
+            with anyio.fail_after(self.settings.request_timeout):
+                await self.conn.session_update(session_id=self.session.id, update=update)
+        except TimeoutError:
+            return "the client did not read a session/update within the timeout"
+        except ConnectionError:
+            return "the connection closed"
+        self.session.history.append(update)
+        return ""
+
+    async def say(self, text: str) -> None:
+        await self.send(update_agent_message_text(text))
+
+    async def probe(self) -> tuple[bool, str]:
+        """Ping the client (an unknown extension request it must answer, even with an error)."""
+        start = time.monotonic()
+        try:
+            with anyio.fail_after(self.settings.probe_timeout):
+                await self.conn.ext_method(PING_METHOD, {})
+        except RequestError:
+            pass  # answering "method not found" is a perfectly good answer
+        except TimeoutError:
+            return (
+                False,
+                f"the client did not answer a ping within {self.settings.probe_timeout:g} s",
+            )
+        except ConnectionError:
+            return False, "the client closed the connection"
+        return (
+            True,
+            f"client answered the next request in {(time.monotonic() - start) * 1000:.0f} ms",
+        )
+
+    async def request(self, what: str, call: Callable[[], Awaitable[T]]) -> tuple[T | None, str]:
+        """Make one client request with a deadline; (result, '') or (None, why it failed)."""
+        try:
+            with anyio.fail_after(self.settings.request_timeout):
+                return await call(), ""
+        except TimeoutError:
+            return None, f"no answer to {what} within {self.settings.request_timeout:g} s"
+        except RequestError as err:
+            return None, f"{what} answered with JSON-RPC error {err.code}: {err} {err.data or ''}"
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            return None, f"the answer to {what} breaks the ACP schema at {where}: {first['msg']}"
+        except ConnectionError:
+            return None, f"the connection closed during {what}"
+
+    async def grade_update(self, check_id: str, update: Any, what: str) -> None:
+        problem = await self.send(update)
+        if problem:
+            self.log.record(check_id, "fail", f"sending {what}: {problem}")
+            return
+        alive, detail = await self.probe()
+        self.log.record(check_id, "pass" if alive else "fail", f"sent {what}; {detail}")
+
+    async def progress(self, note: str) -> None:
+        entries = [
+            plan_entry(
+                f"Check {name}",
+                priority="high",
+                status="completed"
+                if i < self._done
+                else "in_progress"
+                if i == self._done
+                else "pending",
+            )
+            for i, name in enumerate(self._steps)
+        ]
+        await self.send(update_plan(entries))
+        await self.say(f"\n\n**Step {self._done + 1}/{len(self._steps)}: {note}**\n")
+
+    def path(self, name: str) -> str:
+        return str(Path(self.session.cwd) / name)
+
+    # -- the turn ----------------------------------------------------------------------
+
+    async def run(self) -> bool:
+        await self.say(
+            "steerable-bridge ACP client validator. I will walk your client through every"
+            " feature it advertised and grade each answer; a summary table ends the turn."
+        )
+        await self.progress("session/update variants")
+        await self.updates()
+        self._done += 1
+        await self.progress("session/request_permission — please answer with any option")
+        await self.permission()
+        self._done += 1
+        await self.progress("fs/read_text_file and fs/write_text_file")
+        await self.file_system()
+        self._done += 1
+        await self.progress("terminal lifecycle")
+        await self.terminal()
+        self._done += 1
+        await self.progress("cancellation — you will be asked to press stop")
+        cancelled = await self.cancellation()
+        self._done += 1
+        return cancelled
+
+    async def updates(self) -> None:
+        sid = self.session.id
+        scratch = self.path(f".steerable-validator-{self.nonce}.txt")
+        await self.grade_update(
+            "update.agent_message_chunk",
+            update_agent_message_text("An agent message chunk (you are reading it). "),
+            "agent_message_chunk",
+        )
+        await self.grade_update(
+            "update.agent_thought_chunk",
+            update_agent_thought_text("A thought chunk: clients usually fold these away."),
+            "agent_thought_chunk",
+        )
+        entries = [
+            plan_entry("A finished task", priority="low", status="completed"),
+            plan_entry("A running task", priority="medium", status="in_progress"),
+            plan_entry("A pending task", priority="high", status="pending"),
+        ]
+        await self.grade_update("update.plan", update_plan(entries), "plan with 3 entries")
+        read_id = f"validator-read-{self.nonce}"
+        await self.grade_update(
+            "update.tool_call",
+            start_tool_call(
+                read_id,
+                "Validator: read a file (demonstration)",
+                kind="read",
+                status="pending",
+                locations=[ToolCallLocation(path=scratch, line=1)],
+                raw_input={"path": scratch},
+            ),
+            "tool_call (kind read, pending, with a location)",
+        )
+        await self.send(update_tool_call(read_id, status="in_progress"))
+        await self.grade_update(
+            "update.tool_call_update.text",
+            update_tool_call(
+                read_id,
+                status="completed",
+                content=[tool_content(_text("A tool result shown as text content."))],
+                raw_output={"ok": True},
+            ),
+            "tool_call_update (completed, text content, rawOutput)",
+        )
+        edit_id = f"validator-edit-{self.nonce}"
+        await self.send(
+            start_tool_call(
+                edit_id,
+                "Validator: edit a file (demonstration)",
+                kind="edit",
+                status="in_progress",
+                locations=[ToolCallLocation(path=scratch, line=2)],
+            )
+        )
+        await self.grade_update(
+            "update.tool_call_update.diff",
+            update_tool_call(
+                edit_id,
+                status="completed",
+                content=[tool_diff_content(scratch, "line 1\nline two\n", "line 1\nline 2\n")],
+                locations=[ToolCallLocation(path=scratch, line=2)],
+            ),
+            "tool_call_update (completed, diff content, locations)",
+        )
+        commands = [
+            AvailableCommand(name="validate", description="Run the client validation again"),
+            AvailableCommand(
+                name="explain",
+                description="Explain a check",
+                input=UnstructuredCommandInput(hint="check id"),
+            ),
+        ]
+        await self.grade_update(
+            "update.available_commands_update",
+            update_available_commands(commands),
+            "available_commands_update with 2 commands",
+        )
+        other = next(m for m, _ in MODES if m != self.session.mode_id)
+        self.session.mode_id = other
+        await self.grade_update(
+            "update.current_mode_update",
+            update_current_mode(other),
+            f"current_mode_update to {other!r}",
+        )
+        quick = CONFIG_VALUES[1][0]
+        self.session.config_value = quick
+        await self.grade_update(
+            "update.config_option_update",
+            ConfigOptionUpdate(
+                session_update="config_option_update", config_options=config_options(quick)
+            ),
+            f"config_option_update ({CONFIG_ID} = {quick!r})",
+        )
+        now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        await self.grade_update(
+            "update.session_info_update",
+            SessionInfoUpdate(
+                session_update="session_info_update", title="ACP client validation", updated_at=now
+            ),
+            "session_info_update (title, updatedAt)",
+        )
+        await self.grade_update(
+            "update.usage_update",
+            UsageUpdate(
+                session_update="usage_update",
+                used=1234,
+                size=200000,
+                cost=Cost(amount=0.01, currency="USD"),
+            ),
+            "usage_update (used, size, cost)",
+        )
+        del sid
+
+    def permission_options(self, tag: str) -> list[PermissionOption]:
+        kinds: tuple[tuple[PermissionOptionKind, str], ...] = (
+            ("allow_once", "Allow once"),
+            ("allow_always", "Always allow"),
+            ("reject_once", "Reject"),
+            ("reject_always", "Always reject"),
+        )
+        return [
+            PermissionOption(option_id=f"{tag}-{kind}-{self.nonce}", name=name, kind=kind)
+            for kind, name in kinds
+        ]
+
+    async def permission(self) -> None:
+        call_id = f"validator-permission-{self.nonce}"
+        target = self.path(f".steerable-validator-{self.nonce}.txt")
+        options = self.permission_options("validator")
+        offered = [o.option_id for o in options]
+        await self.send(
+            start_tool_call(
+                call_id,
+                "Validator: a change that needs your permission (answer with any option)",
+                kind="edit",
+                status="pending",
+                locations=[ToolCallLocation(path=target)],
+                raw_input={"path": target},
+            )
+        )
+        tool_call = ToolCallUpdate(
+            tool_call_id=call_id,
+            title="Validator: permission request",
+            kind="edit",
+            status="pending",
+        )
+        try:
+            with anyio.fail_after(self.settings.person_timeout):
+                answer, problem = await self._ask(tool_call, options)
+        except TimeoutError:
+            why = f"person did not act in time ({self.settings.person_timeout:g} s)"
+            self.log.record("permission.outcome", "skipped", why)
+            self.log.record("permission.option_offered", "skipped", why)
+            await self.send(update_tool_call(call_id, status="failed"))
+            return
+        if answer is None:
+            self.log.record("permission.outcome", "fail", problem)
+            self.log.record("permission.option_offered", "skipped", "no valid answer to grade")
+            await self.send(update_tool_call(call_id, status="failed"))
+            return
+        outcome = answer.outcome
+        self.log.record(
+            "permission.outcome", "pass", f"answered with a valid outcome: {outcome.outcome!r}"
+        )
+        if outcome.outcome == "cancelled":
+            self.log.record(
+                "permission.option_offered",
+                "skipped",
+                "the request was dismissed (outcome cancelled); no option to check",
+            )
+            await self.send(update_tool_call(call_id, status="failed"))
+            return
+        chosen = outcome.option_id
+        if chosen in offered:
+            self.log.record(
+                "permission.option_offered",
+                "pass",
+                f"selected {chosen!r}, one of the {len(offered)} offered",
+            )
+        else:
+            self.log.record(
+                "permission.option_offered",
+                "fail",
+                f"selected optionId {chosen!r}, which was not offered"
+                f" (offered: {', '.join(offered)})",
+            )
+        allowed = chosen in offered and "allow" in chosen
+        await self.send(update_tool_call(call_id, status="completed" if allowed else "failed"))
+
+    async def _ask(
+        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> tuple[RequestPermissionResponse | None, str]:
+        try:
+            answer = await self.conn.request_permission(
+                session_id=self.session.id, tool_call=tool_call, options=options
+            )
+        except RequestError as err:
+            return (
+                None,
+                f"session/request_permission answered with JSON-RPC error {err.code}: {err}",
+            )
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            return (
+                None,
+                f"the answer breaks the RequestPermissionResponse schema at {where}:"
+                f" {first['msg']}",
+            )
+        except ConnectionError:
+            return None, "the connection closed before the client answered"
+        return answer, ""
+
+    async def file_system(self) -> None:
+        fs = self.caps.fs
+        can_read = bool(fs and fs.read_text_file)
+        can_write = bool(fs and fs.write_text_file)
+        scratch = Path(self.path(f".steerable-validator-{self.nonce}.txt"))
+        sid = self.session.id
+        try:
+            if can_write:
+                _, problem = await self.request(
+                    "fs/write_text_file",
+                    lambda: self.conn.write_text_file(
+                        session_id=sid, path=str(scratch), content=SCRATCH_LINES
+                    ),
+                )
+                if problem:
+                    self.log.record("fs.write_text_file", "fail", problem)
+                elif not can_read:
+                    on_disk = await _read_local(scratch)
+                    ok = on_disk == SCRATCH_LINES
+                    self.log.record(
+                        "fs.write_text_file",
+                        "pass" if ok else "fail",
+                        f"wrote {len(SCRATCH_LINES)} chars to {scratch.name};"
+                        f" on disk: {on_disk!r:.80}",
+                    )
+            else:
+                self.log.record(
+                    "fs.write_text_file", "skipped", "client did not advertise fs.writeTextFile"
+                )
+            if not can_read:
+                why = "client did not advertise fs.readTextFile"
+                self.log.record("fs.read_text_file", "skipped", why)
+                self.log.record("fs.read_text_file.line_limit", "skipped", why)
+                return
+            if not can_write or self.log_failed("fs.write_text_file"):
+                try:
+                    await anyio.Path(scratch).write_text(SCRATCH_LINES, encoding="utf-8")
+                except OSError as err:
+                    why = f"could not create a scratch file in the session cwd: {err}"
+                    self.log.record("fs.read_text_file", "skipped", why)
+                    self.log.record("fs.read_text_file.line_limit", "skipped", why)
+                    return
+            await self._grade_reads(
+                scratch, wrote=can_write and not self.log_failed("fs.write_text_file")
+            )
+        finally:
+            with contextlib.suppress(OSError):
+                await anyio.Path(scratch).unlink()
+
+    def log_failed(self, check_id: str) -> bool:
+        return any(c.id == check_id and c.status == "fail" for c in self.log.checks)
+
+    async def _grade_reads(self, scratch: Path, *, wrote: bool) -> None:
+        sid = self.session.id
+        whole, problem = await self.request(
+            "fs/read_text_file", lambda: self.conn.read_text_file(session_id=sid, path=str(scratch))
+        )
+        if whole is None:
+            self.log.record("fs.read_text_file", "fail", problem)
+        else:
+            ok = whole.content == SCRATCH_LINES
+            self.log.record(
+                "fs.read_text_file",
+                "pass" if ok else "fail",
+                f"read back {len(whole.content)} chars, "
+                + ("identical" if ok else f"expected {SCRATCH_LINES!r}, got {whole.content!r:.80}"),
+            )
+            if wrote:
+                self.log.record(
+                    "fs.write_text_file",
+                    "pass" if ok else "fail",
+                    "content written with fs/write_text_file round-trips through fs/read_text_file"
+                    if ok
+                    else "content read back differs from what fs/write_text_file wrote",
+                )
+        part, problem = await self.request(
+            "fs/read_text_file with line=2, limit=2",
+            lambda: self.conn.read_text_file(session_id=sid, path=str(scratch), line=2, limit=2),
+        )
+        if part is None:
+            self.log.record("fs.read_text_file.line_limit", "fail", problem)
+            return
+        ok = part.content.rstrip("\n") == "line 2\nline 3"
+        self.log.record(
+            "fs.read_text_file.line_limit",
+            "pass" if ok else "fail",
+            f"line=2 limit=2 gave {part.content!r}"
+            + ("" if ok else "; expected 'line 2\\nline 3\\n'"),
+        )
+
+    async def terminal(self) -> None:
+        ids = (
+            "terminal.create",
+            "terminal.output",
+            "terminal.wait_for_exit",
+            "terminal.kill",
+            "terminal.release",
+        )
+        if not self.caps.terminal:
+            for check_id in (*ids, "update.tool_call.terminal"):
+                self.log.record(check_id, "skipped", "client did not advertise terminal")
+            return
+        sid, marker = self.session.id, f"steerable-validator-{self.nonce}"
+        created, problem = await self.request(
+            "terminal/create",
+            lambda: self.conn.create_terminal(
+                session_id=sid,
+                command=sys.executable,
+                args=["-c", f"print({marker!r}); raise SystemExit(3)"],
+                cwd=self.session.cwd,
+                output_byte_limit=4096,
+            ),
+        )
+        if created is None:
+            for check_id in (*ids, "update.tool_call.terminal"):
+                self.log.record(
+                    check_id,
+                    "fail" if check_id == "terminal.create" else "skipped",
+                    problem or "terminal/create failed",
+                )
+            return
+        tid = created.terminal_id
+        self.log.record(
+            "terminal.create",
+            "pass",
+            f"created terminal {tid!r} running {Path(sys.executable).name} -c …",
+        )
+        call_id = f"validator-terminal-{self.nonce}"
+        await self.grade_update(
+            "update.tool_call.terminal",
+            start_tool_call(
+                call_id,
+                "Validator: run a command",
+                kind="execute",
+                status="in_progress",
+                content=[tool_terminal_ref(tid)],
+            ),
+            "tool_call with terminal content",
+        )
+        exited, problem = await self.request(
+            "terminal/wait_for_exit",
+            lambda: self.conn.wait_for_terminal_exit(session_id=sid, terminal_id=tid),
+        )
+        if exited is None:
+            self.log.record("terminal.wait_for_exit", "fail", problem)
+        else:
+            ok = exited.exit_code == 3
+            self.log.record(
+                "terminal.wait_for_exit",
+                "pass" if ok else "fail",
+                f"exitCode {exited.exit_code}, signal {exited.signal} (expected exitCode 3)",
+            )
+        output, problem = await self.request(
+            "terminal/output", lambda: self.conn.terminal_output(session_id=sid, terminal_id=tid)
+        )
+        if output is None:
+            self.log.record("terminal.output", "fail", problem)
+        else:
+            ok = marker in output.output and not output.truncated
+            code = output.exit_status.exit_code if output.exit_status else None
+            self.log.record(
+                "terminal.output",
+                "pass" if ok else "fail",
+                f"output {'contains' if marker in output.output else 'lacks'} the printed marker,"
+                f" truncated={output.truncated}, exitStatus.exitCode={code}",
+            )
+        await self.send(update_tool_call(call_id, status="completed"))
+        await self._release(tid)
+        await self._kill()
+
+    async def _release(self, tid: str) -> None:
+        sid = self.session.id
+        _, problem = await self.request(
+            "terminal/release", lambda: self.conn.release_terminal(session_id=sid, terminal_id=tid)
+        )
+        if problem:
+            self.log.record("terminal.release", "fail", problem)
+        elif not self.log.has("terminal.release"):
+            self.log.record("terminal.release", "pass", f"released terminal {tid!r}")
+
+    async def _kill(self) -> None:
+        sid = self.session.id
+        created, problem = await self.request(
+            "terminal/create (long-running)",
+            lambda: self.conn.create_terminal(
+                session_id=sid,
+                command=sys.executable,
+                args=["-c", "import time; time.sleep(60)"],
+                cwd=self.session.cwd,
+            ),
+        )
+        if created is None:
+            self.log.record("terminal.kill", "fail", problem)
+            return
+        tid = created.terminal_id
+        _, problem = await self.request(
+            "terminal/kill", lambda: self.conn.kill_terminal(session_id=sid, terminal_id=tid)
+        )
+        if problem:
+            self.log.record("terminal.kill", "fail", problem)
+        else:
+            exited, problem = await self.request(
+                "terminal/wait_for_exit after kill",
+                lambda: self.conn.wait_for_terminal_exit(session_id=sid, terminal_id=tid),
+            )
+            if exited is None:
+                self.log.record("terminal.kill", "fail", f"killed, but {problem}")
+            else:
+                self.log.record(
+                    "terminal.kill",
+                    "pass",
+                    f"a 60 s sleep ended after kill: exitCode {exited.exit_code},"
+                    f" signal {exited.signal}",
+                )
+        await self._release(tid)
+
+    async def cancellation(self) -> bool:
+        """Ask the person to press stop while a permission request is open; grade both."""
+        timeout = self.settings.cancel_timeout
+        call_id = f"validator-stop-{self.nonce}"
+        await self.say(
+            f"Please press **stop** (cancel the turn) now — I will wait up to {timeout:g} s. A"
+            " permission request is open: do not answer it; pressing stop must answer it for you."
+        )
+        await self.send(
+            start_tool_call(
+                call_id, "Validator: press stop to cancel this turn", kind="other", status="pending"
+            )
+        )
+        tool_call = ToolCallUpdate(
+            tool_call_id=call_id,
+            title="Validator: press stop (do not answer)",
+            kind="other",
+            status="pending",
+        )
+        options = self.permission_options("stop-test")
+        answered = anyio.Event()
+        result: list[tuple[RequestPermissionResponse | None, str]] = []
+        started = time.monotonic()
+
+        async def ask() -> None:
+            result.append(await self._ask(tool_call, options))
+            answered.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            await _first(self.session.cancelled, answered, within=timeout)
+            if self.session.cancelled.is_set() or (answered.is_set() and _is_cancelled(result)):
+                # The stop press answers both; let the other half arrive (bounded).
+                await _first(
+                    answered if self.session.cancelled.is_set() else self.session.cancelled,
+                    within=self.settings.probe_timeout,
+                )
+            tg.cancel_scope.cancel()
+        self._grade_cancel(result, started)
+        await self.send(update_tool_call(call_id, status="failed"))
+        return self.session.cancelled.is_set()
+
+    def _grade_cancel(
+        self, result: list[tuple[RequestPermissionResponse | None, str]], started: float
+    ) -> None:
+        cancelled = self.session.cancelled.is_set()
+        timeout = self.settings.cancel_timeout
+        if cancelled:
+            after = (self.session.cancelled_at or time.monotonic()) - started
+            self.log.record(
+                "cancel.session_cancel",
+                "pass",
+                f"client sent session/cancel {after:.1f} s after the stop prompt",
+            )
+        elif result and result[0][0] is not None and result[0][0].outcome.outcome == "cancelled":
+            self.log.record(
+                "cancel.session_cancel",
+                "fail",
+                "the permission request was answered cancelled, but no session/cancel followed",
+            )
+        else:
+            self.log.record(
+                "cancel.session_cancel", "skipped", f"person did not act in time ({timeout:g} s)"
+            )
+        if not result:
+            status: CheckStatus = "fail" if cancelled else "skipped"
+            why = (
+                "after session/cancel the open permission request stayed unanswered for"
+                f" {self.settings.probe_timeout:g} s"
+                if cancelled
+                else f"person did not act in time ({timeout:g} s)"
+            )
+            self.log.record("cancel.permission_cancelled", status, why)
+            return
+        answer, problem = result[0]
+        if answer is None:
+            self.log.record("cancel.permission_cancelled", "fail", problem)
+        elif answer.outcome.outcome == "cancelled":
+            self.log.record(
+                "cancel.permission_cancelled",
+                "pass",
+                "the open permission request was answered with outcome cancelled",
+            )
+        elif cancelled:
+            self.log.record(
+                "cancel.permission_cancelled",
+                "fail",
+                "after session/cancel the open request was answered selected"
+                f" {answer.outcome.option_id!r}; it must be cancelled",
+            )
+        else:
+            self.log.record(
+                "cancel.permission_cancelled",
+                "skipped",
+                "the person answered the request instead of pressing stop",
+            )
+
+
+async def _first(*events: anyio.Event, within: float) -> None:
+    """Return when any of `events` is set, or after `within` seconds."""
+    with anyio.move_on_after(within):
+        async with anyio.create_task_group() as tg:
+
+            async def wait(event: anyio.Event) -> None:
+                await event.wait()
+                tg.cancel_scope.cancel()
+
+            for event in events:
+                tg.start_soon(wait, event)
+
+
+def _is_cancelled(result: list[tuple[RequestPermissionResponse | None, str]]) -> bool:
+    return bool(result) and result[0][0] is not None and result[0][0].outcome.outcome == "cancelled"
+
+
+def _text(text: str) -> Any:
+    from acp import text_block
+
+    return text_block(text)
+
+
+async def _read_local(path: Path) -> str | None:
+    try:
+        return await anyio.Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return None
