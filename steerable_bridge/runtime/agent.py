@@ -1,28 +1,32 @@
 """The agent: sessions, their store, the model router, and the tool and prompt registries.
 
 Transports hold one `Agent` and ask it for sessions: `new_session(cwd)`,
-`load_session(id)` (from memory, or rebuilt from the store — closing a turn a crash left
-open), `list_sessions`, `close_session`, `delete_session`. The CLI builds it with the
-adapters the user configured; the runtime never imports an adapter itself.
+`load_session(id)` (from memory, or rebuilt from the store's tail — closing a turn a crash
+left open, unless a live process still runs it), `list_sessions`, `close_session`,
+`delete_session`. The CLI builds it with the adapters the user configured; the runtime
+never imports an adapter itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from dataclasses import dataclass, field
 
 from steerable_bridge.runtime.log import SessionLog, now_ms
 from steerable_bridge.runtime.loop import LoopSettings
 from steerable_bridge.runtime.permissions import Approval
-from steerable_bridge.runtime.recovery import close_interrupted_run
 from steerable_bridge.runtime.registry import PromptSection, Registry, Scope
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.session import Session
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
+    SessionOwned,
     SessionPage,
     SessionRecord,
     SessionStore,
+    claim_session,
+    read_tail,
 )
 from steerable_bridge.runtime.tools import Tool
 
@@ -99,11 +103,15 @@ class Agent:
         record = await self.store.get(session_id)
         if record is None:
             raise SessionNotFound(session_id)
-        events = await self.store.read(session_id)
+        events = await read_tail(self.store, session_id)
         log = SessionLog(session_id, events, store=self.store)
         session = Session(self, log, cwd=record.cwd, model=record.model or self.config.model)
-        if close_interrupted_run(log, session.facts):
-            await log.commit()
+        if session.facts.running:
+            # Open run: either a live process is running it (leave it alone; a later prompt
+            # catches up) or its process died (close it, holding the claim).
+            with contextlib.suppress(SessionOwned):
+                async with claim_session(self.store, session_id):
+                    await session.catch_up()
         self._sessions[session_id] = session
         return session
 

@@ -109,6 +109,18 @@ class SessionLog:
         self._pending.append(event)
         self._next_seq = event.seq + 1
 
+    def adopt(self, events: Sequence[LoopEvent]) -> None:
+        """Add events another process already stored (they are not written again)."""
+        if self._pending:
+            raise ValueError(
+                f"session {self.session_id} has uncommitted events; commit before adopting"
+                " events written elsewhere"
+            )
+        for event in events:
+            self._check(event)
+            self._events.append(event)
+            self._next_seq = event.seq + 1
+
     def _check(self, event: LoopEvent) -> None:
         if event.session_id != self.session_id:
             raise ValueError(

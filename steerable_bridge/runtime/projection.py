@@ -21,7 +21,14 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import Message, TextPart, ToolCall, ToolContent, ToolError
 
-__all__ = ["ProjectionError", "SessionFacts", "project_history", "project_state", "session_facts"]
+__all__ = [
+    "ProjectionError",
+    "SessionFacts",
+    "carries_facts",
+    "project_history",
+    "project_state",
+    "session_facts",
+]
 
 
 class ProjectionError(Exception):
@@ -213,6 +220,26 @@ class SessionFacts:
             self.state = json.loads(event.state_json)
         elif isinstance(event, ev.StateDelta):
             self.state = jsonpatch.apply_patch(self.state, json.loads(event.patch_json))
+
+
+_FACT_KINDS: tuple[type[ev.EventBase], ...] = (
+    ev.SessionInfo,
+    ev.ModeChanged,
+    ev.ConfigChanged,
+    ev.StateSnapshot,
+    ev.StateDelta,
+)
+
+
+def carries_facts(event: LoopEvent) -> bool:
+    """True for events `SessionFacts` needs even when they lie before a compaction.
+
+    Title, mode, config, remembered permission answers and shared state outlive a
+    compaction; a store's tail read keeps these events so a resumed session knows them.
+    """
+    if isinstance(event, ev.PermissionResolved):
+        return event.outcome in ("allow_always", "reject_always")
+    return isinstance(event, _FACT_KINDS)
 
 
 def session_facts(events: Iterable[LoopEvent]) -> SessionFacts:

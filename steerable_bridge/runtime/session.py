@@ -1,7 +1,10 @@
 """A session: one conversation's log, its settings, and the one turn it may be running.
 
 `Session.prompt(turn, sink)` runs a turn (see `loop.py`) and refuses a second concurrent one
-with `SessionBusy`. While a turn runs, `cancel()`, `steer()` and `follow_up()` reach it.
+with `SessionBusy` — or `SessionOwned` when another process sharing the store runs one: a
+turn holds the store's claim on the session, and first takes in whatever other processes
+appended (closing a turn a dead one left open). While a turn runs, `cancel()`, `steer()`
+and `follow_up()` reach it.
 Everything durable about a session — title, mode, model, remembered permissions, shared
 state, open tool calls — is folded from its log (`SessionFacts`), so a reloaded session
 continues exactly where it stopped. Transports get sessions from `Agent` (`agent.py`).
@@ -21,7 +24,9 @@ from steerable_bridge.runtime.log import SessionLog
 from steerable_bridge.runtime.loop import EventSink, RunOutcome, TurnContext, TurnInput, run_turn
 from steerable_bridge.runtime.permissions import PermissionPolicy, StaticPolicy
 from steerable_bridge.runtime.projection import SessionFacts, session_facts
+from steerable_bridge.runtime.recovery import close_interrupted_run
 from steerable_bridge.runtime.steering import InputQueue
+from steerable_bridge.runtime.storage import claim_session
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.values import ContentPart
 
@@ -90,37 +95,54 @@ class Session:
         cancel: CancelToken | None = None,
         on_start: Callable[[CancelToken], Any] | None = None,
     ) -> RunOutcome:
-        """Run one turn. Raises `SessionBusy`, or `RouteError` before anything is logged."""
+        """Run one turn. Raises `SessionBusy`, `SessionOwned` (another process is running a
+        turn here), or `RouteError` before the turn logs anything."""
         if self._running is not None:
             raise SessionBusy(self.id)
-        provider = self.agent.router.resolve(self.model)
         token = cancel or CancelToken()
         self._running = token
-        if on_start is not None:
-            on_start(token)
         try:
-            context = TurnContext(
-                log=self.log,
-                facts=self.facts,
-                cwd=self.cwd,
-                model=self.model,
-                provider=provider,
-                system=self.agent.system_prompt(self),
-                tools=self.tools(),
-                policy=self.policy,
-                environment=self.environment,
-                steering=self.steering,
-                follow_ups=self.follow_ups,
-                cancel=token,
-                sink=sink,
-                settings=self.agent.config.loop,
-                snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
-            )
-            return await run_turn(context, turn)
+            async with claim_session(self.agent.store, self.id):
+                try:
+                    await self.catch_up()
+                    provider = self.agent.router.resolve(self.model)
+                    if on_start is not None:
+                        on_start(token)
+                    context = TurnContext(
+                        log=self.log,
+                        facts=self.facts,
+                        cwd=self.cwd,
+                        model=self.model,
+                        provider=provider,
+                        system=self.agent.system_prompt(self),
+                        tools=self.tools(),
+                        policy=self.policy,
+                        environment=self.environment,
+                        steering=self.steering,
+                        follow_ups=self.follow_ups,
+                        cancel=token,
+                        sink=sink,
+                        settings=self.agent.config.loop,
+                        snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
+                    )
+                    return await run_turn(context, turn)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self.log.commit()
         finally:
             self._running = None
-            with anyio.CancelScope(shield=True):
-                await self.log.commit()
+
+    async def catch_up(self) -> None:
+        """Take in what other processes appended since this session was read, and close a
+        turn a dead process left open. Call it while holding the session's claim."""
+        await self.log.commit()
+        newer = await self.agent.store.read(self.id, after_seq=self.log.next_seq - 1)
+        if newer:
+            self.log.adopt(newer)
+            for event in newer:
+                self.facts.observe(event)
+        if close_interrupted_run(self.log, self.facts):
+            await self.log.commit()
 
     def cancel(self, reason: str = "cancelled by the client") -> bool:
         """Cancel the running turn; False when none runs."""
@@ -145,6 +167,13 @@ class Session:
 
     async def record(self, cls: type[ev.EventBase], **fields: Any) -> ev.LoopEvent:
         """Log a session-level event outside any turn (mode, config, commands)."""
+        if self._running is not None:
+            return await self._record(cls, fields)
+        async with claim_session(self.agent.store, self.id):
+            await self.catch_up()
+            return await self._record(cls, fields)
+
+    async def _record(self, cls: type[ev.EventBase], fields: dict[str, Any]) -> ev.LoopEvent:
         event: ev.LoopEvent = self.log.record(cls, "", **fields)  # type: ignore[assignment]
         self.facts.observe(event)
         await self.log.commit()

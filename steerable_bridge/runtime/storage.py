@@ -5,6 +5,12 @@ SQLite in the durable-sessions work). The log is append-only: `append` adds even
 sequence numbers higher than any stored, `read` returns them in order. The store derives
 `title` and `updated_at` from what it is given, so callers never keep two copies of them.
 
+Two optional extensions, reached through `claim_session` and `read_tail` so a store without
+them still works: `claim(session_id)` is an async context manager the session holds while it
+runs a turn, so two processes sharing a store never write one session at once (it raises
+`SessionOwned` naming the owner); `read_tail(session_id)` returns the log from the newest
+compaction boundary on, plus the earlier events session facts need (`carries_facts`).
+
     store = MemoryStore()
     await store.create(SessionRecord(session_id="s1", cwd="/work", created_at=now, updated_at=now))
     await store.append("s1", [event])
@@ -13,13 +19,23 @@ sequence numbers higher than any stored, `read` returns them in order. The store
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from steerable_bridge.runtime.events import LoopEvent
 
-__all__ = ["SessionNotFound", "SessionPage", "SessionRecord", "SessionStore", "StoreError"]
+__all__ = [
+    "SessionNotFound",
+    "SessionOwned",
+    "SessionPage",
+    "SessionRecord",
+    "SessionStore",
+    "StoreError",
+    "claim_session",
+    "read_tail",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +75,19 @@ class SessionNotFound(StoreError):
         )
 
 
+class SessionOwned(StoreError):
+    """Another process (or another agent in this one) is running a turn in the session."""
+
+    def __init__(self, session_id: str, owner: str) -> None:
+        super().__init__(
+            "session_owned",
+            f"session {session_id} is running a turn in {owner}; wait for that turn to"
+            " finish, cancel it there, or stop that process",
+        )
+        self.session_id = session_id
+        self.owner = owner
+
+
 class SessionStore(Protocol):
     """Persists sessions. Every method may be called concurrently from one event loop."""
 
@@ -81,3 +110,33 @@ class SessionStore(Protocol):
 
     async def delete(self, session_id: str) -> bool:
         """Remove a session and its log; False when it did not exist."""
+
+
+def claim_session(store: SessionStore, session_id: str) -> AbstractAsyncContextManager[None]:
+    """The store's `claim(session_id)` if it has one, otherwise a claim that always succeeds.
+
+    A claim is exclusive and never waits: entering it raises `SessionOwned` when someone
+    else holds it. The holder's process dying releases it.
+    """
+    claim = getattr(store, "claim", None)
+    if claim is None:
+        return _no_claim()
+    return cast(AbstractAsyncContextManager[None], claim(session_id))
+
+
+async def read_tail(store: SessionStore, session_id: str) -> list[LoopEvent]:
+    """The store's `read_tail(session_id)` if it has one, otherwise the whole log.
+
+    A tail starts at the newest `compaction` event's run (everything the model still sees)
+    and is preceded by the earlier events that `projection.carries_facts` marks, so
+    `session_facts` over it equals `session_facts` over the whole log.
+    """
+    tail = getattr(store, "read_tail", None)
+    if tail is None:
+        return await store.read(session_id)
+    return cast(list[LoopEvent], await tail(session_id))
+
+
+@asynccontextmanager
+async def _no_claim() -> AsyncIterator[None]:
+    yield

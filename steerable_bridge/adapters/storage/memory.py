@@ -2,18 +2,23 @@
 
 Implements the storage port exactly as a durable store must behave — append-only with
 strictly increasing seq, newest-first listing with an opaque cursor, title and updated_at
-derived from appended events — so tests written against it hold for every store.
+derived from appended events, a tail read from the newest compaction, an exclusive claim per
+session (in this process only) — so tests written against it hold for every store.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from steerable_bridge.runtime.events import LoopEvent, SessionInfo
+from steerable_bridge.runtime.events import Compaction, LoopEvent, RunStarted, SessionInfo
+from steerable_bridge.runtime.projection import carries_facts
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
+    SessionOwned,
     SessionPage,
     SessionRecord,
     StoreError,
@@ -28,6 +33,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._records: dict[str, SessionRecord] = {}
         self._events: dict[str, list[LoopEvent]] = {}
+        self._claimed: set[str] = set()
 
     async def create(self, record: SessionRecord) -> None:
         if record.session_id in self._records:
@@ -63,6 +69,30 @@ class MemoryStore:
         if log is None:
             raise SessionNotFound(session_id)
         return [e for e in log if e.seq > after_seq]
+
+    async def read_tail(self, session_id: str) -> list[LoopEvent]:
+        """From the run holding the newest compaction on, after the fact-carrying events."""
+        log = await self.read(session_id)
+        compaction = next(
+            (i for i in range(len(log) - 1, -1, -1) if isinstance(log[i], Compaction)), None
+        )
+        if compaction is None:
+            return log
+        start = next(
+            (i for i in range(compaction, -1, -1) if isinstance(log[i], RunStarted)), compaction
+        )
+        return [e for e in log[:start] if carries_facts(e)] + log[start:]
+
+    @asynccontextmanager
+    async def claim(self, session_id: str) -> AsyncIterator[None]:
+        """Exclusive use of the session while a turn runs (this process only)."""
+        if session_id in self._claimed:
+            raise SessionOwned(session_id, f"this process (pid {os.getpid()})")
+        self._claimed.add(session_id)
+        try:
+            yield
+        finally:
+            self._claimed.discard(session_id)
 
     async def get(self, session_id: str) -> SessionRecord | None:
         return self._records.get(session_id)
