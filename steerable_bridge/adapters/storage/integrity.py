@@ -1,0 +1,180 @@
+"""Checking a SQLite session store and salvaging what a damaged one still holds.
+
+`check_store(path)` looks at everything without changing anything: SQLite's own
+`integrity_check`, the schema version, and every row — its JSON decodes into a LoopEvent
+(through the format upgrades), its seq matches the column, each session's seqs rise and end
+at the recorded last seq, its format is one this build reads — and returns a report listing
+each problem found. `salvage_events(path, session_id)` yields every row of a session that
+still decodes, reading row by row so one damaged page or record costs only itself, and
+reports each row it had to leave behind. The `sessions check` and `sessions export`
+commands use these; the live store (`sqlite.py`) never does.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from steerable_bridge.adapters.storage.formats import FORMAT, decode_event
+from steerable_bridge.adapters.storage.sqlite import SCHEMA_VERSION, store_error
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.storage import StoreError
+
+__all__ = ["CheckReport", "Salvaged", "check_store", "salvage_events"]
+
+
+@dataclass(slots=True)
+class CheckReport:
+    """What `check_store` found. `ok` when the problem list is empty."""
+
+    path: str
+    sessions: int = 0
+    events: int = 0
+    formats: dict[str, int] = field(default_factory=dict)
+    """Rows per record format (`unstamped` for rows written before stamps existed)."""
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class Salvaged:
+    """One row `salvage_events` read: the event, or why it had to be left behind."""
+
+    seq: int | None
+    event: LoopEvent | None = None
+    problem: str | None = None
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    if not path.is_file():
+        raise StoreError(
+            "store_missing", f"there is no session store at {path}; check the --storage path"
+        )
+    conn = sqlite3.connect(path, isolation_level=None, timeout=10.0)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    return conn
+
+
+def check_store(path: Path, *, limit: int = 200) -> CheckReport:
+    """Verify the store at `path`; raises StoreError only when it does not exist."""
+    report = CheckReport(path=str(path))
+    conn = _connect(path)
+    try:
+        try:
+            rows = conn.execute("PRAGMA integrity_check").fetchall()
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as err:
+            report.problems.append(f"SQLite cannot read the file: {err}")
+            return report
+        report.problems += [f"SQLite integrity: {row[0]}" for row in rows if row[0] != "ok"]
+        if version != SCHEMA_VERSION:
+            report.problems.append(
+                f"schema version {version}; this build uses {SCHEMA_VERSION}"
+                + (" (upgrade steerable-bridge)" if version > SCHEMA_VERSION else "")
+            )
+            return report
+        try:
+            _check_rows(conn, report)
+        except sqlite3.DatabaseError as err:
+            report.problems.append(f"reading rows failed part-way: {err}")
+    finally:
+        conn.close()
+    del report.problems[limit:]
+    return report
+
+
+def _check_rows(conn: sqlite3.Connection, report: CheckReport) -> None:
+    known: dict[str, int] = {}
+    for sid, last_seq, found in conn.execute(
+        "SELECT session_id, last_seq, format FROM sessions ORDER BY session_id"
+    ):
+        known[sid] = last_seq
+        report.sessions += 1
+        if found is not None and found > FORMAT:
+            report.problems.append(f"session {sid}: record format {found} is newer than {FORMAT}")
+    previous: tuple[str, int] | None = None
+    cursor = conn.execute(
+        "SELECT session_id, seq, format, data FROM events ORDER BY session_id, seq"
+    )
+    for sid, seq, found, data in cursor:
+        report.events += 1
+        label = "unstamped" if found is None else str(found)
+        report.formats[label] = report.formats.get(label, 0) + 1
+        if sid not in known:
+            report.problems.append(f"event seq {seq} belongs to unknown session {sid}")
+        if previous is not None and previous[0] == sid and seq <= previous[1]:
+            report.problems.append(f"session {sid}: seq {seq} does not rise after {previous[1]}")
+        if previous is not None and previous[0] != sid:
+            _check_last(report, previous, known)
+        previous = (sid, seq)
+        try:
+            decode_event(sid, seq, found, data)
+        except StoreError as err:
+            report.problems.append(err.message)
+    if previous is not None:
+        _check_last(report, previous, known)
+
+
+def _check_last(report: CheckReport, last: tuple[str, int], known: dict[str, int]) -> None:
+    sid, seq = last
+    if sid in known and known[sid] != seq:
+        report.problems.append(
+            f"session {sid}: its record says the last seq is {known[sid]}, the log ends at {seq}"
+        )
+
+
+def salvage_events(path: Path, session_id: str) -> Iterator[Salvaged]:
+    """Every decodable event of the session in seq order, plus one entry per lost row."""
+    conn = _connect(path)
+    try:
+        try:
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT id FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+                )
+            ]
+        except sqlite3.DatabaseError:
+            ids = _scan_ids(conn, path, session_id)
+        for row_id in ids:
+            yield _salvage_row(conn, session_id, row_id)
+    finally:
+        conn.close()
+
+
+def _scan_ids(conn: sqlite3.Connection, path: Path, session_id: str) -> list[int]:
+    """Row ids of the session found one row at a time (the seq index is unreadable)."""
+    try:
+        top = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+    except sqlite3.DatabaseError as err:
+        raise store_error(path, err) from None
+    found: list[tuple[int, int]] = []
+    for row_id in range(1, top + 1):
+        try:
+            row = conn.execute(
+                "SELECT session_id, seq FROM events WHERE id = ?", (row_id,)
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            continue
+        if row is not None and row[0] == session_id:
+            found.append((row[1], row_id))
+    return [row_id for _, row_id in sorted(found)]
+
+
+def _salvage_row(conn: sqlite3.Connection, session_id: str, row_id: int) -> Salvaged:
+    try:
+        row = conn.execute(
+            "SELECT seq, format, data FROM events WHERE id = ?", (row_id,)
+        ).fetchone()
+    except sqlite3.DatabaseError as err:
+        return Salvaged(seq=None, problem=f"row {row_id} is unreadable: {err}")
+    seq, found, data = row
+    try:
+        return Salvaged(seq=seq, event=decode_event(session_id, seq, found, data))
+    except StoreError as err:
+        return Salvaged(seq=seq, problem=err.message)

@@ -1,0 +1,442 @@
+"""SQLite `SessionStore`: durable sessions that several processes can share (`--storage PATH`).
+
+One database file in WAL mode (readers never wait for the writer; a crash never leaves a
+half-written transaction) with a busy timeout for the moments two processes both write.
+`sessions` holds one row per session and `events` one row per LoopEvent; each row keeps
+its full JSON (`runtime/codec.py`) in `data`, stamped with its record format (`formats.py`),
+beside the indexed columns that listing, paging and the resume tail-scan read (session id,
+seq, kind, run id, times, cwd, title). Appends check seq inside a `BEGIN IMMEDIATE`
+transaction, so two writers can never interleave one session's log.
+
+Threading: the stdlib `sqlite3` module blocks, so every call runs in a worker thread
+(`anyio.to_thread`) behind a capacity limiter of one, on a single connection. SQLite lets
+one writer in at a time anyway, so one connection loses nothing and avoids per-thread
+connection lifecycles; the event loop is never blocked, and a cancelled caller still lets
+the running transaction finish (threads are not abandoned), so no write is half-done.
+
+A session is owned by one process at a time while it runs a turn: `claim(session_id)`
+holds that session's OS file lock (`ownership.py`). Schema changes are migrations keyed on
+`PRAGMA user_version`; a file from a newer build is refused rather than altered.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+
+from steerable_bridge.adapters.storage.formats import (
+    FORMAT,
+    decode_event,
+    decode_record,
+    encode_record,
+    format_too_new,
+)
+from steerable_bridge.adapters.storage.ownership import OwnerLocks
+from steerable_bridge.runtime.codec import event_to_json
+from steerable_bridge.runtime.events import LoopEvent, SessionInfo
+from steerable_bridge.runtime.projection import carries_facts
+from steerable_bridge.runtime.storage import (
+    SessionNotFound,
+    SessionPage,
+    SessionRecord,
+    StoreError,
+)
+
+__all__ = ["SCHEMA_VERSION", "SqliteStore", "store_error"]
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+"""`PRAGMA user_version` of the tables below."""
+
+_SCHEMA = """
+CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY,
+    cwd TEXT NOT NULL,
+    title TEXT,
+    model TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT -1,
+    format INTEGER,
+    data TEXT NOT NULL
+);
+CREATE INDEX sessions_by_update ON sessions (updated_at DESC, session_id DESC);
+CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, session_id DESC);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    facts INTEGER NOT NULL,
+    format INTEGER,
+    data TEXT NOT NULL
+);
+CREATE UNIQUE INDEX events_by_seq ON events (session_id, seq);
+CREATE INDEX events_by_kind ON events (session_id, kind, seq);
+CREATE INDEX events_with_facts ON events (session_id, seq) WHERE facts = 1;
+"""
+
+
+def store_error(path: Path, err: sqlite3.Error) -> StoreError:
+    """A StoreError naming the remedy for an sqlite3 failure on the store at `path`."""
+    text = str(err)
+    if isinstance(err, sqlite3.OperationalError) and "locked" in text:
+        return StoreError(
+            "store_busy",
+            f"{path} stayed locked by another process ({text}); retry, or find the process"
+            " holding it",
+        )
+    if isinstance(err, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text or "corrupt" in text
+    ):
+        return StoreError(
+            "store_corrupt",
+            f"{path} is damaged ({text}); run `steerable-bridge sessions check --storage"
+            f" {path}` to see what is readable and `sessions export ID` to salvage sessions,"
+            " then move the file aside",
+        )
+    return StoreError(
+        "store_unavailable", f"cannot use the session store {path} ({text}); check the path"
+    )
+
+
+class SqliteStore:
+    """Sessions in one SQLite file. Open lazily on first use; `close()` when done."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 10.0) -> None:
+        self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
+        self.owners = OwnerLocks(self.path.with_name(self.path.name + "-owners"))
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` with the connection in this thread (opening it first if needed)."""
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = self._open()
+                return fn(self._conn)
+            except sqlite3.Error as err:
+                raise store_error(self.path, err) from None
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(self.call, fn, limiter=self._limiter)
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                "store_too_new",
+                f"{self.path} was created by a newer steerable-bridge (schema {version}; this"
+                f" build knows {SCHEMA_VERSION}); upgrade steerable-bridge to use it",
+            )
+        with _transaction(conn):
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    async def aclose(self) -> None:
+        await self._run(lambda conn: None)
+        self.close()
+
+    # -- the SessionStore port --------------------------------------------------------------
+
+    async def create(self, record: SessionRecord) -> None:
+        def create(conn: sqlite3.Connection) -> None:
+            try:
+                conn.execute(
+                    "INSERT INTO sessions (session_id, cwd, title, model, created_at,"
+                    " updated_at, format, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.session_id,
+                        record.cwd,
+                        record.title,
+                        record.model,
+                        record.created_at,
+                        record.updated_at,
+                        FORMAT,
+                        encode_record(record),
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(
+                    "session_exists",
+                    f"session {record.session_id} already exists; pick another id",
+                ) from None
+
+        await self._run(create)
+
+    async def append(self, session_id: str, events: Sequence[LoopEvent]) -> None:
+        batch = list(events)
+
+        def append(conn: sqlite3.Connection) -> None:
+            rows = [
+                (
+                    session_id,
+                    e.seq,
+                    e.kind,
+                    e.run_id,
+                    e.ts,
+                    1 if carries_facts(e) else 0,
+                    FORMAT,
+                    event_to_json(e),
+                )
+                for e in batch
+            ]
+            with _transaction(conn):
+                row = conn.execute(
+                    "SELECT last_seq, format, data FROM sessions WHERE session_id = ?",
+                    (session_id,),
+                ).fetchone()
+                if row is None:
+                    raise SessionNotFound(session_id)
+                last, found, data = row
+                record = decode_record(session_id, found, data)
+                title = record.title
+                for event in batch:
+                    if event.seq <= last:
+                        raise StoreError(
+                            "seq_conflict",
+                            f"event seq {event.seq} is not above stored seq {last} in session"
+                            f" {session_id}; another process may be writing it",
+                        )
+                    last = event.seq
+                    if isinstance(event, SessionInfo) and event.title is not None:
+                        title = event.title
+                if not batch:
+                    return
+                conn.executemany(
+                    "INSERT INTO events (session_id, seq, kind, run_id, ts, facts, format,"
+                    " data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                updated = SessionRecord(
+                    session_id=session_id,
+                    cwd=record.cwd,
+                    created_at=record.created_at,
+                    updated_at=batch[-1].ts,
+                    title=title,
+                    model=record.model,
+                )
+                conn.execute(
+                    "UPDATE sessions SET title = ?, updated_at = ?, last_seq = ?, format = ?,"
+                    " data = ? WHERE session_id = ?",
+                    (title, updated.updated_at, last, FORMAT, encode_record(updated), session_id),
+                )
+
+        await self._run(append)
+
+    async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
+        def read(conn: sqlite3.Connection) -> list[LoopEvent]:
+            with _transaction(conn, write=False):
+                _require(conn, session_id)
+                rows = conn.execute(
+                    "SELECT seq, format, data FROM events WHERE session_id = ? AND seq > ?"
+                    " ORDER BY seq",
+                    (session_id, after_seq),
+                ).fetchall()
+            return _decode_all(session_id, rows)
+
+        return await self._run(read)
+
+    async def read_tail(self, session_id: str) -> list[LoopEvent]:
+        """From the run holding the newest compaction on, after the fact-carrying events."""
+
+        def read_tail(conn: sqlite3.Connection) -> list[LoopEvent]:
+            with _transaction(conn, write=False):
+                _require(conn, session_id)
+                start = _tail_start(conn, session_id)
+                rows = conn.execute(
+                    "SELECT seq, format, data FROM events WHERE session_id = ? AND facts = 1"
+                    " AND seq < ? ORDER BY seq",
+                    (session_id, start),
+                ).fetchall()
+                rows += conn.execute(
+                    "SELECT seq, format, data FROM events WHERE session_id = ? AND seq >= ?"
+                    " ORDER BY seq",
+                    (session_id, start),
+                ).fetchall()
+            return _decode_all(session_id, rows)
+
+        return await self._run(read_tail)
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        def get(conn: sqlite3.Connection) -> SessionRecord | None:
+            row = conn.execute(
+                "SELECT format, data FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return None if row is None else decode_record(session_id, row[0], row[1])
+
+        return await self._run(get)
+
+    async def list(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> SessionPage:
+        after = _decode_cursor(cursor) if cursor is not None else None
+        limit = max(1, limit)
+
+        def list_(conn: sqlite3.Connection) -> SessionPage:
+            where: list[str] = []
+            params: list[object] = []
+            if cwd is not None:
+                where.append("cwd = ?")
+                params.append(cwd)
+            if after is not None:
+                where.append("(updated_at, session_id) < (?, ?)")
+                params.extend(after)
+            sql = "SELECT session_id, cwd, title, model, created_at, updated_at FROM sessions"
+            if where:
+                sql += " WHERE " + " AND ".join(where)
+            sql += " ORDER BY updated_at DESC, session_id DESC LIMIT ?"
+            rows = conn.execute(sql, (*params, limit + 1)).fetchall()
+            records = tuple(
+                SessionRecord(
+                    session_id=sid,
+                    cwd=where_,
+                    title=title,
+                    model=model,
+                    created_at=created,
+                    updated_at=updated,
+                )
+                for sid, where_, title, model, created, updated in rows[:limit]
+            )
+            more = len(rows) > limit and records
+            return SessionPage(
+                records=records, next_cursor=_encode_cursor(records[-1]) if more else None
+            )
+
+        return await self._run(list_)
+
+    async def delete(self, session_id: str) -> bool:
+        """Remove a session; raises SessionOwned while another process runs a turn in it."""
+        held = self.owners.acquire(session_id)
+        deleted = False
+        try:
+
+            def delete(conn: sqlite3.Connection) -> bool:
+                with _transaction(conn):
+                    conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+                    gone = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+                    return gone.rowcount > 0
+
+            deleted = await self._run(delete)
+        finally:
+            held.release(unlink=deleted)
+        return deleted
+
+    @asynccontextmanager
+    async def claim(self, session_id: str) -> AsyncIterator[None]:
+        """Own the session while a turn runs; raises SessionOwned naming the owner."""
+        held = self.owners.acquire(session_id)
+        try:
+            yield
+        finally:
+            held.release()
+
+    def owner(self, session_id: str) -> str | None:
+        """Who runs a turn in the session now, for display (None when nobody)."""
+        return self.owners.holder(session_id)
+
+
+class _transaction:
+    """`BEGIN IMMEDIATE` (or a read snapshot) … `COMMIT`, rolled back on any error."""
+
+    def __init__(self, conn: sqlite3.Connection, *, write: bool = True) -> None:
+        self.conn = conn
+        self.begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+
+    def __enter__(self) -> None:
+        self.conn.execute(self.begin)
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        if kind is None:
+            self.conn.execute("COMMIT")
+        elif self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+
+def _require(conn: sqlite3.Connection, session_id: str) -> None:
+    row = conn.execute("SELECT format FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFound(session_id)
+    if row[0] is not None and row[0] > FORMAT:
+        raise format_too_new(f"session {session_id}", row[0])
+
+
+def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
+    """The seq a resume reads from: the start of the run holding the newest compaction."""
+    found = conn.execute(
+        "SELECT seq FROM events WHERE session_id = ? AND kind = 'compaction'"
+        " ORDER BY seq DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    if found is None:
+        return -1
+    run = conn.execute(
+        "SELECT seq FROM events WHERE session_id = ? AND kind = 'run_started' AND seq <= ?"
+        " ORDER BY seq DESC LIMIT 1",
+        (session_id, found[0]),
+    ).fetchone()
+    return int(run[0] if run is not None else found[0])
+
+
+def _decode_all(session_id: str, rows: Sequence[tuple[int, int | None, str]]) -> list[LoopEvent]:
+    return [decode_event(session_id, seq, found, data) for seq, found, data in rows]
+
+
+def _encode_cursor(record: SessionRecord) -> str:
+    raw = f"{record.updated_at}:{record.session_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        stamp, _, sid = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        return int(stamp), sid
+    except (ValueError, UnicodeDecodeError) as err:
+        raise StoreError(
+            "invalid_cursor", "the cursor is not one this store issued; list again without it"
+        ) from err

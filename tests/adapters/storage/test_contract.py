@@ -1,0 +1,196 @@
+"""The SessionStore contract, checked against every store (memory and SQLite alike)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from steerable_bridge.adapters.storage.memory import MemoryStore
+from steerable_bridge.adapters.storage.sqlite import SqliteStore
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.projection import project_history, session_facts
+from steerable_bridge.runtime.storage import (
+    SessionNotFound,
+    SessionOwned,
+    SessionRecord,
+    SessionStore,
+    StoreError,
+    read_tail,
+)
+from steerable_bridge.runtime.values import TextPart
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    sqlite = SqliteStore(tmp_path / "sessions.db")
+    yield sqlite
+    sqlite.close()
+
+
+def record(sid: str, *, cwd: str = "/work", at: int = 1000) -> SessionRecord:
+    return SessionRecord(session_id=sid, cwd=cwd, created_at=at, updated_at=at, model="demo:x")
+
+
+def text(sid: str, seq: int, delta: str = "hi", *, ts: int = 2000) -> ev.TextDelta:
+    return ev.TextDelta(session_id=sid, run_id="r1", seq=seq, ts=ts, message_id="m1", delta=delta)
+
+
+async def test_append_then_read_in_order_with_after_seq(store: SessionStore) -> None:
+    await store.create(record("s1"))
+    await store.append("s1", [text("s1", 0, "a"), text("s1", 1, "b")])
+    await store.append("s1", [text("s1", 5, "c")])
+    assert [e.seq for e in await store.read("s1")] == [0, 1, 5]
+    assert [e.seq for e in await store.read("s1", after_seq=1)] == [5]
+    assert await store.read("s1") == [text("s1", 0, "a"), text("s1", 1, "b"), text("s1", 5, "c")]
+
+
+async def test_duplicate_session_and_unknown_session_are_errors(store: SessionStore) -> None:
+    await store.create(record("s1"))
+    with pytest.raises(StoreError) as dup:
+        await store.create(record("s1"))
+    assert dup.value.code == "session_exists"
+    with pytest.raises(SessionNotFound):
+        await store.read("nope")
+    with pytest.raises(SessionNotFound):
+        await store.append("nope", [text("nope", 0)])
+    assert await store.get("nope") is None
+
+
+async def test_seq_must_rise_and_a_refused_batch_writes_nothing(store: SessionStore) -> None:
+    await store.create(record("s1"))
+    await store.append("s1", [text("s1", 3)])
+    with pytest.raises(StoreError) as err:
+        await store.append("s1", [text("s1", 4), text("s1", 3)])
+    assert err.value.code == "seq_conflict"
+    with pytest.raises(StoreError):
+        await store.append("s1", [text("s1", 3)])
+    assert [e.seq for e in await store.read("s1")] == [3]
+
+
+async def test_title_and_updated_at_come_from_appended_events(store: SessionStore) -> None:
+    await store.create(record("s1", at=1000))
+    info = ev.SessionInfo(session_id="s1", run_id="r1", seq=0, ts=1500, title="Plan a trip")
+    await store.append("s1", [info, text("s1", 1, ts=1700)])
+    got = await store.get("s1")
+    assert got is not None
+    assert (got.title, got.updated_at, got.created_at, got.cwd) == (
+        "Plan a trip",
+        1700,
+        1000,
+        "/work",
+    )
+    assert got.model == "demo:x"
+
+
+async def test_listing_is_newest_first_with_cursor_paging(store: SessionStore) -> None:
+    for i in range(7):
+        await store.create(record(f"s{i}", cwd="/a" if i % 2 else "/b", at=1000 + i))
+    await store.create(record("tie", at=1003))  # same updated_at as s3: id breaks the tie
+    await store.append("s0", [text("s0", 0, ts=9000)])  # s0 becomes the newest
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        page = await store.list(limit=3, cursor=cursor)
+        pages += 1
+        seen += [r.session_id for r in page.records]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == ["s0", "s6", "s5", "s4", "tie", "s3", "s2", "s1"]
+    assert pages == 3
+    only_a = await store.list(cwd="/a")
+    assert [r.session_id for r in only_a.records] == ["s5", "s3", "s1"]
+    assert only_a.next_cursor is None
+    exact = await store.list(limit=8)
+    assert len(exact.records) == 8 and exact.next_cursor is None
+    with pytest.raises(StoreError) as err:
+        await store.list(cursor="not-a-cursor!")
+    assert err.value.code == "invalid_cursor"
+
+
+async def test_delete_removes_session_and_log(store: SessionStore) -> None:
+    await store.create(record("s1"))
+    await store.append("s1", [text("s1", 0)])
+    assert await store.delete("s1") is True
+    assert await store.delete("s1") is False
+    assert await store.get("s1") is None
+    await store.create(record("s1"))
+    assert await store.read("s1") == []
+
+
+def _long_session(sid: str) -> list[ev.LoopEvent]:
+    """Two runs; the second compacts. Facts (title, mode, state, always) predate it."""
+    e: list[ev.LoopEvent] = []
+
+    def add(cls: type[ev.EventBase], run_id: str, **fields: object) -> None:
+        e.append(cls(session_id=sid, run_id=run_id, seq=len(e), ts=1000 + len(e), **fields))  # type: ignore[arg-type]
+
+    add(ev.ModeChanged, "", mode_id="read-only")
+    add(ev.RunStarted, "r1", model="m")
+    add(ev.UserMessage, "r1", message_id="u1", content=(TextPart(text="hello"),))
+    add(ev.SessionInfo, "r1", title="Hello")
+    add(ev.StateSnapshot, "r1", state_json='{"n":1}')
+    add(ev.TextStart, "r1", message_id="m1")
+    for _ in range(50):
+        add(ev.TextDelta, "r1", message_id="m1", delta="old ")
+    add(ev.TextEnd, "r1", message_id="m1")
+    add(
+        ev.PermissionResolved,
+        "r1",
+        call_id="c0",
+        tool_name="write",
+        outcome="allow_always",
+        option_id="allow_always",
+    )
+    add(ev.StateDelta, "r1", patch_json='[{"op":"replace","path":"/n","value":2}]')
+    add(ev.RunFinished, "r1", stop_reason="end_turn")
+    add(ev.RunStarted, "r2", model="m")
+    add(ev.UserMessage, "r2", message_id="u2", content=(TextPart(text="more"),))
+    add(ev.Compaction, "r2", summary="they said hello", through_seq=len(e) - 1)
+    add(ev.TextStart, "r2", message_id="m2")
+    add(ev.TextDelta, "r2", message_id="m2", delta="new")
+    add(ev.TextEnd, "r2", message_id="m2")
+    add(ev.RunFinished, "r2", stop_reason="end_turn")
+    return e
+
+
+async def test_tail_starts_at_the_compacting_run_and_keeps_facts(store: SessionStore) -> None:
+    await store.create(record("s1"))
+    full = _long_session("s1")
+    await store.append("s1", full)
+    tail = await read_tail(store, "s1")
+    assert len(tail) < 20 < len(full)
+    r2 = next(e.seq for e in full if isinstance(e, ev.RunStarted) and e.run_id == "r2")
+    assert [e.seq for e in tail if e.seq >= r2] == list(range(r2, len(full)))
+    assert not any(isinstance(e, ev.TextDelta) and e.delta == "old " for e in tail)
+    assert session_facts(tail) == session_facts(full)
+    assert project_history(tail) == project_history(full)
+
+
+async def test_tail_without_compaction_is_the_whole_log(store: SessionStore) -> None:
+    await store.create(record("s1"))
+    await store.append("s1", [text("s1", i) for i in range(5)])
+    assert await read_tail(store, "s1") == await store.read("s1")
+
+
+async def test_claim_is_exclusive_and_released_on_exit(store: SessionStore) -> None:
+    await store.create(record("s1"))
+    claim = store.claim  # type: ignore[attr-defined]
+    async with claim("s1"):
+        with pytest.raises(SessionOwned) as err:
+            async with claim("s1"):
+                pass
+        assert err.value.code == "session_owned"
+        assert "process" in err.value.message
+        async with claim("s2"):  # other sessions are independent
+            pass
+    async with claim("s1"):
+        pass
