@@ -19,7 +19,15 @@ from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_rout
 from steerable_bridge.runtime.storage import SessionStore
 from steerable_bridge.runtime.tools import Tool
 
-__all__ = ["ConfigError", "add_agent_options", "build_agent", "build_router", "build_store"]
+__all__ = [
+    "ConfigError",
+    "add_agent_options",
+    "add_storage_option",
+    "build_agent",
+    "build_router",
+    "build_store",
+    "default_storage",
+]
 
 DEFAULT_MODEL = "demo:default"
 
@@ -35,11 +43,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         help="model route provider:model — demo:default (built in, no key), scripted:PATH,"
         " openai:NAME (default: $STEERABLE_MODEL or demo:default)",
     )
-    parser.add_argument(
-        "--storage",
-        default=os.environ.get("STEERABLE_STORAGE", "memory"),
-        help="where sessions live: 'memory' or a file path (default: $STEERABLE_STORAGE or memory)",
-    )
+    add_storage_option(parser)
     parser.add_argument(
         "--approve",
         choices=("ask", "all", "none"),
@@ -94,12 +98,43 @@ def _register_openai(router: ModelRouter) -> None:
     register(router)
 
 
+def default_storage() -> str:
+    """`$STEERABLE_STORAGE`, else `$XDG_STATE_HOME/steerable-bridge/sessions.db`
+    (`~/.local/state/...` when XDG_STATE_HOME is unset or not absolute)."""
+    configured = os.environ.get("STEERABLE_STORAGE")
+    if configured:
+        return configured
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = (
+        state if os.path.isabs(state) else os.path.join(os.path.expanduser("~"), ".local", "state")
+    )
+    return os.path.join(base, "steerable-bridge", "sessions.db")
+
+
+def add_storage_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--storage",
+        default=default_storage(),
+        help="where sessions live: a SQLite file shared safely by several processes, or"
+        " 'memory' (gone when the process exits); default $STEERABLE_STORAGE, else"
+        " $XDG_STATE_HOME/steerable-bridge/sessions.db (now: %(default)s)",
+    )
+
+
 def build_store(spec: str) -> SessionStore:
+    """`memory`, or the SQLite store at a file path (created on first use)."""
     if spec == "memory":
         from steerable_bridge.adapters.storage.memory import MemoryStore
 
         return MemoryStore()
-    raise ConfigError(f"--storage {spec!r} is not available in this build; use --storage memory")
+    from steerable_bridge.adapters.storage.sqlite import SqliteStore
+
+    path = os.path.abspath(os.path.expanduser(spec))
+    if os.path.isdir(path):
+        raise ConfigError(
+            f"--storage {spec!r} is a directory; give a file path such as {spec}/sessions.db"
+        )
+    return SqliteStore(path)
 
 
 def build_agent(

@@ -4,8 +4,8 @@ Streams the assistant's text to stdout and shows reasoning, tool activity and th
 compactly on stderr; `--jsonl` prints every LoopEvent as one JSON object a line instead.
 With `--approve ask` (the default) a tool that changes things is put to the person at the
 terminal; without a terminal it is refused, and the message says to pass `--approve all`.
-Exit status: 0 when the turn finished, 1 when it failed (the error is on stderr), 2 for a
-configuration mistake.
+`--session ID` continues a stored session instead of starting one. Exit status: 0 when the
+turn finished, 1 when it failed (the error is on stderr), 2 for a configuration mistake.
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--jsonl", action="store_true", help="print LoopEvents as JSON lines")
     parser.add_argument(
         "--cwd", type=os.path.abspath, default=os.getcwd(), help="the session's working directory"
+    )
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="continue this stored session (see `steerable-bridge sessions list`)",
     )
     parser.add_argument("prompt", nargs="+", help="what to ask")
     parser.set_defaults(func=main)
@@ -48,7 +53,17 @@ async def _run(args: argparse.Namespace) -> int:
     from steerable_bridge.runtime.values import TextPart
 
     agent = build_agent(args, tools=builtin_tools())
-    session = await agent.new_session(args.cwd)
+    from steerable_bridge.runtime.session import SessionBusy
+    from steerable_bridge.runtime.storage import StoreError
+
+    try:
+        if args.session:
+            session = await agent.load_session(args.session)
+        else:
+            session = await agent.new_session(args.cwd)
+    except StoreError as error:
+        print(f"error [{error.code}]: {error.message}", file=sys.stderr)
+        return 1
     out, err = sys.stdout, sys.stderr
 
     async def ask(request: PermissionRequest) -> PermissionAnswer:
@@ -95,5 +110,12 @@ async def _run(args: argparse.Namespace) -> int:
         elif isinstance(event, ev.RunFailed):
             print(f"error [{event.code}]: {event.message}", file=err)
 
-    outcome = await session.prompt(TurnInput(content=(TextPart(text=" ".join(args.prompt)),)), sink)
+    try:
+        outcome = await session.prompt(
+            TurnInput(content=(TextPart(text=" ".join(args.prompt)),)), sink
+        )
+    except (StoreError, SessionBusy) as error:
+        code = getattr(error, "code", "store_error")
+        print(f"error [{code}]: {error}", file=sys.stderr)
+        return 1
     return 1 if outcome.error_code else 0

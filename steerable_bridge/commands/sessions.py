@@ -1,0 +1,256 @@
+"""`steerable-bridge sessions list | show ID | export ID | delete ID | check`: stored sessions.
+
+Reads the store `--storage` names (the same default as every other command) without
+running the agent: `list` pages newest first (`--cwd`, `--limit`, `--cursor`), `show`
+prints a session's record, status (idle, running in which process, or interrupted — closed
+on its next load) and conversation, `export` writes its LoopEvents as JSON lines, `delete`
+removes it, `check` verifies a SQLite store row by row. Nothing here modifies a session
+except `delete`; `show` never closes an interrupted turn. `export` reads a damaged store
+row by row and salvages every event that still decodes, listing the rest on stderr. `--json`
+makes `list`, `show` and `check` print JSON. Exit status: 0 when all is well, 1 when the
+store or a session has a problem (the message names the remedy), 2 for a usage mistake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from steerable_bridge.commands.common import add_storage_option
+
+if TYPE_CHECKING:
+    from steerable_bridge.runtime.storage import SessionRecord, SessionStore
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("sessions", help="list, show, export, delete or check sessions")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    def action(name: str, help_: str, *, session: bool = False, as_json: bool = True) -> Any:
+        sub = actions.add_parser(name, help=help_)
+        add_storage_option(sub)
+        if session:
+            sub.add_argument("session_id", metavar="ID", help="the session's id")
+        if as_json:
+            sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.set_defaults(func=main)
+        return sub
+
+    listing = action("list", "sessions, most recently updated first")
+    listing.add_argument("--cwd", help="only sessions whose working directory is CWD")
+    listing.add_argument("--limit", type=int, default=50, help="sessions per page (50)")
+    listing.add_argument("--cursor", help="continue a listing where the previous page ended")
+    action("show", "a session's record, status and conversation", session=True)
+    export = action("export", "a session's LoopEvents as JSON lines", session=True, as_json=False)
+    export.add_argument("-o", "--output", help="write to this file instead of stdout")
+    action("delete", "remove a session and its log", session=True, as_json=False)
+    action("check", "verify the store: SQLite integrity, every row decodes, seqs rise")
+
+
+def main(args: argparse.Namespace) -> int:
+    import anyio
+
+    from steerable_bridge.commands.common import ConfigError, build_store
+    from steerable_bridge.runtime.storage import StoreError
+
+    if args.action == "list" and args.limit < 1:
+        raise ConfigError("--limit must be at least 1")
+    store = build_store(args.storage)
+    try:
+        code: int = anyio.run(_ACTIONS[args.action], store, args)
+        return code
+    except StoreError as error:
+        print(f"error [{error.code}]: {error.message}", file=sys.stderr)
+        return 1
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+
+
+async def _list(store: SessionStore, args: argparse.Namespace) -> int:
+    page = await store.list(cwd=args.cwd, cursor=args.cursor, limit=args.limit)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "sessions": [_record_json(r) for r in page.records],
+                    "next_cursor": page.next_cursor,
+                }
+            )
+        )
+        return 0
+    for r in page.records:
+        title = r.title or "(untitled)"
+        print(f"{r.session_id}  {_when(r.updated_at)}  {title}  [{r.cwd}]")
+    if not page.records:
+        print("no sessions", file=sys.stderr)
+    if page.next_cursor:
+        print(f"more: --cursor {page.next_cursor}", file=sys.stderr)
+    return 0
+
+
+async def _show(store: SessionStore, args: argparse.Namespace) -> int:
+    from steerable_bridge.runtime.projection import project_history, session_facts
+    from steerable_bridge.runtime.storage import SessionNotFound, read_tail
+
+    record = await store.get(args.session_id)
+    if record is None:
+        raise SessionNotFound(args.session_id)
+    events = await read_tail(store, args.session_id)
+    facts = session_facts(events)
+    owner = getattr(store, "owner", lambda sid: None)(args.session_id)
+    if owner is not None:
+        status = f"running in {owner}"
+    elif facts.running:
+        status = "interrupted (the open turn is closed when the session is next loaded)"
+    else:
+        status = "idle"
+    messages = project_history(events)
+    if args.json:
+        data = _record_json(record) | {
+            "status": "running" if owner else ("interrupted" if facts.running else "idle"),
+            "owner": owner,
+            "events": len(events),
+            "last_seq": events[-1].seq if events else None,
+            "mode": facts.mode_id,
+            "messages": len(messages),
+        }
+        print(json.dumps(data))
+        return 0
+    print(f"session  {record.session_id}")
+    print(f"title    {record.title or '(untitled)'}")
+    print(f"cwd      {record.cwd}")
+    print(f"model    {record.model or '-'}")
+    print(f"created  {_when(record.created_at)}")
+    print(f"updated  {_when(record.updated_at)}")
+    print(f"events   {len(events)} (last seq {events[-1].seq if events else '-'})")
+    print(f"status   {status}")
+    for message in messages:
+        text = " ".join(getattr(part, "text", f"[{part.type}]") for part in message.content)
+        if message.tool_calls:
+            text += " " + " ".join(f"[call {c.name}]" for c in message.tool_calls)
+        text = " ".join(text.split())
+        print(f"  {message.role:<9} {text[:100] + ('...' if len(text) > 100 else '')}")
+    return 0
+
+
+async def _export(store: SessionStore, args: argparse.Namespace) -> int:
+    from steerable_bridge.runtime.codec import event_to_json
+
+    out = open(args.output, "w") if args.output else sys.stdout  # noqa: SIM115, ASYNC230
+    lost = 0
+    written = 0
+    try:
+        path = getattr(store, "path", None)
+        if isinstance(path, Path):
+            from steerable_bridge.adapters.storage.integrity import salvage_events
+
+            for item in salvage_events(path, args.session_id):
+                if item.event is None:
+                    lost += 1
+                    print(f"skipped: {item.problem}", file=sys.stderr)
+                    continue
+                out.write(event_to_json(item.event) + "\n")
+                written += 1
+            if written == 0 and lost == 0 and await _missing(store, args.session_id):
+                from steerable_bridge.runtime.storage import SessionNotFound
+
+                raise SessionNotFound(args.session_id)
+        else:
+            for event in await store.read(args.session_id):
+                out.write(event_to_json(event) + "\n")
+                written += 1
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        else:
+            out.flush()
+    if lost:
+        print(
+            f"exported {written} events; {lost} rows could not be read (listed above)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+async def _missing(store: SessionStore, session_id: str) -> bool:
+    from steerable_bridge.runtime.storage import StoreError
+
+    try:
+        return await store.get(session_id) is None
+    except StoreError:
+        return False
+
+
+async def _delete(store: SessionStore, args: argparse.Namespace) -> int:
+    if not await store.delete(args.session_id):
+        print(f"session {args.session_id} does not exist; nothing deleted", file=sys.stderr)
+        return 1
+    print(f"deleted {args.session_id}", file=sys.stderr)
+    return 0
+
+
+async def _check(store: SessionStore, args: argparse.Namespace) -> int:
+    path = getattr(store, "path", None)
+    if not isinstance(path, Path):
+        print("the memory store keeps nothing between runs; nothing to check", file=sys.stderr)
+        return 0
+    from steerable_bridge.adapters.storage.integrity import check_store
+
+    report = check_store(path)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "path": report.path,
+                    "ok": report.ok,
+                    "sessions": report.sessions,
+                    "events": report.events,
+                    "formats": report.formats,
+                    "problems": report.problems,
+                }
+            )
+        )
+    else:
+        formats = ", ".join(f"format {k}: {v}" for k, v in sorted(report.formats.items()))
+        print(f"{report.path}: {report.sessions} sessions, {report.events} events ({formats})")
+        for problem in report.problems:
+            print(f"problem: {problem}")
+        if report.ok:
+            print("ok")
+        else:
+            print(
+                f"{len(report.problems)} problems; `steerable-bridge sessions export ID` salvages"
+                " every readable event of a session"
+            )
+    return 0 if report.ok else 1
+
+
+_ACTIONS = {
+    "list": _list,
+    "show": _show,
+    "export": _export,
+    "delete": _delete,
+    "check": _check,
+}
+
+
+def _record_json(record: SessionRecord) -> dict[str, object]:
+    return {
+        "session_id": record.session_id,
+        "cwd": record.cwd,
+        "title": record.title,
+        "model": record.model,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    }
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
