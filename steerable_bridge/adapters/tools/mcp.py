@@ -1,0 +1,330 @@
+"""MCP servers as tools: start stdio servers with the official `mcp` SDK and offer their tools.
+
+`McpServers(spawn)` holds one session's servers. `start(configs)` launches each server in a
+task handed to `spawn` (the transport's task group owns it), waits — at most
+`start_timeout_s` — until it has answered `initialize` and `tools/list`, and returns an
+`McpProblem` for every server that failed or timed out, so the transport can tell the user
+while the session carries on without those tools. `tools()` offers the rest to the model as
+`mcp__<server>__<tool>`: kind `read` (or `fetch` for open-world tools) when the server
+marks a tool read-only, `other` — which always asks permission — otherwise. Each call is
+bounded by `call_timeout_s`. `aclose()` stops every server (the SDK closes stdin, then
+kills the process group, each step bounded) and waits for their tasks, at most
+`stop_timeout_s`. A server's stderr goes to a temporary file whose tail explains a
+failure. `open_mcp_servers` is the same with its own task group, for commands and tests.
+Only stdio servers are supported: no HTTP client is advertised or attempted.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, TextIO, cast
+
+import anyio
+import mcp_types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from pydantic import JsonValue
+
+from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
+from steerable_bridge.runtime.values import (
+    ImagePart,
+    ResourcePart,
+    TextPart,
+    ToolContent,
+    ToolError,
+    ToolKind,
+    canonical_json,
+)
+
+__all__ = ["McpProblem", "McpServerConfig", "McpServers", "mcp_tool_name", "open_mcp_servers"]
+
+Spawn = Callable[[Callable[[], Awaitable[None]]], None]
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpServerConfig:
+    """How to start one stdio MCP server (ACP `McpServerStdio`)."""
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpProblem:
+    """A server that could not be mounted: stable `code` and a message for the user."""
+
+    server: str
+    code: str
+    message: str
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """`mcp__<server>__<tool>` with characters models reject replaced by `_`."""
+    return f"mcp__{_NAME_UNSAFE.sub('_', server)}__{_NAME_UNSAFE.sub('_', tool)}"
+
+
+@dataclass(slots=True)
+class _Server:
+    config: McpServerConfig
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    settled: anyio.Event = field(default_factory=anyio.Event)
+    client: Client | None = None
+    tools: tuple[mcp_types.Tool, ...] = ()
+    problem: McpProblem | None = None
+
+
+class McpServers:
+    """One session's MCP servers; see the module docstring."""
+
+    def __init__(
+        self,
+        spawn: Spawn,
+        *,
+        start_timeout_s: float = 15.0,
+        call_timeout_s: float = 120.0,
+        stop_timeout_s: float = 8.0,
+    ) -> None:
+        self._spawn = spawn
+        self.start_timeout_s = start_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self._servers: list[_Server] = []
+        self._tools: tuple[Tool, ...] = ()
+
+    async def start(self, configs: Sequence[McpServerConfig]) -> tuple[McpProblem, ...]:
+        """Start every server; returns the problems of those that did not come up."""
+        fresh = [_Server(config) for config in configs]
+        problems: list[McpProblem] = []
+        seen = {server.config.name for server in self._servers}
+        for server in fresh:
+            if server.config.name in seen:
+                problems.append(
+                    McpProblem(
+                        server=server.config.name,
+                        code="mcp_duplicate_name",
+                        message=f"two MCP servers are named {server.config.name!r}; rename one",
+                    )
+                )
+                continue
+            seen.add(server.config.name)
+            self._servers.append(server)
+            self._spawn(functools.partial(self._serve, server))
+        # _serve bounds its own start; this outer bound is a backstop.
+        with anyio.move_on_after(self.start_timeout_s + 5):
+            for server in fresh:
+                if server in self._servers:
+                    await server.settled.wait()
+        for server in fresh:
+            if server not in self._servers:
+                continue
+            if server.problem is None and server.client is None:
+                server.problem = _timeout_problem(server.config.name, self.start_timeout_s)
+                server.stop.set()
+            if server.problem is not None:
+                problems.append(server.problem)
+        self._tools = tuple(
+            self._tool(server, tool)
+            for server in self._servers
+            if server.client is not None
+            for tool in server.tools
+        )
+        return tuple(problems)
+
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools of every server that started."""
+        return self._tools
+
+    async def aclose(self) -> None:
+        """Stop every server and wait (bounded) until their processes are gone."""
+        for server in self._servers:
+            server.stop.set()
+        with anyio.move_on_after(self.stop_timeout_s), anyio.CancelScope(shield=True):
+            for server in self._servers:
+                await server.done.wait()
+        self._servers.clear()
+        self._tools = ()
+
+    # -- one server's life ---------------------------------------------------------------------
+
+    async def _serve(self, server: _Server) -> None:
+        try:
+            with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+                await self._run(server, cast(TextIO, errlog))
+        finally:
+            server.client = None
+            server.settled.set()
+            server.done.set()
+
+    async def _run(self, server: _Server, errlog: TextIO) -> None:
+        name = server.config.name
+        params = StdioServerParameters(
+            command=server.config.command,
+            args=list(server.config.args),
+            env=dict(server.config.env) or None,
+            cwd=server.config.cwd,
+        )
+        started = False
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout_s) as scope:
+                async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                    listed = await _list_all(client)
+                    server.client, server.tools, started = client, listed, True
+                    scope.deadline = math.inf
+                    server.settled.set()
+                    await server.stop.wait()
+            if scope.cancelled_caught and not started:
+                server.problem = _timeout_problem(name, self.start_timeout_s, _tail(errlog))
+        except Exception as error:  # the SDK raises many kinds; each is a failed server
+            if not started:
+                server.problem = McpProblem(
+                    server=name,
+                    code="mcp_start_failed",
+                    message=f"MCP server {name!r} failed to start: {_describe(error)}"
+                    f"{_stderr_note(_tail(errlog))}; its tools are unavailable — check its"
+                    " command and arguments",
+                )
+
+    def _tool(self, server: _Server, tool: mcp_types.Tool) -> Tool:
+        hints = tool.annotations
+        kind: ToolKind = "other"
+        if hints is not None and hints.read_only_hint:
+            kind = "fetch" if hints.open_world_hint else "read"
+        label = tool.title or (hints.title if hints is not None else None) or tool.name
+        server_name = server.config.name
+        schema: dict[str, Any] = dict(tool.input_schema or {"type": "object"})
+        schema.setdefault("type", "object")
+
+        async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            client = server.client
+            if client is None:
+                raise ToolFailure(
+                    "mcp_server_gone",
+                    f"the MCP server {server_name!r} is no longer running; its tools are"
+                    " unavailable until the session is opened again",
+                )
+            try:
+                with anyio.fail_after(self.call_timeout_s):
+                    result = await client.call_tool(tool.name, args)
+            except TimeoutError:
+                raise ToolFailure(
+                    "mcp_timeout",
+                    f"{server_name}/{tool.name} did not answer within {self.call_timeout_s:g}s",
+                ) from None
+            except Exception as error:
+                raise ToolFailure(
+                    "mcp_call_failed", f"{server_name}/{tool.name} failed: {_describe(error)}"
+                ) from error
+            return _result(result)
+
+        return Tool(
+            name=mcp_tool_name(server_name, tool.name),
+            description=tool.description or f"{tool.name} from the MCP server {server_name}",
+            parameters=schema,
+            kind=kind,
+            handler=handler,
+            timeout_s=self.call_timeout_s + 5,
+            title=lambda args: f"{label} ({server_name})",
+        )
+
+
+async def _list_all(client: Client) -> tuple[mcp_types.Tool, ...]:
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    for _ in range(100):  # a server that pages forever cannot hang the start
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tuple(tools)
+
+
+def _result(result: mcp_types.CallToolResult) -> ToolResult:
+    content: list[ToolContent] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            content.append(TextPart(text=block.text))
+        elif isinstance(block, mcp_types.ImageContent):
+            content.append(ImagePart(data=block.data, mime_type=block.mime_type))
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            resource = block.resource
+            text = resource.text if isinstance(resource, mcp_types.TextResourceContents) else None
+            content.append(
+                ResourcePart(uri=str(resource.uri), text=text, mime_type=resource.mime_type)
+            )
+        elif isinstance(block, mcp_types.ResourceLink):
+            content.append(
+                ResourcePart(uri=str(block.uri), name=block.name, mime_type=block.mime_type)
+            )
+        else:
+            content.append(TextPart(text=f"[{block.type} content is not shown]"))
+    structured: JsonValue = result.structured_content
+    raw = canonical_json(structured) if structured is not None else None
+    error = None
+    if result.is_error:
+        text = " ".join(p.text for p in content if isinstance(p, TextPart)) or "no detail"
+        error = ToolError(code="mcp_tool_error", message=f"the MCP tool reported an error: {text}")
+    return ToolResult(content=tuple(content), raw_output_json=raw, error=error)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup) and error.exceptions:
+        return _describe(error.exceptions[0])
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _tail(errlog: TextIO, size: int = 400) -> str:
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        text = errlog.read()
+    except (OSError, ValueError):
+        return ""
+    return " ".join(text.split())[-size:]
+
+
+def _stderr_note(tail: str) -> str:
+    return f" (stderr: {tail})" if tail else ""
+
+
+def _timeout_problem(name: str, seconds: float, tail: str = "") -> McpProblem:
+    return McpProblem(
+        server=name,
+        code="mcp_start_timeout",
+        message=f"MCP server {name!r} did not answer within {seconds:g}s{_stderr_note(tail)};"
+        " it was stopped and its tools are unavailable — check that it speaks MCP on stdio",
+    )
+
+
+@asynccontextmanager
+async def open_mcp_servers(
+    configs: Sequence[McpServerConfig], **options: float
+) -> AsyncIterator[tuple[McpServers, tuple[McpProblem, ...]]]:
+    """Start `configs` under a task group of its own; everything is stopped on exit."""
+    async with anyio.create_task_group() as tg:
+
+        def spawn(job: Callable[[], Awaitable[None]]) -> None:
+            async def run() -> None:
+                await job()
+
+            tg.start_soon(run)
+
+        servers = McpServers(spawn, **options)
+        try:
+            problems = await servers.start(configs)
+            yield servers, problems
+        finally:
+            await servers.aclose()
+            tg.cancel_scope.cancel()

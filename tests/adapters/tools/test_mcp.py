@@ -1,0 +1,102 @@
+"""MCP servers: a real stdio server mounted, its tools callable, failures reported, no leaks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from steerable_bridge.adapters.tools.mcp import McpServerConfig, mcp_tool_name, open_mcp_servers
+from steerable_bridge.runtime.tools import ToolContext, ToolFailure
+from steerable_bridge.runtime.values import TextPart
+from tests.adapters.tools.conftest import live_group_members
+
+pytestmark = pytest.mark.anyio
+
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+
+
+def notes(*extra: str, name: str = "notes") -> McpServerConfig:
+    return McpServerConfig(name=name, command=sys.executable, args=(SERVER, *extra))
+
+
+def test_tool_names_are_prefixed_and_sanitised() -> None:
+    assert mcp_tool_name("notes", "add_note") == "mcp__notes__add_note"
+    assert mcp_tool_name("my server.v2", "do it") == "mcp__my_server_v2__do_it"
+
+
+async def test_a_stdio_server_is_mounted_and_its_tools_run(make_ctx) -> None:  # type: ignore[no-untyped-def]
+    ctx: ToolContext = make_ctx(None)[0]
+    with anyio.fail_after(30):
+        async with open_mcp_servers([notes()]) as (servers, problems):
+            assert problems == ()
+            tools = {tool.name: tool for tool in servers.tools()}
+            assert set(tools) == {
+                "mcp__notes__add_note",
+                "mcp__notes__word_count",
+                "mcp__notes__explode",
+            }
+            add, count = tools["mcp__notes__add_note"], tools["mcp__notes__word_count"]
+            assert add.kind == "other" and add.needs_permission
+            assert count.kind == "read" and not count.needs_permission
+            assert add.describe({"text": "x"})[0] == "add_note (notes)"
+            first = await add.handler({"text": "buy milk"}, ctx)
+            second = await add.handler({"text": "call mom"}, ctx)
+            assert first.content == (TextPart(text="1 notes"),) and first.error is None
+            assert second.content == (TextPart(text="2 notes"),)
+            counted = await count.handler({"text": "one two three"}, ctx)
+            assert counted.content == (TextPart(text="3"),)
+            failed = await tools["mcp__notes__explode"].handler({}, ctx)
+            assert failed.error is not None and failed.error.code == "mcp_tool_error"
+            assert "explode" in failed.error.message
+        with pytest.raises(ToolFailure) as info:
+            await add.handler({"text": "late"}, ctx)
+        assert info.value.code == "mcp_server_gone"
+
+
+async def test_failing_servers_are_reported_and_the_good_one_still_works(make_ctx) -> None:  # type: ignore[no-untyped-def]
+    ctx: ToolContext = make_ctx(None)[0]
+    configs = [
+        notes("--crash", name="crashy"),
+        McpServerConfig(name="missing", command="/nonexistent/mcp-server"),
+        notes("--slow", name="sleepy"),
+        notes(),
+    ]
+    started = anyio.current_time()
+    with anyio.fail_after(30):
+        async with open_mcp_servers(configs, start_timeout_s=3.0) as (servers, problems):
+            assert anyio.current_time() - started < 10
+            by_server = {problem.server: problem for problem in problems}
+            assert set(by_server) == {"crashy", "missing", "sleepy"}
+            assert by_server["crashy"].code == "mcp_start_failed"
+            assert "boom: this server refuses to start" in by_server["crashy"].message
+            assert by_server["missing"].code == "mcp_start_failed"
+            assert by_server["sleepy"].code == "mcp_start_timeout"
+            names = {tool.name for tool in servers.tools()}
+            assert names == {
+                "mcp__notes__add_note",
+                "mcp__notes__word_count",
+                "mcp__notes__explode",
+            }
+            tool = next(t for t in servers.tools() if t.name == "mcp__notes__add_note")
+            result = await tool.handler({"text": "still works"}, ctx)
+            assert result.content == (TextPart(text="1 notes"),)
+
+
+async def test_closing_stops_the_server_process(tmp_path: Path) -> None:
+    script = tmp_path / "pid_server.py"
+    script.write_text(
+        "import os, runpy, sys\n"
+        f"open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpgrp()))\n"
+        f"sys.argv = [{SERVER!r}]\n"
+        f"runpy.run_path({SERVER!r}, run_name='__main__')\n"
+    )
+    config = McpServerConfig(name="notes", command=sys.executable, args=(str(script),))
+    with anyio.fail_after(30):
+        async with open_mcp_servers([config]) as (servers, problems):
+            assert problems == () and servers.tools()
+            pgid = int((tmp_path / "pid").read_text())
+            assert live_group_members(pgid)
+    assert live_group_members(pgid) == []
