@@ -275,12 +275,15 @@ async def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     terminal_id = result.terminal_id or (terminal[0] if terminal else None)
     if terminal_id is not None:
         content.append(TerminalContent(terminal_id=terminal_id))
-    note = "\n[output truncated: only the last part is shown]" if result.truncated else ""
+    output = result.output
+    if output and not output.endswith("\n"):
+        output += "\n"
+    note = "[output truncated: only the last part is shown]\n" if result.truncated else ""
     if result.timed_out:
         status = f"timed out after {timeout_ms} ms; the command and its children were stopped"
     else:
         status = f"exit code {result.exit_code}"
-    content.append(TextPart(text=f"{result.output}{note}\n[{status}]".lstrip("\n")))
+    content.append(TextPart(text=f"{note}{output}[{status}]"))
     raw: dict[str, JsonValue] = {
         "exit_code": result.exit_code,
         "timed_out": result.timed_out,
