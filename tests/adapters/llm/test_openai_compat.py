@@ -619,3 +619,41 @@ async def test_run_command_answers_from_a_local_server() -> None:
     assert done.stdout.decode().strip() == "Héllo, wörld ✓"
     assert rec.requests[0]["model"] == "qwen"
     assert rec.requests[0]["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+async def test_a_turn_through_the_loop_sends_tool_results_back_in_openai_form() -> None:
+    from steerable_bridge.runtime import events as ev
+    from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
+
+    from ...runtime.harness import assert_well_formed, make_agent, of, prompt
+
+    async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return ToolResult(content=(TextPart(text=f"contents of {args['path']}"),))
+
+    tool = Tool(
+        name="read_file",
+        description="Read a file",
+        parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+        kind="read",
+        handler=read_file,
+    )
+    rec = Recorder([ok(TOOL_STREAM), ok(TEXT_STREAM)])
+    agent = make_agent(mock_provider(rec), tools=[tool])
+    session = await agent.new_session("/work")
+    outcome, seen = await prompt(session, "read both")
+    assert outcome.stop_reason == "end_turn"
+    assert outcome.usage.cached_tokens == 100
+    ends = of(seen, ev.ToolCallEnd)
+    assert [(e.call_id, e.arguments_json) for e in ends] == [
+        ("call_a", '{"path": "a.py"}'),
+        ("call_b", '{"path": "b.py"}'),
+    ]
+    assert_well_formed(seen)
+    messages = rec.requests[1]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool"]
+    assert messages[2]["content"] == "Reading."
+    assert [c["id"] for c in messages[2]["tool_calls"]] == ["call_a", "call_b"]
+    assert [(m["tool_call_id"], m["content"]) for m in messages[3:]] == [
+        ("call_a", "contents of a.py"),
+        ("call_b", "contents of b.py"),
+    ]
