@@ -32,8 +32,9 @@ and `run_id` of its event, plus what the ACP payload cannot hold exactly:
 
 - user_message / steer_applied / follow_up_applied: `message_id`, `part` (0-based index)
   and `parts` (count); the event is whole once `part == parts - 1`.
-- tool_call_end: `name`, `arguments_json` (exact text; rawInput is its parse, or the text
-  itself when it is not JSON), `executor`.
+- tool_call_end: `name`, `title` (the ACP title falls back to the name when it is empty),
+  `arguments_json` (exact text; rawInput is its parse, or the text itself when it is not
+  JSON), `executor`.
 - tool_output: `parts` — the event's own content is the last `parts` items of `content`.
 - tool_finished: `status` (completed / failed / cancelled), `error` ({code, message} or
   null), `raw_output_json` (exact text) and `parts` — the event's content is the first
@@ -43,6 +44,8 @@ and `run_id` of its event, plus what the ACP payload cannot hold exactly:
 
 Content parts map text → text block, image → image block, resource with text → embedded
 `resource`, resource without text → `resource_link`, diff → `diff`, terminal → `terminal`.
+A block's own `_meta.steerable.name` keeps a resource's name where ACP cannot: an embedded
+resource has no name field, and a link without a name shows its uri (`name: null`).
 Stop reasons (`stop_reason`): end_turn, max_tokens, refusal, cancelled as is;
 max_steps → max_turn_requests; interrupted (the run waits for a client answer, which ACP
 has no way to give — it cannot happen with ACP's ask-now permissions) → end_turn, with the
@@ -139,9 +142,16 @@ def content_block(part: ContentPart) -> ContentBlock:
             resource=acp.TextResourceContents(
                 uri=part.uri, text=part.text, mime_type=part.mime_type
             ),
+            # An embedded resource has no name field; keep it for decoders.
+            field_meta={"steerable": {"name": part.name}} if part.name is not None else None,
         )
     return acp.ResourceContentBlock(
-        type="resource_link", uri=part.uri, name=part.name or part.uri, mime_type=part.mime_type
+        type="resource_link",
+        uri=part.uri,
+        name=part.name or part.uri,
+        mime_type=part.mime_type,
+        # `name` is required on a link; say when it only repeats the uri.
+        field_meta={"steerable": {"name": None}} if part.name is None else None,
     )
 
 
@@ -192,7 +202,7 @@ def _commands(commands: Sequence[Command]) -> list[acp.AvailableCommand]:
                 acp.AvailableCommandInput(
                     root=acp.UnstructuredCommandInput(hint=command.input_hint)
                 )
-                if command.input_hint
+                if command.input_hint is not None
                 else None
             ),
         )
@@ -280,6 +290,7 @@ class AcpRenderer:
                     raw_input=_raw(event.arguments_json) if event.arguments_json else {},
                     field_meta=meta(
                         name=event.name,
+                        title=event.title,
                         arguments_json=event.arguments_json,
                         executor=event.executor,
                     ),
