@@ -11,8 +11,8 @@
    tool-call events; `model_response` and `usage_updated`; run the tool calls in order
    (permission first when needed; parallel-safe calls concurrently, results still logged in
    call order); `step_finished`.
-3. The turn ends when the model stops without tool calls and no follow-up waits
-   (`follow_up_applied` starts another step otherwise), at `max_steps`, on cancel, or when
+3. The turn ends when the model stops without tool calls and no steering or follow-up
+   waits (either starts another step otherwise), at `max_steps`, on cancel, or when
    a call must be answered by the client (`interrupted`). It ends with exactly one
    `run_finished` or `run_failed`, after closing whatever was open: text, reasoning, tool
    calls (a synthetic `cancelled` result for each call that never finished) and the step.
@@ -223,6 +223,8 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
                     return await t.finish("interrupted")
                 continue
             await t.end_step(finish_reason)
+            if len(ctx.steering):
+                continue  # steering that arrived during the last step is applied, not dropped
             follow_ups = ctx.follow_ups.take()
             if follow_ups:
                 for content in follow_ups:

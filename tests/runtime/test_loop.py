@@ -614,3 +614,22 @@ async def test_a_provider_error_fails_the_run_with_its_code_and_remedy() -> None
     assert of(seen, ev.StepFinished)[0].finish_reason == "error"
     assert_well_formed(seen)
     assert index(seen, lambda e: isinstance(e, ev.TextEnd)) < len(seen) - 1
+
+
+async def test_steering_during_the_final_answer_gets_another_step_in_the_same_turn() -> None:
+    model = scripted({"text": "done", "chunk_size": 2}, {"text": "switched"})
+    session = await new_session(model)
+    steered: list[bool] = []
+
+    def steer_once(event: ev.LoopEvent) -> None:
+        if isinstance(event, ev.TextDelta) and not steered:
+            steered.append(session.steer((TextPart(text="actually, in French"),)))
+
+    outcome, seen = await prompt(session, on_event=steer_once)
+    assert steered == [True] and outcome.stop_reason == "end_turn"
+    order = kinds(seen)
+    assert order.index("step_finished") < order.index("steer_applied")
+    assert len(of(seen, ev.StepStarted)) == 2
+    assert requests(session)[1].messages[-1].text == "actually, in French"
+    assert len(session.steering) == 0  # nothing left over for the next turn
+    assert_well_formed(seen)
