@@ -1,0 +1,72 @@
+"""`steerable-bridge serve`: the AG-UI endpoint and its chat page over HTTP.
+
+Builds the agent from the shared options (`--model`, `--storage`, `--approve`), adds the
+built-in tools with shared state (`update_state`), and serves `create_app` with uvicorn on
+`--host` / `--port` (127.0.0.1:8000 by default; port 0 picks a free one). `POST /agent`
+takes a RunAgentInput and streams AG-UI events; `GET /` is the chat page. `--token` (or
+`STEERABLE_TOKEN`) requires `Authorization: Bearer <token>`; `--cors-origin` (repeatable)
+allows browser apps on other origins; `--max-body` bounds a request. Stops on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from steerable_bridge.commands.common import ConfigError, add_agent_options, build_agent
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("serve", help="serve the AG-UI endpoint and a chat page")
+    add_agent_options(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to bind (8000; 0 = any)")
+    parser.add_argument(
+        "--max-body",
+        type=int,
+        default=1024 * 1024,
+        help="largest request body in bytes (1 MiB); larger requests get 413",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("STEERABLE_TOKEN"),
+        help="require 'Authorization: Bearer TOKEN' on POST /agent (default: $STEERABLE_TOKEN)",
+    )
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow browser requests from this origin (repeatable; none by default)",
+    )
+    parser.add_argument(
+        "--cwd", type=os.path.abspath, default=os.getcwd(), help="working directory of sessions"
+    )
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from steerable_bridge.transports.agui.app import create_app
+
+    if args.max_body < 1:
+        raise ConfigError("--max-body must be a positive number of bytes")
+    if not 0 <= args.port <= 65535:
+        raise ConfigError("--port must be between 0 and 65535")
+    agent = build_agent(args, tools=builtin_tools(shared_state=True))
+    app = create_app(
+        agent,
+        token=args.token or None,
+        max_body=args.max_body,
+        cors_origins=tuple(args.cors_origin),
+        cwd=args.cwd,
+    )
+    shown = "localhost" if args.host in ("127.0.0.1", "::1") else args.host
+    print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{args.port}/agent", flush=True)
+    print(f"steerable-bridge: chat page http://{shown}:{args.port}/", flush=True)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info", lifespan="off")
+    uvicorn.Server(config).run()
+    return 0

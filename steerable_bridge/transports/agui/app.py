@@ -1,0 +1,226 @@
+"""The AG-UI HTTP app: `create_app(agent)`, a Starlette app other ASGI apps can mount.
+
+Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
+`text/event-stream` of AG-UI events; `GET /health` reports status, model and protocol
+version; `GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live
+here, before any run starts: a bearer token when one is configured (401), a body limit
+checked on `Content-Length` and on the bytes actually read (413), JSON and schema
+validation (422 with the errors), and one run per thread (409 — unless the request asks to
+steer with `forwardedProps.steerable.steer: true`, when its message joins the running turn
+at the next step boundary and the response is a short stream: RUN_STARTED, CUSTOM
+`steerable.steer_absorbed`, RUN_FINISHED). CORS is added only for the origins given. Every
+error body is `{"error": {"code", "message"}}`, the message naming the remedy.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from ag_ui.core import PROTOCOL_VERSION, RunAgentInput, UserMessage
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from steerable_bridge import __version__
+from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.transports.agui.inputs import InputError, content_parts, steer_requested
+from steerable_bridge.transports.agui.renderer import AguiRenderer
+from steerable_bridge.transports.agui.stream import EventStream
+from steerable_bridge.transports.agui.threads import Threads
+from steerable_bridge.transports.agui.wire import SseEncoder
+
+__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+
+DEFAULT_MAX_BODY = 1024 * 1024
+
+
+def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    """The one error body shape: `{"error": {"code", "message", ...}}`."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status, headers)
+
+
+def _chat_page() -> str:
+    return (resources.files(__package__) / "static" / "index.html").read_text(encoding="utf-8")
+
+
+class _Server:
+    """The endpoints, around one `Threads`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        token: str | None,
+        max_body: int,
+        keepalive_s: float,
+        cwd: str | None,
+    ) -> None:
+        self.agent = agent
+        self.threads = Threads(agent, cwd=cwd)
+        self.token = token
+        self.max_body = max_body
+        self.keepalive_s = keepalive_s
+        self.page: str | None = None
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "status": "ok",
+                "version": __version__,
+                "model": self.agent.config.model,
+                "protocolVersion": PROTOCOL_VERSION,
+                "auth": self.token is not None,
+            }
+        )
+
+    async def index(self, request: Request) -> Response:
+        if self.page is None:
+            self.page = _chat_page()
+        return HTMLResponse(self.page)
+
+    def _authorized(self, request: Request) -> bool:
+        if self.token is None:
+            return True
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), self.token.encode()
+        )
+
+    async def _body(self, request: Request) -> bytes | Response:
+        too_big = error(
+            413,
+            "body_too_large",
+            f"the request body is over {self.max_body} bytes; send less history or start the"
+            " server with a larger --max-body",
+        )
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            return too_big
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                return too_big
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def agent_run(self, request: Request) -> Response | EventStream:
+        if not self._authorized(request):
+            return error(
+                401,
+                "unauthorized",
+                "this server needs a bearer token: send 'Authorization: Bearer <token>' with the"
+                " token it was started with (--token or STEERABLE_TOKEN)",
+            )
+        try:
+            body = await self._body(request)
+        except ClientDisconnect:
+            return Response(status_code=400)
+        if isinstance(body, Response):
+            return body
+        try:
+            data = json.loads(body)
+        except ValueError as err:
+            return error(422, "invalid_json", f"the body is not JSON ({err}); send a RunAgentInput")
+        try:
+            run = RunAgentInput.model_validate(data)
+        except ValidationError as err:
+            return error(
+                422,
+                "invalid_input",
+                "the body is not a valid AG-UI RunAgentInput; fix the fields listed in 'details'",
+                details=json.loads(err.json(include_url=False, include_input=False)),
+            )
+        thread = self.threads.claim(run.thread_id)
+        if thread is None:
+            return self._busy(run)
+        try:
+            prepared = await self.threads.prepare(thread, run)
+        except InputError as err:
+            thread.busy = False
+            return error(422, err.code, err.message)
+        except BaseException:
+            thread.busy = False
+            raise
+
+        def release() -> None:
+            thread.busy = False
+
+        return EventStream(
+            prepared.produce,
+            on_disconnect=prepared.disconnect,
+            on_close=release,
+            keepalive_s=self.keepalive_s,
+        )
+
+    def _busy(self, run: RunAgentInput) -> Response | EventStream:
+        thread = self.threads.get(run.thread_id)
+        session = thread.session
+        if steer_requested(run) and session is not None and session.running:
+            new = [
+                m for m in run.messages if m.id not in thread.known and isinstance(m, UserMessage)
+            ]
+            content = tuple(part for m in new for part in content_parts(m.content))
+            if content and session.steer(content):
+                thread.known |= {m.id for m in new}
+                renderer = AguiRenderer(thread_id=run.thread_id, run_id=run.run_id)
+                frames = SseEncoder(renderer).encode_models(
+                    renderer.derived_run(
+                        "steerable.steer_absorbed",
+                        {"messageIds": [m.id for m in new], "sessionId": session.id},
+                    )
+                )
+
+                async def produce(write: Any) -> None:
+                    await write(frames)
+
+                return EventStream(produce, keepalive_s=self.keepalive_s)
+        return error(
+            409,
+            "thread_busy",
+            f"thread {run.thread_id} is already running; wait for its RUN_FINISHED, abort it, or"
+            " send forwardedProps.steerable.steer: true to add your message to the running turn",
+        )
+
+
+def create_app(
+    agent: Agent,
+    *,
+    token: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    cors_origins: Sequence[str] = (),
+    keepalive_s: float = 15.0,
+    cwd: str | None = None,
+) -> Starlette:
+    """The AG-UI app serving `agent` (see the module docstring)."""
+    server = _Server(agent, token=token, max_body=max_body, keepalive_s=keepalive_s, cwd=cwd)
+    middleware = []
+    if cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type", "Accept"],
+            )
+        )
+    app = Starlette(
+        routes=[
+            Route("/agent", server.agent_run, methods=["POST"]),
+            Route("/health", server.health, methods=["GET"]),
+            Route("/", server.index, methods=["GET"]),
+        ],
+        middleware=middleware,
+    )
+    app.state.threads = server.threads
+    return app

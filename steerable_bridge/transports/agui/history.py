@@ -1,0 +1,163 @@
+"""A thread as AG-UI messages: the session log folded into what MESSAGES_SNAPSHOT carries.
+
+`thread_messages(events)` gives the message list an AG-UI client should hold after a run,
+built the way the client builds it from the stream: user messages under their own ids,
+assistant text under its `text_start` id, tool calls attached to their `parentMessageId`
+(an assistant message with no text when the call opened none), reasoning as `reasoning`
+messages, each tool result as a `tool` message with id `result-<call_id>`, and the plan as
+one `activity` message. The ids match the streamed events, so a client that sends its
+messages back gets them recognised and not duplicated (`known_ids`). Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ag_ui.core import (
+    ActivityMessage,
+    AssistantMessage,
+    DataSource,
+    FunctionCall,
+    Message,
+    ReasoningMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from ag_ui.core import ImagePart as AguiImagePart
+from ag_ui.core import TextPart as AguiTextPart
+
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.values import ContentPart, ImagePart, ResourcePart, TextPart
+from steerable_bridge.transports.agui.renderer import plan_message_id, result_message_id
+
+__all__ = ["known_ids", "thread_messages", "user_content"]
+
+
+def user_content(content: tuple[ContentPart, ...]) -> str | list[Any]:
+    """A user message's content: a string when it is all text, else AG-UI content parts."""
+    if all(isinstance(part, TextPart) for part in content):
+        return "".join(part.text for part in content if isinstance(part, TextPart))
+    parts: list[Any] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            parts.append(AguiTextPart(text=part.text))
+        elif isinstance(part, ImagePart):
+            parts.append(
+                AguiImagePart(source=DataSource(value=part.data, mime_type=part.mime_type))
+            )
+        elif isinstance(part, ResourcePart):
+            parts.append(AguiTextPart(text=part.text if part.text is not None else part.uri))
+    return parts
+
+
+class _Fold:
+    """The messages being built, by id, in first-seen order."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self.order: list[str] = []
+        self.data: dict[str, dict[str, Any]] = {}
+        self.call_args: dict[str, tuple[str, int]] = {}
+        """call id → (assistant message id, index of the call in it)."""
+
+    def add(self, message_id: str, **fields: Any) -> dict[str, Any]:
+        entry = self.data.get(message_id)
+        if entry is None:
+            entry = self.data[message_id] = {"id": message_id, **fields}
+            self.order.append(message_id)
+        return entry
+
+    def event(self, event: LoopEvent) -> None:
+        if isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
+            self.add(event.message_id, role="user", content=user_content(event.content))
+        elif isinstance(event, ev.TextStart):
+            self.add(event.message_id, role="assistant", text=[])
+        elif isinstance(event, ev.TextDelta):
+            self.add(event.message_id, role="assistant", text=[])["text"].append(event.delta)
+        elif isinstance(event, ev.ReasoningStart):
+            self.add(event.message_id, role="reasoning", text=[])
+        elif isinstance(event, ev.ReasoningDelta):
+            self.add(event.message_id, role="reasoning", text=[])["text"].append(event.delta)
+        elif isinstance(event, ev.ToolCallStart):
+            parent = self.add(event.parent_message_id, role="assistant", text=[])
+            calls = parent.setdefault("calls", [])
+            self.call_args[event.call_id] = (event.parent_message_id, len(calls))
+            calls.append([event.call_id, event.name, []])
+        elif isinstance(event, ev.ToolCallDelta):
+            where = self.call_args.get(event.call_id)
+            if where is not None:
+                self.data[where[0]]["calls"][where[1]][2].append(event.delta)
+        elif isinstance(event, ev.ToolCallEnd):
+            where = self.call_args.get(event.call_id)
+            if where is not None:
+                call = self.data[where[0]]["calls"][where[1]]
+                call[1], call[2] = event.name, [event.arguments_json]
+        elif isinstance(event, ev.ToolFinished):
+            self._result(event)
+        elif isinstance(event, ev.PlanUpdated):
+            entry = self.add(plan_message_id(self.thread_id), role="activity")
+            entry["content"] = {"entries": codec.event_to_jsonable(event)["entries"]}
+        elif isinstance(event, ev.Compaction):
+            pass  # the client keeps the full thread; compaction only shortens the model's view
+
+    def _result(self, event: ev.ToolFinished) -> None:
+        text = "".join(p.text for p in event.content if isinstance(p, TextPart))
+        entry = self.add(result_message_id(event.call_id), role="tool", call=event.call_id)
+        entry["content"] = text
+        if event.status != "completed":
+            entry["error"] = event.error.message if event.error is not None else event.status
+
+    def messages(self) -> list[Message]:
+        out: list[Message] = []
+        for message_id in self.order:
+            data = self.data[message_id]
+            role = data["role"]
+            if role == "user":
+                out.append(UserMessage(id=message_id, content=data["content"]))
+            elif role == "assistant":
+                text = "".join(data["text"])
+                calls = [
+                    ToolCall(id=cid, function=FunctionCall(name=name, arguments="".join(args)))
+                    for cid, name, args in data.get("calls", [])
+                ]
+                out.append(
+                    AssistantMessage(id=message_id, content=text or None, tool_calls=calls or None)
+                )
+            elif role == "reasoning":
+                out.append(ReasoningMessage(id=message_id, content="".join(data["text"])))
+            elif role == "tool":
+                out.append(
+                    ToolMessage(
+                        id=message_id,
+                        content=data["content"],
+                        tool_call_id=data["call"],
+                        error=data.get("error"),
+                    )
+                )
+            elif role == "activity":
+                out.append(
+                    ActivityMessage(id=message_id, activity_type="plan", content=data["content"])
+                )
+        return out
+
+
+def thread_messages(thread_id: str, events: Iterable[LoopEvent]) -> list[Message]:
+    """The thread's AG-UI messages, rebuilt from its log."""
+    fold = _Fold(thread_id)
+    for event in events:
+        fold.event(event)
+    return fold.messages()
+
+
+def known_ids(messages: Iterable[Message]) -> set[str]:
+    """Every id a client may send back for these messages (messages and tool calls)."""
+    ids: set[str] = set()
+    for message in messages:
+        ids.add(message.id)
+        for call in getattr(message, "tool_calls", None) or ():
+            ids.add(call.id)
+    return ids

@@ -1,0 +1,171 @@
+"""RunAgentInput → what the runtime needs for one turn: the AG-UI request as a `TurnInput`.
+
+`to_turn(run, known, open_calls)` reads an already validated `RunAgentInput` against what
+the server holds for the thread. Messages whose ids the server already has are skipped, so
+a client that resends the whole thread (as `HttpAgent` does) adds nothing twice. Of the new
+ones: user messages become the turn's input (the last one) or `earlier` messages logged
+before it; tool messages answering an open frontend call become `ClientToolResult`s (others
+are stale and ignored); assistant, system, developer, reasoning and activity messages are
+ignored — the server's log is the record of its own side. `tools` become frontend
+`Tool`s, `resume[]` entries `ResumeDecision`s (interrupt id `approval-<call_id>`, payload
+`{"approved": bool}`, status `cancelled` = refused), `state` the canonical `state_json`.
+Mistakes raise `InputError` (answered with 422). Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.loop import ClientToolResult, ResumeDecision, TurnInput
+from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.values import (
+    ContentPart,
+    ImagePart,
+    ResourcePart,
+    TextPart,
+    canonical_json,
+)
+
+__all__ = ["InputError", "ParsedRun", "content_parts", "steer_requested", "to_turn"]
+
+APPROVAL_PREFIX = "approval-"
+
+
+class InputError(Exception):
+    """A RunAgentInput the server cannot use; `code` is stable, `message` names the remedy."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedRun:
+    """One AG-UI run as the runtime sees it."""
+
+    turn: TurnInput
+    earlier: tuple[tuple[str, tuple[ContentPart, ...]], ...] = ()
+    """New user messages before the last one: (id, content), logged before the turn."""
+    new_ids: frozenset[str] = frozenset()
+    """Ids of every message this input added (so a resend is recognised)."""
+
+
+def steer_requested(run: RunAgentInput) -> bool:
+    """True when `forwardedProps.steerable.steer` is true."""
+    props = run.forwarded_props
+    if not isinstance(props, Mapping):
+        return False
+    own = props.get("steerable")
+    return isinstance(own, Mapping) and own.get("steer") is True
+
+
+def content_parts(content: str | list[Any]) -> tuple[ContentPart, ...]:
+    """AG-UI message content (a string or content parts) as runtime content parts."""
+    if isinstance(content, str):
+        return (TextPart(text=content),) if content else ()
+    parts: list[ContentPart] = []
+    for part in content:
+        kind = getattr(part, "type", None)
+        if kind == "text":
+            parts.append(TextPart(text=part.text))
+            continue
+        source = getattr(part, "source", None)
+        if source is None:
+            continue
+        mime = getattr(source, "mime_type", None)
+        if kind == "image" and source.type == "data" and mime:
+            parts.append(ImagePart(data=source.value, mime_type=mime))
+        elif source.type == "data":
+            parts.append(
+                ResourcePart(uri=f"data:{mime or ''};base64,{source.value}", mime_type=mime)
+            )
+        else:
+            parts.append(ResourcePart(uri=source.value, mime_type=mime))
+    return tuple(parts)
+
+
+def _tool_text(message: ToolMessage) -> tuple[ContentPart, ...]:
+    parts = content_parts(message.content)
+    if message.error and not parts:
+        return (TextPart(text=message.error),)
+    return parts
+
+
+def _frontend_tools(run: RunAgentInput) -> tuple[Tool, ...]:
+    tools: list[Tool] = []
+    for tool in run.tools or ():
+        parameters = tool.parameters
+        if not isinstance(parameters, Mapping):
+            parameters = {"type": "object", "properties": {}}
+        tools.append(
+            Tool(
+                name=tool.name,
+                description=tool.description,
+                parameters=dict(parameters),
+                executor="frontend",
+            )
+        )
+    return tuple(tools)
+
+
+def _resume(run: RunAgentInput, open_calls: Mapping[str, ev.ToolCallEnd]) -> list[ResumeDecision]:
+    decisions: list[ResumeDecision] = []
+    for entry in run.resume or ():
+        call_id = entry.interrupt_id.removeprefix(APPROVAL_PREFIX)
+        if not entry.interrupt_id.startswith(APPROVAL_PREFIX) or call_id not in open_calls:
+            raise InputError(
+                "unknown_interrupt",
+                f"resume names interrupt {entry.interrupt_id!r}, which this thread is not"
+                " waiting for; answer only the interrupts of the last RUN_FINISHED",
+            )
+        if entry.status == "cancelled":
+            decisions.append(ResumeDecision(call_id=call_id, approved=False))
+            continue
+        payload = entry.payload
+        approved = payload.get("approved") if isinstance(payload, Mapping) else None
+        if not isinstance(approved, bool):
+            raise InputError(
+                "invalid_resume",
+                f'resume for {entry.interrupt_id!r} needs payload {{"approved": true|false}}',
+            )
+        decisions.append(ResumeDecision(call_id=call_id, approved=approved))
+    return decisions
+
+
+def to_turn(
+    run: RunAgentInput, known: set[str] | frozenset[str], open_calls: Mapping[str, ev.ToolCallEnd]
+) -> ParsedRun:
+    """The turn this input asks for, given the ids the thread already holds."""
+    users: list[tuple[str, tuple[ContentPart, ...]]] = []
+    results: list[ClientToolResult] = []
+    new_ids: set[str] = set()
+    for message in run.messages:
+        if message.id in known or message.id in new_ids:
+            continue
+        new_ids.add(message.id)
+        if isinstance(message, UserMessage):
+            users.append((message.id, content_parts(message.content)))
+        elif isinstance(message, ToolMessage) and message.tool_call_id in open_calls:
+            results.append(
+                ClientToolResult(
+                    call_id=message.tool_call_id,
+                    content=_tool_text(message),
+                    is_error=bool(message.error),
+                )
+            )
+    last_id, last_content = users[-1] if users else (None, ())
+    turn = TurnInput(
+        content=last_content,
+        message_id=last_id,
+        tool_results=tuple(results),
+        resume=tuple(_resume(run, open_calls)),
+        state_json=canonical_json(run.state) if run.state is not None else None,
+        client_tools=_frontend_tools(run),
+    )
+    return ParsedRun(turn=turn, earlier=tuple(users[:-1]), new_ids=frozenset(new_ids))

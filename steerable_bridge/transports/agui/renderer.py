@@ -1,0 +1,501 @@
+"""The AG-UI renderer: one run's LoopEvents in, AG-UI 1.0 events (SDK models) out, losslessly.
+
+`AguiRenderer(thread_id=..., run_id=...)` is made per AG-UI run (one runtime turn) and
+`render(event)` returns the AG-UI events for one LoopEvent. It is pure apart from its own
+bookkeeping: no I/O, no clock, no ids of its own. The server (`stream.py`) encodes what it
+returns. Every LoopEvent is carried by exactly one AG-UI event, so a decoder rebuilds the
+exact LoopEvent sequence; the few AG-UI events that carry no LoopEvent say so.
+
+The mapping (every event's `timestamp` is its `ts` in integer ms; `M` = `metadata`):
+
+    LoopEvent        AG-UI event(s), carrier first  native fields      | in M.steerable
+    run_started      RUN_STARTED                    threadId, runId,   | model,
+                                                    protocolVersion,   | parent_run_id
+                                                    parentRunId (the AG-UI input's)
+    run_finished     MESSAGES_SNAPSHOT (derived),   outcome, usage     | stop_reason, usage,
+                     RUN_FINISHED                                      | pending_tool_call_ids,
+                                                                       | interrupts
+    run_failed       MESSAGES_SNAPSHOT (derived),   message, code      |
+                     RUN_ERROR
+    step_started     STEP_STARTED                   stepName "step-N"  | step
+    step_finished    STEP_FINISHED                  stepName "step-N"  | step, finish_reason,
+                                                                       | usage
+    text_start       TEXT_MESSAGE_START             messageId          |
+                     (role assistant)
+    text_delta       TEXT_MESSAGE_CONTENT           messageId, delta   |
+    text_end         TEXT_MESSAGE_END               messageId          |
+    reasoning_start  REASONING_START,               messageId          |
+                     REASONING_MESSAGE_START (derived)
+    reasoning_delta  REASONING_MESSAGE_CONTENT      messageId, delta   |
+    reasoning_end    REASONING_MESSAGE_END,         messageId          |
+                     REASONING_END (derived)
+    tool_call_start  TOOL_CALL_START                toolCallId,        |
+                                                    toolCallName,      |
+                                                    parentMessageId    |
+    tool_call_delta  TOOL_CALL_ARGS (as streamed)   toolCallId, delta  |
+    tool_call_end    TOOL_CALL_END                  toolCallId         | name, arguments_json,
+                                                                       | tool_kind, title,
+                                                                       | locations, executor
+    tool_finished    TOOL_CALL_RESULT (role tool,   toolCallId,        | status, content,
+                     messageId "result-<call_id>")  content (its text) | raw_output_json, error
+    state_snapshot   STATE_SNAPSHOT                 snapshot           | state_json (only when
+                                                                       | not canonical)
+    state_delta      STATE_DELTA (JSON Patch)       delta              | patch_json (only when
+                                                                       | not canonical)
+    plan_updated     ACTIVITY_SNAPSHOT (activityType "plan", messageId "plan-<threadId>",
+                     replace true)                  content.entries    |
+    any other kind   CUSTOM "steerable.<kind>"      value = codec.event_to_jsonable(event)
+
+Every carrier except CUSTOM has `M.steerable` = `{"kind", "seq", "run_id", ...the listed
+fields}` in `codec` JSON form, with fields whose value is null left out (they take their
+defaults). Decoding a carrier: take its native fields (`messageId` → `message_id`,
+`toolCallId` → `call_id`, `toolCallName` → `name`, `parentMessageId` → `parent_message_id`,
+`delta`, RUN_ERROR `code` / `message`; for STATE_SNAPSHOT `state_json` =
+`canonical_json(snapshot)`, for STATE_DELTA `patch_json` = `canonical_json(delta)`, for the
+plan `entries` = `content.entries`), overlay `M.steerable`, add `session_id` = the run's
+`threadId` and `ts` = `timestamp`, and parse with `codec.event_from_jsonable`. A CUSTOM
+`steerable.<kind>` decodes as `codec.event_from_jsonable(value)`. Events whose `M.steerable`
+is `{"derived": true}` carry no LoopEvent and are skipped: MESSAGES_SNAPSHOT (the thread as
+AG-UI messages, sent before every RUN_FINISHED / RUN_ERROR), the second half of the
+reasoning pairs, and the server's own short streams (`derived_run`). A LoopEvent whose native
+form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTOM instead.
+
+RUN_FINISHED `outcome`: `cancelled` for stop reason `cancelled`; `interrupt` with the
+approval interrupts (id, reason, toolCallId, responseSchema) when there are any; otherwise
+`success`, with `pendingToolCallIds` when frontend tool calls wait for the client. The plan
+uses the native ACTIVITY_SNAPSHOT (UIs render activity messages in place) rather than
+CUSTOM. Nothing is rendered after RUN_FINISHED / RUN_ERROR (such events are counted in
+`dropped`); events that arrive before `run_started` are held until it comes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    ActivitySnapshotEvent,
+    BaseEvent,
+    CustomEvent,
+    Interrupt,
+    Message,
+    MessagesSnapshotEvent,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    TokenUsage,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+from pydantic import ValidationError
+
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.values import TextPart, Usage, canonical_json
+
+__all__ = ["DERIVED", "META_KEY", "AguiRenderer", "plan_message_id", "result_message_id"]
+
+META_KEY = "steerable"
+"""The key under `metadata` that holds the LoopEvent fields a native event lacks."""
+
+DERIVED: dict[str, Any] = {META_KEY: {"derived": True}}
+"""`metadata` of an AG-UI event that carries no LoopEvent (a decoder skips it)."""
+
+MessagesSource = Callable[[], Sequence[Message]]
+
+
+def result_message_id(call_id: str) -> str:
+    """The AG-UI message id of a tool call's result (TOOL_CALL_RESULT and snapshots)."""
+    return f"result-{call_id}"
+
+
+def plan_message_id(thread_id: str) -> str:
+    """The AG-UI activity message id of a thread's plan."""
+    return f"plan-{thread_id}"
+
+
+def _meta(event: LoopEvent, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    fields: dict[str, Any] = {"kind": event.kind, "seq": event.seq, "run_id": event.run_id}
+    if extra:
+        fields.update(extra)
+    return {META_KEY: fields}
+
+
+def _fields(event: LoopEvent, *names: str) -> dict[str, Any]:
+    """The named fields of `event` in codec JSON form, leaving out nulls."""
+    data = codec.event_to_jsonable(event)
+    return {name: data[name] for name in names if data.get(name) is not None}
+
+
+def _token_usage(usage: Usage) -> list[TokenUsage]:
+    return [
+        TokenUsage(
+            input_tokens=usage.prompt_tokens,
+            output_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+            cached_input_tokens=usage.cached_tokens,
+        )
+    ]
+
+
+def _text_of(event: ev.ToolFinished) -> str:
+    text = "".join(p.text for p in event.content if isinstance(p, TextPart))
+    if not text and event.error is not None:
+        return f"error [{event.error.code}]: {event.error.message}"
+    return text
+
+
+class AguiRenderer:
+    """Renders one AG-UI run. `messages` supplies the thread for MESSAGES_SNAPSHOT."""
+
+    def __init__(
+        self,
+        *,
+        thread_id: str,
+        run_id: str,
+        parent_run_id: str | None = None,
+        messages: MessagesSource | None = None,
+    ) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.parent_run_id = parent_run_id
+        self._messages = messages
+        self.started = False
+        self.finished = False
+        self.dropped = 0
+        self._held: list[LoopEvent] = []
+        self._handlers: dict[type[ev.EventBase], Callable[[Any], list[BaseEvent]]] = {
+            ev.RunStarted: self._run_started,
+            ev.RunFinished: self._run_finished,
+            ev.RunFailed: self._run_failed,
+            ev.StepStarted: self._step_started,
+            ev.StepFinished: self._step_finished,
+            ev.TextStart: self._text_start,
+            ev.TextDelta: self._text_delta,
+            ev.TextEnd: self._text_end,
+            ev.ReasoningStart: self._reasoning_start,
+            ev.ReasoningDelta: self._reasoning_delta,
+            ev.ReasoningEnd: self._reasoning_end,
+            ev.ToolCallStart: self._tool_call_start,
+            ev.ToolCallDelta: self._tool_call_delta,
+            ev.ToolCallEnd: self._tool_call_end,
+            ev.ToolFinished: self._tool_finished,
+            ev.StateSnapshot: self._state_snapshot,
+            ev.StateDelta: self._state_delta,
+            ev.PlanUpdated: self._plan_updated,
+        }
+
+    # -- the entry points -------------------------------------------------------------------
+
+    def render(self, event: LoopEvent) -> list[BaseEvent]:
+        """The AG-UI events for one LoopEvent (empty once the run has ended)."""
+        if self.finished:
+            self.dropped += 1
+            return []
+        if not self.started and not isinstance(event, ev.RunStarted):
+            self._held.append(event)
+            return []
+        out = self._one(event)
+        if isinstance(event, ev.RunStarted) and self._held:
+            held, self._held = self._held, []
+            for item in held:
+                out.extend(self._one(item))
+        return out
+
+    def derived_run(self, name: str, value: Any) -> list[BaseEvent]:
+        """A short run of the server's own: RUN_STARTED, CUSTOM `name`, RUN_FINISHED success."""
+        self.started = self.finished = True
+        return [
+            self._run_started_event(metadata=DERIVED),
+            CustomEvent(name=name, value=value, metadata=DERIVED),
+            RunFinishedEvent(
+                thread_id=self.thread_id,
+                run_id=self.run_id,
+                outcome=RunFinishedSuccessOutcome(),
+                metadata=DERIVED,
+            ),
+        ]
+
+    def derived_error(self, code: str, message: str) -> list[BaseEvent]:
+        """RUN_ERROR for a failure outside the runtime (with RUN_STARTED if none was sent)."""
+        if self.finished:
+            return []
+        out: list[BaseEvent] = []
+        if not self.started:
+            out.append(self._run_started_event(metadata=DERIVED))
+        self.started = self.finished = True
+        out.append(RunErrorEvent(message=message, code=code, metadata=DERIVED))
+        return out
+
+    def _one(self, event: LoopEvent) -> list[BaseEvent]:
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            try:
+                return handler(event)
+            except ValidationError:
+                pass  # no valid native form: fall through to CUSTOM, still lossless
+        return [self.custom(event)]
+
+    def custom(self, event: LoopEvent) -> CustomEvent:
+        """The CUSTOM form every kind can take: the whole event as its value."""
+        return CustomEvent(
+            name=f"steerable.{event.kind}",
+            value=codec.event_to_jsonable(event),
+            timestamp=event.ts,
+        )
+
+    # -- run --------------------------------------------------------------------------------
+
+    def _run_started_event(self, **extra: Any) -> RunStartedEvent:
+        return RunStartedEvent(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            protocol_version=PROTOCOL_VERSION,
+            parent_run_id=self.parent_run_id,
+            **extra,
+        )
+
+    def _run_started(self, event: ev.RunStarted) -> list[BaseEvent]:
+        self.started = True
+        extra = {"model": event.model}
+        if event.parent_run_id is not None:
+            extra["parent_run_id"] = event.parent_run_id
+        return [self._run_started_event(timestamp=event.ts, metadata=_meta(event, extra))]
+
+    def _snapshot(self) -> list[BaseEvent]:
+        if self._messages is None:
+            return []
+        return [MessagesSnapshotEvent(messages=list(self._messages()), metadata=DERIVED)]
+
+    def _run_finished(self, event: ev.RunFinished) -> list[BaseEvent]:
+        outcome: (
+            RunFinishedSuccessOutcome | RunFinishedInterruptOutcome | (RunFinishedCancelledOutcome)
+        )
+        if event.stop_reason == "cancelled":
+            outcome = RunFinishedCancelledOutcome()
+        elif event.interrupts:
+            outcome = RunFinishedInterruptOutcome(
+                interrupts=[
+                    Interrupt(
+                        id=item.id,
+                        reason=item.reason,
+                        tool_call_id=item.tool_call_id,
+                        response_schema=(
+                            json.loads(item.response_schema_json)
+                            if item.response_schema_json is not None
+                            else None
+                        ),
+                    )
+                    for item in event.interrupts
+                ]
+            )
+        else:
+            outcome = RunFinishedSuccessOutcome(
+                pending_tool_call_ids=list(event.pending_tool_call_ids) or None
+            )
+        finished = RunFinishedEvent(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            outcome=outcome,
+            usage=_token_usage(event.usage),
+            timestamp=event.ts,
+            metadata=_meta(
+                event,
+                _fields(event, "stop_reason", "usage", "pending_tool_call_ids", "interrupts"),
+            ),
+        )
+        out = [*self._snapshot(), finished]
+        self.finished = True
+        return out
+
+    def _run_failed(self, event: ev.RunFailed) -> list[BaseEvent]:
+        error = RunErrorEvent(
+            message=event.message, code=event.code, timestamp=event.ts, metadata=_meta(event)
+        )
+        out = [*self._snapshot(), error]
+        self.finished = True
+        return out
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _step_started(self, event: ev.StepStarted) -> list[BaseEvent]:
+        return [
+            StepStartedEvent(
+                step_name=f"step-{event.step}",
+                timestamp=event.ts,
+                metadata=_meta(event, {"step": event.step}),
+            )
+        ]
+
+    def _step_finished(self, event: ev.StepFinished) -> list[BaseEvent]:
+        return [
+            StepFinishedEvent(
+                step_name=f"step-{event.step}",
+                timestamp=event.ts,
+                metadata=_meta(event, _fields(event, "step", "finish_reason", "usage")),
+            )
+        ]
+
+    # -- text and reasoning -----------------------------------------------------------------
+
+    def _text_start(self, event: ev.TextStart) -> list[BaseEvent]:
+        return [
+            TextMessageStartEvent(
+                message_id=event.message_id,
+                role="assistant",
+                timestamp=event.ts,
+                metadata=_meta(event),
+            )
+        ]
+
+    def _text_delta(self, event: ev.TextDelta) -> list[BaseEvent]:
+        if not event.delta:
+            return [self.custom(event)]
+        return [
+            TextMessageContentEvent(
+                message_id=event.message_id,
+                delta=event.delta,
+                timestamp=event.ts,
+                metadata=_meta(event),
+            )
+        ]
+
+    def _text_end(self, event: ev.TextEnd) -> list[BaseEvent]:
+        return [
+            TextMessageEndEvent(
+                message_id=event.message_id, timestamp=event.ts, metadata=_meta(event)
+            )
+        ]
+
+    def _reasoning_start(self, event: ev.ReasoningStart) -> list[BaseEvent]:
+        return [
+            ReasoningStartEvent(
+                message_id=event.message_id, timestamp=event.ts, metadata=_meta(event)
+            ),
+            ReasoningMessageStartEvent(
+                message_id=event.message_id, timestamp=event.ts, metadata=DERIVED
+            ),
+        ]
+
+    def _reasoning_delta(self, event: ev.ReasoningDelta) -> list[BaseEvent]:
+        if not event.delta:
+            return [self.custom(event)]
+        return [
+            ReasoningMessageContentEvent(
+                message_id=event.message_id,
+                delta=event.delta,
+                timestamp=event.ts,
+                metadata=_meta(event),
+            )
+        ]
+
+    def _reasoning_end(self, event: ev.ReasoningEnd) -> list[BaseEvent]:
+        return [
+            ReasoningMessageEndEvent(
+                message_id=event.message_id, timestamp=event.ts, metadata=_meta(event)
+            ),
+            ReasoningEndEvent(message_id=event.message_id, timestamp=event.ts, metadata=DERIVED),
+        ]
+
+    # -- tool calls -------------------------------------------------------------------------
+
+    def _tool_call_start(self, event: ev.ToolCallStart) -> list[BaseEvent]:
+        return [
+            ToolCallStartEvent(
+                tool_call_id=event.call_id,
+                tool_call_name=event.name,
+                parent_message_id=event.parent_message_id,
+                timestamp=event.ts,
+                metadata=_meta(event),
+            )
+        ]
+
+    def _tool_call_delta(self, event: ev.ToolCallDelta) -> list[BaseEvent]:
+        if not event.delta:
+            return [self.custom(event)]
+        return [
+            ToolCallArgsEvent(
+                tool_call_id=event.call_id,
+                delta=event.delta,
+                timestamp=event.ts,
+                metadata=_meta(event),
+            )
+        ]
+
+    def _tool_call_end(self, event: ev.ToolCallEnd) -> list[BaseEvent]:
+        extra = _fields(
+            event, "name", "arguments_json", "tool_kind", "title", "locations", "executor"
+        )
+        return [
+            ToolCallEndEvent(
+                tool_call_id=event.call_id, timestamp=event.ts, metadata=_meta(event, extra)
+            )
+        ]
+
+    def _tool_finished(self, event: ev.ToolFinished) -> list[BaseEvent]:
+        extra = _fields(event, "status", "content", "raw_output_json", "error")
+        return [
+            ToolCallResultEvent(
+                message_id=result_message_id(event.call_id),
+                tool_call_id=event.call_id,
+                content=_text_of(event),
+                role="tool",
+                timestamp=event.ts,
+                metadata=_meta(event, extra),
+            )
+        ]
+
+    # -- state and plan ---------------------------------------------------------------------
+
+    def _state_snapshot(self, event: ev.StateSnapshot) -> list[BaseEvent]:
+        snapshot = json.loads(event.state_json)
+        extra = (
+            {} if canonical_json(snapshot) == event.state_json else {"state_json": event.state_json}
+        )
+        return [
+            StateSnapshotEvent(snapshot=snapshot, timestamp=event.ts, metadata=_meta(event, extra))
+        ]
+
+    def _state_delta(self, event: ev.StateDelta) -> list[BaseEvent]:
+        delta = StateDeltaEvent(
+            delta=json.loads(event.patch_json), timestamp=event.ts, metadata=_meta(event)
+        )
+        wire = delta.model_dump(mode="json", by_alias=True)["delta"]
+        if canonical_json(wire) != event.patch_json:
+            assert delta.metadata is not None
+            delta.metadata[META_KEY]["patch_json"] = event.patch_json
+        return [delta]
+
+    def _plan_updated(self, event: ev.PlanUpdated) -> list[BaseEvent]:
+        entries = codec.event_to_jsonable(event)["entries"]
+        return [
+            ActivitySnapshotEvent(
+                message_id=plan_message_id(self.thread_id),
+                activity_type="plan",
+                content={"entries": entries},
+                replace=True,
+                timestamp=event.ts,
+                metadata=_meta(event),
+            )
+        ]

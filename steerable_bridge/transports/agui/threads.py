@@ -1,0 +1,174 @@
+"""Threads: the AG-UI `threadId` → runtime session map, and one run of a thread, streamed.
+
+`Threads(agent)` keeps one `Thread` per `threadId`: its session (loaded or created with
+`session_id = threadId`, so history stays on the server across runs), whether a run holds
+it, and the message ids the client already has. `claim(thread_id)` is synchronous, so two
+requests racing for one thread can never both get it; the run releases it when its stream
+closes. `prepare(...)` turns a validated `RunAgentInput` into a `Run` (raising `InputError`
+before anything is sent), and `Run.produce(write)` runs the turn, renders every LoopEvent
+(`renderer.py`, `wire.py`) and writes it. Sessions use `StaticPolicy(approval, defer=True)`:
+a tool that needs permission ends the run with an interrupt the next run answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from ag_ui.core import Message, RunAgentInput
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.permissions import StaticPolicy
+from steerable_bridge.runtime.routing import RouteError
+from steerable_bridge.runtime.session import Session, SessionBusy
+from steerable_bridge.runtime.storage import SessionNotFound
+from steerable_bridge.transports.agui.history import known_ids, thread_messages
+from steerable_bridge.transports.agui.inputs import ParsedRun, to_turn
+from steerable_bridge.transports.agui.renderer import AguiRenderer
+from steerable_bridge.transports.agui.stream import Write
+from steerable_bridge.transports.agui.wire import SseEncoder
+
+__all__ = ["Run", "Thread", "Threads"]
+
+log = logging.getLogger("steerable_bridge.agui")
+
+
+@dataclass(slots=True)
+class Thread:
+    """What the server holds for one AG-UI thread."""
+
+    thread_id: str
+    session: Session | None = None
+    busy: bool = False
+    known: set[str] = field(default_factory=set)
+
+
+class Threads:
+    """Every thread this server process serves."""
+
+    def __init__(self, agent: Agent, *, cwd: str | None = None) -> None:
+        self.agent = agent
+        self.cwd = cwd or os.getcwd()
+        self._threads: dict[str, Thread] = {}
+
+    def get(self, thread_id: str) -> Thread:
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            thread = self._threads[thread_id] = Thread(thread_id)
+        return thread
+
+    def claim(self, thread_id: str) -> Thread | None:
+        """The thread, now held by the caller; None when a run already holds it."""
+        thread = self.get(thread_id)
+        if thread.busy:
+            return None
+        thread.busy = True
+        return thread
+
+    async def session_of(self, thread: Thread) -> Session:
+        if thread.session is None:
+            try:
+                session = await self.agent.load_session(thread.thread_id)
+            except SessionNotFound:
+                session = await self.agent.new_session(self.cwd, session_id=thread.thread_id)
+            session.policy = StaticPolicy(self.agent.config.approval, defer=True)
+            thread.session = session
+            thread.known |= known_ids(thread_messages(thread.thread_id, session.log.view()))
+        return thread.session
+
+    async def prepare(self, thread: Thread, run: RunAgentInput) -> Run:
+        """The run this input asks for; raises `InputError` (nothing sent yet)."""
+        session = await self.session_of(thread)
+        parsed = to_turn(run, thread.known, session.facts.open_calls)
+        return Run(thread, session, run, parsed)
+
+
+class Run:
+    """One AG-UI run of a thread: the turn, rendered and written as it happens."""
+
+    def __init__(
+        self, thread: Thread, session: Session, run: RunAgentInput, parsed: ParsedRun
+    ) -> None:
+        self.thread = thread
+        self.session = session
+        self.input = run
+        self.parsed = parsed
+        self.renderer = AguiRenderer(
+            thread_id=run.thread_id,
+            run_id=run.run_id,
+            parent_run_id=run.parent_run_id,
+            messages=self.messages,
+        )
+        self.encoder = SseEncoder(self.renderer)
+        self.stop_reason: str | None = None
+        self.disconnected = False
+
+    def messages(self) -> list[Message]:
+        """The thread for MESSAGES_SNAPSHOT; the ids it holds are known from now on."""
+        messages = thread_messages(self.thread.thread_id, self.session.log.view())
+        self.thread.known |= known_ids(messages)
+        return messages
+
+    def disconnect(self) -> None:
+        """The client went away: cancel the turn now."""
+        self.disconnected = True
+        running = self.session.cancel("the AG-UI client disconnected")
+        log.info(
+            "thread %s run %s: client disconnected; %s",
+            self.thread.thread_id,
+            self.input.run_id,
+            "cancelling the turn" if running else "no turn was running",
+        )
+
+    async def produce(self, write: Write) -> None:
+        started = time.monotonic()
+        self.thread.known |= self.parsed.new_ids
+
+        async def sink(event: LoopEvent) -> None:
+            if isinstance(event, ev.RunFinished):
+                self.stop_reason = event.stop_reason
+            elif isinstance(event, ev.RunFailed):
+                self.stop_reason = f"failed ({event.code})"
+            try:
+                data = self.encoder.encode(event)
+            except Exception:  # an unencodable event must not end the turn; it stays logged
+                log.exception("thread %s: could not encode seq %s", event.session_id, event.seq)
+                return
+            await write(data)
+
+        try:
+            for message_id, content in self.parsed.earlier:
+                await self.session.record(ev.UserMessage, message_id=message_id, content=content)
+            await self.session.prompt(self.parsed.turn, sink)
+        except RouteError as err:
+            await write(
+                self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
+            )
+        except SessionBusy as err:
+            await write(self.encoder.encode_models(self.renderer.derived_error(err.code, str(err))))
+        except Exception as err:
+            log.exception("thread %s run %s failed", self.thread.thread_id, self.input.run_id)
+            message = f"the server failed: {type(err).__name__}: {err}; see the server log"
+            await write(
+                self.encoder.encode_models(self.renderer.derived_error("internal_error", message))
+            )
+        if not self.renderer.finished:
+            await write(
+                self.encoder.encode_models(
+                    self.renderer.derived_error(
+                        "incomplete_run", "the turn ended without a final event; see the server log"
+                    )
+                )
+            )
+        log.info(
+            "thread %s run %s: ended %s after %.0f ms%s",
+            self.thread.thread_id,
+            self.input.run_id,
+            self.stop_reason or "without a stop reason",
+            (time.monotonic() - started) * 1000,
+            " (client disconnected)" if self.disconnected else "",
+        )
