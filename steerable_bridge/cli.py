@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from steerable_bridge import __version__
 
-COMMANDS: tuple[str, ...] = ("run", "acp", "sessions", "schema", "check")
+COMMANDS: tuple[str, ...] = ("run", "acp", "serve", "sessions", "schema", "check")
 """Modules under steerable_bridge.commands, in the order `--help` lists them."""
 
 
