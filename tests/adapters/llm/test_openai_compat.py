@@ -657,3 +657,69 @@ async def test_a_turn_through_the_loop_sends_tool_results_back_in_openai_form() 
         ("call_a", "contents of a.py"),
         ("call_b", "contents of b.py"),
     ]
+
+
+async def test_a_connection_dropped_before_any_chunk_is_retried() -> None:
+    attempts: list[int] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise httpx.RemoteProtocolError("server disconnected without sending a response")
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=TEXT_STREAM
+        )
+
+    config = OpenAIConfig(model="m", base_url="http://127.0.0.1:9/v1", backoff_s=0)
+    items = await collect(OpenAICompatProvider(config, transport=httpx.MockTransport(handler)))
+    assert text_of(items) == "Héllo, wörld ✓"
+    assert len(attempts) == 2
+
+
+async def test_a_connection_dropped_mid_answer_is_not_retried() -> None:
+    attempts: list[int] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+
+        async def body() -> AsyncIterator[bytes]:
+            yield sse(chunk({"content": "half"}), done=False)
+            raise httpx.ReadError("connection reset by peer")
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+    config = OpenAIConfig(model="m", base_url="http://127.0.0.1:9/v1", backoff_s=0)
+    seen: list[ModelStreamItem] = []
+    with pytest.raises(ProviderError) as info:
+        async for item in OpenAICompatProvider(
+            config, transport=httpx.MockTransport(handler)
+        ).stream(REQUEST):
+            seen.append(item)
+    assert info.value.code == "connection_lost"
+    assert "send the prompt again" in info.value.message
+    assert text_of(seen) == "half"  # the text already shown is not repeated by a retry
+    assert len(attempts) == 1
+
+
+async def test_cancelling_a_turn_stops_a_live_stream_promptly() -> None:
+    from steerable_bridge.runtime import events as ev
+
+    from ...runtime.harness import assert_well_formed, make_agent, prompt
+
+    slow = sse(*[chunk({"content": f"w{i} "}) for i in range(200)], chunk(finish="stop"))
+    rec = Recorder([ok(slow)])
+    async with serve(rec, pace_s=0.05) as url:
+        agent = make_agent(live(url))
+        session = await agent.new_session("/work")
+        result: list[Any] = []
+
+        def cancel_on_text(event: ev.LoopEvent) -> None:
+            if isinstance(event, ev.TextDelta):
+                session.cancel()
+
+        with anyio.fail_after(5):
+            result.append(await prompt(session, on_event=cancel_on_text))
+    outcome, seen = result[0]
+    assert outcome.stop_reason == "cancelled"
+    assert len([e for e in seen if isinstance(e, ev.TextDelta)]) < 5
+    assert_well_formed(seen)
