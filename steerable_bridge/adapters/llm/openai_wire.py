@@ -2,7 +2,8 @@
 
 `request_body(request, ...)` turns an immutable `ModelRequest` into the JSON body of a
 streaming `/chat/completions` call (system, user messages with text and `image_url` parts,
-assistant messages with `tool_calls`, `tool` messages answering one call each).
+assistant messages with `tool_calls`, `tool` messages answering one call each — images a
+tool returned follow those as one user message, since tool messages carry only text).
 `ChunkDecoder` turns the decoded JSON of each streamed chunk into our `ModelChunk`s: text,
 `reasoning_content` (or `reasoning`, as Ollama names it), and tool calls whose arguments
 arrive in fragments — accumulated by `index`, with a new slot whenever a fragment carries
@@ -83,9 +84,24 @@ def to_openai_messages(request: ModelRequest, *, accepts_images: bool) -> list[d
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
+    images: list[dict[str, Any]] = []
     for message in request.messages:
+        if images and message.role != "tool":
+            out.append(_tool_images(images))
+            images = []
         out.append(_message(message, accepts_images))
+        if message.role == "tool" and accepts_images:
+            images.extend(_user_part(p, True) for p in message.content if isinstance(p, ImagePart))
+    if images:
+        out.append(_tool_images(images))
     return out
+
+
+def _tool_images(images: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tool messages carry only text, so images tools returned follow as one user message
+    (after the whole run of tool messages, which must directly follow their assistant)."""
+    note = {"type": "text", "text": "Images returned by the tool calls above:"}
+    return {"role": "user", "content": [note, *images]}
 
 
 def _message(message: Message, accepts_images: bool) -> dict[str, Any]:
@@ -102,10 +118,16 @@ def _message(message: Message, accepts_images: bool) -> dict[str, Any]:
             ]
         return entry
     if message.role == "tool":
+        texts = [
+            f"[image ({part.mime_type}) attached below]"
+            if isinstance(part, ImagePart) and accepts_images
+            else _as_text(part)
+            for part in message.content
+        ]
         return {
             "role": "tool",
             "tool_call_id": message.tool_call_id or "",
-            "content": "\n".join(_as_text(part) for part in message.content) or "(no output)",
+            "content": "\n".join(texts) or "(no output)",
         }
     if message.role == "system":
         return {"role": "system", "content": "\n".join(_as_text(p) for p in message.content)}

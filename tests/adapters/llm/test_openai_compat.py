@@ -723,3 +723,41 @@ async def test_cancelling_a_turn_stops_a_live_stream_promptly() -> None:
     assert outcome.stop_reason == "cancelled"
     assert len([e for e in seen if isinstance(e, ev.TextDelta)]) < 5
     assert_well_formed(seen)
+
+
+async def test_images_from_tools_follow_the_tool_messages_as_a_user_message() -> None:
+    image = ImagePart(data="aW1n", mime_type="image/jpeg")
+    calls = (
+        ToolCall(call_id="c1", name="shot", arguments_json="{}"),
+        ToolCall(call_id="c2", name="shot", arguments_json="{}"),
+    )
+    request = replace(
+        REQUEST,
+        messages=(
+            Message(id="a1", role="assistant", tool_calls=calls),
+            Message(
+                id="r1",
+                role="tool",
+                content=(TextPart(text="shot 1"), image),
+                tool_call_id="c1",
+            ),
+            Message(id="r2", role="tool", content=(TextPart(text="no image"),), tool_call_id="c2"),
+            Message(id="u2", role="user", content=(TextPart(text="what do you see?"),)),
+        ),
+    )
+    rec = Recorder([ok(TEXT_STREAM)])
+    await collect(mock_provider(rec), request)
+    messages = rec.requests[0]["messages"][1:]
+    assert [m["role"] for m in messages] == ["assistant", "tool", "tool", "user", "user"]
+    assert messages[1]["content"] == "shot 1\n[image (image/jpeg) attached below]"
+    assert messages[3]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/jpeg;base64,aW1n"},
+    }
+    assert messages[4]["content"] == "what do you see?"
+
+    rec = Recorder([ok(TEXT_STREAM)])
+    await collect(mock_provider(rec, accepts_images=False), request)
+    roles = [m["role"] for m in rec.requests[0]["messages"][1:]]
+    assert roles == ["assistant", "tool", "tool", "user"]
+    assert "aW1n" not in json.dumps(rec.requests[0])
