@@ -2,13 +2,11 @@
 
 `AcpAgent` is a plain class the SDK's `AgentSideConnection` routes to (it deliberately does
 not subclass `acp.Agent`, a Protocol whose defaults would answer unknown methods with empty
-results). It holds one `ClientLink` (the connection, the client's capabilities, whether the
-client opted in to `_steerable/event`) and, per open session, an `AcpSession` (renderer,
-permission asker, the running prompt's cancel token). LoopEvents go out through
-`AcpSession.emit`: the `_steerable/event` notification first (opt-in), then the rendered
-`session/update`s, all awaited inside the request, so nothing is sent after a prompt's
-response. `choose_environment` is the hook where a session's workspace environment is picked
-(the client's fs / terminal when it offers them); the default leaves the runtime's own.
+results). It holds one `ClientLink` and, per open session, an `AcpSession` (see
+`session.py`); LoopEvents go out through `AcpSession.emit` inside the request, so nothing is
+sent after a prompt's response. `choose_environment` (called whenever a session is opened:
+new, load, resume, fork) is the hook where a session's workspace environment is picked
+from the client's capabilities; the default leaves the runtime's own.
 Slash commands (/help, /mode, /model) are answered here without a model turn. Methods the
 SDK has no route for reach `ext_method` / `ext_notification` under `GAP_PREFIX` (see
 `server.py`).
@@ -19,18 +17,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp import schema as acp
 
 from steerable_bridge import __version__
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.cancel import CancelToken
-from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.loop import TurnInput
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
@@ -44,15 +40,28 @@ from steerable_bridge.transports.acp.content import PromptBlock, ReadText, promp
 from steerable_bridge.transports.acp.permissions import AcpPermissionAsker
 from steerable_bridge.transports.acp.renderer import (
     AcpRenderer,
-    Update,
     iso_time,
     mode_state,
     model_options,
     stop_reason,
 )
+from steerable_bridge.transports.acp.session import (
+    AcpSession,
+    ClientLink,
+    EnvironmentChooser,
+    keep_runtime_environment,
+)
 from steerable_bridge.transports.acp.slash import SlashCommands
 
-__all__ = ["COMMANDS", "GAP_PREFIX", "AcpAgent", "AcpSession", "ClientLink", "EnvironmentChooser"]
+__all__ = [
+    "COMMANDS",
+    "GAP_PREFIX",
+    "AcpAgent",
+    "AcpSession",
+    "ClientLink",
+    "EnvironmentChooser",
+    "keep_runtime_environment",
+]
 
 log = logging.getLogger("steerable_bridge.acp")
 
@@ -68,71 +77,6 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(name="model", description="Switch the model route", input_hint="provider:model"),
 )
-
-
-@dataclass(slots=True)
-class ClientLink:
-    """One client connection: how to reach it and what it said it can do."""
-
-    conn: Any = None
-    """The SDK's `AgentSideConnection` (session_update, request_permission, fs, terminal)."""
-    capabilities: acp.ClientCapabilities | None = None
-    client_info: acp.Implementation | None = None
-    events: bool = False
-    """The client asked for every LoopEvent as `_steerable/event` notifications."""
-    alive: bool = True
-
-
-EnvironmentChooser = Callable[[ClientLink, Session], Environment | None]
-
-
-def keep_runtime_environment(link: ClientLink, session: Session) -> Environment | None:
-    """The default hook: no client-side environment (tools use the runtime's own)."""
-    return None
-
-
-@dataclass(slots=True)
-class AcpSession:
-    """The ACP side of one open session."""
-
-    session: Session
-    link: ClientLink
-    renderer: AcpRenderer
-    token: CancelToken | None = None
-    """The cancel token of the prompt being prepared or run (None when idle)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Room for other parts of the transport (client environment, MCP) to keep state."""
-
-    @property
-    def id(self) -> str:
-        return self.session.id
-
-    async def send(self, update: Update) -> None:
-        if not self.link.alive:
-            return
-        try:
-            await self.link.conn.session_update(session_id=self.id, update=update)
-        except ConnectionError:
-            self._lost()
-
-    async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
-        """Send one LoopEvent: the opt-in raw event first, then its rendered updates."""
-        if self.link.events and self.link.alive:
-            try:
-                await self.link.conn.ext_notification(
-                    "steerable/event", codec.event_to_jsonable(event)
-                )
-            except ConnectionError:
-                self._lost()
-        for update in (renderer or self.renderer).render(event):
-            await self.send(update)
-
-    def _lost(self) -> None:
-        if self.link.alive:
-            log.warning("the client connection is gone; cancelling running work")
-        self.link.alive = False
-        if self.token is not None:
-            self.token.cancel("the client disconnected")
 
 
 class AcpAgent:

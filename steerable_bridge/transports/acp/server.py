@@ -32,12 +32,8 @@ from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 from acp.task import MessageSender, TaskSupervisor
 
 from steerable_bridge.runtime.agent import Agent
-from steerable_bridge.transports.acp.agent import (
-    GAP_PREFIX,
-    AcpAgent,
-    EnvironmentChooser,
-    keep_runtime_environment,
-)
+from steerable_bridge.transports.acp.agent import GAP_PREFIX, AcpAgent
+from steerable_bridge.transports.acp.session import EnvironmentChooser, keep_runtime_environment
 
 __all__ = ["GAP_METHODS", "GuardedTransport", "serve"]
 

@@ -20,8 +20,9 @@ from acp import schema as acp
 from steerable_bridge.runtime.permissions import MODES
 
 if TYPE_CHECKING:
-    from steerable_bridge.transports.acp.agent import AcpAgent, AcpSession
+    from steerable_bridge.transports.acp.agent import AcpAgent
     from steerable_bridge.transports.acp.content import PromptBlock
+    from steerable_bridge.transports.acp.session import AcpSession
 
 __all__ = ["SlashCommands", "parse"]
 

@@ -1,0 +1,97 @@
+"""The ACP side of one connection and of each open session: `ClientLink` and `AcpSession`.
+
+`ClientLink` holds what the client said in `initialize` (capabilities, info, whether it
+wants every LoopEvent as `_steerable/event`) and the SDK's `AgentSideConnection`, through
+which the agent reaches the client (`session_update`, `request_permission`,
+`read_text_file`, `create_terminal`, ...). `AcpSession` pairs a runtime `Session` with its
+renderer and the running prompt's cancel token; `emit` is the loop's event sink: the raw
+event first (opt-in), then the rendered updates, all awaited, so they precede the prompt's
+response. `EnvironmentChooser` is the hook where a session's workspace environment is
+picked from the link (the client's fs / terminal when offered); `keep_runtime_environment`
+is the default. A lost connection cancels the running turn instead of failing it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp import schema as acp
+
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.session import Session
+from steerable_bridge.transports.acp.renderer import AcpRenderer, Update
+
+__all__ = ["AcpSession", "ClientLink", "EnvironmentChooser", "keep_runtime_environment"]
+
+log = logging.getLogger("steerable_bridge.acp")
+
+
+@dataclass(slots=True)
+class ClientLink:
+    """One client connection: how to reach it and what it said it can do."""
+
+    conn: Any = None
+    """The SDK's `AgentSideConnection` (session_update, request_permission, fs, terminal)."""
+    capabilities: acp.ClientCapabilities | None = None
+    client_info: acp.Implementation | None = None
+    events: bool = False
+    """The client asked for every LoopEvent as `_steerable/event` notifications."""
+    alive: bool = True
+
+
+EnvironmentChooser = Callable[[ClientLink, Session], Environment | None]
+
+
+def keep_runtime_environment(link: ClientLink, session: Session) -> Environment | None:
+    """The default hook: no client-side environment (tools use the runtime's own)."""
+    return None
+
+
+@dataclass(slots=True)
+class AcpSession:
+    """The ACP side of one open session."""
+
+    session: Session
+    link: ClientLink
+    renderer: AcpRenderer
+    token: CancelToken | None = None
+    """The cancel token of the prompt being prepared or run (None when idle)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Room for other parts of the transport (client environment, MCP) to keep state."""
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    async def send(self, update: Update) -> None:
+        if not self.link.alive:
+            return
+        try:
+            await self.link.conn.session_update(session_id=self.id, update=update)
+        except ConnectionError:
+            self._lost()
+
+    async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
+        """Send one LoopEvent: the opt-in raw event first, then its rendered updates."""
+        if self.link.events and self.link.alive:
+            try:
+                await self.link.conn.ext_notification(
+                    "steerable/event", codec.event_to_jsonable(event)
+                )
+            except ConnectionError:
+                self._lost()
+        for update in (renderer or self.renderer).render(event):
+            await self.send(update)
+
+    def _lost(self) -> None:
+        if self.link.alive:
+            log.warning("the client connection is gone; cancelling running work")
+        self.link.alive = False
+        if self.token is not None:
+            self.token.cancel("the client disconnected")
