@@ -10,6 +10,9 @@ bounded number of times *before any chunk was yielded*, bounds connect and read 
 timeouts, and turns every failure into a `ProviderError` whose message names the remedy.
 The event stream is parsed by httpx-sse (no hand-written SSE framing); each event's
 `data` is one JSON chunk, or `[DONE]`. Payload mapping lives in `openai_wire.py`.
+Error codes: auth_required, auth_failed, model_not_found, bad_request, rate_limited,
+server_error, connection_failed, connect_timeout, read_timeout, connection_lost,
+invalid_response, provider_error, stream_incomplete, http_error.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ __all__ = [
     "OpenAICompatProvider",
     "OpenAIConfig",
     "config_from_env",
+    "is_loopback",
     "register",
 ]
 
