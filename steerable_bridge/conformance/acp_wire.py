@@ -1,0 +1,126 @@
+"""A session's LoopEvents as the ACP agent puts them on the wire, without a process.
+
+`render_acp_transcript(events)` builds the transcript `steerable-bridge acp` produces for a
+log — the client's `session/prompt` for each run, the `_steerable/event` notification (when
+`channel`) and the `session/update`s the transport's own `AcpRenderer` makes for each event,
+`session/request_permission` and the client's answer, then the prompt's response (stop
+reason via the transport's `stop_reason`) or its JSON-RPC error (`errors.run_failed`) — as
+JSON objects, the way they cross the wire. Property tests feed it generated logs and check
+the transcript (`check_acp_transcript`) and its decoding (`decode_acp`); `renderer` lets a
+test substitute a deliberately broken renderer (and `stop` a broken stop-reason mapping). A
+cancelled run gets the client's `session/cancel` before its response. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from acp import schema as s
+from pydantic import BaseModel
+
+from steerable_bridge.conformance.acp_rules import EVENT_METHOD
+from steerable_bridge.conformance.transcript import WireMessage
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.events import LoopEvent, StopReason
+from steerable_bridge.runtime.values import ContentPart
+from steerable_bridge.transports.acp import errors
+from steerable_bridge.transports.acp.renderer import AcpRenderer, content_block, stop_reason
+
+__all__ = ["AcpRendering", "render_acp_transcript"]
+
+
+class AcpRendering(Protocol):
+    """What the transcript builder needs of a renderer (`AcpRenderer` has it)."""
+
+    def render(self, event: LoopEvent) -> Sequence[BaseModel]: ...
+
+
+def _dump(model: BaseModel) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _prompt_blocks(content: Sequence[ContentPart]) -> list[Any]:
+    return [_dump(content_block(part)) for part in content]
+
+
+def render_acp_transcript(
+    events: Sequence[LoopEvent],
+    *,
+    channel: bool = False,
+    renderer: Callable[[], AcpRendering] = AcpRenderer,
+    stop: Callable[[StopReason], str] = stop_reason,
+) -> list[WireMessage]:
+    """The ACP transcript of one session's events (see the module docstring)."""
+    out: list[WireMessage] = []
+    draw = renderer()
+    next_id = {"client": 10, "agent": 0}
+    prompt_id: int | None = None
+    permission: dict[str, int] = {}
+
+    def send(sender: str, message: dict[str, Any]) -> None:
+        out.append(
+            WireMessage(
+                sender="client" if sender == "client" else "agent",
+                message={"jsonrpc": "2.0", **message},
+            )
+        )
+
+    def request(sender: str, method: str, params: Any) -> int:
+        request_id = next_id[sender]
+        next_id[sender] += 1
+        send(sender, {"id": request_id, "method": method, "params": params})
+        return request_id
+
+    for event in events:
+        sid = event.session_id
+        if isinstance(event, ev.RunStarted):
+            prompt: dict[str, Any] = {"sessionId": sid, "prompt": []}
+            prompt_id = request("client", "session/prompt", prompt)
+        elif isinstance(event, ev.UserMessage) and prompt_id is not None and not prompt["prompt"]:
+            prompt["prompt"] = _prompt_blocks(event.content)
+        if isinstance(event, ev.PermissionResolved):
+            answer = (
+                {"outcome": "cancelled"}
+                if event.outcome == "cancelled" or event.option_id is None
+                else {"outcome": "selected", "optionId": event.option_id}
+            )
+            send("client", {"id": permission.pop(event.call_id), "result": {"outcome": answer}})
+        if channel:
+            send("agent", {"method": EVENT_METHOD, "params": codec.event_to_jsonable(event)})
+        for update in draw.render(event):
+            note = {"sessionId": sid, "update": _dump(update)}
+            send("agent", {"method": "session/update", "params": note})
+        if isinstance(event, ev.PermissionRequested):
+            params = {
+                "sessionId": sid,
+                "toolCall": {"toolCallId": event.call_id, "title": event.tool_name},
+                "options": [
+                    {"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in event.options
+                ],
+            }
+            permission[event.call_id] = request("agent", "session/request_permission", params)
+        elif isinstance(event, ev.RunFinished) and prompt_id is not None:
+            if event.stop_reason == "cancelled":
+                send("client", {"method": "session/cancel", "params": {"sessionId": sid}})
+            response = s.PromptResponse(
+                stop_reason=stop(event.stop_reason),
+                usage=s.Usage(
+                    total_tokens=event.usage.total_tokens,
+                    input_tokens=event.usage.prompt_tokens,
+                    output_tokens=event.usage.completion_tokens,
+                    thought_tokens=event.usage.reasoning_tokens or None,
+                    cached_read_tokens=event.usage.cached_tokens or None,
+                ),
+                field_meta={
+                    "steerable": {"run_id": event.run_id, "stop_reason": event.stop_reason}
+                },
+            )
+            send("agent", {"id": prompt_id, "result": _dump(response)})
+            prompt_id = None
+        elif isinstance(event, ev.RunFailed) and prompt_id is not None:
+            error = errors.run_failed(event.code, event.message, event.run_id)
+            send("agent", {"id": prompt_id, "error": error.to_error_obj()})
+            prompt_id = None
+    return out

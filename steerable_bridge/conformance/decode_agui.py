@@ -1,0 +1,103 @@
+"""AG-UI events → LoopEvents: the inverse of the (lossless) AG-UI rendering.
+
+`decode_agui(events)` reads AG-UI events as received (JSON objects or SDK models) and
+rebuilds the exact LoopEvents they carry. A native carrier (RUN_STARTED, TEXT_MESSAGE_*,
+TOOL_CALL_*, STATE_*, the plan's ACTIVITY_SNAPSHOT, ...) gives its native fields under the
+taxonomy's names, overlaid with `metadata.steerable` (kind, seq, run id and whatever the
+native event lacks), plus `session_id` = the run's `threadId` and `ts` = `timestamp`; a
+CUSTOM `steerable.<kind>` carries the whole event as its value. Events marked
+`metadata.steerable.derived` (MESSAGES_SNAPSHOT, the second half of the reasoning pairs, the
+server's own short streams) carry no LoopEvent and are skipped. AG-UI streams start with
+RUN_STARTED, so session-level events that happened between runs travel inside the next run;
+the result is put back in log order by `seq`. Raises `DecodeError` naming the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from steerable_bridge.conformance.agui_rules import event_as_json
+from steerable_bridge.conformance.decode_acp import DecodeError
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.values import canonical_json
+
+__all__ = ["decode_agui"]
+
+_NATIVE: dict[str, dict[str, str]] = {
+    "RUN_STARTED": {},
+    "RUN_FINISHED": {},
+    "RUN_ERROR": {"code": "code", "message": "message"},
+    "STEP_STARTED": {},
+    "STEP_FINISHED": {},
+    "TEXT_MESSAGE_START": {"messageId": "message_id"},
+    "TEXT_MESSAGE_CONTENT": {"messageId": "message_id", "delta": "delta"},
+    "TEXT_MESSAGE_END": {"messageId": "message_id"},
+    "REASONING_START": {"messageId": "message_id"},
+    "REASONING_MESSAGE_CONTENT": {"messageId": "message_id", "delta": "delta"},
+    "REASONING_MESSAGE_END": {"messageId": "message_id"},
+    "TOOL_CALL_START": {
+        "toolCallId": "call_id",
+        "toolCallName": "name",
+        "parentMessageId": "parent_message_id",
+    },
+    "TOOL_CALL_ARGS": {"toolCallId": "call_id", "delta": "delta"},
+    "TOOL_CALL_END": {"toolCallId": "call_id"},
+    "TOOL_CALL_RESULT": {"toolCallId": "call_id"},
+    "STATE_SNAPSHOT": {},
+    "STATE_DELTA": {},
+    "ACTIVITY_SNAPSHOT": {},
+}
+"""AG-UI event type → {wire field: LoopEvent field} for the native carriers."""
+
+
+def _decode_one(raw: dict[str, Any], thread_id: str | None) -> LoopEvent | None:
+    kind = raw.get("type")
+    metadata = raw.get("metadata") or {}
+    extra = metadata.get("steerable") if isinstance(metadata, dict) else None
+    if isinstance(extra, dict) and extra.get("derived"):
+        return None
+    if kind == "CUSTOM":
+        name = str(raw.get("name", ""))
+        if not name.startswith("steerable."):
+            return None
+        return codec.event_from_jsonable(raw.get("value"))
+    if kind not in _NATIVE or not isinstance(extra, dict):
+        raise DecodeError(
+            f"{kind} has no metadata.steerable; it was not rendered by steerable-bridge's"
+            " AG-UI renderer"
+        )
+    data: dict[str, Any] = {
+        field: raw[wire] for wire, field in _NATIVE[kind].items() if wire in raw
+    }
+    if kind == "STATE_SNAPSHOT":
+        data["state_json"] = canonical_json(raw["snapshot"])
+    elif kind == "STATE_DELTA":
+        data["patch_json"] = canonical_json(raw["delta"])
+    elif kind == "ACTIVITY_SNAPSHOT":
+        data["entries"] = (raw.get("content") or {}).get("entries")
+    data.update(extra)
+    data["session_id"] = thread_id
+    data["ts"] = raw.get("timestamp")
+    return codec.event_from_jsonable(data)
+
+
+def decode_agui(events: Sequence[object]) -> list[LoopEvent]:
+    """The LoopEvents an AG-UI stream (one or more runs) carries, in log order."""
+    out: list[LoopEvent] = []
+    thread_id: str | None = None
+    for index, event in enumerate(events):
+        raw = event_as_json(event)
+        if raw.get("type") == "RUN_STARTED":
+            thread_id = raw.get("threadId")
+        try:
+            decoded = _decode_one(raw, thread_id)
+        except (ValidationError, KeyError, TypeError, AttributeError) as err:
+            raise DecodeError(f"event {index} ({raw.get('type')}): {err}") from err
+        if decoded is not None:
+            out.append(decoded)
+    out.sort(key=lambda e: e.seq)
+    return out

@@ -1,0 +1,203 @@
+"""The mapping table, as data: how each LoopEvent kind appears on the ACP and AG-UI wires.
+
+One `KindMapping` row per kind in `runtime.events.KINDS`. The ACP side says which form the
+kind takes — a `session/update` variant, a client request (`session/request_permission`),
+the `session/prompt` response (stop reason), a JSON-RPC error, or nothing but the opt-in
+`_steerable/event` channel — and whether a decoder rebuilds it exactly from the editor-facing
+messages alone (`acp_exact`: every field, thanks to `_meta.steerable`) or only its meaning
+(`acp_shown` but not exact: the fields an editor sees, without seq / ts). The AG-UI side names
+the native event types (fields the native event lacks ride in `metadata.steerable`) or the
+CUSTOM event `steerable.<kind>` whose value is the whole event. Both decoders, the scenario
+comparison ("modulo the kinds a transport cannot carry"), `docs/mapping.md` and the CLI read
+this table; `tests/conformance/test_mapping.py` fails when a kind has no row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from steerable_bridge.runtime.events import KINDS, LoopEvent
+
+__all__ = ["MAPPING", "AcpForm", "KindMapping", "acp_exact", "acp_shown", "markdown", "row"]
+
+AcpForm = Literal[
+    "update",
+    "prompt request",
+    "prompt response",
+    "JSON-RPC error",
+    "client request",
+    "event channel",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KindMapping:
+    """One kind's rendering on both wires."""
+
+    kind: str
+    acp_form: AcpForm
+    acp: str
+    """What the ACP message is (variant, method, field) — a short phrase for the docs."""
+    acp_exact: bool
+    """A decoder of the editor-facing messages (no event channel) rebuilds the event exactly."""
+    agui: tuple[str, ...]
+    """Native AG-UI event types, or ("CUSTOM",) for `steerable.<kind>`."""
+    agui_note: str = ""
+    meaning: tuple[str, ...] = ()
+    """For kinds shown but not exact on ACP: the fields a decoder does rebuild."""
+
+    @property
+    def acp_shown(self) -> bool:
+        """An editor sees this kind without the event channel."""
+        return self.acp_form != "event channel"
+
+    @property
+    def agui_native(self) -> bool:
+        return self.agui != ("CUSTOM",)
+
+
+def _row(
+    kind: str,
+    acp_form: AcpForm,
+    acp: str,
+    agui: tuple[str, ...] = ("CUSTOM",),
+    *,
+    exact: bool | None = None,
+    note: str = "",
+    meaning: tuple[str, ...] = (),
+) -> KindMapping:
+    return KindMapping(
+        kind=kind,
+        acp_form=acp_form,
+        acp=acp,
+        acp_exact=(acp_form == "update") if exact is None else exact,
+        agui=agui,
+        agui_note=note,
+        meaning=meaning,
+    )
+
+
+_CHANNEL = "only `_steerable/event`"
+
+MAPPING: tuple[KindMapping, ...] = (
+    _row("run_started", "prompt request", "implied by the `session/prompt` request",
+         ("RUN_STARTED",), note="threadId = session, runId, protocolVersion; model and"
+         " parent_run_id in metadata", exact=False),
+    _row("run_finished", "prompt response", "`stopReason` (max_steps → max_turn_requests,"
+         " interrupted → end_turn + `_meta`), `usage`", ("RUN_FINISHED",),
+         note="after the derived MESSAGES_SNAPSHOT; outcome success (pendingToolCallIds) /"
+         " interrupt / cancelled, usage; stop_reason, usage, interrupts in metadata",
+         exact=False, meaning=("stop_reason",)),
+    _row("run_failed", "JSON-RPC error", "error on `session/prompt`: data.code, message, runId",
+         ("RUN_ERROR",), note="after the derived MESSAGES_SNAPSHOT; code, message; never"
+         " followed by RUN_FINISHED", exact=False,
+         meaning=("code", "message")),
+    _row("step_started", "event channel", _CHANNEL, ("STEP_STARTED",), note="stepName step-N;"
+         " step in metadata"),
+    _row("step_finished", "event channel", _CHANNEL, ("STEP_FINISHED",),
+         note="stepName step-N; step, finish_reason, usage in metadata"),
+    _row("model_request", "event channel", _CHANNEL),
+    _row("model_response", "event channel", _CHANNEL),
+    _row("text_start", "event channel", _CHANNEL, ("TEXT_MESSAGE_START",), note="role assistant"),
+    _row("text_delta", "update", "`agent_message_chunk` (text, messageId)",
+         ("TEXT_MESSAGE_CONTENT",)),
+    _row("text_end", "event channel", _CHANNEL, ("TEXT_MESSAGE_END",)),
+    _row("reasoning_start", "event channel", _CHANNEL,
+         ("REASONING_START", "REASONING_MESSAGE_START"), note="the second event is derived"),
+    _row("reasoning_delta", "update", "`agent_thought_chunk` (text, messageId)",
+         ("REASONING_MESSAGE_CONTENT",)),
+    _row("reasoning_end", "event channel", _CHANNEL, ("REASONING_MESSAGE_END", "REASONING_END"),
+         note="the second event is derived"),
+    _row("tool_call_start", "event channel", _CHANNEL, ("TOOL_CALL_START",),
+         note="parentMessageId"),
+    _row("tool_call_delta", "event channel", _CHANNEL, ("TOOL_CALL_ARGS",),
+         note="streamed as the model produces it"),
+    _row("tool_call_end", "update", "`tool_call`: pending, kind, title, locations, rawInput",
+         ("TOOL_CALL_END",), note="name, arguments_json, tool_kind, title, locations,"
+         " executor in metadata"),
+    _row("tool_started", "update", "`tool_call_update` in_progress"),
+    _row("tool_output", "update", "`tool_call_update` with the content so far"),
+    _row("tool_finished", "update", "`tool_call_update` completed / failed, content, rawOutput",
+         ("TOOL_CALL_RESULT",), note="messageId result-<call_id>, content = its text; status,"
+         " content, raw_output_json, error in metadata"),
+    _row("permission_requested", "client request", "`session/request_permission` (4 options)",
+         exact=False, meaning=("call_id", "options")),
+    _row("permission_resolved", "client request", "the client's answer to"
+         " `session/request_permission`", exact=False, meaning=("call_id", "outcome", "option_id")),
+    _row("user_message", "prompt request", "the `session/prompt` request itself; replayed as"
+         " `user_message_chunk` by `session/load`", exact=False, meaning=("content",)),
+    _row("steer_applied", "update", "`user_message_chunk`, one per content part"),
+    _row("follow_up_applied", "update", "`user_message_chunk`, one per content part"),
+    _row("plan_updated", "update", "`plan` (the whole plan)", ("ACTIVITY_SNAPSHOT",),
+         note="activityType plan, messageId plan-<threadId>, replace"),
+    _row("state_snapshot", "event channel", _CHANNEL, ("STATE_SNAPSHOT",),
+         note="snapshot; state_json in metadata only when not canonical"),
+    _row("state_delta", "event channel", _CHANNEL, ("STATE_DELTA",),
+         note="JSON Patch; patch_json in metadata only when not canonical"),
+    _row("mode_changed", "update", "`current_mode_update`"),
+    _row("config_changed", "update", "`config_option_update` (option `model` only)"),
+    _row("commands_updated", "update", "`available_commands_update`"),
+    _row("session_info", "update", "`session_info_update` (title, updatedAt)"),
+    _row("usage_updated", "update", "`usage_update` (used, size)"),
+    _row("hook_action", "event channel", _CHANNEL),
+    _row("budget_exhausted", "event channel", _CHANNEL),
+    _row("soft_timeout", "event channel", _CHANNEL),
+    _row("compaction", "event channel", _CHANNEL),
+)  # fmt: skip
+
+_BY_KIND: dict[str, KindMapping] = {m.kind: m for m in MAPPING}
+
+
+def row(kind: str) -> KindMapping:
+    """The row for `kind`; KeyError names the kind when the table lacks it."""
+    return _BY_KIND[kind]
+
+
+def acp_exact(event: LoopEvent) -> bool:
+    """ACP's editor-facing messages carry this event exactly (no event channel needed)."""
+    if event.kind == "config_changed":
+        return getattr(event, "option_id", None) == "model"
+    return _BY_KIND[event.kind].acp_exact
+
+
+def acp_shown(event: LoopEvent) -> bool:
+    """An editor sees this event (exactly, or by its meaning) without the event channel."""
+    if event.kind == "config_changed":
+        return getattr(event, "option_id", None) == "model"
+    return _BY_KIND[event.kind].acp_shown
+
+
+def markdown() -> str:
+    """docs/mapping.md: the table as Markdown (generated; do not edit the file by hand)."""
+    lines = [
+        "# LoopEvent → ACP → AG-UI mapping",
+        "",
+        "Generated from `steerable_bridge/conformance/mapping.py` by"
+        " `steerable-bridge conformance --markdown`; do not edit by hand.",
+        "",
+        "ACP *exact* means a decoder rebuilds the event field for field from the editor-facing"
+        " messages (`_meta.steerable` carries seq, ts, run and what the ACP payload cannot hold)."
+        " Kinds marked *meaning* reach the editor, but only their meaning is rebuilt. Kinds on"
+        " the event channel reach only a client that sends `_meta: {steerable: {events: true}}`"
+        " in `initialize`; with it, every kind is exact.",
+        "",
+        "AG-UI is lossless: native events carry missing fields in `metadata.steerable`; other"
+        " kinds are `CUSTOM` events named `steerable.<kind>` whose value is the whole event."
+        " Each run also ends with a derived `MESSAGES_SNAPSHOT`.",
+        "",
+        "| kind | ACP form | ACP rendering | ACP decode | AG-UI events | AG-UI notes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in MAPPING:
+        decode = "exact" if m.acp_exact else ("meaning" if m.acp_shown else "channel only")
+        agui = ", ".join(
+            f"`{t}`" if t != "CUSTOM" else f"`CUSTOM steerable.{m.kind}`" for t in m.agui
+        )
+        lines.append(f"| `{m.kind}` | {m.acp_form} | {m.acp} | {decode} | {agui} | {m.agui_note} |")
+    return "\n".join(lines) + "\n"
+
+
+def missing_rows() -> list[str]:
+    """Kinds of the taxonomy without a row (should be empty)."""
+    return [kind for kind in KINDS if kind not in _BY_KIND]
