@@ -1,0 +1,178 @@
+"""`check acp -- CMD ARGS`: spawn any ACP agent and grade it from the client's seat.
+
+`check_acp_agent(command)` starts the agent with the `acp` SDK's client side
+(`spawn_agent_process`, its stderr kept in a temporary file for evidence), records the raw
+transcript, and runs the agent-side checks in order: `initialize` (raw protocolVersion,
+capability shapes), `session/new`, one prompt (skipped with the agent's own reason when it
+needs credentials it lacks), cancel semantics (stop reason `cancelled`, nothing after the
+response), an unknown method (→ -32601), a malformed JSON line (→ -32700 parse error, and
+the agent still answers afterwards — written as raw bytes around the SDK), `session/load`
+replay if advertised and `session/resume` without replay if advertised. Last, the
+conformance suite's ACP transcript rules run over everything recorded. Raises `CouldNotRun`
+when the agent cannot be started or exits before answering `initialize`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, cast
+
+from acp import RequestError, spawn_agent_process
+from acp.interfaces import Agent, Client
+from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+from steerable_bridge.conformance.validators.agent_probes import (
+    PROBE_ID_PREFIX,
+    AgentCheckSettings,
+    AgentProbe,
+    CouldNotRun,
+)
+from steerable_bridge.conformance.validators.report import Check, Report
+from steerable_bridge.conformance.validators.transcript import Transcript
+
+__all__ = ["AgentCheckSettings", "CheckerClient", "CouldNotRun", "check_acp_agent"]
+
+
+class CheckerClient:
+    """The client half: takes updates, answers permission (allow, or cancelled once stopping)."""
+
+    def __init__(self) -> None:
+        self.cancelling: set[str] = set()
+        self.agent: Agent | None = None
+
+    def on_connect(self, conn: Agent) -> None:
+        self.agent = conn
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        return None  # the transcript keeps the raw message
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        if session_id in self.cancelling or not options:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        allow = [o for o in options if o.kind == "allow_once"] or options
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=allow[0].option_id)
+        )
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+async def check_acp_agent(
+    command: Sequence[str],
+    *,
+    settings: AgentCheckSettings | None = None,
+    env: dict[str, str] | None = None,
+    record: str | Path | None = None,
+) -> Report:
+    """Spawn `command` as an ACP agent, run every agent-side check, return the report."""
+    if not command:
+        raise CouldNotRun("no agent command given; use: steerable-bridge check acp -- CMD [ARGS]")
+    settings = settings or AgentCheckSettings()
+    transcript = Transcript("client")
+    client = CheckerClient()
+    checks: list[Check] = []
+    workdir = tempfile.mkdtemp(prefix="steerable-check-acp-")
+    with tempfile.TemporaryFile() as stderr:
+        try:
+            async with (
+                spawn_agent_process(
+                    cast(Client, client),  # a plain class: unimplemented → method not found
+                    command[0],
+                    *command[1:],
+                    env=dict(os.environ if env is None else env),
+                    cwd=workdir,
+                    transport_kwargs={"stderr": stderr},
+                    observers=[transcript.observe],
+                ) as (conn, process)
+            ):
+                probe = AgentProbe(conn, process, transcript, client, settings, workdir)
+                checks = await _run_checks(probe, stderr)
+        except (FileNotFoundError, PermissionError) as err:
+            raise CouldNotRun(f"could not start {command[0]!r}: {err}") from None
+        finally:
+            if record is not None:
+                transcript.write_jsonl(record)
+            with contextlib.suppress(OSError):
+                os.rmdir(workdir)
+    checks.extend(_transcript_rules(transcript))
+    return Report("acp-agent-check", " ".join(command), tuple(checks))
+
+
+async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
+    try:
+        init = await probe.initialize()
+    except CouldNotRun as err:
+        raise CouldNotRun(f"{err}{_tail(stderr)}") from None
+    if init is None:
+        return probe.checks
+    session = await probe.new_session()
+    if session is None:
+        return probe.checks
+    reason = await probe.prompt(session)
+    if reason:
+        probe.skip(("agent.cancel.stop_reason", "agent.cancel.nothing_after_response"), reason)
+    else:
+        second = await probe.new_session(record=False)
+        if second is not None:
+            await probe.cancel(second)
+    await probe.unknown_method()
+    await probe.malformed_json()
+    caps = init.agent_capabilities
+    if caps is not None and caps.load_session:
+        await probe.load(session, prompted=not reason)
+    else:
+        probe.skip(("agent.session.load",), "agent did not advertise loadSession")
+    resume = caps.session_capabilities.resume if caps and caps.session_capabilities else None
+    if resume is not None:
+        await probe.resume(session)
+    else:
+        probe.skip(("agent.session.resume",), "agent did not advertise sessionCapabilities.resume")
+    if probe.process.returncode is not None:
+        probe.record(
+            "agent.alive",
+            "fail",
+            f"the agent exited with status {probe.process.returncode} during the checks"
+            + _tail(stderr),
+        )
+    return probe.checks
+
+
+def _transcript_rules(transcript: Transcript) -> list[Check]:
+    from steerable_bridge.conformance.acp_rules import check_acp_transcript
+    from steerable_bridge.conformance.validators.report import checks_from_findings
+
+    # Our deliberate probes (an unknown method, a broken line) and the agent's answers to
+    # them are not conversation traffic; the rules would rightly flag the probes themselves.
+    messages = [m for m in transcript.messages() if not _is_probe(m["message"])]
+    return checks_from_findings(
+        check_acp_transcript(messages),
+        clean_id="transcript.rules",
+        clean_evidence=f"{len(messages)} JSON-RPC messages keep every ACP transcript rule",
+    )
+
+
+def _is_probe(message: dict[str, Any]) -> bool:
+    request_id = message.get("id", 0)
+    if request_id is None and "error" in message:
+        return True
+    return isinstance(request_id, str) and request_id.startswith(PROBE_ID_PREFIX)
+
+
+def _tail(stderr: IO[bytes], lines: int = 5) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        stderr.flush()
+        stderr.seek(0)
+        text = stderr.read().decode("utf-8", errors="replace").strip().splitlines()
+        if text:
+            return "; its stderr ends: " + " | ".join(text[-lines:])
+    return ""

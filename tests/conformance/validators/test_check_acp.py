@@ -1,0 +1,111 @@
+"""`check acp`: our own agent passes, a deliberately broken one fails with the expected ids."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from steerable_bridge.cli import main as cli_main
+from steerable_bridge.conformance.validators.agent_probes import AgentCheckSettings, CouldNotRun
+from steerable_bridge.conformance.validators.check_acp import check_acp_agent
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+BROKEN = str(Path(__file__).with_name("broken_acp_agent.py"))
+QUICK = AgentCheckSettings(prompt_timeout=30, cancel_timeout=5, probe_timeout=1, quiet_period=0.3)
+
+
+async def test_our_own_agent_passes_every_check(tmp_path: Path) -> None:
+    env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "20"}
+    record = tmp_path / "transcript.jsonl"
+    report = await check_acp_agent(
+        [sys.executable, "-m", "steerable_bridge.cli", "acp"],
+        env=env,
+        settings=QUICK,
+        record=record,
+    )
+    assert report.failed == (), report.to_text()
+    got = {c.id: c.status for c in report.checks}
+    for check_id in (
+        "agent.initialize.schema",
+        "agent.session.new",
+        "agent.prompt",
+        "agent.prompt.nothing_after_response",
+        "agent.cancel.stop_reason",
+        "agent.unknown_method",
+        "agent.malformed_json.parse_error",
+        "agent.malformed_json.alive",
+        "agent.session.load",
+        "agent.session.resume",
+        "transcript.rules",
+    ):
+        assert got.get(check_id) == "pass", (check_id, report.to_text())
+    lines = record.read_text().splitlines()
+    assert len(lines) > 20 and any('"raw"' in line for line in lines)
+
+
+async def test_a_broken_agent_fails_with_the_expected_ids() -> None:
+    report = await check_acp_agent([sys.executable, BROKEN], settings=QUICK)
+    failed = {c.id for c in report.failed}
+    assert failed == {
+        "agent.initialize.schema",
+        "agent.initialize.version",
+        "agent.prompt.nothing_after_response",
+        "agent.cancel.stop_reason",
+        "agent.cancel.nothing_after_response",
+        "agent.unknown_extension_method",
+        "agent.malformed_json.parse_error",
+        "agent.session.load",
+        "agent.session.resume",
+        "acp.after-response",
+        "acp.cancel-stop-reason",
+        "acp.resume-replay",
+    }, report.to_text()
+    assert report.exit_code() == 1
+    passed = {c.id for c in report.checks if c.status == "pass"}
+    assert {"agent.unknown_method", "agent.malformed_json.alive", "agent.prompt"} <= passed
+
+
+async def test_an_agent_without_credentials_is_skipped_with_its_reason() -> None:
+    report = await check_acp_agent([sys.executable, BROKEN, "--needs-key"], settings=QUICK)
+    skipped = {c.id: c.evidence for c in report.checks if c.status == "skipped"}
+    assert "agent needs credentials it lacks" in skipped["agent.prompt"]
+    assert "EXAMPLE_API_KEY" in skipped["agent.prompt"]
+    assert "agent.cancel.stop_reason" in skipped
+
+
+async def test_an_agent_that_cannot_start_could_not_run(tmp_path: Path) -> None:
+    with pytest.raises(CouldNotRun, match="could not start"):
+        await check_acp_agent([str(tmp_path / "no-such-agent")], settings=QUICK)
+    with pytest.raises(CouldNotRun, match="exited with status 3 before answering initialize"):
+        await check_acp_agent([sys.executable, "-c", "raise SystemExit(3)"], settings=QUICK)
+
+
+def test_the_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["check", "acp", "--", str(tmp_path / "missing")]) == 2
+    assert "could not run" in capsys.readouterr().err
+    assert cli_main(["check", "acp"]) == 2
+    report = tmp_path / "r.json"
+    code = cli_main(
+        [
+            "check",
+            "acp",
+            "--probe-timeout",
+            "1",
+            "--report",
+            str(report),
+            "--junit",
+            "--",
+            sys.executable,
+            BROKEN,
+            "--needs-key",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL    agent.initialize.version" in out
+    assert "SKIPPED agent.prompt" in out
+    assert report.exists() and report.with_suffix(".xml").exists()
