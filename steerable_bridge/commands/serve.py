@@ -5,7 +5,9 @@ built-in tools with shared state (`update_state`), and serves `create_app` with 
 `--host` / `--port` (127.0.0.1:8000 by default; port 0 picks a free one). `POST /agent`
 takes a RunAgentInput and streams AG-UI events; `GET /` is the chat page. `--token` (or
 `STEERABLE_TOKEN`) requires `Authorization: Bearer <token>`; `--cors-origin` (repeatable)
-allows browser apps on other origins; `--max-body` bounds a request. Stops on Ctrl-C.
+allows browser apps on other origins; `--max-body` bounds a request. `--workspace DIR`
+adds the workspace tools, confined to DIR (and with no permission to ask, the AG-UI approval
+interrupt guards edits and commands). Stops on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--cwd", type=os.path.abspath, default=os.getcwd(), help="working directory of sessions"
     )
+    parser.add_argument(
+        "--workspace",
+        type=os.path.abspath,
+        default=None,
+        metavar="DIR",
+        help="offer workspace tools (read, write, edit, list, glob, grep, run_command) confined"
+        " to DIR, which also becomes the sessions' cwd; without it the agent has none",
+    )
     parser.set_defaults(func=main)
 
 
@@ -56,7 +66,16 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--max-body must be a positive number of bytes")
     if not 0 <= args.port <= 65535:
         raise ConfigError("--port must be between 0 and 65535")
-    agent = build_agent(args, tools=builtin_tools(shared_state=True))
+    tools = builtin_tools(shared_state=True)
+    if args.workspace is not None:
+        from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
+
+        if not os.path.isdir(args.workspace):
+            raise ConfigError(f"--workspace {args.workspace} is not a directory; pass a folder")
+        names = {tool.name for tool in tools}
+        tools += tuple(t for t in fixed_workspace_tools(args.workspace) if t.name not in names)
+        args.cwd = args.workspace
+    agent = build_agent(args, tools=tools)
     app = create_app(
         agent,
         token=args.token or None,

@@ -4,6 +4,8 @@ Transports build a `WorkspaceKit` per session through the composition root (they
 import adapters themselves): `WorkspaceKit(cwd, additional_dirs, spawn)` confines the
 session to its folders, gives it a `LocalEnvironment`, and offers the workspace tools plus
 the tools of the MCP servers `start_mcp` brought up. `aclose()` stops those servers.
+`fixed_workspace_tools(dir)` is the simpler form for a server whose sessions all share one
+folder (AG-UI `serve --workspace DIR`): the tools carry their own local environment.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.workspace import workspace_tools
 from steerable_bridge.runtime.tools import Tool
 
-__all__ = ["WorkspaceKit"]
+__all__ = ["WorkspaceKit", "fixed_workspace_tools"]
 
 
 class WorkspaceKit:
@@ -51,3 +53,9 @@ class WorkspaceKit:
 
     async def aclose(self) -> None:
         await self.mcp.aclose()
+
+
+def fixed_workspace_tools(directory: str) -> tuple[Tool, ...]:
+    """Workspace tools over one fixed folder, for servers whose sessions share it."""
+    workspace = Workspace.of(directory)
+    return workspace_tools(workspace, environment=LocalEnvironment(workspace))

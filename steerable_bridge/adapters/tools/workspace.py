@@ -15,6 +15,7 @@ workspace the environment carries (`paths.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
@@ -26,7 +27,7 @@ from steerable_bridge.adapters.tools import search
 from steerable_bridge.adapters.tools.builtin import UPDATE_PLAN
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.runtime.environment import CommandResult, Environment, EnvironmentError
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
+from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolHandler, ToolResult
 from steerable_bridge.runtime.values import (
     DiffContent,
     Location,
@@ -334,8 +335,27 @@ def _short(text: str, size: int = 60) -> str:
     return text if len(text) <= size else text[: size - 3] + "..."
 
 
-def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
-    """The workspace tool set; `workspace` makes titles and locations exact (absolute)."""
+def _bind(handler: ToolHandler, environment: Environment | None) -> ToolHandler:
+    """Use `environment` when the session has none of its own (AG-UI `--workspace`)."""
+    if environment is None:
+        return handler
+
+    async def bound(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if ctx.environment is None:
+            ctx = dataclasses.replace(ctx, environment=environment)
+        return await handler(args, ctx)
+
+    return bound
+
+
+def workspace_tools(
+    workspace: Workspace | None = None, *, environment: Environment | None = None
+) -> tuple[Tool, ...]:
+    """The workspace tool set.
+
+    `workspace` makes titles and locations exact (absolute paths); `environment` is used
+    by sessions that have no environment of their own (a server with one fixed workspace).
+    """
     shown, where = _describer(workspace)
 
     def path_of(args: Mapping[str, Any]) -> str:
@@ -358,7 +378,7 @@ def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
                 "additionalProperties": False,
             },
             kind="read",
-            handler=_read_file,
+            handler=_bind(_read_file, environment),
             parallel_safe=True,
             timeout_s=60.0,
             title=lambda a: (
@@ -376,7 +396,7 @@ def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
                 "additionalProperties": False,
             },
             kind="edit",
-            handler=_write_file,
+            handler=_bind(_write_file, environment),
             timeout_s=60.0,
             title=lambda a: f"Write {shown(path_of(a))}",
             locations=lambda a: where(path_of(a), None),
@@ -397,7 +417,7 @@ def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
                 "additionalProperties": False,
             },
             kind="edit",
-            handler=_edit_file,
+            handler=_bind(_edit_file, environment),
             timeout_s=60.0,
             title=lambda a: f"Edit {shown(path_of(a))}",
             locations=lambda a: where(path_of(a), None),
@@ -411,7 +431,7 @@ def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
                 "additionalProperties": False,
             },
             kind="search",
-            handler=_list_dir,
+            handler=_bind(_list_dir, environment),
             parallel_safe=True,
             timeout_s=30.0,
             title=lambda a: f"List {shown(path_of(a))}",
@@ -427,7 +447,7 @@ def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
                 "additionalProperties": False,
             },
             kind="search",
-            handler=_glob,
+            handler=_bind(_glob, environment),
             parallel_safe=True,
             timeout_s=30.0,
             title=lambda a: (
@@ -449,7 +469,7 @@ def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
                 "additionalProperties": False,
             },
             kind="search",
-            handler=_grep,
+            handler=_bind(_grep, environment),
             parallel_safe=True,
             timeout_s=30.0,
             title=lambda a: (
@@ -472,7 +492,7 @@ def workspace_tools(workspace: Workspace | None = None) -> tuple[Tool, ...]:
                 "additionalProperties": False,
             },
             kind="execute",
-            handler=_run_command,
+            handler=_bind(_run_command, environment),
             timeout_s=MAX_TIMEOUT_MS / 1000 + 30,
             title=lambda a: f"Run {_short(str(a['command']))}",
             locations=lambda a: where(str(a["cwd"]), None) if a.get("cwd") else (),
