@@ -28,7 +28,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--session",
         metavar="ID",
-        help="continue this stored session (see `steerable-bridge sessions list`)",
+        help="continue this stored session with this command's --model"
+        " (see `steerable-bridge sessions list`)",
     )
     parser.add_argument("prompt", nargs="+", help="what to ask")
     parser.set_defaults(func=main)
@@ -59,6 +60,7 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         if args.session:
             session = await agent.load_session(args.session)
+            session.default_model = args.model  # this command's --model, not the stored one
         else:
             session = await agent.new_session(args.cwd)
     except StoreError as error:

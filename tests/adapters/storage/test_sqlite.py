@@ -1,0 +1,289 @@
+"""The SQLite store beyond the common contract: format versions, damage, ownership, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from steerable_bridge.adapters.llm.scripted import Round, Script, ScriptedProvider
+from steerable_bridge.adapters.storage import formats
+from steerable_bridge.adapters.storage.integrity import check_store, salvage_events
+from steerable_bridge.adapters.storage.sqlite import SqliteStore
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.agent import Agent, AgentConfig
+from steerable_bridge.runtime.loop import TurnInput
+from steerable_bridge.runtime.routing import ModelRouter
+from steerable_bridge.runtime.storage import SessionOwned, SessionRecord, StoreError
+from steerable_bridge.runtime.values import TextPart
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "sessions.db"
+
+
+@pytest.fixture
+def stores(db: Path) -> Iterator[list[SqliteStore]]:
+    opened: list[SqliteStore] = []
+    yield opened
+    for store in opened:
+        store.close()
+
+
+def open_store(db: Path, stores: list[SqliteStore]) -> SqliteStore:
+    store = SqliteStore(db)
+    stores.append(store)
+    return store
+
+
+def agent_on(store: SqliteStore, rounds: list[Round]) -> Agent:
+    router = ModelRouter()
+    provider = ScriptedProvider(Script(rounds=rounds, loop=True))
+    router.register("scripted", lambda name: provider)
+    return Agent(router=router, store=store, config=AgentConfig(model="scripted:test"))
+
+
+def prompt(text: str) -> TurnInput:
+    return TurnInput(content=(TextPart(text=text),))
+
+
+def rows(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def execute(db: Path, sql: str, *params: object) -> None:
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(sql, params)
+    conn.close()
+
+
+def write_garbage(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not sqlite at all " * 200)
+
+
+async def seeded(db: Path, stores: list[SqliteStore], sid: str = "s1", n: int = 3) -> None:
+    store = open_store(db, stores)
+    await store.create(SessionRecord(session_id=sid, cwd="/w", created_at=1, updated_at=1))
+    await store.append(
+        sid,
+        [
+            ev.TextDelta(session_id=sid, run_id="r", seq=i, ts=10 + i, message_id="m", delta="x")
+            for i in range(n)
+        ],
+    )
+
+
+async def test_file_uses_wal_and_every_row_is_format_stamped(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    await seeded(db, stores)
+    assert rows(db, "PRAGMA journal_mode") == [("wal",)]
+    assert rows(db, "SELECT DISTINCT format FROM events") == [(formats.FORMAT,)]
+    assert rows(db, "SELECT format FROM sessions") == [(formats.FORMAT,)]
+    data = json.loads(str(rows(db, "SELECT data FROM events WHERE seq = 1")[0][0]))
+    assert data["kind"] == "text_delta" and data["seq"] == 1
+
+
+async def test_unstamped_rows_are_upgraded_in_memory_not_rewritten(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    await seeded(db, stores)
+    execute(db, "UPDATE events SET format = NULL WHERE seq = 1")
+    execute(db, "UPDATE sessions SET format = NULL")
+    fresh = open_store(db, stores)
+    assert [e.seq for e in await fresh.read("s1")] == [0, 1, 2]
+    assert (await fresh.get("s1")) is not None
+    assert rows(db, "SELECT format FROM events WHERE seq = 1") == [(None,)]
+
+
+async def test_older_formats_go_through_the_upgrade_chain(
+    db: Path, stores: list[SqliteStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await seeded(db, stores)
+
+    def v1_to_v2(data: formats.JsonObject) -> formats.JsonObject:
+        if data.get("kind") == "text_delta":
+            data["delta"] = data["delta"].upper()
+        return data
+
+    monkeypatch.setattr(formats, "FORMAT", 2)
+    monkeypatch.setitem(formats.UPGRADES, 1, v1_to_v2)
+    events = await open_store(db, stores).read("s1")
+    assert [e.delta for e in events if isinstance(e, ev.TextDelta)] == ["X", "X", "X"]
+
+
+async def test_a_row_from_a_newer_build_is_refused_and_nothing_changes(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    await seeded(db, stores)
+    execute(db, "UPDATE events SET format = 99 WHERE seq = 2")
+    before = rows(db, "SELECT seq, format, data FROM events ORDER BY seq")
+    record_before = rows(db, "SELECT * FROM sessions")
+    store = open_store(db, stores)
+    with pytest.raises(StoreError) as err:
+        await store.read("s1")
+    assert err.value.code == "format_too_new"
+    assert "upgrade steerable-bridge" in err.value.message and "seq 2" in err.value.message
+    agent = agent_on(store, [Round(text="hi")])
+    with pytest.raises(StoreError) as loading:
+        await agent.load_session("s1")
+    assert loading.value.code == "format_too_new"
+    execute(db, "UPDATE sessions SET format = 99")
+    with pytest.raises(StoreError) as appending:
+        await store.append(
+            "s1",
+            [ev.TextDelta(session_id="s1", run_id="r", seq=3, ts=1, message_id="m", delta="y")],
+        )
+    assert appending.value.code == "format_too_new"
+    assert rows(db, "SELECT seq, format, data FROM events ORDER BY seq") == before
+    assert [r[:-2] for r in rows(db, "SELECT * FROM sessions")] == [r[:-2] for r in record_before]
+    assert not check_store(db).ok
+
+
+async def test_an_undecodable_row_is_an_error_naming_it_never_skipped(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    await seeded(db, stores, n=5)
+    execute(db, 'UPDATE events SET data = \'{"kind": "text_delta", broken\' WHERE seq = 3')
+    store = open_store(db, stores)
+    with pytest.raises(StoreError) as err:
+        await store.read("s1")
+    assert err.value.code == "corrupt_record"
+    assert "seq 3 of session s1" in err.value.message and "sessions export" in err.value.message
+    report = check_store(db)
+    assert not report.ok and any("seq 3" in p for p in report.problems)
+    salvaged = list(salvage_events(db, "s1"))
+    assert [s.seq for s in salvaged if s.event is not None] == [0, 1, 2, 4]
+    assert [s.seq for s in salvaged if s.problem is not None] == [3]
+
+
+async def test_a_file_that_is_not_a_database_gives_a_clear_error(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    write_garbage(db)
+    store = open_store(db, stores)
+    with pytest.raises(StoreError) as err:
+        await store.list()
+    assert err.value.code == "store_corrupt"
+    assert "sessions check" in err.value.message and str(db) in err.value.message
+    report = check_store(db)
+    assert not report.ok and "not a database" in report.problems[0]
+
+
+async def test_a_store_from_a_newer_schema_is_refused(db: Path, stores: list[SqliteStore]) -> None:
+    await seeded(db, stores)
+    execute(db, "PRAGMA user_version = 42")
+    with pytest.raises(StoreError) as err:
+        await open_store(db, stores).list()
+    assert err.value.code == "store_too_new" and "upgrade steerable-bridge" in err.value.message
+
+
+async def test_a_turn_survives_a_restart_event_for_event(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    agent = agent_on(open_store(db, stores), [Round(text="hello there", chunk_size=3)])
+    session = await agent.new_session("/w")
+    outcome = await session.prompt(prompt("hi"))
+    assert outcome.stop_reason == "end_turn"
+    logged = list(session.log.view())
+    again = agent_on(open_store(db, stores), [Round(text="more")])
+    loaded = await again.load_session(session.id)
+    assert list(loaded.log.view()) == logged
+    listed = await again.list_sessions()
+    assert [(r.session_id, r.title) for r in listed.records] == [(session.id, "hi")]
+
+
+async def test_an_open_run_is_closed_on_load_once_by_appending(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    store = open_store(db, stores)
+    await store.create(SessionRecord(session_id="s1", cwd="/w", created_at=1, updated_at=1))
+    base = {"session_id": "s1", "run_id": "r1", "ts": 5}
+    crashed: list[ev.LoopEvent] = [
+        ev.RunStarted(seq=0, model="m", **base),  # type: ignore[arg-type]
+        ev.StepStarted(seq=1, step=1, **base),  # type: ignore[arg-type]
+        ev.TextStart(seq=2, message_id="m1", **base),  # type: ignore[arg-type]
+        ev.TextDelta(seq=3, message_id="m1", delta="half", **base),  # type: ignore[arg-type]
+        ev.ToolCallStart(seq=4, call_id="c1", name="calc", parent_message_id="m1", **base),  # type: ignore[arg-type]
+    ]
+    await store.append("s1", crashed)
+    session = await agent_on(open_store(db, stores), [Round(text="ok")]).load_session("s1")
+    tail = list(session.log.view())[len(crashed) :]
+    assert [e.kind for e in tail] == [
+        "text_end",
+        "tool_call_end",
+        "tool_finished",
+        "step_finished",
+        "run_failed",
+    ]
+    assert isinstance(tail[-1], ev.RunFailed) and tail[-1].code == "interrupted"
+    stored = await open_store(db, stores).read("s1")
+    assert stored[: len(crashed)] == crashed and stored[len(crashed) :] == tail
+    reloaded = await agent_on(open_store(db, stores), [Round(text="ok")]).load_session("s1")
+    assert len(reloaded.log) == len(stored)
+    assert (await reloaded.prompt(prompt("go on"))).stop_reason == "end_turn"
+
+
+async def test_another_owner_blocks_prompt_and_recovery_but_not_loading(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    first = agent_on(open_store(db, stores), [Round(text="ok")])
+    session = await first.new_session("/w")
+    await session.record(ev.ModeChanged, mode_id="read-only")
+    owner = open_store(db, stores)  # stands in for a second process holding the turn
+    async with owner.claim(session.id):
+        await owner.append(
+            session.id,
+            [ev.RunStarted(session_id=session.id, run_id="live", seq=1, ts=9, model="m")],
+        )
+        other = agent_on(open_store(db, stores), [Round(text="ok")])
+        loaded = await other.load_session(session.id)
+        assert loaded.facts.running and len(loaded.log) == 2  # nothing appended
+        with pytest.raises(SessionOwned) as err:
+            await loaded.prompt(prompt("hi"))
+        assert err.value.code == "session_owned" and f"process {os.getpid()}" in err.value.message
+        assert owner.owner(session.id) is not None
+    assert owner.owner(session.id) is None
+    outcome = await loaded.prompt(prompt("hi"))  # the owner is gone: close its run, go on
+    assert outcome.stop_reason == "end_turn"
+    kinds = [e.kind for e in loaded.log.view()]
+    assert kinds[:4] == ["mode_changed", "run_started", "run_failed", "run_started"]
+
+
+async def test_two_agents_take_turns_on_one_session_without_seq_conflicts(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    a = agent_on(open_store(db, stores), [Round(text="from a")])
+    b = agent_on(open_store(db, stores), [Round(text="from b")])
+    session_a = await a.new_session("/w")
+    session_b = await b.load_session(session_a.id)
+    for _ in range(2):
+        assert (await session_a.prompt(prompt("to a"))).stop_reason == "end_turn"
+        assert (await session_b.prompt(prompt("to b"))).stop_reason == "end_turn"
+    stored = await open_store(db, stores).read(session_a.id)
+    assert [e.seq for e in stored] == list(range(len(stored)))
+    assert list(session_b.log.view()) == stored
+    users = [e.content[0].text for e in stored if isinstance(e, ev.UserMessage)]  # type: ignore[union-attr]
+    assert users == ["to a", "to b", "to a", "to b"]
+
+
+async def test_delete_is_refused_while_another_owner_runs_a_turn(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    await seeded(db, stores)
+    owner, other = open_store(db, stores), open_store(db, stores)
+    async with owner.claim("s1"):
+        with pytest.raises(SessionOwned):
+            await other.delete("s1")
+    assert await other.delete("s1") is True
+    assert not list(db.with_name(db.name + "-owners").glob("*.lock"))
