@@ -35,15 +35,14 @@ def make_agent(
     approval: Approval = "all",
     max_steps: int = 25,
     store: MemoryStore | None = None,
+    **loop: Any,
 ) -> Agent:
     router = ModelRouter()
     router.register("test", lambda name: provider)
     counter = itertools.count()
+    limits: dict[str, Any] = {"model_timeout_s": 10, "permission_timeout_s": 5, **loop}
     settings = LoopSettings(
-        max_steps=max_steps,
-        model_timeout_s=10,
-        permission_timeout_s=5,
-        new_id=lambda prefix: f"{prefix}_{next(counter)}",
+        max_steps=max_steps, new_id=lambda prefix: f"{prefix}_{next(counter)}", **limits
     )
     config = AgentConfig(model="test:m", approval=approval, loop=settings)
     agent = Agent(router=router, store=store or MemoryStore(), config=config)

@@ -633,3 +633,47 @@ async def test_steering_during_the_final_answer_gets_another_step_in_the_same_tu
     assert requests(session)[1].messages[-1].text == "actually, in French"
     assert len(session.steering) == 0  # nothing left over for the next turn
     assert_well_formed(seen)
+
+
+async def test_a_tool_that_overruns_its_timeout_is_stopped_and_reported() -> None:
+    async def stuck(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await anyio.sleep_forever()
+        return ToolResult()
+
+    tool = Tool(name="stuck", description="", kind="read", handler=stuck, timeout_s=0.05)
+    model = scripted({"tool_calls": [call("c1", "stuck")]}, {"text": "it timed out"})
+    session = await new_session(model, tools=[tool])
+    outcome, seen = await prompt(session)
+    assert outcome.stop_reason == "end_turn"
+    error = of(seen, ev.ToolFinished)[0].error
+    assert error is not None and error.code == "tool_timeout" and "0.05s" in error.message
+    assert requests(session)[1].messages[-1].is_error
+
+
+async def test_an_unanswered_permission_request_times_out_as_a_denial() -> None:
+    ran: list[str] = []
+
+    async def never(request: PermissionRequest) -> PermissionAnswer:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    model = scripted({"tool_calls": [call("c1", "write", text="x")]}, {"text": "ok"})
+    agent = make_agent(model, tools=[edit_tool(ran)], approval="ask", permission_timeout_s=0.05)
+    session = await agent.new_session("/work")
+    session.policy = StaticPolicy("ask", never)
+    outcome, seen = await prompt(session)
+    assert outcome.stop_reason == "end_turn" and ran == []
+    assert of(seen, ev.PermissionResolved)[0].outcome == "cancelled"
+    error = of(seen, ev.ToolFinished)[0].error
+    assert error is not None and error.code == "permission_timeout"
+    assert_well_formed(seen)
+
+
+async def test_a_stalled_model_is_bounded_by_the_model_timeout() -> None:
+    model = scripted({"text": "thinking", "hang": True})
+    agent = make_agent(model, model_timeout_s=0.1)
+    session = await agent.new_session("/work")
+    outcome, seen = await prompt(session)
+    assert outcome.error_code == "model_timeout"
+    assert "0.1s" in (outcome.error_message or "")
+    assert_well_formed(seen)
