@@ -58,7 +58,8 @@ plan `entries` = `content.entries`), overlay `M.steerable`, add `session_id` = t
 is `{"derived": true}` carry no LoopEvent and are skipped: MESSAGES_SNAPSHOT (the thread as
 AG-UI messages, sent before every RUN_FINISHED / RUN_ERROR), the second half of the
 reasoning pairs, and the server's own short streams (`derived_run`). A LoopEvent whose native
-form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTOM instead.
+form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTOM instead
+(for the run's own start and end, followed or preceded by a derived RUN_* event).
 
 RUN_FINISHED `outcome`: `cancelled` for stop reason `cancelled`; `interrupt` with the
 approval interrupts (id, reason, toolCallId, responseSchema) when there are any; otherwise
@@ -106,7 +107,6 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from pydantic import ValidationError
 
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
@@ -147,7 +147,11 @@ def _fields(event: LoopEvent, *names: str) -> dict[str, Any]:
     return {name: data[name] for name in names if data.get(name) is not None}
 
 
-def _token_usage(usage: Usage) -> list[TokenUsage]:
+def _token_usage(usage: Usage) -> list[TokenUsage] | None:
+    if min(usage.prompt_tokens, usage.completion_tokens, usage.reasoning_tokens) < 0:
+        return None  # not countable in AG-UI's terms; the exact figures ride in metadata
+    if usage.cached_tokens < 0:
+        return None
     return [
         TokenUsage(
             input_tokens=usage.prompt_tokens,
@@ -253,9 +257,26 @@ class AguiRenderer:
         if handler is not None:
             try:
                 return handler(event)
-            except ValidationError:
-                pass  # no valid native form: fall through to CUSTOM, still lossless
-        return [self.custom(event)]
+            except ValueError:  # pydantic's ValidationError too: no valid native form
+                pass
+        out: list[BaseEvent] = [self.custom(event)]
+        if isinstance(event, ev.RunStarted):  # the run must still open and close natively
+            self.started = True
+            out.insert(0, self._run_started_event(metadata=DERIVED))
+        elif isinstance(event, ev.RunFinished | ev.RunFailed):
+            out = [*self._snapshot(), *out]
+            out.append(
+                RunFinishedEvent(
+                    thread_id=self.thread_id,
+                    run_id=self.run_id,
+                    outcome=RunFinishedSuccessOutcome(),
+                    metadata=DERIVED,
+                )
+                if isinstance(event, ev.RunFinished)
+                else RunErrorEvent(message=event.message, code=event.code, metadata=DERIVED)
+            )
+            self.finished = True
+        return out
 
     def custom(self, event: LoopEvent) -> CustomEvent:
         """The CUSTOM form every kind can take: the whole event as its value."""

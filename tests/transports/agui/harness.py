@@ -1,0 +1,125 @@
+"""Helpers for driving the AG-UI app: an agent on the demo or a scripted model, RunAgentInput
+bodies, a POST that returns the decoded SSE frames, and a real uvicorn on 127.0.0.1:0."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anyio
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+
+from steerable_bridge.adapters.llm.demo import DemoProvider
+from steerable_bridge.adapters.tools.builtin import builtin_tools
+from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.model import ModelProvider
+from steerable_bridge.runtime.permissions import Approval
+from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.values import TextPart
+from steerable_bridge.transports.agui.app import create_app
+from tests.runtime.harness import make_agent
+from tests.transports.agui.decoding import frames
+
+WRITTEN: dict[str, str] = {}
+
+
+async def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    WRITTEN[str(args["path"])] = str(args["content"])
+    return ToolResult(content=(TextPart(text=f"wrote {args['path']}"),))
+
+
+WRITE_FILE = Tool(
+    name="write_file",
+    description="Write a file (test double that needs permission).",
+    parameters={
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+    kind="edit",
+    handler=_write_file,
+)
+
+
+async def _slow(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    await anyio.sleep(30)
+    return ToolResult(content=(TextPart(text="done"),))
+
+
+SLOW = Tool(name="slow", description="Takes 30 s.", kind="think", handler=_slow)
+
+
+def agent_for(
+    provider: ModelProvider | None = None,
+    *,
+    approval: Approval = "ask",
+    tools: Sequence[Tool] = (),
+) -> Agent:
+    return make_agent(
+        provider or DemoProvider(pace_ms=0),
+        tools=(*builtin_tools(shared_state=True), WRITE_FILE, *tools),
+        approval=approval,
+    )
+
+
+def run_input(thread: str, run: str, messages: Sequence[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"threadId": thread, "runId": run, "messages": list(messages), **extra}
+
+
+def user(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "content": text}
+
+
+async def post(
+    client: httpx.AsyncClient, body: Any, **kwargs: Any
+) -> tuple[httpx.Response, list[dict[str, Any]]]:
+    with anyio.fail_after(20):
+        response = await client.post("/agent", json=body, **kwargs)
+    is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
+    return response, frames(response.content) if is_sse else []
+
+
+@contextlib.asynccontextmanager
+async def asgi_client(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def live_server(app: Starlette) -> AsyncIterator[str]:
+    """Serve `app` with uvicorn on 127.0.0.1, a free port; yields the base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+
+
+def types(wire: Sequence[dict[str, Any]]) -> list[str]:
+    return [f["type"] for f in wire]
+
+
+__all__ = [
+    "SLOW",
+    "WRITE_FILE",
+    "WRITTEN",
+    "agent_for",
+    "asgi_client",
+    "create_app",
+    "live_server",
+    "post",
+    "run_input",
+    "types",
+    "user",
+]

@@ -1,0 +1,255 @@
+"""The AG-UI app over httpx's ASGI transport: every feature a web UI uses, and the HTTP rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.transports.agui.app import create_app
+from tests.runtime.harness import scripted
+from tests.transports.agui.decoding import decode
+from tests.transports.agui.harness import (
+    WRITTEN,
+    agent_for,
+    asgi_client,
+    post,
+    run_input,
+    types,
+    user,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_health_and_chat_page() -> None:
+    async with asgi_client(create_app(agent_for())) as client:
+        health = (await client.get("/health")).json()
+        page = await client.get("/")
+    assert health["status"] == "ok" and health["protocolVersion"] == "1.0"
+    assert page.status_code == 200 and "<html" in page.text.lower()
+
+
+async def test_a_run_streams_reasoning_tool_call_and_text_and_decodes_to_the_log() -> None:
+    app = create_app(agent_for())
+    async with asgi_client(app) as client:
+        body = run_input("t1", "r1", [user("u1", "think, then use a tool")], state={})
+        response, wire = await post(client, body)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    kinds = types(wire)
+    assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED" and "RUN_ERROR" not in kinds
+    for expected in (
+        "REASONING_START",
+        "REASONING_MESSAGE_CONTENT",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "STATE_SNAPSHOT",
+        "MESSAGES_SNAPSHOT",
+    ):
+        assert expected in kinds, expected
+    assert kinds.count("TOOL_CALL_ARGS") > 1  # streamed as the model produced it
+    starts = [f["messageId"] for f in wire if f["type"] == "TEXT_MESSAGE_START"]
+    assert len(starts) == 2 and starts[0] != starts[1]  # text after a tool call: a new id
+    result_at = kinds.index("TOOL_CALL_RESULT")
+    assert kinds.index("TEXT_MESSAGE_START", result_at) > result_at
+    session = app.state.threads.get("t1").session
+    assert decode(wire) == list(session.log.view())
+
+
+async def test_plan_is_an_activity_and_state_changes_stream_as_json_patch() -> None:
+    async with asgi_client(create_app(agent_for())) as client:
+        _, plan = await post(client, run_input("t1", "r1", [user("u1", "make a plan")]))
+        _, state = await post(client, run_input("t2", "r1", [user("u1", "state")], state={"n": 1}))
+    activity = [f for f in plan if f["type"] == "ACTIVITY_SNAPSHOT"]
+    assert activity and activity[0]["activityType"] == "plan"
+    assert len(activity[0]["content"]["entries"]) == 3
+    snapshot = next(f for f in state if f["type"] == "STATE_SNAPSHOT")
+    delta = next(f for f in state if f["type"] == "STATE_DELTA")
+    assert snapshot["snapshot"] == {"n": 1}
+    assert delta["delta"] == [{"op": "add", "path": "/demo", "value": "changed"}]
+    assert types(state).index("STATE_SNAPSHOT") < types(state).index("STATE_DELTA")
+
+
+async def test_threads_keep_history_and_resent_messages_are_not_duplicated() -> None:
+    app = create_app(agent_for())
+    async with asgi_client(app) as client:
+        _, first = await post(client, run_input("t1", "r1", [user("u1", "hello")]))
+        history = next(f for f in first if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        body = run_input("t1", "r2", [*history, user("u2", "again")])
+        _, second = await post(client, body)
+    log = list(app.state.threads.get("t1").session.log.view())
+    assert [e.message_id for e in log if isinstance(e, ev.UserMessage)] == ["u1", "u2"]
+    request = [e for e in log if isinstance(e, ev.ModelRequestEvent)][-1].request
+    assert [m.id for m in request.messages if m.role == "user"] == ["u1", "u2"]
+    snapshot = next(f for f in second if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert [m["id"] for m in snapshot[: len(history)]] == [m["id"] for m in history]
+
+
+FRONTEND_TOOL = {
+    "name": "show_card",
+    "description": "Show a card in the web page.",
+    "parameters": {"type": "object", "properties": {"title": {"type": "string"}}},
+}
+
+
+async def test_frontend_tool_round_trip() -> None:
+    app = create_app(agent_for())
+    async with asgi_client(app) as client:
+        body = run_input("t1", "r1", [user("u1", "please show_card")], tools=[FRONTEND_TOOL])
+        _, first = await post(client, body)
+        finished = first[-1]
+        assert finished["type"] == "RUN_FINISHED"
+        (call_id,) = finished["outcome"]["pendingToolCallIds"]
+        assert finished["outcome"]["type"] == "success"
+        start = next(f for f in first if f["type"] == "TOOL_CALL_START")
+        assert start["toolCallName"] == "show_card" and start["toolCallId"] == call_id
+        assert "TOOL_CALL_RESULT" not in types(first)
+        history = next(f for f in first if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        answer = {"id": "tm1", "role": "tool", "toolCallId": call_id, "content": "card shown"}
+        _, second = await post(
+            client, run_input("t1", "r2", [*history, answer], tools=[FRONTEND_TOOL])
+        )
+    result = next(f for f in second if f["type"] == "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == call_id and result["content"] == "card shown"
+    text = "".join(f["delta"] for f in second if f["type"] == "TEXT_MESSAGE_CONTENT")
+    assert "card shown" in text
+    assert second[-1]["outcome"] == {"type": "success"}
+
+
+@pytest.mark.parametrize("approved", [True, False])
+async def test_approval_interrupts_the_run_and_resume_continues_it(approved: bool) -> None:
+    WRITTEN.clear()
+    app = create_app(agent_for(approval="ask"))
+    async with asgi_client(app) as client:
+        _, first = await post(client, run_input("t1", "r1", [user("u1", "write a note")]))
+        outcome = first[-1]["outcome"]
+        assert outcome["type"] == "interrupt"
+        (interrupt,) = outcome["interrupts"]
+        assert interrupt["id"] == f"approval-{interrupt['toolCallId']}"
+        assert interrupt["responseSchema"]["required"] == ["approved"]
+        assert WRITTEN == {}
+        history = next(f for f in first if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": approved}}]
+        _, second = await post(client, run_input("t1", "r2", history, resume=resume))
+    result = next(f for f in second if f["type"] == "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == interrupt["toolCallId"]
+    status = result["metadata"]["steerable"]["status"]
+    assert status == ("completed" if approved else "failed")
+    assert (WRITTEN != {}) is approved
+    assert second[-1]["type"] == "RUN_FINISHED" and second[-1]["outcome"]["type"] == "success"
+
+
+async def test_model_errors_end_with_one_run_error() -> None:
+    async with asgi_client(create_app(agent_for())) as client:
+        _, wire = await post(client, run_input("t1", "r1", [user("u1", "show an error")]))
+    assert types(wire).count("RUN_ERROR") == 1 and wire[-1]["type"] == "RUN_ERROR"
+    assert wire[-1]["code"] == "demo_error" and "RUN_FINISHED" not in types(wire)
+
+
+async def test_bearer_token() -> None:
+    body = run_input("t1", "r1", [user("u1", "hi")])
+    async with asgi_client(create_app(agent_for(), token="s3cret")) as client:
+        missing, _ = await post(client, body)
+        wrong, _ = await post(client, body, headers={"Authorization": "Bearer nope"})
+        right, wire = await post(client, body, headers={"Authorization": "Bearer s3cret"})
+    assert missing.status_code == 401 and wrong.status_code == 401
+    assert missing.json()["error"]["code"] == "unauthorized"
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert right.status_code == 200 and wire[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_body_limit_checks_declared_and_actual_size() -> None:
+    big = run_input("t1", "r1", [user("u1", "x" * 2000)])
+    async with asgi_client(create_app(agent_for(), max_body=1000)) as client:
+        declared, _ = await post(client, big)
+
+        async def chunks() -> Any:
+            yield b'{"threadId":"t1","runId":"r1","messages":[],"pad":"'
+            yield b"y" * 2000
+            yield b'"}'
+
+        streamed = await client.post("/agent", content=chunks())
+    assert declared.status_code == 413 and declared.json()["error"]["code"] == "body_too_large"
+    assert "content-length" not in streamed.request.headers
+    assert streamed.status_code == 413
+
+
+async def test_invalid_input_is_422_with_the_errors() -> None:
+    async with asgi_client(create_app(agent_for())) as client:
+        not_json = await client.post("/agent", content=b"{nope")
+        missing, _ = await post(client, {"threadId": "t1", "messages": []})
+        bad_resume, _ = await post(
+            client,
+            run_input(
+                "t1", "r1", [], resume=[{"interruptId": "approval-x", "status": "resolved"}]
+            ),
+        )
+    assert not_json.status_code == 422 and not_json.json()["error"]["code"] == "invalid_json"
+    assert missing.status_code == 422
+    details = missing.json()["error"]["details"]
+    assert any(d["loc"] == ["runId"] for d in details)
+    assert bad_resume.status_code == 422
+    assert bad_resume.json()["error"]["code"] == "unknown_interrupt"
+
+
+async def test_cors_only_for_the_given_origins() -> None:
+    app = create_app(agent_for(), cors_origins=("https://app.example",))
+    async with asgi_client(app) as client:
+        ok = await client.get("/health", headers={"Origin": "https://app.example"})
+        other = await client.get("/health", headers={"Origin": "https://evil.example"})
+        preflight = await client.options(
+            "/agent",
+            headers={
+                "Origin": "https://app.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization,content-type",
+            },
+        )
+    async with asgi_client(create_app(agent_for())) as client:
+        closed = await client.get("/health", headers={"Origin": "https://app.example"})
+    assert ok.headers["access-control-allow-origin"] == "https://app.example"
+    assert "access-control-allow-origin" not in other.headers
+    assert preflight.status_code == 200
+    assert "access-control-allow-origin" not in closed.headers
+
+
+async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
+    slow = scripted({"text": "abcdefghijklmnopqrst", "chunk_size": 1, "delay_ms": 25}, loop=True)
+    app = create_app(agent_for(slow))
+    results: dict[str, Any] = {}
+    async with asgi_client(app) as client:
+
+        async def first() -> None:
+            results["first"] = await post(client, run_input("t1", "r1", [user("u1", "go")]))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            with anyio.fail_after(5):
+                while (session := app.state.threads.get("t1").session) is None or not session.running:
+                    await anyio.sleep(0.01)
+            busy, _ = await post(client, run_input("t1", "r2", [user("u1", "go"), user("u2", "more")]))
+            steer_props = {"steerable": {"steer": True}}
+            steer, short = await post(
+                client,
+                run_input(
+                    "t1", "r3", [user("u1", "go"), user("u3", "also this")], forwardedProps=steer_props
+                ),
+            )
+    assert busy.status_code == 409 and busy.json()["error"]["code"] == "thread_busy"
+    assert steer.status_code == 200
+    assert types(short) == ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]
+    assert short[1]["name"] == "steerable.steer_absorbed"
+    assert short[1]["value"]["messageIds"] == ["u3"]
+    _, wire = results["first"]
+    assert wire[-1]["type"] == "RUN_FINISHED"
+    steered = [e for e in decode(wire) if isinstance(e, ev.SteerApplied)]
+    assert [p.text for p in steered[0].content] == ["also this"]  # type: ignore[union-attr]
+    assert isinstance(httpx, object)

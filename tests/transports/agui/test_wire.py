@@ -1,0 +1,73 @@
+"""The fast SSE encoder writes exactly the bytes `EventEncoder` writes for the same events."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.transports.agui.renderer import AguiRenderer
+from steerable_bridge.transports.agui.wire import _FAST, SseEncoder
+from tests.runtime.strategies import for_dataclass
+
+START = ev.RunStarted(session_id="t", run_id="r", seq=0, ts=1, model="m")
+_any_text = st.text(st.characters(codec="utf-8"), max_size=20)
+
+
+def _pair() -> tuple[SseEncoder, SseEncoder]:
+    fast = SseEncoder(AguiRenderer(thread_id="t", run_id="x", messages=lambda: []))
+    slow = SseEncoder(AguiRenderer(thread_id="t", run_id="x", messages=lambda: []))
+    assert fast.encode(START) == slow.encode_models(slow.renderer.render(START))
+    return fast, slow
+
+
+def _bounded(event: ev.LoopEvent) -> ev.LoopEvent:
+    return dataclasses.replace(event, ts=abs(event.ts) % 2**50)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_every_kind_is_byte_identical_to_the_sdk_encoder(data: st.DataObject) -> None:
+    fast, slow = _pair()
+    for cls in ev.EVENT_TYPES:
+        if cls is ev.RunStarted:
+            continue
+        event = _bounded(data.draw(for_dataclass(cls)))
+        assert fast.encode(event) == slow.encode_models(slow.renderer.render(event)), cls
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cls=st.sampled_from(sorted(_FAST, key=lambda c: c.__name__)),
+    text=_any_text,
+    other=_any_text,
+    number=st.integers(min_value=0, max_value=2**50),
+)
+def test_fast_kinds_escape_any_text_like_the_sdk(
+    cls: type[ev.EventBase], text: str, other: str, number: int
+) -> None:
+    fast, slow = _pair()
+    fields = {
+        "session_id": "t",
+        "run_id": other,
+        "seq": number,
+        "ts": number,
+        "message_id": other,
+        "delta": text,
+        "call_id": text,
+        "name": other,
+        "parent_message_id": text,
+        "step": number,
+    }
+    names = {f.name for f in dataclasses.fields(cls)} - {"kind"}
+    event = cls(**{k: v for k, v in fields.items() if k in names})
+    assert fast.encode(event) == slow.encode_models(slow.renderer.render(event))  # type: ignore[arg-type]
+
+
+def test_the_fast_path_is_taken_for_hot_kinds() -> None:
+    fast, _ = _pair()
+    delta = ev.TextDelta(session_id="t", run_id="r", seq=1, ts=2, message_id="m", delta="hi")
+    assert _FAST[ev.TextDelta](delta) == fast.encode(delta)
+    assert b'"delta":"hi"' in fast.encode(delta)
