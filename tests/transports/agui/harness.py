@@ -4,7 +4,8 @@ bodies, a POST that returns the decoded SSE frames, and a real uvicorn on 127.0.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+import itertools
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -65,7 +66,9 @@ def agent_for(
     )
 
 
-def run_input(thread: str, run: str, messages: Sequence[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+def run_input(
+    thread: str, run: str, messages: Sequence[dict[str, Any]], **extra: Any
+) -> dict[str, Any]:
     return {"threadId": thread, "runId": run, "messages": list(messages), **extra}
 
 
@@ -96,14 +99,21 @@ async def live_server(app: Starlette) -> AsyncIterator[str]:
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.01)
+        await until(lambda: server.started, 10)
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
             server.should_exit = True
+
+
+async def until(condition: Callable[[], object], limit_s: float = 5.0) -> None:
+    """Wait (bounded) until `condition()` is true; polls every 10 ms."""
+    with anyio.fail_after(limit_s):
+        for _ in itertools.count():
+            if condition():
+                return
+            await anyio.sleep(0.01)
 
 
 def types(wire: Sequence[dict[str, Any]]) -> list[str]:
@@ -121,5 +131,6 @@ __all__ = [
     "post",
     "run_input",
     "types",
+    "until",
     "user",
 ]

@@ -19,6 +19,7 @@ from tests.transports.agui.harness import (
     post,
     run_input,
     types,
+    until,
     user,
 )
 
@@ -137,7 +138,13 @@ async def test_approval_interrupts_the_run_and_resume_continues_it(approved: boo
         assert interrupt["responseSchema"]["required"] == ["approved"]
         assert WRITTEN == {}
         history = next(f for f in first if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
-        resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": approved}}]
+        resume = [
+            {
+                "interruptId": interrupt["id"],
+                "status": "resolved",
+                "payload": {"approved": approved},
+            }
+        ]
         _, second = await post(client, run_input("t1", "r2", history, resume=resume))
     result = next(f for f in second if f["type"] == "TOOL_CALL_RESULT")
     assert result["toolCallId"] == interrupt["toolCallId"]
@@ -188,9 +195,7 @@ async def test_invalid_input_is_422_with_the_errors() -> None:
         missing, _ = await post(client, {"threadId": "t1", "messages": []})
         bad_resume, _ = await post(
             client,
-            run_input(
-                "t1", "r1", [], resume=[{"interruptId": "approval-x", "status": "resolved"}]
-            ),
+            run_input("t1", "r1", [], resume=[{"interruptId": "approval-x", "status": "resolved"}]),
         )
     assert not_json.status_code == 422 and not_json.json()["error"]["code"] == "invalid_json"
     assert missing.status_code == 422
@@ -232,15 +237,20 @@ async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(first)
-            with anyio.fail_after(5):
-                while (session := app.state.threads.get("t1").session) is None or not session.running:
-                    await anyio.sleep(0.01)
-            busy, _ = await post(client, run_input("t1", "r2", [user("u1", "go"), user("u2", "more")]))
+            await until(
+                lambda: (s := app.state.threads.get("t1").session) is not None and s.running
+            )
+            busy, _ = await post(
+                client, run_input("t1", "r2", [user("u1", "go"), user("u2", "more")])
+            )
             steer_props = {"steerable": {"steer": True}}
             steer, short = await post(
                 client,
                 run_input(
-                    "t1", "r3", [user("u1", "go"), user("u3", "also this")], forwardedProps=steer_props
+                    "t1",
+                    "r3",
+                    [user("u1", "go"), user("u3", "also this")],
+                    forwardedProps=steer_props,
                 ),
             )
     assert busy.status_code == 409 and busy.json()["error"]["code"] == "thread_busy"

@@ -140,7 +140,9 @@ def test_events_before_run_started_are_held_until_it_comes() -> None:
 
 def test_reasoning_renders_as_span_and_message() -> None:
     start = ev.ReasoningStart(session_id=THREAD, run_id="r1", seq=0, ts=1, message_id="t1")
-    delta = ev.ReasoningDelta(session_id=THREAD, run_id="r1", seq=0, ts=1, message_id="t1", delta="hm")
+    delta = ev.ReasoningDelta(
+        session_id=THREAD, run_id="r1", seq=0, ts=1, message_id="t1", delta="hm"
+    )
     end = ev.ReasoningEnd(session_id=THREAD, run_id="r1", seq=0, ts=1, message_id="t1")
     wire = _run(start, delta, end, end=_finished(stop_reason="end_turn"))
     assert [f["type"] for f in wire[1:6]] == [
