@@ -1,0 +1,297 @@
+"""The scenario corpus: scripted conversations, run through the real loop, compared normalised.
+
+Each `scenarios/<name>.json` holds a scripted-model script (see `adapters/llm/scripted.py`),
+the turns a client makes (prompt, AG-UI state / frontend tools / tool results / resume, how
+it answers permission requests, and when it cancels, steers or queues a follow-up — named by
+the LoopEvent kind that triggers it), the transports that can express it, and the expected
+LoopEvent sequence, normalised (`normalize`: run-scoped events only; no session id, seq or
+ts; ids renamed in order of first use; the model route and the model request's prompt and
+tool list left out). `run_in_process(scenario)` plays it through the runtime `Agent` with a
+`MemoryStore`; `live.py` plays it through the real transports. `load_scenarios()` reads the
+corpus shipped with the package.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from importlib import resources
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
+from steerable_bridge.adapters.storage.memory import MemoryStore
+from steerable_bridge.conformance.scenario_tools import scenario_tools
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.loop import ClientToolResult, LoopSettings, ResumeDecision, TurnInput
+from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
+from steerable_bridge.runtime.routing import ModelRouter
+from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.values import TextPart, canonical_json
+
+__all__ = [
+    "ROUTE",
+    "Scenario",
+    "Transport",
+    "Turn",
+    "TurnActions",
+    "expected_json",
+    "frontend_tools",
+    "load_scenarios",
+    "normalize",
+    "refresh_expected",
+    "run_in_process",
+    "scenario_agent",
+    "turn_input",
+]
+
+Transport = Literal["acp", "agui"]
+ROUTE = "scripted:scenario"
+"""The model route scenarios run on (in process and in the AG-UI app)."""
+PermissionChoice = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FrontendTool(_Strict):
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ToolAnswer(_Strict):
+    call_id: str
+    text: str
+    is_error: bool = False
+
+
+class Approval(_Strict):
+    call_id: str
+    approved: bool
+
+
+class Trigger(_Strict):
+    """Act when the first event of kind `on` arrives (cancel, or send `text`)."""
+
+    on: str
+    text: str = ""
+
+
+class Turn(_Strict):
+    """One client request: a prompt (AG-UI: one run) and how the client behaves during it."""
+
+    prompt: str | None = None
+    state: JsonValue = None
+    frontend_tools: list[FrontendTool] = Field(default_factory=list)
+    tool_results: list[ToolAnswer] = Field(default_factory=list)
+    resume: list[Approval] = Field(default_factory=list)
+    permission: PermissionChoice = "allow_once"
+    cancel: Trigger | None = None
+    steer: Trigger | None = None
+    follow_up: Trigger | None = None
+
+
+class Scenario(_Strict):
+    name: str
+    description: str
+    transports: list[Transport]
+    why_not: str = ""
+    """Why a transport is missing from `transports` (shown in reports)."""
+    max_steps: int = 25
+    script: Script
+    turns: list[Turn]
+    expected: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def defers_approval(self) -> bool:
+        """AG-UI-only scenarios answer approvals in the next run (interrupts), not live."""
+        return "acp" not in self.transports
+
+
+def load_scenarios(names: Iterable[str] = ()) -> list[Scenario]:
+    """The shipped corpus (or the named scenarios), sorted by name."""
+    wanted = set(names)
+    folder = resources.files(__package__) / "scenarios"
+    out = [
+        Scenario.model_validate_json(entry.read_text(encoding="utf-8"))
+        for entry in folder.iterdir()
+        if entry.name.endswith(".json") and (not wanted or entry.name[:-5] in wanted)
+    ]
+    return sorted(out, key=lambda s: s.name)
+
+
+# -- normalisation ------------------------------------------------------------------------
+
+_ID_KEYS = frozenset({"run_id", "message_id", "parent_message_id", "parent_run_id"})
+_DROP = frozenset({"session_id", "seq", "ts"})
+
+
+def _request_summary(request: dict[str, Any]) -> list[dict[str, Any]]:
+    summary = []
+    for message in request["messages"]:
+        text = "".join(p.get("text", "") for p in message["content"] if p.get("type") == "text")
+        item: dict[str, Any] = {"role": message["role"], "text": text}
+        if message["tool_calls"]:
+            item["calls"] = [c["call_id"] for c in message["tool_calls"]]
+        if message["tool_call_id"]:
+            item["answers"] = message["tool_call_id"]
+        summary.append(item)
+    return summary
+
+
+def normalize(events: Sequence[LoopEvent]) -> list[dict[str, Any]]:
+    """Run-scoped events as JSON with ids renamed by first use and volatile fields left out."""
+    names: dict[str, str] = {}
+
+    def rename(value: str) -> str:
+        if value not in names:
+            names[value] = f"id{len(names) + 1}"
+        return names[value]
+
+    out = []
+    for event in events:
+        if not event.run_id:
+            continue
+        data = codec.event_to_jsonable(event)
+        item: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in _DROP:
+                continue
+            if key in _ID_KEYS and isinstance(value, str):
+                value = rename(value)
+            elif key == "model" and value is not None:
+                value = "<model>"
+            elif key == "request":
+                value = _request_summary(value)
+            item[key] = value
+        out.append(item)
+    return out
+
+
+# -- in process ---------------------------------------------------------------------------
+
+
+def frontend_tools(turn: Turn) -> tuple[Tool, ...]:
+    return tuple(
+        Tool(
+            name=t.name,
+            description=t.description,
+            parameters=dict(t.parameters),
+            executor="frontend",
+        )
+        for t in turn.frontend_tools
+    )
+
+
+def turn_input(turn: Turn) -> TurnInput:
+    """What the runtime gets for a turn (the transports derive the same from their wire)."""
+    return TurnInput(
+        content=(TextPart(text=turn.prompt),) if turn.prompt else (),
+        tool_results=tuple(
+            ClientToolResult(
+                call_id=a.call_id, content=(TextPart(text=a.text),), is_error=a.is_error
+            )
+            for a in turn.tool_results
+        ),
+        resume=tuple(ResumeDecision(call_id=a.call_id, approved=a.approved) for a in turn.resume),
+        state_json=canonical_json(turn.state) if turn.state is not None else None,
+        client_tools=frontend_tools(turn),
+    )
+
+
+def scenario_agent(scenario: Scenario) -> Agent:
+    """An agent on a fresh scripted provider, with the scenario tool set registered."""
+    provider = ScriptedProvider(scenario.script, route=ROUTE)
+    router = ModelRouter()
+    router.register("scripted", lambda model: provider)
+    router.offer(ROUTE)
+    config = AgentConfig(
+        model=ROUTE,
+        approval="ask",
+        loop=LoopSettings(max_steps=scenario.max_steps, new_id=new_id),
+    )
+    agent = Agent(router=router, store=MemoryStore(), config=config)
+    for tool in scenario_tools():
+        agent.tools.register(tool)
+    return agent
+
+
+class TurnActions:
+    """Fires a turn's cancel / steer / follow-up triggers once each, on the first matching kind.
+
+    `act(name, text)` is the transport-specific way to do it; every runner uses this class so
+    the triggers mean the same everywhere.
+    """
+
+    def __init__(self, turn: Turn, act: Callable[[str, str], Any]) -> None:
+        self._pending = {
+            name: trigger
+            for name, trigger in (
+                ("cancel", turn.cancel),
+                ("steer", turn.steer),
+                ("follow_up", turn.follow_up),
+            )
+            if trigger is not None
+        }
+        self._act = act
+
+    def due(self, kind: str) -> list[tuple[str, str]]:
+        """The actions the first event of `kind` fires (each fires once)."""
+        fired = [(n, t.text) for n, t in self._pending.items() if t.on == kind]
+        for name, _ in fired:
+            del self._pending[name]
+        return fired
+
+    async def observe(self, event: LoopEvent) -> None:
+        for name, text in self.due(event.kind):
+            result = self._act(name, text)
+            if hasattr(result, "__await__"):
+                await result
+
+
+async def run_in_process(scenario: Scenario, *, timeout_s: float = 30.0) -> list[LoopEvent]:
+    """Play the scenario through the runtime; every event of the session's log."""
+    agent = scenario_agent(scenario)
+    session = await agent.new_session("/")
+
+    def act(name: str, text: str) -> None:
+        if name == "cancel":
+            session.cancel()
+        elif name == "steer":
+            session.steer((TextPart(text=text),))
+        else:
+            session.follow_up((TextPart(text=text),))
+
+    for turn in scenario.turns:
+        choice = turn.permission
+
+        async def ask(
+            request: PermissionRequest, choice: PermissionChoice = choice
+        ) -> PermissionAnswer:
+            return PermissionAnswer(outcome=choice, option_id=choice)
+
+        session.policy = StaticPolicy("ask", ask, defer=scenario.defers_approval)
+        actions = TurnActions(turn, act)
+        with anyio.fail_after(timeout_s):
+            await session.prompt(turn_input(turn), actions.observe)
+    return list(session.log.view())
+
+
+def expected_json(events: Sequence[LoopEvent]) -> str:
+    """The `expected` list as it is written into a scenario file."""
+    return json.dumps(normalize(events), indent=1, ensure_ascii=False)
+
+
+async def refresh_expected(path: str) -> None:
+    """Rewrite a scenario file's `expected` from the real loop (after a deliberate change)."""
+    file = anyio.Path(path)
+    data = json.loads(await file.read_text(encoding="utf-8"))
+    events = await run_in_process(Scenario.model_validate(data))
+    data["expected"] = normalize(events)
+    await file.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
