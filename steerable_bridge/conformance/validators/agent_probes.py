@@ -24,7 +24,7 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation, InitializeResponse
 from pydantic import ValidationError
 
-from steerable_bridge.conformance.validators.report import Check, CheckStatus
+from steerable_bridge.conformance.validators.report import Check, CheckStatus, CouldNotRun
 from steerable_bridge.conformance.validators.transcript import (
     Transcript,
     TranscriptEntry,
@@ -50,12 +50,6 @@ _CREDENTIALS = re.compile(
     r"credential|api[ _-]?key|auth|token|unauthori[sz]ed|log ?in|sign ?in|forbidden|quota",
     re.IGNORECASE,
 )
-
-
-class CouldNotRun(Exception):
-    """The agent could not be checked at all (exit status 2); the message names the remedy."""
-
-    code = "could_not_run"
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from typing import Literal
 __all__ = [
     "Check",
     "CheckStatus",
+    "CouldNotRun",
     "Report",
     "checks_from_findings",
     "report_from_json",
@@ -28,6 +29,14 @@ __all__ = [
 ]
 
 CheckStatus = Literal["pass", "fail", "skipped"]
+
+
+class CouldNotRun(Exception):
+    """The target could not be checked at all (exit status 2); the message names the remedy."""
+
+    code = "could_not_run"
+
+
 _STATUSES: tuple[CheckStatus, ...] = ("pass", "fail", "skipped")
 
 
