@@ -1,0 +1,68 @@
+"""The AG-UI app on a real uvicorn (127.0.0.1, port 0): streaming as it happens, keep-alive
+comments, and a client that disconnects cancelling its turn within a second."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import httpx
+import pytest
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.transports.agui.app import create_app
+from tests.runtime.harness import scripted
+from tests.transports.agui.decoding import frames
+from tests.transports.agui.harness import SLOW, agent_for, live_server, run_input, until, user
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_events_arrive_while_the_turn_runs_with_keepalive_comments() -> None:
+    slow = scripted({"text": "abcdefghij", "chunk_size": 1, "delay_ms": 40})
+    app = create_app(agent_for(slow), keepalive_s=0.05)
+    async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        started = time.monotonic()
+        first_at = None
+        body = b""
+        async with client.stream(
+            "POST", "/agent", json=run_input("t1", "r1", [user("u", "go")])
+        ) as response:
+            async for chunk in response.aiter_bytes():
+                if first_at is None and b"TEXT_MESSAGE_CONTENT" in chunk:
+                    first_at = time.monotonic() - started
+                body += chunk
+        total = time.monotonic() - started
+    assert first_at is not None and first_at < total - 0.2  # streamed, not buffered
+    assert b": keep-alive\n\n" in body
+    wire = frames(body)
+    assert wire[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_disconnect_cancels_the_turn_within_a_second(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="steerable_bridge.agui")
+    hangs = scripted({"text": "working", "tool_calls": [{"id": "c1", "name": "slow"}]})
+    app = create_app(agent_for(hangs, tools=[SLOW]))
+    async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        async with client.stream(
+            "POST", "/agent", json=run_input("t1", "r1", [user("u", "go")])
+        ) as response:
+            async for line in response.aiter_lines():
+                if "steerable.tool_started" in line:
+                    break
+        left = time.monotonic()
+        session = app.state.threads.get("t1").session
+        await until(lambda: not session.running, 1.0)
+        elapsed = time.monotonic() - left
+        await until(lambda: not app.state.threads.get("t1").busy, 1.0)
+    assert elapsed < 1.0
+    log = list(session.log.view())
+    finished = [e for e in log if isinstance(e, ev.RunFinished)]
+    assert [f.stop_reason for f in finished] == ["cancelled"]
+    results = [e for e in log if isinstance(e, ev.ToolFinished)]
+    assert [(r.call_id, r.status) for r in results] == [("c1", "cancelled")]
+    assert isinstance(log[-1], ev.RunFinished)
+    assert "client disconnected; cancelling the turn" in caplog.text
+    assert "ended cancelled" in caplog.text
