@@ -84,6 +84,7 @@ def load_tools(spec: str) -> list[Any]:
 
 def main(args: argparse.Namespace) -> int:
     import dataclasses
+    import functools
 
     import anyio
 
@@ -100,5 +101,10 @@ def main(args: argparse.Namespace) -> int:
         agent.config,
         loop=dataclasses.replace(agent.config.loop, permission_timeout_s=args.permission_timeout),
     )
-    anyio.run(serve, agent)
+    # Workspace tools, the editor's fs / terminal, and MCP servers for every session.
+    from steerable_bridge.adapters.tools.kit import WorkspaceKit
+    from steerable_bridge.transports.acp.client_env import AcpWorkspaces
+
+    workspaces = AcpWorkspaces(WorkspaceKit)
+    anyio.run(functools.partial(serve, agent, workspaces=workspaces))
     return 0

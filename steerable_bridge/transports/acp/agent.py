@@ -36,6 +36,7 @@ from steerable_bridge.runtime.session import Session, SessionBusy
 from steerable_bridge.runtime.storage import StoreError
 from steerable_bridge.runtime.values import Command, TextPart
 from steerable_bridge.transports.acp import errors
+from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.content import PromptBlock, ReadText, prompt_parts
 from steerable_bridge.transports.acp.permissions import AcpPermissionAsker
 from steerable_bridge.transports.acp.renderer import (
@@ -89,8 +90,10 @@ class AcpAgent:
         spawn: Callable[[Callable[[], Awaitable[None]]], None],
         choose_environment: EnvironmentChooser = keep_runtime_environment,
         prompt_requests: dict[Any, str] | None = None,
+        workspaces: AcpWorkspaces | None = None,
     ) -> None:
         self.agent = agent
+        self.workspaces = workspaces
         self.link = ClientLink()
         self.sessions: dict[str, AcpSession] = {}
         self.choose_environment = choose_environment
@@ -151,7 +154,11 @@ class AcpAgent:
                     close=acp.SessionCloseCapabilities(),
                     delete=acp.SessionDeleteCapabilities(),
                     fork=acp.SessionForkCapabilities(),
+                    additional_directories=(
+                        acp.SessionAdditionalDirectoriesCapabilities() if self.workspaces else None
+                    ),
                 ),
+                mcp_capabilities=acp.McpCapabilities(http=False, sse=False),  # stdio only
             ),
             auth_methods=auth_methods,
         )
@@ -240,11 +247,8 @@ class AcpAgent:
     ) -> acp.NewSessionResponse:
         cwd = self._check_cwd(cwd)
         self._check_auth(self.agent.config.model)
-        if mcp_servers:
-            log.info(
-                "ignoring %d MCP servers: this build does not connect to them", len(mcp_servers)
-            )
         state = self._open(await self.agent.new_session(cwd))
+        await self._mount(state, mcp_servers, kwargs)
         event = await state.session.record(ev.CommandsUpdated, commands=COMMANDS)
         self._after_response(state, event)
         return acp.NewSessionResponse(
@@ -266,6 +270,7 @@ class AcpAgent:
             await state.emit(event, replay)
         if not has_commands:
             await state.emit(await session.record(ev.CommandsUpdated, commands=COMMANDS))
+        await self._mount(state, mcp_servers, kwargs)
         return acp.LoadSessionResponse(
             modes=mode_state(session.mode),
             config_options=list(model_options(self.agent.router.routes, session.model)),
@@ -275,7 +280,7 @@ class AcpAgent:
         self, cwd: str, session_id: str, **kwargs: Any
     ) -> acp.ResumeSessionResponse:
         session = await self._loaded(session_id, self._check_cwd(cwd))
-        self._open(session)
+        await self._mount(self._open(session), kwargs.get("mcp_servers"), kwargs)
         return acp.ResumeSessionResponse(
             modes=mode_state(session.mode),
             config_options=list(model_options(self.agent.router.routes, session.model)),
@@ -293,7 +298,7 @@ class AcpAgent:
             fork.log.append(replace(event, session_id=fork.id))
         await fork.log.commit()
         fork.facts = session_facts(fork.log.view())
-        self._open(fork)
+        await self._mount(self._open(fork), kwargs.get("mcp_servers"), kwargs)
         return acp.ForkSessionResponse(
             session_id=fork.id,
             modes=mode_state(fork.mode),
@@ -332,6 +337,7 @@ class AcpAgent:
             raise errors.session_not_found(session_id)
         if state.token is not None:
             state.token.cancel("the session was closed")
+        await self._unmount(session_id)
         await self.agent.close_session(session_id)
         return acp.CloseSessionResponse()
 
@@ -340,9 +346,30 @@ class AcpAgent:
         state = self.sessions.pop(request.session_id, None)
         if state is not None and state.token is not None:
             state.token.cancel("the session was deleted")
+        await self._unmount(request.session_id)
         if not await self.agent.delete_session(request.session_id):
             raise errors.session_not_found(request.session_id)
         return acp.DeleteSessionResponse().model_dump(by_alias=True, exclude_none=True)
+
+    # -- workspace: environment, workspace tools, MCP servers (see client_env.py) -------------
+
+    async def _mount(
+        self, state: AcpSession, mcp_servers: list[Any] | None, kwargs: dict[str, Any]
+    ) -> None:
+        if self.workspaces is None:
+            if mcp_servers:
+                log.info("ignoring %d MCP servers: no workspace is configured", len(mcp_servers))
+            return
+        await self.workspaces.mount(
+            state,
+            spawn=self._spawn,
+            mcp_servers=mcp_servers,
+            additional_directories=kwargs.get("additional_directories"),
+        )
+
+    async def _unmount(self, session_id: str) -> None:
+        if self.workspaces is not None:
+            await self.workspaces.unmount(session_id)
 
     # -- mode and model -----------------------------------------------------------------------
 

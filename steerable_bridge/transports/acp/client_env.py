@@ -257,10 +257,9 @@ def stdio_specs(servers: Sequence[Any]) -> tuple[list[StdioServerSpec], list[str
 class AcpWorkspaces:
     """Mounts and unmounts each ACP session's workspace kit (see the module docstring)."""
 
-    KEY = "workspace_kit"
-
     def __init__(self, factory: KitFactory) -> None:
         self.factory = factory
+        self.kits: dict[str, SessionKit] = {}
 
     async def mount(
         self,
@@ -271,10 +270,10 @@ class AcpWorkspaces:
         additional_directories: Sequence[str] | None,
     ) -> None:
         """Give the session its environment and tools, start its MCP servers, report failures."""
-        await self.unmount(state)
         session = state.session
+        await self.unmount(session.id)
         kit = self.factory(session.cwd, tuple(additional_directories or ()), spawn)
-        state.extra[self.KEY] = kit
+        self.kits[session.id] = kit
         session.environment = ClientEnvironment(
             state.link.conn, session.id, state.link.capabilities, kit.environment
         )
@@ -292,10 +291,14 @@ class AcpWorkspaces:
 
             spawn(tell)
 
-    async def unmount(self, state: AcpSession) -> None:
+    async def unmount(self, session_id: str) -> None:
         """Stop the session's MCP servers; safe to call twice."""
-        kit: SessionKit | None = state.extra.pop(self.KEY, None)
+        kit = self.kits.pop(session_id, None)
         if kit is not None:
             with anyio.CancelScope(shield=True):
                 await kit.aclose()
-            state.session.extra_tools = ()
+
+    async def aclose(self) -> None:
+        """Stop every session's servers (the connection is ending)."""
+        for session_id in list(self.kits):
+            await self.unmount(session_id)

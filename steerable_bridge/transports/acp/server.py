@@ -33,6 +33,7 @@ from acp.task import MessageSender, TaskSupervisor
 
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.transports.acp.agent import GAP_PREFIX, AcpAgent
+from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.session import EnvironmentChooser, keep_runtime_environment
 
 __all__ = ["GAP_METHODS", "GuardedTransport", "serve"]
@@ -141,7 +142,10 @@ def configure_logging(level: str, file: str | None = None) -> None:
 
 
 async def serve(
-    agent: Agent, *, choose_environment: EnvironmentChooser = keep_runtime_environment
+    agent: Agent,
+    *,
+    choose_environment: EnvironmentChooser = keep_runtime_environment,
+    workspaces: AcpWorkspaces | None = None,
 ) -> None:
     """Serve one ACP client on stdin / stdout until it closes stdin."""
     reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
@@ -158,6 +162,7 @@ async def serve(
             spawn=spawn,
             choose_environment=choose_environment,
             prompt_requests=transport.prompts,
+            workspaces=workspaces,
         )
         # A plain class on purpose (see agent.py), so it only structurally resembles acp.Agent.
         conn = AgentSideConnection(
@@ -169,6 +174,8 @@ async def serve(
             for state in list(acp_agent.sessions.values()):
                 if state.token is not None:
                     state.token.cancel("the client closed the connection")
+            if workspaces is not None:  # stop MCP servers before their tasks are cancelled
+                await workspaces.aclose()
             tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await conn.close()
