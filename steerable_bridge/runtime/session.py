@@ -26,7 +26,7 @@ from steerable_bridge.runtime.permissions import PermissionPolicy, StaticPolicy
 from steerable_bridge.runtime.projection import SessionFacts, session_facts
 from steerable_bridge.runtime.recovery import close_interrupted_run
 from steerable_bridge.runtime.steering import InputQueue
-from steerable_bridge.runtime.storage import claim_session
+from steerable_bridge.runtime.storage import SessionBusy, claim_session
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.values import ContentPart
 
@@ -34,18 +34,6 @@ if TYPE_CHECKING:
     from steerable_bridge.runtime.agent import Agent
 
 __all__ = ["Session", "SessionBusy"]
-
-
-class SessionBusy(Exception):
-    """A second prompt reached a session that is already running one."""
-
-    code = "session_busy"
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(
-            f"session {session_id} is already running a prompt; wait for it to finish or"
-            " cancel it first"
-        )
 
 
 class Session:
@@ -63,6 +51,8 @@ class Session:
         self.steering = InputQueue()
         self.follow_ups = InputQueue()
         self._running: CancelToken | None = None
+        self._claiming = anyio.Lock()
+        """Serialises this session's own claims (a turn, or a record outside one)."""
         self.closed = False
 
     @property
@@ -102,7 +92,7 @@ class Session:
         token = cancel or CancelToken()
         self._running = token
         try:
-            async with claim_session(self.agent.store, self.id):
+            async with self._claiming, claim_session(self.agent.store, self.id):
                 try:
                     await self.catch_up()
                     provider = self.agent.router.resolve(self.model)
@@ -169,9 +159,12 @@ class Session:
         """Log a session-level event outside any turn (mode, config, commands)."""
         if self._running is not None:
             return await self._record(cls, fields)
-        async with claim_session(self.agent.store, self.id):
-            await self.catch_up()
-            return await self._record(cls, fields)
+        async with self._claiming:
+            if self._running is not None:  # a turn started while we waited: it holds the claim
+                return await self._record(cls, fields)
+            async with claim_session(self.agent.store, self.id):
+                await self.catch_up()
+                return await self._record(cls, fields)
 
     async def _record(self, cls: type[ev.EventBase], fields: dict[str, Any]) -> ev.LoopEvent:
         event: ev.LoopEvent = self.log.record(cls, "", **fields)  # type: ignore[assignment]

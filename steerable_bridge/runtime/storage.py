@@ -27,6 +27,7 @@ from typing import Protocol, cast
 from steerable_bridge.runtime.events import LoopEvent
 
 __all__ = [
+    "SessionBusy",
     "SessionNotFound",
     "SessionOwned",
     "SessionPage",
@@ -75,15 +76,34 @@ class SessionNotFound(StoreError):
         )
 
 
-class SessionOwned(StoreError):
-    """Another process (or another agent in this one) is running a turn in the session."""
+class SessionBusy(Exception):
+    """A second prompt reached a session that is already running one (re-exported by
+    `runtime.session`, where it has always been imported from)."""
+
+    code = "session_busy"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id} is already running a prompt; wait for it to finish or"
+            " cancel it first"
+        )
+
+
+class SessionOwned(SessionBusy, StoreError):
+    """Another process (or another agent in this one) is running a turn in the session.
+
+    A `SessionBusy` (so code that handles a busy session handles this one) and a
+    `StoreError` with code `session_owned` whose message names the owner.
+    """
 
     def __init__(self, session_id: str, owner: str) -> None:
-        super().__init__(
-            "session_owned",
+        message = (
             f"session {session_id} is running a turn in {owner}; wait for that turn to"
-            " finish, cancel it there, or stop that process",
+            " finish, cancel it there, or stop that process"
         )
+        Exception.__init__(self, message)
+        self.code = "session_owned"
+        self.message = message
         self.session_id = session_id
         self.owner = owner
 

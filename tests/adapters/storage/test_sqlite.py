@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from steerable_bridge.adapters.llm.scripted import Round, Script, ScriptedProvider
@@ -18,7 +19,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
 from steerable_bridge.runtime.loop import TurnInput
 from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.storage import SessionOwned, SessionRecord, StoreError
+from steerable_bridge.runtime.storage import SessionBusy, SessionOwned, SessionRecord, StoreError
 from steerable_bridge.runtime.values import TextPart
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
@@ -252,6 +253,7 @@ async def test_another_owner_blocks_prompt_and_recovery_but_not_loading(
         with pytest.raises(SessionOwned) as err:
             await loaded.prompt(prompt("hi"))
         assert err.value.code == "session_owned" and f"process {os.getpid()}" in err.value.message
+        assert isinstance(err.value, SessionBusy)  # transports handling busy handle this too
         assert owner.owner(session.id) is not None
     assert owner.owner(session.id) is None
     outcome = await loaded.prompt(prompt("hi"))  # the owner is gone: close its run, go on
@@ -287,3 +289,18 @@ async def test_delete_is_refused_while_another_owner_runs_a_turn(
             await other.delete("s1")
     assert await other.delete("s1") is True
     assert not list(db.with_name(db.name + "-owners").glob("*.lock"))
+
+
+async def test_concurrent_session_records_in_one_process_wait_for_each_other(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    agent = agent_on(open_store(db, stores), [Round(text="ok")])
+    session = await agent.new_session("/w")
+    async with anyio.create_task_group() as tg:
+        for mode in ("a", "b", "c"):
+            tg.start_soon(lambda m=mode: session.record(ev.ModeChanged, mode_id=m))
+        tg.start_soon(session.prompt, prompt("hi"))
+    stored = await open_store(db, stores).read(session.id)
+    assert [e.seq for e in stored] == list(range(len(stored)))
+    assert sorted(e.mode_id for e in stored if isinstance(e, ev.ModeChanged)) == ["a", "b", "c"]
+    assert sum(isinstance(e, ev.RunFinished) for e in stored) == 1
