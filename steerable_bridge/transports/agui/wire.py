@@ -1,19 +1,21 @@
 """SSE bytes for one run: `EventEncoder` over `AguiRenderer`, with a fast path for hot kinds.
 
 `SseEncoder(renderer).encode(event)` returns the bytes `ag_ui.encoder.EventEncoder` gives
-for every AG-UI event `renderer.render(event)` returns, joined. Building and dumping an SDK
-model costs about 5 µs, which caps a stream near 200,000 events/s; the streaming kinds a
-run is made of (text, reasoning and tool-argument deltas, text and tool-call starts, text
-ends, step starts) are instead written from byte templates in the exact field order and
-escaping the SDK uses — `json.encoder.encode_basestring` escapes as pydantic does, and
-`tests/transports/agui/test_wire.py` proves the bytes identical for every kind. Anything
-else, and every event while the run is not open, goes through the SDK models. No I/O.
+for every AG-UI event `renderer.render(event)` returns, joined. Building and dumping SDK
+models costs 10-20 µs an event, which caps a stream below 100,000 events/s; the kinds a run
+is mostly made of (text, reasoning and tool-argument deltas, text and tool-call starts, text
+ends, step starts and ends, tool starts) are instead written from byte templates in the
+exact field order and escaping the SDK uses (`json.encoder.encode_basestring` escapes as
+pydantic does); `tests/transports/agui/test_wire.py` proves the bytes identical for every
+kind. Anything else, and every event while the run is not open, goes through the SDK
+models. No I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring
+from typing import Any
 
 from ag_ui.core import BaseEvent
 from ag_ui.encoder import EventEncoder
@@ -27,76 +29,99 @@ __all__ = ["SseEncoder"]
 _esc: Callable[[str], str] = encode_basestring
 
 
-def _head(agui_type: str, event: LoopEvent, extra: str = "") -> str:
+def _text_start(event: ev.TextStart, rid: str) -> bytes | None:
     return (
-        f'data: {{"type":"{agui_type}","timestamp":{event.ts},"metadata":{{"steerable":'
-        f'{{"kind":"{event.kind}","seq":{event.seq},"run_id":{_esc(event.run_id)}{extra}}}}}'
-    )
-
-
-def _text_start(event: ev.TextStart) -> bytes | None:
-    return (
-        _head("TEXT_MESSAGE_START", event)
-        + f',"messageId":{_esc(event.message_id)},"role":"assistant"}}\n\n'
+        f'data: {{"type":"TEXT_MESSAGE_START","timestamp":{event.ts},'
+        f'"metadata":{{"steerable":{{"kind":"text_start","seq":{event.seq},"run_id":{rid}}}}},'
+        f'"messageId":{_esc(event.message_id)},"role":"assistant"}}\n\n'
     ).encode()
 
 
-def _text_delta(event: ev.TextDelta) -> bytes | None:
+def _text_delta(event: ev.TextDelta, rid: str) -> bytes | None:
     if not event.delta:
         return None
     return (
-        _head("TEXT_MESSAGE_CONTENT", event)
-        + f',"messageId":{_esc(event.message_id)},"delta":{_esc(event.delta)}}}\n\n'
+        f'data: {{"type":"TEXT_MESSAGE_CONTENT","timestamp":{event.ts},'
+        f'"metadata":{{"steerable":{{"kind":"text_delta","seq":{event.seq},"run_id":{rid}}}}},'
+        f'"messageId":{_esc(event.message_id)},"delta":{_esc(event.delta)}}}\n\n'
     ).encode()
 
 
-def _text_end(event: ev.TextEnd) -> bytes | None:
+def _text_end(event: ev.TextEnd, rid: str) -> bytes | None:
     return (
-        _head("TEXT_MESSAGE_END", event) + f',"messageId":{_esc(event.message_id)}}}\n\n'
+        f'data: {{"type":"TEXT_MESSAGE_END","timestamp":{event.ts},'
+        f'"metadata":{{"steerable":{{"kind":"text_end","seq":{event.seq},"run_id":{rid}}}}},'
+        f'"messageId":{_esc(event.message_id)}}}\n\n'
     ).encode()
 
 
-def _reasoning_delta(event: ev.ReasoningDelta) -> bytes | None:
+def _reasoning_delta(event: ev.ReasoningDelta, rid: str) -> bytes | None:
     if not event.delta:
         return None
     return (
-        _head("REASONING_MESSAGE_CONTENT", event)
-        + f',"messageId":{_esc(event.message_id)},"delta":{_esc(event.delta)}}}\n\n'
+        f'data: {{"type":"REASONING_MESSAGE_CONTENT","timestamp":{event.ts},'
+        f'"metadata":{{"steerable":{{"kind":"reasoning_delta","seq":{event.seq},"run_id":{rid}}}}},'
+        f'"messageId":{_esc(event.message_id)},"delta":{_esc(event.delta)}}}\n\n'
     ).encode()
 
 
-def _tool_call_start(event: ev.ToolCallStart) -> bytes | None:
+def _tool_call_start(event: ev.ToolCallStart, rid: str) -> bytes | None:
     return (
-        _head("TOOL_CALL_START", event)
-        + f',"toolCallId":{_esc(event.call_id)},"toolCallName":{_esc(event.name)},'
+        f'data: {{"type":"TOOL_CALL_START","timestamp":{event.ts},'
+        f'"metadata":{{"steerable":{{"kind":"tool_call_start","seq":{event.seq},"run_id":{rid}}}}},'
+        f'"toolCallId":{_esc(event.call_id)},"toolCallName":{_esc(event.name)},'
         f'"parentMessageId":{_esc(event.parent_message_id)}}}\n\n'
     ).encode()
 
 
-def _tool_call_delta(event: ev.ToolCallDelta) -> bytes | None:
+def _tool_call_delta(event: ev.ToolCallDelta, rid: str) -> bytes | None:
     if not event.delta:
         return None
     return (
-        _head("TOOL_CALL_ARGS", event)
-        + f',"toolCallId":{_esc(event.call_id)},"delta":{_esc(event.delta)}}}\n\n'
+        f'data: {{"type":"TOOL_CALL_ARGS","timestamp":{event.ts},'
+        f'"metadata":{{"steerable":{{"kind":"tool_call_delta","seq":{event.seq},"run_id":{rid}}}}},'
+        f'"toolCallId":{_esc(event.call_id)},"delta":{_esc(event.delta)}}}\n\n'
     ).encode()
 
 
-def _step_started(event: ev.StepStarted) -> bytes | None:
+def _step_started(event: ev.StepStarted, rid: str) -> bytes | None:
     return (
-        _head("STEP_STARTED", event, f',"step":{event.step}')
-        + f',"stepName":"step-{event.step}"}}\n\n'
+        f'data: {{"type":"STEP_STARTED","timestamp":{event.ts},'
+        f'"metadata":{{"steerable":{{"kind":"step_started","seq":{event.seq},"run_id":{rid},'
+        f'"step":{event.step}}}}},"stepName":"step-{event.step}"}}\n\n'
     ).encode()
 
 
-_FAST: dict[type[ev.EventBase], Callable[[ev.EventBase], bytes | None]] = {
-    ev.TextStart: _text_start,  # type: ignore[dict-item]
-    ev.TextDelta: _text_delta,  # type: ignore[dict-item]
-    ev.TextEnd: _text_end,  # type: ignore[dict-item]
-    ev.ReasoningDelta: _reasoning_delta,  # type: ignore[dict-item]
-    ev.ToolCallStart: _tool_call_start,  # type: ignore[dict-item]
-    ev.ToolCallDelta: _tool_call_delta,  # type: ignore[dict-item]
-    ev.StepStarted: _step_started,  # type: ignore[dict-item]
+def _step_finished(event: ev.StepFinished, rid: str) -> bytes | None:
+    u = event.usage
+    return (
+        f'data: {{"type":"STEP_FINISHED","timestamp":{event.ts},'
+        f'"metadata":{{"steerable":{{"kind":"step_finished","seq":{event.seq},"run_id":{rid},'
+        f'"step":{event.step},"finish_reason":"{event.finish_reason}","usage":{{'
+        f'"prompt_tokens":{u.prompt_tokens},"completion_tokens":{u.completion_tokens},'
+        f'"cached_tokens":{u.cached_tokens},"reasoning_tokens":{u.reasoning_tokens}}}}}}},'
+        f'"stepName":"step-{event.step}"}}\n\n'
+    ).encode()
+
+
+def _tool_started(event: ev.ToolStarted, rid: str) -> bytes | None:
+    return (
+        f'data: {{"type":"CUSTOM","timestamp":{event.ts},"name":"steerable.tool_started",'
+        f'"value":{{"session_id":{_esc(event.session_id)},"run_id":{rid},"seq":{event.seq},'
+        f'"ts":{event.ts},"kind":"tool_started","call_id":{_esc(event.call_id)}}}}}\n\n'
+    ).encode()
+
+
+_FAST: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
+    ev.TextStart: _text_start,
+    ev.TextDelta: _text_delta,
+    ev.TextEnd: _text_end,
+    ev.ReasoningDelta: _reasoning_delta,
+    ev.ToolCallStart: _tool_call_start,
+    ev.ToolCallDelta: _tool_call_delta,
+    ev.StepStarted: _step_started,
+    ev.StepFinished: _step_finished,
+    ev.ToolStarted: _tool_started,
 }
 
 
@@ -106,13 +131,17 @@ class SseEncoder:
     def __init__(self, renderer: AguiRenderer) -> None:
         self.renderer = renderer
         self._encoder = EventEncoder()
+        self._run_id = ""
+        self._rid = _esc("")
 
     def encode(self, event: LoopEvent) -> bytes:
         renderer = self.renderer
         if renderer.started and not renderer.finished:
             fast = _FAST.get(type(event))
             if fast is not None:
-                data = fast(event)
+                if event.run_id != self._run_id:
+                    self._run_id, self._rid = event.run_id, _esc(event.run_id)
+                data = fast(event, self._rid)
                 if data is not None:
                     return data
         return self.encode_models(renderer.render(event))

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.values import Usage
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.wire import _FAST, SseEncoder
 from tests.runtime.strategies import for_dataclass
@@ -44,9 +45,12 @@ def test_every_kind_is_byte_identical_to_the_sdk_encoder(data: st.DataObject) ->
     text=_any_text,
     other=_any_text,
     number=st.integers(min_value=0, max_value=2**50),
+    finish=st.sampled_from(
+        ["end_turn", "tool_calls", "max_tokens", "refusal", "cancelled", "error"]
+    ),
 )
 def test_fast_kinds_escape_any_text_like_the_sdk(
-    cls: type[ev.EventBase], text: str, other: str, number: int
+    cls: type[ev.EventBase], text: str, other: str, number: int, finish: str
 ) -> None:
     fast, slow = _pair()
     fields = {
@@ -60,6 +64,10 @@ def test_fast_kinds_escape_any_text_like_the_sdk(
         "name": other,
         "parent_message_id": text,
         "step": number,
+        "finish_reason": finish,
+        "usage": Usage(
+            prompt_tokens=number, completion_tokens=1, cached_tokens=2, reasoning_tokens=3
+        ),
     }
     names = {f.name for f in dataclasses.fields(cls)} - {"kind"}
     event = cls(**{k: v for k, v in fields.items() if k in names})
@@ -69,5 +77,5 @@ def test_fast_kinds_escape_any_text_like_the_sdk(
 def test_the_fast_path_is_taken_for_hot_kinds() -> None:
     fast, _ = _pair()
     delta = ev.TextDelta(session_id="t", run_id="r", seq=1, ts=2, message_id="m", delta="hi")
-    assert _FAST[ev.TextDelta](delta) == fast.encode(delta)
+    assert _FAST[ev.TextDelta](delta, '"r"') == fast.encode(delta)
     assert b'"delta":"hi"' in fast.encode(delta)
