@@ -7,6 +7,9 @@ on it. `check acp` spawns any ACP agent over stdio and runs the agent-side check
 with its id (conformance findings carry their rule id), can write the report as JSON
 (`--report PATH`, plus JUnit XML with `--junit`), and exit 0 when clean, 1 when any check
 failed, 2 when the target could not be checked at all (the message says why).
+
+It also holds the options of the ACP client validator (`add_validate_client_options`), which
+`steerable-bridge acp` registers: this module stays light, so `--help` loads no SDK.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["add_validate_client_options", "register", "run_validate_client"]
 
 
 def register(subparsers: Any) -> None:
@@ -129,3 +132,41 @@ def _finish(report: Any, args: argparse.Namespace) -> int:
             print(f"report written to {path}", file=sys.stderr)
     code: int = report.exit_code()
     return code
+
+
+def add_validate_client_options(parser: argparse.ArgumentParser) -> None:
+    """The flags `steerable-bridge acp` takes for the client validator."""
+    group = parser.add_argument_group("client validator")
+    group.add_argument(
+        "--validate-client",
+        action="store_true",
+        help="be a reference agent that walks the connected ACP client through every feature"
+        " it advertised and grades it",
+    )
+    group.add_argument(
+        "--report", metavar="PATH", help="with --validate-client: write the report as JSON here"
+    )
+    group.add_argument(
+        "--junit", action="store_true", help="with --report: also write JUnit XML (PATH with .xml)"
+    )
+    group.add_argument(
+        "--person-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds to wait for the person to answer a permission request (120)",
+    )
+    group.add_argument(
+        "--cancel-timeout",
+        type=float,
+        default=90.0,
+        metavar="S",
+        help="seconds to wait for the person to press stop (90)",
+    )
+
+
+def run_validate_client(args: argparse.Namespace) -> int:
+    """`steerable-bridge acp --validate-client`: the reference agent instead of the real one."""
+    from steerable_bridge.conformance.validators.acp_client import run_client_validator
+
+    return run_client_validator(args)

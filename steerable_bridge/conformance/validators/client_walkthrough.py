@@ -140,6 +140,7 @@ class Walkthrough:
         self.settings = settings
         self.log = log
         self.nonce = secrets.token_hex(4)
+        self.can_probe = True
         self._steps = ["session/update variants", "permission", "file system", "terminal", "cancel"]
         self._done = 0
 
@@ -196,10 +197,47 @@ class Walkthrough:
         except ConnectionError:
             return None, f"the connection closed during {what}"
 
+    async def unknown_request(self) -> None:
+        """The liveness probe itself: an unknown request must get an answer (-32601)."""
+        start = time.monotonic()
+        try:
+            with anyio.fail_after(self.settings.probe_timeout):
+                result = await self.conn.ext_method(PING_METHOD, {})
+        except RequestError as err:
+            took = (time.monotonic() - start) * 1000
+            self.log.record(
+                "client.unknown_request",
+                "pass",
+                f"_{PING_METHOD} answered with error {err.code} in {took:.0f} ms"
+                + ("" if err.code == -32601 else " (-32601 method not found is usual)"),
+            )
+            return
+        except (TimeoutError, ConnectionError) as err:
+            self.can_probe = False
+            self.log.record(
+                "client.unknown_request",
+                "fail",
+                f"no answer to the unknown request _{PING_METHOD} within"
+                f" {self.settings.probe_timeout:g} s ({type(err).__name__}); JSON-RPC requires"
+                " every request to be answered, with error -32601 when the method is unknown",
+            )
+            return
+        self.log.record(
+            "client.unknown_request", "pass", f"_{PING_METHOD} answered with result {result!r:.60}"
+        )
+
     async def grade_update(self, check_id: str, update: Any, what: str) -> None:
         problem = await self.send(update)
         if problem:
             self.log.record(check_id, "fail", f"sending {what}: {problem}")
+            return
+        if not self.can_probe:
+            self.log.record(
+                check_id,
+                "skipped",
+                f"sent {what}; uptake cannot be confirmed: the client does not answer requests"
+                " it does not know (see client.unknown_request)",
+            )
             return
         alive, detail = await self.probe()
         self.log.record(check_id, "pass" if alive else "fail", f"sent {what}; {detail}")
@@ -230,6 +268,7 @@ class Walkthrough:
             "steerable-bridge ACP client validator. I will walk your client through every"
             " feature it advertised and grade each answer; a summary table ends the turn."
         )
+        await self.unknown_request()
         await self.progress("session/update variants")
         await self.updates()
         self._done += 1

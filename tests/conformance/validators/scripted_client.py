@@ -2,7 +2,8 @@
 
 It implements what a real editor does — shows updates, answers permission requests, reads
 and writes files on disk, runs terminals as subprocesses — with knobs to misbehave: answer
-permission with an option it was not offered, ignore the stop request, or advertise less.
+permission with an option it was not offered, ignore the stop request, ignore line / limit,
+never answer requests it does not know, or advertise less.
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ class ScriptedClient:
         unoffered_option: str | None = None,
         press_stop: bool = True,
         ignore_line_limit: bool = False,
+        hang_on_unknown: bool = False,
     ) -> None:
         self.unoffered_option = unoffered_option
         self.press_stop = press_stop
         self.ignore_line_limit = ignore_line_limit
+        self.hang_on_unknown = hang_on_unknown
         self.updates: list[Any] = []
         self.permission_requests: list[Any] = []
         self.terminals: dict[str, _Terminal] = {}
@@ -174,6 +177,8 @@ class ScriptedClient:
         return ReleaseTerminalResponse()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if self.hang_on_unknown:
+            await asyncio.sleep(3600)
         raise RequestError.method_not_found(f"_{method}")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:

@@ -96,6 +96,7 @@ async def test_a_careful_client_passes_every_check_it_can_take(tmp_path: Path) -
     assert report.failed == (), report.to_text()
     got = statuses(report)
     for check_id in (
+        "client.unknown_request",
         "client.initialize",
         "client.session_new",
         "client.prompt",
@@ -179,6 +180,21 @@ async def test_unadvertised_features_and_an_absent_person_are_skipped_with_reaso
     assert evidence(report, "cancel.session_cancel") == "person did not act in time (0.5 s)"
     assert got["cancel.permission_cancelled"] == "skipped"
     assert stop_reason == "end_turn"
+
+
+async def test_a_client_that_never_answers_unknown_requests_fails_that_check(
+    tmp_path: Path,
+) -> None:
+    settings = ValidatorSettings(
+        person_timeout=5, cancel_timeout=5, request_timeout=5, probe_timeout=0.3
+    )
+    report, _ = await validate(tmp_path, ScriptedClient(hang_on_unknown=True), settings=settings)
+    got = statuses(report)
+    assert got["client.unknown_request"] == "fail"
+    assert "-32601" in evidence(report, "client.unknown_request")
+    assert got["update.plan"] == "skipped"
+    assert "uptake cannot be confirmed" in evidence(report, "update.plan")
+    assert got["permission.option_offered"] == "pass"
 
 
 async def test_load_replays_resume_does_not_and_bad_mode_ids_fail(tmp_path: Path) -> None:
