@@ -115,12 +115,26 @@ class Session:
                         settings=self.agent.config.loop,
                         snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
                     )
-                    return await run_turn(context, turn)
+                    async with anyio.create_task_group() as flusher:
+                        flusher.start_soon(self._flush_every, context.settings.commit_interval_s)
+                        try:
+                            outcome = await run_turn(context, turn)
+                        finally:
+                            flusher.cancel_scope.cancel()
+                    return outcome
                 finally:
                     with anyio.CancelScope(shield=True):
                         await self.log.commit()
         finally:
             self._running = None
+
+    async def _flush_every(self, interval: float) -> None:
+        """Commit streamed events at least every `interval` s, even while the model stalls."""
+        while True:
+            await anyio.sleep(interval)
+            if self.log.uncommitted:
+                with anyio.CancelScope(shield=True):
+                    await self.log.commit()
 
     async def catch_up(self) -> None:
         """Take in what other processes appended since this session was read, and close a

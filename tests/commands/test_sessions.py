@@ -201,6 +201,8 @@ def test_two_processes_share_a_store_and_one_owns_the_running_session(
     assert_well_formed(events)
     failed = [e for e in events if isinstance(e, ev.RunFailed)]
     assert [f.code for f in failed] == ["interrupted"]
+    streamed = [e for e in events if isinstance(e, ev.TextDelta) and e.run_id == failed[0].run_id]
+    assert "".join(e.delta for e in streamed) == "working on it"  # flushed while it stalled
     assert isinstance(events[-1], ev.RunFinished) and events[-1].stop_reason == "end_turn"
     check = run_cli("sessions", "check", "--storage", str(db))
     assert check.returncode == 0 and check.stdout.strip().endswith("ok"), check.stdout
