@@ -16,6 +16,7 @@ import argparse
 import os
 from typing import Any
 
+from steerable_bridge.commands.check import add_validate_client_options, run_validate_client
 from steerable_bridge.commands.common import ConfigError, add_agent_options
 
 
@@ -48,6 +49,7 @@ def register(subparsers: Any) -> None:
         metavar="PATH_OR_MODULE",
         help="load extra tools from a Python file or module exposing TOOLS or tools()",
     )
+    add_validate_client_options(parser)  # --validate-client: the reference agent instead
     parser.set_defaults(func=main)
 
 
@@ -83,6 +85,8 @@ def load_tools(spec: str) -> list[Any]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.validate_client:
+        return run_validate_client(args)
     import dataclasses
     import functools
 

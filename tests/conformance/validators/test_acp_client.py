@@ -224,12 +224,14 @@ async def test_load_replays_resume_does_not_and_bad_mode_ids_fail(tmp_path: Path
     assert got["client.set_config_option"] == "pass"
 
 
-async def test_the_validator_runs_over_stdio_as_a_process(tmp_path: Path) -> None:
+async def test_acp_validate_client_runs_over_stdio_as_a_process(tmp_path: Path) -> None:
     client = ScriptedClient()
     report_path = tmp_path / "report.json"
     command = [
         "-m",
-        "steerable_bridge.conformance.validators.acp_client",
+        "steerable_bridge.cli",
+        "acp",
+        "--validate-client",
         "--junit",
         "--report",
         str(report_path),

@@ -34,7 +34,9 @@ def test_the_typescript_client_passes_the_validator(tmp_path: Path) -> None:
     command = [
         sys.executable,
         "-m",
-        "steerable_bridge.conformance.validators.acp_client",
+        "steerable_bridge.cli",
+        "acp",
+        "--validate-client",
         "--report",
         str(report_path),
         "--cancel-timeout",
