@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
 from acp import (
     PROTOCOL_VERSION,
     RequestError,
@@ -289,7 +290,7 @@ class ClientValidator:
         self._grade_prompt()
         for block in prompt:
             session.history.append(update_user_message(block))
-        session.cancelled = type(session.cancelled)()
+        session.cancelled = anyio.Event()
         session.cancelled_at = None
         walk = Walkthrough(self.conn, session, self.capabilities, self.settings, self.log)
         cancelled = await walk.run()

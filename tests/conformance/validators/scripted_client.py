@@ -48,11 +48,13 @@ class ScriptedClient:
         press_stop: bool = True,
         ignore_line_limit: bool = False,
         hang_on_unknown: bool = False,
+        raw_permission_answer: dict[str, Any] | None = None,
     ) -> None:
         self.unoffered_option = unoffered_option
         self.press_stop = press_stop
         self.ignore_line_limit = ignore_line_limit
         self.hang_on_unknown = hang_on_unknown
+        self.raw_permission_answer = raw_permission_answer
         self.updates: list[Any] = []
         self.permission_requests: list[Any] = []
         self.terminals: dict[str, _Terminal] = {}
@@ -66,8 +68,10 @@ class ScriptedClient:
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
-    ) -> RequestPermissionResponse:
+    ) -> RequestPermissionResponse | dict[str, Any]:
         self.permission_requests.append((tool_call, options))
+        if self.raw_permission_answer is not None and "stop" not in (tool_call.title or "").lower():
+            return self.raw_permission_answer  # sent as is: the SDK does not re-validate it
         if "stop" in (tool_call.title or "").lower():
             if not self.press_stop:
                 await asyncio.sleep(3600)

@@ -153,6 +153,15 @@ async def test_selecting_an_option_that_was_not_offered_fails(tmp_path: Path) ->
     assert saved(tmp_path)[1].count("fail") == 1
 
 
+async def test_an_outcome_outside_the_schema_fails(tmp_path: Path) -> None:
+    client = ScriptedClient(raw_permission_answer={"outcome": {"outcome": "approved"}})
+    report, _ = await validate(tmp_path, client)
+    got = statuses(report)
+    assert got["permission.outcome"] == "fail"
+    assert "breaks the RequestPermissionResponse schema" in evidence(report, "permission.outcome")
+    assert got["permission.option_offered"] == "skipped"
+
+
 async def test_ignoring_line_and_limit_fails_the_partial_read(tmp_path: Path) -> None:
     report, _ = await validate(tmp_path, ScriptedClient(ignore_line_limit=True))
     assert statuses(report)["fs.read_text_file.line_limit"] == "fail"
