@@ -25,7 +25,7 @@ from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import canonical_json
 
-__all__ = ["decode_agui"]
+__all__ = ["decode_agui", "decode_event"]
 
 _NATIVE: dict[str, dict[str, str]] = {
     "RUN_STARTED": {},
@@ -83,6 +83,15 @@ def _decode_one(raw: dict[str, Any], thread_id: str | None) -> LoopEvent | None:
     data["session_id"] = thread_id
     data["ts"] = raw.get("timestamp")
     return codec.event_from_jsonable(data)
+
+
+def decode_event(event: object, thread_id: str) -> LoopEvent | None:
+    """The LoopEvent one AG-UI event of thread `thread_id` carries (None when derived)."""
+    raw = event_as_json(event)
+    try:
+        return _decode_one(raw, thread_id)
+    except (ValidationError, KeyError, TypeError, AttributeError) as err:
+        raise DecodeError(f"{raw.get('type')}: {err}") from err
 
 
 def decode_agui(events: Sequence[object]) -> list[LoopEvent]:

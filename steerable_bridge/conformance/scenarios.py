@@ -14,6 +14,7 @@ corpus shipped with the package.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from typing import Any, Literal
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
+from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 from steerable_bridge.conformance.scenario_tools import scenario_tools
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
@@ -217,7 +219,14 @@ def scenario_agent(scenario: Scenario) -> Agent:
         loop=LoopSettings(max_steps=scenario.max_steps, new_id=new_id),
     )
     agent = Agent(router=router, store=MemoryStore(), config=config)
-    for tool in scenario_tools():
+    tools = scenario_tools()
+    names = {tool.name for tool in tools}
+    # `steerable-bridge acp` gives every session the workspace tools; offer the same names
+    # here so that a message listing the known tools reads the same on every path.
+    workspace = tuple(
+        t for t in fixed_workspace_tools(tempfile.gettempdir()) if t.name not in names
+    )
+    for tool in (*tools, *workspace):
         agent.tools.register(tool)
     return agent
 

@@ -1,0 +1,62 @@
+"""Every scenario through both REAL transports — `steerable-bridge acp` over stdio and the AG-UI
+app under uvicorn on 127.0.0.1 — decodes to the expected story, and to the same story on
+both wires; every transcript and stream keeps every rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from steerable_bridge.conformance import check_acp_transcript, check_agui_stream
+from steerable_bridge.conformance.acp_rules import EVENT_METHOD
+from steerable_bridge.conformance.decode_acp import decode_acp
+from steerable_bridge.conformance.decode_agui import decode_agui
+from steerable_bridge.conformance.live import run_acp, run_agui
+from steerable_bridge.conformance.mapping import acp_exact
+from steerable_bridge.conformance.scenarios import (
+    Scenario,
+    load_scenarios,
+    normalize,
+    run_in_process,
+)
+
+LIVE = [s for s in load_scenarios() if s.transports]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("scenario", LIVE, ids=lambda s: s.name)
+async def test_scenario_through_the_real_transports(scenario: Scenario) -> None:
+    stories = {}
+    if "acp" in scenario.transports:
+        transcript = await run_acp(scenario, channel=True)
+        assert check_acp_transcript(transcript) == []
+        decoded = decode_acp(transcript)
+        stories["acp"] = normalize(decoded)
+        # The editor-facing messages of the same transcript carry every ACP-exact kind.
+        plain = decode_acp(transcript, channel=False)
+        assert [e for e in plain if acp_exact(e)] == [e for e in decoded if acp_exact(e)]
+    if "agui" in scenario.transports:
+        exchanges = await run_agui(scenario)
+        for exchange in exchanges:
+            assert check_agui_stream(exchange.events, run_input=exchange.run_input) == []
+        main = [raw for x in exchanges if not x.steer for raw in x.events]
+        stories["agui"] = normalize(decode_agui(main))
+    for transport, story in stories.items():
+        assert story == scenario.expected, f"{transport} told another story"
+    if len(stories) == 2:
+        assert stories["acp"] == stories["agui"]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["one_tool", "permission_always", "provider_failure"])
+async def test_a_client_without_the_event_channel_sees_every_exact_kind(name: str) -> None:
+    (scenario,) = load_scenarios([name])
+    transcript = await run_acp(scenario, channel=False)
+    assert check_acp_transcript(transcript) == []
+    assert not any(m.message.get("method") == EVENT_METHOD for m in transcript)
+    local = await run_in_process(scenario)
+    decoded = decode_acp(transcript)
+    assert normalize([e for e in decoded if acp_exact(e)]) == normalize(
+        [e for e in local if acp_exact(e) and e.run_id]
+    )
