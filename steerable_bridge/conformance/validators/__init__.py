@@ -9,7 +9,7 @@ summary table, JSON or JUnit XML.
 """
 
 from steerable_bridge.conformance.validators.acp_client import ClientValidator
-from steerable_bridge.conformance.validators.client_walkthrough import ValidatorSettings
+from steerable_bridge.conformance.validators.client_session import ValidatorSettings
 from steerable_bridge.conformance.validators.report import Check, Report, write_report
 
 __all__ = ["Check", "ClientValidator", "Report", "ValidatorSettings", "write_report"]

@@ -55,16 +55,16 @@ from acp.schema import (
 )
 
 from steerable_bridge.conformance.acp_rules import check_acp_transcript
-from steerable_bridge.conformance.validators.client_walkthrough import (
+from steerable_bridge.conformance.validators.client_session import (
     CONFIG_ID,
     CONFIG_VALUES,
     MODES,
     CheckLog,
     ValidatorSession,
     ValidatorSettings,
-    Walkthrough,
     config_options,
 )
+from steerable_bridge.conformance.validators.client_walkthrough import Walkthrough
 from steerable_bridge.conformance.validators.report import (
     Report,
     checks_from_findings,

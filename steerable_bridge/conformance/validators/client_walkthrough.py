@@ -4,8 +4,8 @@
 progress as agent messages and a plan, and grades each response of the client into a
 `CheckLog`: every `session/update` variant (each followed by a ping the client must answer,
 which proves it took the update without choking), `session/request_permission` (a valid
-outcome; a selected option must be one that was offered), `fs/*` on a scratch file inside
-the session's cwd (round trip, `line` / `limit`), the terminal lifecycle, and last the
+outcome; a selected option must be one that was offered), `fs/*` and the terminal
+lifecycle (in `client_resources`), and last the
 cancellation step, which asks the person to press stop and checks that the client sent
 `session/cancel` and answered the open permission request with `cancelled`. Every wait is
 bounded; a step the person did not act on in time is reported as skipped, saying so. This
@@ -14,12 +14,9 @@ module never decides the turn's stop reason beyond reporting whether cancel arri
 
 from __future__ import annotations
 
-import contextlib
 import secrets
-import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,7 +28,6 @@ from acp import (
     start_tool_call,
     tool_content,
     tool_diff_content,
-    tool_terminal_ref,
     update_agent_message_text,
     update_agent_thought_text,
     update_plan,
@@ -47,8 +43,6 @@ from acp.schema import (
     PermissionOption,
     PermissionOptionKind,
     RequestPermissionResponse,
-    SessionConfigOptionSelect,
-    SessionConfigSelectOption,
     SessionInfoUpdate,
     ToolCallLocation,
     ToolCallUpdate,
@@ -57,70 +51,22 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from steerable_bridge.conformance.validators.report import Check, CheckStatus
+from steerable_bridge.conformance.validators.client_resources import file_system, terminal
+from steerable_bridge.conformance.validators.client_session import (
+    CONFIG_ID,
+    CONFIG_VALUES,
+    MODES,
+    PING_METHOD,
+    CheckLog,
+    ValidatorSession,
+    ValidatorSettings,
+    config_options,
+)
+from steerable_bridge.conformance.validators.report import CheckStatus
 
-__all__ = ["CheckLog", "ValidatorSession", "ValidatorSettings", "Walkthrough", "config_options"]
+__all__ = ["Walkthrough"]
 
 T = TypeVar("T")
-PING_METHOD = "steerable/validator_ping"
-"""Extension request used as a liveness probe; sent on the wire as `_steerable/validator_ping`."""
-MODES = (("validate", "Validate"), ("observe", "Observe"))
-CONFIG_ID = "validator_depth"
-CONFIG_VALUES = (("full", "Full walk-through"), ("quick", "Quick"))
-SCRATCH_LINES = "line 1\nline 2\nline 3\nline 4\nline 5\n"
-
-
-@dataclass(frozen=True, slots=True)
-class ValidatorSettings:
-    """How long the validator waits for each kind of answer (seconds)."""
-
-    person_timeout: float = 120.0
-    cancel_timeout: float = 90.0
-    request_timeout: float = 15.0
-    probe_timeout: float = 5.0
-
-
-@dataclass(slots=True)
-class ValidatorSession:
-    """One session the client opened: its cwd, current mode / config, and what was sent."""
-
-    id: str
-    cwd: str
-    mode_id: str = MODES[0][0]
-    config_value: str = CONFIG_VALUES[0][0]
-    history: list[Any] = field(default_factory=list)
-    cancelled: anyio.Event = field(default_factory=anyio.Event)
-    cancelled_at: float | None = None
-
-
-class CheckLog:
-    """Checks in the order first graded; grading an id again replaces its verdict."""
-
-    def __init__(self) -> None:
-        self._checks: dict[str, Check] = {}
-
-    def record(self, check_id: str, status: CheckStatus, evidence: str) -> None:
-        self._checks[check_id] = Check(check_id, status, evidence)
-
-    def has(self, check_id: str) -> bool:
-        return check_id in self._checks
-
-    @property
-    def checks(self) -> tuple[Check, ...]:
-        return tuple(self._checks.values())
-
-
-def config_options(current: str) -> list[SessionConfigOptionSelect | Any]:
-    """The one select option the validator offers, so clients can show and set it."""
-    return [
-        SessionConfigOptionSelect(
-            id=CONFIG_ID,
-            name="Validation depth",
-            type="select",
-            current_value=current,
-            options=[SessionConfigSelectOption(value=v, name=n) for v, n in CONFIG_VALUES],
-        )
-    ]
 
 
 class Walkthrough:
@@ -276,10 +222,10 @@ class Walkthrough:
         await self.permission()
         self._done += 1
         await self.progress("fs/read_text_file and fs/write_text_file")
-        await self.file_system()
+        await file_system(self)
         self._done += 1
         await self.progress("terminal lifecycle")
-        await self.terminal()
+        await terminal(self)
         self._done += 1
         await self.progress("cancellation — you will be asked to press stop")
         cancelled = await self.cancellation()
@@ -498,222 +444,6 @@ class Walkthrough:
             return None, "the connection closed before the client answered"
         return answer, ""
 
-    async def file_system(self) -> None:
-        fs = self.caps.fs
-        can_read = bool(fs and fs.read_text_file)
-        can_write = bool(fs and fs.write_text_file)
-        scratch = Path(self.path(f".steerable-validator-{self.nonce}.txt"))
-        sid = self.session.id
-        try:
-            if can_write:
-                _, problem = await self.request(
-                    "fs/write_text_file",
-                    lambda: self.conn.write_text_file(
-                        session_id=sid, path=str(scratch), content=SCRATCH_LINES
-                    ),
-                )
-                if problem:
-                    self.log.record("fs.write_text_file", "fail", problem)
-                elif not can_read:
-                    on_disk = await _read_local(scratch)
-                    ok = on_disk == SCRATCH_LINES
-                    self.log.record(
-                        "fs.write_text_file",
-                        "pass" if ok else "fail",
-                        f"wrote {len(SCRATCH_LINES)} chars to {scratch.name};"
-                        f" on disk: {on_disk!r:.80}",
-                    )
-            else:
-                self.log.record(
-                    "fs.write_text_file", "skipped", "client did not advertise fs.writeTextFile"
-                )
-            if not can_read:
-                why = "client did not advertise fs.readTextFile"
-                self.log.record("fs.read_text_file", "skipped", why)
-                self.log.record("fs.read_text_file.line_limit", "skipped", why)
-                return
-            if not can_write or self.log_failed("fs.write_text_file"):
-                try:
-                    await anyio.Path(scratch).write_text(SCRATCH_LINES, encoding="utf-8")
-                except OSError as err:
-                    why = f"could not create a scratch file in the session cwd: {err}"
-                    self.log.record("fs.read_text_file", "skipped", why)
-                    self.log.record("fs.read_text_file.line_limit", "skipped", why)
-                    return
-            await self._grade_reads(
-                scratch, wrote=can_write and not self.log_failed("fs.write_text_file")
-            )
-        finally:
-            with contextlib.suppress(OSError):
-                await anyio.Path(scratch).unlink()
-
-    def log_failed(self, check_id: str) -> bool:
-        return any(c.id == check_id and c.status == "fail" for c in self.log.checks)
-
-    async def _grade_reads(self, scratch: Path, *, wrote: bool) -> None:
-        sid = self.session.id
-        whole, problem = await self.request(
-            "fs/read_text_file", lambda: self.conn.read_text_file(session_id=sid, path=str(scratch))
-        )
-        if whole is None:
-            self.log.record("fs.read_text_file", "fail", problem)
-        else:
-            ok = whole.content == SCRATCH_LINES
-            self.log.record(
-                "fs.read_text_file",
-                "pass" if ok else "fail",
-                f"read back {len(whole.content)} chars, "
-                + ("identical" if ok else f"expected {SCRATCH_LINES!r}, got {whole.content!r:.80}"),
-            )
-            if wrote:
-                self.log.record(
-                    "fs.write_text_file",
-                    "pass" if ok else "fail",
-                    "content written with fs/write_text_file round-trips through fs/read_text_file"
-                    if ok
-                    else "content read back differs from what fs/write_text_file wrote",
-                )
-        part, problem = await self.request(
-            "fs/read_text_file with line=2, limit=2",
-            lambda: self.conn.read_text_file(session_id=sid, path=str(scratch), line=2, limit=2),
-        )
-        if part is None:
-            self.log.record("fs.read_text_file.line_limit", "fail", problem)
-            return
-        ok = part.content.rstrip("\n") == "line 2\nline 3"
-        self.log.record(
-            "fs.read_text_file.line_limit",
-            "pass" if ok else "fail",
-            f"line=2 limit=2 gave {part.content!r}"
-            + ("" if ok else "; expected 'line 2\\nline 3\\n'"),
-        )
-
-    async def terminal(self) -> None:
-        ids = (
-            "terminal.create",
-            "terminal.output",
-            "terminal.wait_for_exit",
-            "terminal.kill",
-            "terminal.release",
-        )
-        if not self.caps.terminal:
-            for check_id in (*ids, "update.tool_call.terminal"):
-                self.log.record(check_id, "skipped", "client did not advertise terminal")
-            return
-        sid, marker = self.session.id, f"steerable-validator-{self.nonce}"
-        created, problem = await self.request(
-            "terminal/create",
-            lambda: self.conn.create_terminal(
-                session_id=sid,
-                command=sys.executable,
-                args=["-c", f"print({marker!r}); raise SystemExit(3)"],
-                cwd=self.session.cwd,
-                output_byte_limit=4096,
-            ),
-        )
-        if created is None:
-            for check_id in (*ids, "update.tool_call.terminal"):
-                self.log.record(
-                    check_id,
-                    "fail" if check_id == "terminal.create" else "skipped",
-                    problem or "terminal/create failed",
-                )
-            return
-        tid = created.terminal_id
-        self.log.record(
-            "terminal.create",
-            "pass",
-            f"created terminal {tid!r} running {Path(sys.executable).name} -c …",
-        )
-        call_id = f"validator-terminal-{self.nonce}"
-        await self.grade_update(
-            "update.tool_call.terminal",
-            start_tool_call(
-                call_id,
-                "Validator: run a command",
-                kind="execute",
-                status="in_progress",
-                content=[tool_terminal_ref(tid)],
-            ),
-            "tool_call with terminal content",
-        )
-        exited, problem = await self.request(
-            "terminal/wait_for_exit",
-            lambda: self.conn.wait_for_terminal_exit(session_id=sid, terminal_id=tid),
-        )
-        if exited is None:
-            self.log.record("terminal.wait_for_exit", "fail", problem)
-        else:
-            ok = exited.exit_code == 3
-            self.log.record(
-                "terminal.wait_for_exit",
-                "pass" if ok else "fail",
-                f"exitCode {exited.exit_code}, signal {exited.signal} (expected exitCode 3)",
-            )
-        output, problem = await self.request(
-            "terminal/output", lambda: self.conn.terminal_output(session_id=sid, terminal_id=tid)
-        )
-        if output is None:
-            self.log.record("terminal.output", "fail", problem)
-        else:
-            ok = marker in output.output and not output.truncated
-            code = output.exit_status.exit_code if output.exit_status else None
-            self.log.record(
-                "terminal.output",
-                "pass" if ok else "fail",
-                f"output {'contains' if marker in output.output else 'lacks'} the printed marker,"
-                f" truncated={output.truncated}, exitStatus.exitCode={code}",
-            )
-        await self.send(update_tool_call(call_id, status="completed"))
-        await self._release(tid)
-        await self._kill()
-
-    async def _release(self, tid: str) -> None:
-        sid = self.session.id
-        _, problem = await self.request(
-            "terminal/release", lambda: self.conn.release_terminal(session_id=sid, terminal_id=tid)
-        )
-        if problem:
-            self.log.record("terminal.release", "fail", problem)
-        elif not self.log.has("terminal.release"):
-            self.log.record("terminal.release", "pass", f"released terminal {tid!r}")
-
-    async def _kill(self) -> None:
-        sid = self.session.id
-        created, problem = await self.request(
-            "terminal/create (long-running)",
-            lambda: self.conn.create_terminal(
-                session_id=sid,
-                command=sys.executable,
-                args=["-c", "import time; time.sleep(60)"],
-                cwd=self.session.cwd,
-            ),
-        )
-        if created is None:
-            self.log.record("terminal.kill", "fail", problem)
-            return
-        tid = created.terminal_id
-        _, problem = await self.request(
-            "terminal/kill", lambda: self.conn.kill_terminal(session_id=sid, terminal_id=tid)
-        )
-        if problem:
-            self.log.record("terminal.kill", "fail", problem)
-        else:
-            exited, problem = await self.request(
-                "terminal/wait_for_exit after kill",
-                lambda: self.conn.wait_for_terminal_exit(session_id=sid, terminal_id=tid),
-            )
-            if exited is None:
-                self.log.record("terminal.kill", "fail", f"killed, but {problem}")
-            else:
-                self.log.record(
-                    "terminal.kill",
-                    "pass",
-                    f"a 60 s sleep ended after kill: exitCode {exited.exit_code},"
-                    f" signal {exited.signal}",
-                )
-        await self._release(tid)
-
     async def cancellation(self) -> bool:
         """Ask the person to press stop while a permission request is open; grade both."""
         timeout = self.settings.cancel_timeout
@@ -833,10 +563,3 @@ def _text(text: str) -> Any:
     from acp import text_block
 
     return text_block(text)
-
-
-async def _read_local(path: Path) -> str | None:
-    try:
-        return await anyio.Path(path).read_text(encoding="utf-8")
-    except OSError:
-        return None

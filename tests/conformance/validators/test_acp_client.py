@@ -20,7 +20,7 @@ from steerable_bridge.conformance.validators.acp_client import (
     ClientValidator,
     serve_client_validator,
 )
-from steerable_bridge.conformance.validators.client_walkthrough import ValidatorSettings
+from steerable_bridge.conformance.validators.client_session import ValidatorSettings
 from steerable_bridge.conformance.validators.report import Report, report_from_json
 
 from .scripted_client import ScriptedClient
