@@ -111,3 +111,26 @@ async def test_an_editor_session_reads_writes_runs_and_uses_mcp_tools(tmp_path: 
     assert starts["w1"].kind == "edit" and starts["x1"].kind == "execute"
     assert starts["m1"].kind == "other"
     assert client.calls.count("session/request_permission") == 3  # write, run, mcp tool
+
+
+async def test_mcp_servers_stop_when_the_editor_disconnects(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    pid_server = tmp_path / "pid_server.py"
+    pid_server.write_text(
+        "import os, runpy, sys\n"
+        f"open({str(tmp_path / 'mcp.pgid')!r}, 'w').write(str(os.getpgrp()))\n"
+        f"sys.argv = [{SERVER!r}]\n"
+        f"runpy.run_path({SERVER!r}, run_name='__main__')\n"
+    )
+    with anyio.fail_after(60):
+        async with running(tmp_path, [], client=EditorClient()) as run:  # type: ignore[arg-type]
+            await run.conn.initialize(protocol_version=1, client_capabilities=CAPS)
+            await run.conn.new_session(
+                cwd=str(project), mcp_servers=[stdio("notes", str(pid_server))]
+            )
+            pgid = int((tmp_path / "mcp.pgid").read_text())
+            assert live_group_members(pgid)
+        with anyio.fail_after(15):
+            while live_group_members(pgid):  # noqa: ASYNC110
+                await anyio.sleep(0.05)
