@@ -28,6 +28,7 @@ from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.cli import main
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.codec import event_from_json
+from steerable_bridge.runtime.storage import SessionRecord
 
 HANG = {"rounds": [{"text": "working on it", "chunk_size": 2, "delay_ms": 5, "hang": True}]}
 DONE = {"rounds": [{"text": "all done"}]}
@@ -388,3 +389,51 @@ def test_the_default_store_lives_under_xdg_state_home(
     )
     monkeypatch.setenv("STEERABLE_STORAGE", "memory")
     assert default_storage() == "memory"
+
+
+def _two_big_sessions(db: Path) -> None:
+    async def build() -> None:
+        store = SqliteStore(db)
+        for sid in ("a", "b"):
+            await store.create(SessionRecord(session_id=sid, cwd="/", created_at=1, updated_at=1))
+            await store.append(
+                sid,
+                [
+                    ev.TextDelta(
+                        session_id=sid, run_id="r", seq=i, ts=i, message_id="m", delta="z" * 300
+                    )
+                    for i in range(400)
+                ],
+            )
+        store.close()
+
+    anyio.run(build)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_damaged_page_is_found_by_check_and_export_salvages_around_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    _two_big_sessions(db)
+    pages = db.stat().st_size // 4096
+    with db.open("r+b") as file:  # overwrite one page in the middle of session a's rows
+        file.seek(4096 * (pages // 5))
+        file.write(b"\xff" * 4096)
+    assert main(["sessions", "check", "--storage", str(db), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["sessions"] == 2 and report["problems"]
+    assert any("integrity" in p for p in report["problems"])
+
+    assert main(["sessions", "export", "a", "--storage", str(db)]) == 1
+    captured = capsys.readouterr()
+    written = [event_from_json(line) for line in captured.out.splitlines()]
+    skipped = [line for line in captured.err.splitlines() if line.startswith("skipped:")]
+    assert skipped and len(written) + len(skipped) == 400
+    assert [e.seq for e in written] == sorted({e.seq for e in written})
+
+    assert main(["sessions", "export", "b", "--storage", str(db)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 400

@@ -46,6 +46,8 @@ class Salvaged:
     """One row `salvage_events` read: the event, or why it had to be left behind."""
 
     seq: int | None
+    found: int | None = None
+    """The row's record format (None: unstamped)."""
     event: LoopEvent | None = None
     problem: str | None = None
 
@@ -67,64 +69,73 @@ def check_store(path: Path, *, limit: int = 200) -> CheckReport:
     try:
         try:
             rows = conn.execute("PRAGMA integrity_check").fetchall()
+            report.problems += [f"SQLite integrity: {r[0]}" for r in rows if r[0] != "ok"]
+        except sqlite3.DatabaseError as err:
+            report.problems.append(f"SQLite integrity check failed: {err}")
+        try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
+            sessions = conn.execute(
+                "SELECT session_id, last_seq, format FROM sessions ORDER BY session_id"
+            ).fetchall()
         except sqlite3.DatabaseError as err:
             report.problems.append(f"SQLite cannot read the file: {err}")
             return report
-        report.problems += [f"SQLite integrity: {row[0]}" for row in rows if row[0] != "ok"]
         if version != SCHEMA_VERSION:
             report.problems.append(
                 f"schema version {version}; this build uses {SCHEMA_VERSION}"
                 + (" (upgrade steerable-bridge)" if version > SCHEMA_VERSION else "")
             )
             return report
+        for session_id, last_seq, found in sessions:
+            _check_session(conn, path, report, session_id, last_seq, found)
         try:
-            _check_rows(conn, report)
+            orphans = conn.execute(
+                "SELECT count(*) FROM events WHERE session_id NOT IN"
+                " (SELECT session_id FROM sessions)"
+            ).fetchone()[0]
         except sqlite3.DatabaseError as err:
-            report.problems.append(f"reading rows failed part-way: {err}")
+            report.problems.append(f"cannot look for orphaned events: {err}")
+        else:
+            if orphans:
+                report.problems.append(f"{orphans} events belong to no session")
     finally:
         conn.close()
     del report.problems[limit:]
     return report
 
 
-def _check_rows(conn: sqlite3.Connection, report: CheckReport) -> None:
-    known: dict[str, int] = {}
-    for sid, last_seq, found in conn.execute(
-        "SELECT session_id, last_seq, format FROM sessions ORDER BY session_id"
-    ):
-        known[sid] = last_seq
-        report.sessions += 1
-        if found is not None and found > FORMAT:
-            report.problems.append(f"session {sid}: record format {found} is newer than {FORMAT}")
-    previous: tuple[str, int] | None = None
-    cursor = conn.execute(
-        "SELECT session_id, seq, format, data FROM events ORDER BY session_id, seq"
-    )
-    for sid, seq, found, data in cursor:
-        report.events += 1
-        label = "unstamped" if found is None else str(found)
-        report.formats[label] = report.formats.get(label, 0) + 1
-        if sid not in known:
-            report.problems.append(f"event seq {seq} belongs to unknown session {sid}")
-        if previous is not None and previous[0] == sid and seq <= previous[1]:
-            report.problems.append(f"session {sid}: seq {seq} does not rise after {previous[1]}")
-        if previous is not None and previous[0] != sid:
-            _check_last(report, previous, known)
-        previous = (sid, seq)
-        try:
-            decode_event(sid, seq, found, data)
-        except StoreError as err:
-            report.problems.append(err.message)
-    if previous is not None:
-        _check_last(report, previous, known)
-
-
-def _check_last(report: CheckReport, last: tuple[str, int], known: dict[str, int]) -> None:
-    sid, seq = last
-    if sid in known and known[sid] != seq:
+def _check_session(
+    conn: sqlite3.Connection,
+    path: Path,
+    report: CheckReport,
+    session_id: str,
+    last_seq: int,
+    found: int | None,
+) -> None:
+    report.sessions += 1
+    if found is not None and found > FORMAT:
         report.problems.append(
-            f"session {sid}: its record says the last seq is {known[sid]}, the log ends at {seq}"
+            f"session {session_id}: record format {found} is newer than {FORMAT}"
+            " (upgrade steerable-bridge)"
+        )
+    previous = -1
+    for item in _rows(conn, path, session_id):
+        if item.seq is not None:
+            if item.seq <= previous:
+                report.problems.append(
+                    f"session {session_id}: seq {item.seq} does not rise after {previous}"
+                )
+            previous = item.seq
+        if item.problem is not None:
+            report.problems.append(item.problem)
+            continue
+        report.events += 1
+        label = "unstamped" if item.found is None else str(item.found)
+        report.formats[label] = report.formats.get(label, 0) + 1
+    if previous != last_seq:
+        report.problems.append(
+            f"session {session_id}: its record says the last seq is {last_seq},"
+            f" the readable log ends at {previous}"
         )
 
 
@@ -132,19 +143,23 @@ def salvage_events(path: Path, session_id: str) -> Iterator[Salvaged]:
     """Every decodable event of the session in seq order, plus one entry per lost row."""
     conn = _connect(path)
     try:
-        try:
-            ids = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT id FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-                )
-            ]
-        except sqlite3.DatabaseError:
-            ids = _scan_ids(conn, path, session_id)
-        for row_id in ids:
-            yield _salvage_row(conn, session_id, row_id)
+        yield from _rows(conn, path, session_id)
     finally:
         conn.close()
+
+
+def _rows(conn: sqlite3.Connection, path: Path, session_id: str) -> Iterator[Salvaged]:
+    try:
+        ids = [
+            row[0]
+            for row in conn.execute(
+                "SELECT id FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+        ]
+    except sqlite3.DatabaseError:
+        ids = _scan_ids(conn, path, session_id)
+    for row_id in ids:
+        yield _salvage_row(conn, session_id, row_id)
 
 
 def _scan_ids(conn: sqlite3.Connection, path: Path, session_id: str) -> list[int]:
@@ -172,9 +187,11 @@ def _salvage_row(conn: sqlite3.Connection, session_id: str, row_id: int) -> Salv
             "SELECT seq, format, data FROM events WHERE id = ?", (row_id,)
         ).fetchone()
     except sqlite3.DatabaseError as err:
-        return Salvaged(seq=None, problem=f"row {row_id} is unreadable: {err}")
+        return Salvaged(
+            seq=None, problem=f"session {session_id}: row {row_id} is unreadable: {err}"
+        )
     seq, found, data = row
     try:
-        return Salvaged(seq=seq, event=decode_event(session_id, seq, found, data))
+        return Salvaged(seq=seq, found=found, event=decode_event(session_id, seq, found, data))
     except StoreError as err:
-        return Salvaged(seq=seq, problem=err.message)
+        return Salvaged(seq=seq, found=found, problem=err.message)

@@ -19,7 +19,7 @@ from steerable_bridge.runtime.storage import (
     StoreError,
     read_tail,
 )
-from steerable_bridge.runtime.values import TextPart
+from tests.adapters.storage.logs import long_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 
@@ -126,45 +126,9 @@ async def test_delete_removes_session_and_log(store: SessionStore) -> None:
     assert await store.read("s1") == []
 
 
-def _long_session(sid: str) -> list[ev.LoopEvent]:
-    """Two runs; the second compacts. Facts (title, mode, state, always) predate it."""
-    e: list[ev.LoopEvent] = []
-
-    def add(cls: type[ev.EventBase], run_id: str, **fields: object) -> None:
-        e.append(cls(session_id=sid, run_id=run_id, seq=len(e), ts=1000 + len(e), **fields))  # type: ignore[arg-type]
-
-    add(ev.ModeChanged, "", mode_id="read-only")
-    add(ev.RunStarted, "r1", model="m")
-    add(ev.UserMessage, "r1", message_id="u1", content=(TextPart(text="hello"),))
-    add(ev.SessionInfo, "r1", title="Hello")
-    add(ev.StateSnapshot, "r1", state_json='{"n":1}')
-    add(ev.TextStart, "r1", message_id="m1")
-    for _ in range(50):
-        add(ev.TextDelta, "r1", message_id="m1", delta="old ")
-    add(ev.TextEnd, "r1", message_id="m1")
-    add(
-        ev.PermissionResolved,
-        "r1",
-        call_id="c0",
-        tool_name="write",
-        outcome="allow_always",
-        option_id="allow_always",
-    )
-    add(ev.StateDelta, "r1", patch_json='[{"op":"replace","path":"/n","value":2}]')
-    add(ev.RunFinished, "r1", stop_reason="end_turn")
-    add(ev.RunStarted, "r2", model="m")
-    add(ev.UserMessage, "r2", message_id="u2", content=(TextPart(text="more"),))
-    add(ev.Compaction, "r2", summary="they said hello", through_seq=len(e) - 1)
-    add(ev.TextStart, "r2", message_id="m2")
-    add(ev.TextDelta, "r2", message_id="m2", delta="new")
-    add(ev.TextEnd, "r2", message_id="m2")
-    add(ev.RunFinished, "r2", stop_reason="end_turn")
-    return e
-
-
 async def test_tail_starts_at_the_compacting_run_and_keeps_facts(store: SessionStore) -> None:
     await store.create(record("s1"))
-    full = _long_session("s1")
+    full = long_session("s1")
     await store.append("s1", full)
     tail = await read_tail(store, "s1")
     assert len(tail) < 20 < len(full)

@@ -21,6 +21,7 @@ from steerable_bridge.runtime.loop import TurnInput
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.storage import SessionBusy, SessionOwned, SessionRecord, StoreError
 from steerable_bridge.runtime.values import TextPart
+from tests.adapters.storage.logs import long_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 
@@ -304,3 +305,20 @@ async def test_concurrent_session_records_in_one_process_wait_for_each_other(
     assert [e.seq for e in stored] == list(range(len(stored)))
     assert sorted(e.mode_id for e in stored if isinstance(e, ev.ModeChanged)) == ["a", "b", "c"]
     assert sum(isinstance(e, ev.RunFinished) for e in stored) == 1
+
+
+async def test_resume_reads_only_the_tail_after_a_compaction_and_continues_its_seq(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    store = open_store(db, stores)
+    await store.create(SessionRecord(session_id="s1", cwd="/w", created_at=1, updated_at=1))
+    full = long_session("s1")
+    await store.append("s1", full)
+    session = await agent_on(open_store(db, stores), [Round(text="ok")]).load_session("s1")
+    assert len(session.log) < 20 < len(full)
+    assert session.mode == "read-only" and session.facts.title == "Hello"
+    assert session.facts.always == {"write": True} and session.facts.state == {"n": 2}
+    assert (await session.prompt(prompt("next"))).stop_reason == "end_turn"
+    stored = await open_store(db, stores).read("s1")
+    assert [e.seq for e in stored] == list(range(len(stored)))
+    assert stored[: len(full)] == full
