@@ -4,12 +4,11 @@
 progress as agent messages and a plan, and grades each response of the client into a
 `CheckLog`: every `session/update` variant (each followed by a ping the client must answer,
 which proves it took the update without choking), `session/request_permission` (a valid
-outcome; a selected option must be one that was offered), `fs/*` and the terminal
-lifecycle (in `client_resources`), and last the
-cancellation step, which asks the person to press stop and checks that the client sent
-`session/cancel` and answered the open permission request with `cancelled`. Every wait is
-bounded; a step the person did not act on in time is reported as skipped, saying so. This
-module never decides the turn's stop reason beyond reporting whether cancel arrived.
+outcome; a selected option must be one that was offered), then hands over to the
+`client_resources` steps (`fs/*`, terminals) and last to `client_cancel` (press stop). The
+plumbing every step shares lives here: `send`, `say`, `probe`, `request` (a client request
+with a deadline, its failure put into words) and `grade_update`. Every wait is bounded; a
+step the person did not act on in time is reported as skipped, saying so.
 """
 
 from __future__ import annotations
@@ -51,6 +50,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
+from steerable_bridge.conformance.validators.client_cancel import cancellation
 from steerable_bridge.conformance.validators.client_resources import file_system, terminal
 from steerable_bridge.conformance.validators.client_session import (
     CONFIG_ID,
@@ -62,7 +62,6 @@ from steerable_bridge.conformance.validators.client_session import (
     ValidatorSettings,
     config_options,
 )
-from steerable_bridge.conformance.validators.report import CheckStatus
 
 __all__ = ["Walkthrough"]
 
@@ -228,7 +227,7 @@ class Walkthrough:
         await terminal(self)
         self._done += 1
         await self.progress("cancellation — you will be asked to press stop")
-        cancelled = await self.cancellation()
+        cancelled = await cancellation(self)
         self._done += 1
         return cancelled
 
@@ -379,7 +378,7 @@ class Walkthrough:
         )
         try:
             with anyio.fail_after(self.settings.person_timeout):
-                answer, problem = await self._ask(tool_call, options)
+                answer, problem = await self.ask(tool_call, options)
         except TimeoutError:
             why = f"person did not act in time ({self.settings.person_timeout:g} s)"
             self.log.record("permission.outcome", "skipped", why)
@@ -420,7 +419,7 @@ class Walkthrough:
         allowed = chosen in offered and "allow" in chosen
         await self.send(update_tool_call(call_id, status="completed" if allowed else "failed"))
 
-    async def _ask(
+    async def ask(
         self, tool_call: ToolCallUpdate, options: list[PermissionOption]
     ) -> tuple[RequestPermissionResponse | None, str]:
         try:
@@ -443,120 +442,6 @@ class Walkthrough:
         except ConnectionError:
             return None, "the connection closed before the client answered"
         return answer, ""
-
-    async def cancellation(self) -> bool:
-        """Ask the person to press stop while a permission request is open; grade both."""
-        timeout = self.settings.cancel_timeout
-        call_id = f"validator-stop-{self.nonce}"
-        await self.say(
-            f"Please press **stop** (cancel the turn) now — I will wait up to {timeout:g} s. A"
-            " permission request is open: do not answer it; pressing stop must answer it for you."
-        )
-        await self.send(
-            start_tool_call(
-                call_id, "Validator: press stop to cancel this turn", kind="other", status="pending"
-            )
-        )
-        tool_call = ToolCallUpdate(
-            tool_call_id=call_id,
-            title="Validator: press stop (do not answer)",
-            kind="other",
-            status="pending",
-        )
-        options = self.permission_options("stop-test")
-        answered = anyio.Event()
-        result: list[tuple[RequestPermissionResponse | None, str]] = []
-        started = time.monotonic()
-
-        async def ask() -> None:
-            result.append(await self._ask(tool_call, options))
-            answered.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
-            await _first(self.session.cancelled, answered, within=timeout)
-            if self.session.cancelled.is_set() or (answered.is_set() and _is_cancelled(result)):
-                # The stop press answers both; let the other half arrive (bounded).
-                await _first(
-                    answered if self.session.cancelled.is_set() else self.session.cancelled,
-                    within=self.settings.probe_timeout,
-                )
-            tg.cancel_scope.cancel()
-        self._grade_cancel(result, started)
-        await self.send(update_tool_call(call_id, status="failed"))
-        return self.session.cancelled.is_set()
-
-    def _grade_cancel(
-        self, result: list[tuple[RequestPermissionResponse | None, str]], started: float
-    ) -> None:
-        cancelled = self.session.cancelled.is_set()
-        timeout = self.settings.cancel_timeout
-        if cancelled:
-            after = (self.session.cancelled_at or time.monotonic()) - started
-            self.log.record(
-                "cancel.session_cancel",
-                "pass",
-                f"client sent session/cancel {after:.1f} s after the stop prompt",
-            )
-        elif result and result[0][0] is not None and result[0][0].outcome.outcome == "cancelled":
-            self.log.record(
-                "cancel.session_cancel",
-                "fail",
-                "the permission request was answered cancelled, but no session/cancel followed",
-            )
-        else:
-            self.log.record(
-                "cancel.session_cancel", "skipped", f"person did not act in time ({timeout:g} s)"
-            )
-        if not result:
-            status: CheckStatus = "fail" if cancelled else "skipped"
-            why = (
-                "after session/cancel the open permission request stayed unanswered for"
-                f" {self.settings.probe_timeout:g} s"
-                if cancelled
-                else f"person did not act in time ({timeout:g} s)"
-            )
-            self.log.record("cancel.permission_cancelled", status, why)
-            return
-        answer, problem = result[0]
-        if answer is None:
-            self.log.record("cancel.permission_cancelled", "fail", problem)
-        elif answer.outcome.outcome == "cancelled":
-            self.log.record(
-                "cancel.permission_cancelled",
-                "pass",
-                "the open permission request was answered with outcome cancelled",
-            )
-        elif cancelled:
-            self.log.record(
-                "cancel.permission_cancelled",
-                "fail",
-                "after session/cancel the open request was answered selected"
-                f" {answer.outcome.option_id!r}; it must be cancelled",
-            )
-        else:
-            self.log.record(
-                "cancel.permission_cancelled",
-                "skipped",
-                "the person answered the request instead of pressing stop",
-            )
-
-
-async def _first(*events: anyio.Event, within: float) -> None:
-    """Return when any of `events` is set, or after `within` seconds."""
-    with anyio.move_on_after(within):
-        async with anyio.create_task_group() as tg:
-
-            async def wait(event: anyio.Event) -> None:
-                await event.wait()
-                tg.cancel_scope.cancel()
-
-            for event in events:
-                tg.start_soon(wait, event)
-
-
-def _is_cancelled(result: list[tuple[RequestPermissionResponse | None, str]]) -> bool:
-    return bool(result) and result[0][0] is not None and result[0][0].outcome.outcome == "cancelled"
 
 
 def _text(text: str) -> Any:
