@@ -17,6 +17,7 @@ Only stdio servers are supported: no HTTP client is advertised or attempted.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 import tempfile
@@ -46,6 +47,7 @@ __all__ = ["McpProblem", "McpServerConfig", "McpServers", "mcp_tool_name", "open
 
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+_MAX_NAME = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,8 +71,16 @@ class McpProblem:
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
-    """`mcp__<server>__<tool>` with characters models reject replaced by `_`."""
-    return f"mcp__{_NAME_UNSAFE.sub('_', server)}__{_NAME_UNSAFE.sub('_', tool)}"
+    """`mcp__<server>__<tool>`, characters models reject replaced by `_`, at most 64 long.
+
+    A longer name keeps its first 55 characters and gains a short hash of the full name,
+    so two long names stay distinct (model APIs reject tool names over 64 characters).
+    """
+    name = f"mcp__{_NAME_UNSAFE.sub('_', server)}__{_NAME_UNSAFE.sub('_', tool)}"
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: _MAX_NAME - 9]}_{digest}"
 
 
 @dataclass(slots=True)

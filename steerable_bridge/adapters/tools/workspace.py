@@ -111,6 +111,8 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         kept.append(item)
         size += len(item)
     body = "".join(kept)
+    if not lines and first > 1:
+        body = f"[the file has fewer than {first} lines]"
     if len(kept) < len(lines):
         shown_to = first + len(kept) - 1
         body += (

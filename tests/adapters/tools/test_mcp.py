@@ -25,6 +25,9 @@ def notes(*extra: str, name: str = "notes") -> McpServerConfig:
 def test_tool_names_are_prefixed_and_sanitised() -> None:
     assert mcp_tool_name("notes", "add_note") == "mcp__notes__add_note"
     assert mcp_tool_name("my server.v2", "do it") == "mcp__my_server_v2__do_it"
+    long_a = mcp_tool_name("a-very-long-server-name-indeed", "and_a_very_long_tool_name_as_well_1")
+    long_b = mcp_tool_name("a-very-long-server-name-indeed", "and_a_very_long_tool_name_as_well_2")
+    assert len(long_a) == len(long_b) == 64 and long_a != long_b
 
 
 async def test_a_stdio_server_is_mounted_and_its_tools_run(make_ctx) -> None:  # type: ignore[no-untyped-def]

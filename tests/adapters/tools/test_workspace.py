@@ -92,6 +92,8 @@ async def test_read_file_reads_parts_and_marks_truncation(
     result = await call(tools, make_ctx, local_env, "read_file", path="src/app.py")
     assert text_of(result) == "def main():\n    return 1\n"
     part = await call(tools, make_ctx, local_env, "read_file", path="src/app.py", line=2, limit=1)
+    past = await call(tools, make_ctx, local_env, "read_file", path="src/app.py", line=9)
+    assert text_of(past) == "[the file has fewer than 9 lines]"
     assert text_of(part) == "    return 1\n"
     (project / "long.txt").write_text("".join(f"{i}\n" for i in range(1, READ_MAX_LINES + 11)))
     long = text_of(await call(tools, make_ctx, local_env, "read_file", path="long.txt"))
