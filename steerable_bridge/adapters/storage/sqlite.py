@@ -12,7 +12,8 @@ Threading: the stdlib `sqlite3` module blocks, so every call runs in a worker th
 (`anyio.to_thread`) behind a capacity limiter of one, on a single connection. SQLite lets
 one writer in at a time anyway, so one connection loses nothing and avoids per-thread
 connection lifecycles; the event loop is never blocked, and a cancelled caller still lets
-the running transaction finish (threads are not abandoned), so no write is half-done.
+the running transaction finish (threads are not abandoned), so no write is half-done. A
+forked child (e.g. a server worker) opens its own connection instead of the parent's.
 
 A session is owned by one process at a time while it runs a turn: `claim(session_id)`
 holds that session's OS file lock (`ownership.py`). Schema changes are migrations keyed on
@@ -119,6 +120,7 @@ class SqliteStore:
         self.busy_timeout_s = busy_timeout_s
         self.owners = OwnerLocks(self.path.with_name(self.path.name + "-owners"))
         self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._limiter: anyio.CapacityLimiter | None = None
 
@@ -127,6 +129,8 @@ class SqliteStore:
     def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` with the connection in this thread (opening it first if needed)."""
         with self._lock:
+            if self._pid != os.getpid():  # forked: never use the parent's connection
+                self._conn, self._pid = None, os.getpid()
             try:
                 if self._conn is None:
                     self._conn = self._open()
@@ -135,7 +139,7 @@ class SqliteStore:
                 raise store_error(self.path, err) from None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        if self._limiter is None:
+        if self._limiter is None or self._pid != os.getpid():
             self._limiter = anyio.CapacityLimiter(1)
         return await anyio.to_thread.run_sync(self.call, fn, limiter=self._limiter)
 
