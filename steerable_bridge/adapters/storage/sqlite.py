@@ -134,6 +134,14 @@ class SqliteStore:
             try:
                 if self._conn is None:
                     self._conn = self._open()
+            except OSError as err:
+                raise StoreError(
+                    "store_unavailable",
+                    f"cannot create the session store {self.path} ({err}); check the path",
+                ) from None
+            except sqlite3.Error as err:
+                raise store_error(self.path, err) from None
+            try:
                 return fn(self._conn)
             except sqlite3.Error as err:
                 raise store_error(self.path, err) from None
