@@ -15,18 +15,19 @@ from collections.abc import Sequence
 
 from steerable_bridge import __version__
 
-COMMANDS: tuple[str, ...] = ("run", "acp", "serve", "sessions", "schema", "check")
+COMMANDS: tuple[str, ...] = ("run", "acp", "serve", "sessions", "schema", "check", "conformance")
 """Modules under steerable_bridge.commands, in the order `--help` lists them."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only` (a command name) just that command is loaded, for fast starts."""
     parser = argparse.ArgumentParser(
         prog="steerable-bridge",
         description="One agent runtime served as an ACP agent (stdio) and an AG-UI endpoint (SSE).",
     )
     parser.add_argument("--version", action="version", version=f"steerable-bridge {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in (only,) if only in COMMANDS else COMMANDS:
         module = importlib.import_module(f"steerable_bridge.commands.{name}")
         module.register(subparsers)
     return parser
@@ -35,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from steerable_bridge.commands.common import ConfigError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(arguments[0] if arguments else None)
+    args = parser.parse_args(arguments)
     try:
         code: int = args.func(args)
     except ConfigError as error:
