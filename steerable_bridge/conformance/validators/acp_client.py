@@ -293,7 +293,16 @@ class ClientValidator:
         session.cancelled = anyio.Event()
         session.cancelled_at = None
         walk = Walkthrough(self.conn, session, self.capabilities, self.settings, self.log)
-        cancelled = await walk.run()
+        try:
+            cancelled = await walk.run()
+        except BaseException:
+            # The connection went away mid-turn: keep what was graded so far.
+            self.log.record(
+                "turn.completed", "fail", "the connection ended during the walk-through"
+            )
+            self.finish()
+            raise
+        self.log.record("turn.completed", "pass", "the walk-through ran to its end")
         prompt_request = self._last_request("session/prompt")
         report = self.report(
             closing=(
@@ -308,6 +317,15 @@ class ClientValidator:
                 update_agent_message_text(f"\n\nReport written to {', '.join(map(str, written))}\n")
             )
         return PromptResponse(stop_reason="cancelled" if cancelled else "end_turn")
+
+    def finish(self) -> Report:
+        """The report as it stands, written to the report path (used when no turn ended it)."""
+        if not self.log.has("turn.completed"):
+            self.log.record("turn.completed", "skipped", "the client never sent session/prompt")
+        report = self.report()
+        if self.report_path is not None:
+            write_report(report, self.report_path, junit=self.junit)
+        return report
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)
@@ -490,7 +508,11 @@ def run_client_validator(args: argparse.Namespace) -> int:
         person_timeout=args.person_timeout, cancel_timeout=args.cancel_timeout
     )
     validator = ClientValidator(settings, report_path=args.report, junit=args.junit)
-    anyio.run(serve_client_validator, validator)
+    try:
+        anyio.run(serve_client_validator, validator)
+    finally:
+        if validator.last_report is None:
+            validator.finish()
     if validator.last_report is not None:
         print(validator.last_report.summary_line(), file=sys.stderr)
         return validator.last_report.exit_code()

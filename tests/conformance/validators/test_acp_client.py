@@ -258,3 +258,23 @@ async def test_acp_validate_client_runs_over_stdio_as_a_process(tmp_path: Path) 
     report = saved(tmp_path)[1]
     assert report.failed == (), report.to_text()
     assert statuses(report)["terminal.kill"] == "pass"
+
+
+async def test_a_client_that_leaves_before_prompting_still_gets_a_report(tmp_path: Path) -> None:
+    command = ["-m", "steerable_bridge.cli", "acp", "--validate-client", "--junit", "--report"]
+    async with spawn_agent_process(
+        ScriptedClient(),
+        sys.executable,
+        *command,
+        str(tmp_path / "report.json"),
+        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL},
+    ) as (conn, process):
+        await conn.initialize(protocol_version=1, client_capabilities=EVERYTHING)
+        await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+    assert process.returncode == 0
+    report = saved(tmp_path)[1]
+    got = statuses(report)
+    assert got["client.initialize"] == "pass"
+    assert got["client.session_new"] == "pass"
+    assert got["turn.completed"] == "skipped"
+    assert evidence(report, "turn.completed") == "the client never sent session/prompt"
