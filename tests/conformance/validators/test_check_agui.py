@@ -91,11 +91,25 @@ def broken_app() -> Starlette:
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
+    async def hang(request: Request) -> StreamingResponse:
+        body = await request.json()
+
+        async def stream() -> AsyncIterator[bytes]:
+            started = RunStartedEvent(thread_id=body["threadId"], run_id=body["runId"])
+            yield encoder.encode(started).encode()
+            await anyio.sleep(30)
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
     async def plain(request: Request) -> Response:
         return Response(json.dumps({"type": "RUN_STARTED"}), media_type="application/json")
 
     return Starlette(
-        routes=[Route("/agent", run, methods=["POST"]), Route("/json", plain, methods=["POST"])]
+        routes=[
+            Route("/agent", run, methods=["POST"]),
+            Route("/json", plain, methods=["POST"]),
+            Route("/hang", hang, methods=["POST"]),
+        ]
     )
 
 
@@ -123,6 +137,7 @@ async def test_a_broken_server_fails_with_the_expected_rule_ids() -> None:
     async with live(broken_app()) as base:
         report = await check_agui_endpoint(f"{base}/agent", within=10)
         plain = await check_agui_endpoint(f"{base}/json", within=10)
+        hung = await check_agui_endpoint(f"{base}/hang", within=0.5)
     got = statuses(report)
     assert {c.id for c in report.failed} == {
         "agui.sse.json",
@@ -138,6 +153,11 @@ async def test_a_broken_server_fails_with_the_expected_rule_ids() -> None:
     assert "this is not json" in next(c.evidence for c in report.checks if c.id == "agui.sse.json")
     assert report.exit_code() == 1
     assert statuses(plain)["agui.http.content_type"] == "fail"
+    assert statuses(hung)["agui.stream.complete"] == "fail"
+    assert "did not end within 0.5 s (1 events so far)" in next(
+        c.evidence for c in hung.checks if c.id == "agui.stream.complete"
+    )
+    assert statuses(hung)["agui.one-terminal"] == "fail"  # the rules see the cut stream
 
 
 async def test_unreachable_or_locked_endpoints_could_not_run(
