@@ -157,7 +157,7 @@ async def run_argv(
         finally:
             eof.set()
 
-    timed_out = False
+    timed_out = stopped = False
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump)
@@ -165,12 +165,14 @@ async def run_argv(
                 await _wait_exit(process)
             timed_out = deadline.cancelled_caught
             await _stop_group(process)
+            stopped = True
             with anyio.move_on_after(_DRAIN_S):
                 await eof.wait()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await _stop_group(process)
+            if not stopped:
+                await _stop_group(process)
             await _release(process)
     text = bytes(buffer).decode("utf-8", errors="replace")
     return CommandResult(
@@ -182,24 +184,27 @@ async def run_argv(
 
 
 async def _stop_group(process: anyio.abc.Process) -> None:
-    """SIGTERM the process group, SIGKILL what is left after a short grace; bounded."""
+    """SIGTERM the process group; once the command has exited (or after a short grace),
+    SIGKILL whatever is left of the group. Bounded."""
     pgid = process.pid  # start_new_session: the child leads its own group
     if not _signal_group(pgid, signal.SIGTERM):
         return
     with anyio.move_on_after(_KILL_GRACE_S):
-        await _wait_exit(process, group=True)
+        await _wait_exit(process)
     _signal_group(pgid, signal.SIGKILL)
     with anyio.move_on_after(_KILL_GRACE_S):
         await _wait_exit(process)
+        while _group_alive(pgid):  # noqa: ASYNC110 - the kernel's state is what we wait on
+            await anyio.sleep(_POLL_S)
 
 
-async def _wait_exit(process: anyio.abc.Process, *, group: bool = False) -> None:
-    """Poll for the exit (and, with `group`, for the whole group to be gone).
+async def _wait_exit(process: anyio.abc.Process) -> None:
+    """Poll for the exit.
 
     Not `process.wait()`: on asyncio it also waits for the pipe to close, which a
     background grandchild can hold open forever. Callers bound this with a deadline.
     """
-    while process.returncode is None or (group and _signal_group(process.pid, 0)):  # noqa: ASYNC110
+    while process.returncode is None:  # noqa: ASYNC110
         await anyio.sleep(_POLL_S)
 
 
@@ -210,6 +215,27 @@ async def _release(process: anyio.abc.Process) -> None:
             await process.stdout.aclose()
     with anyio.move_on_after(_DRAIN_S):
         await process.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    """Does any process of the group still run? Zombies (exited, not yet reaped) do not."""
+    if not _signal_group(pgid, 0):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc: the signal answered, so assume it runs
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
