@@ -45,7 +45,7 @@ async def timed(repeat: int, work: Callable[[], Awaitable[object]]) -> tuple[flo
 async def main(root: str, repeat: int) -> None:
     workspace = Workspace.of(root)
     env = LocalEnvironment(workspace)
-    pattern = r"^class \w+"
+    pattern = r"def __init__\("
     if shutil.which("rg"):
         took, found = await timed(
             repeat, lambda: search.grep(workspace, pattern, ".", "*.py", use_ripgrep=True)
