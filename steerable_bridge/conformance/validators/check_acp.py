@@ -108,6 +108,16 @@ async def check_acp_agent(
     return Report("acp-agent-check", " ".join(command), tuple(checks))
 
 
+_SESSION_CHECKS = (
+    "agent.prompt",
+    "agent.prompt.nothing_after_response",
+    "agent.cancel.stop_reason",
+    "agent.cancel.nothing_after_response",
+    "agent.session.load",
+    "agent.session.resume",
+)
+
+
 async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
     try:
         init = await probe.initialize()
@@ -117,23 +127,29 @@ async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
         return probe.checks
     session = await probe.new_session()
     if session is None:
-        return probe.checks
-    reason = await probe.prompt(session)
-    if reason:
-        probe.skip(("agent.cancel.stop_reason", "agent.cancel.nothing_after_response"), reason)
+        without = "no session: session/new did not succeed"
+        probe.skip(_SESSION_CHECKS, without)
     else:
-        second = await probe.new_session(record=False)
-        if second is not None:
-            await probe.cancel(second)
+        reason = await probe.prompt(session)
+        if reason:
+            probe.skip(("agent.cancel.stop_reason", "agent.cancel.nothing_after_response"), reason)
+        else:
+            second = await probe.new_session(record=False)
+            if second is not None:
+                await probe.cancel(second)
     await probe.unknown_method()
     await probe.malformed_json()
     caps = init.agent_capabilities
-    if caps is not None and caps.load_session:
+    if session is None:
+        pass
+    elif caps is not None and caps.load_session:
         await probe.load(session, prompted=not reason)
     else:
         probe.skip(("agent.session.load",), "agent did not advertise loadSession")
     resume = caps.session_capabilities.resume if caps and caps.session_capabilities else None
-    if resume is not None:
+    if session is None:
+        pass
+    elif resume is not None:
         await probe.resume(session)
     else:
         probe.skip(("agent.session.resume",), "agent did not advertise sessionCapabilities.resume")

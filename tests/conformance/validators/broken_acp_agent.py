@@ -4,7 +4,8 @@ Its faults, each one a complaint editors have about real agents: protocolVersion
 string; session/cancel ignored (the turn ends `end_turn`); an update sent after the prompt
 response; session/load that replays only the agent's text; session/resume that replays;
 unknown extension methods answered with an empty result; malformed JSON silently dropped.
-With `--needs-key` it is instead an agent that refuses every prompt for want of an API key.
+With `--needs-key` it is instead an agent that refuses every prompt for want of an API key;
+with `--needs-login`, one that refuses to open a session until someone logs in.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class BrokenAgent:
         }
 
     async def new_session(self, cwd: str, **kwargs: Any) -> dict[str, Any]:
+        if "--needs-login" in sys.argv:
+            raise RequestError.auth_required({"hint": "run `example login` first"})
         session_id = f"broken-{len(self.texts) + 1}"
         self.texts[session_id] = []
         self.prompts[session_id] = []

@@ -75,6 +75,11 @@ async def test_an_agent_without_credentials_is_skipped_with_its_reason() -> None
     assert "agent needs credentials it lacks" in skipped["agent.prompt"]
     assert "EXAMPLE_API_KEY" in skipped["agent.prompt"]
     assert "agent.cancel.stop_reason" in skipped
+    report = await check_acp_agent([sys.executable, BROKEN, "--needs-login"], settings=QUICK)
+    got = {c.id: c.status for c in report.checks}
+    assert got["agent.session.new"] == "skipped"
+    assert got["agent.prompt"] == got["agent.session.load"] == "skipped"
+    assert got["agent.unknown_method"] == "pass"  # probes that need no session still run
 
 
 async def test_an_agent_that_cannot_start_could_not_run(tmp_path: Path) -> None:
