@@ -95,22 +95,24 @@ class _Server:
             given.strip().encode(), self.token.encode()
         )
 
-    async def _body(self, request: Request) -> bytes | Response:
-        too_big = error(
+    def _too_big(self) -> Response:
+        return error(
             413,
             "body_too_large",
             f"the request body is over {self.max_body} bytes; send less history or start the"
             " server with a larger --max-body",
         )
+
+    async def _body(self, request: Request) -> bytes | Response:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            return too_big
+            return self._too_big()
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > self.max_body:
-                return too_big
+                return self._too_big()
             chunks.append(chunk)
         return b"".join(chunks)
 

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
@@ -172,6 +172,16 @@ def _text_of(event: ev.ToolFinished) -> str:
 
 class AguiRenderer:
     """Renders one AG-UI run. `messages` supplies the thread for MESSAGES_SNAPSHOT."""
+
+    NATIVE: ClassVar[frozenset[type[ev.EventBase]]] = frozenset(
+        {
+            ev.RunStarted, ev.RunFinished, ev.RunFailed, ev.StepStarted, ev.StepFinished,
+            ev.TextStart, ev.TextDelta, ev.TextEnd, ev.ReasoningStart, ev.ReasoningDelta,
+            ev.ReasoningEnd, ev.ToolCallStart, ev.ToolCallDelta, ev.ToolCallEnd, ev.ToolFinished,
+            ev.StateSnapshot, ev.StateDelta, ev.PlanUpdated,
+        }
+    )  # fmt: skip
+    """Kinds with a native AG-UI form; every other kind is sent as CUSTOM."""
 
     def __init__(
         self,

@@ -22,6 +22,7 @@ from ag_ui.core import Message, RunAgentInput
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.model import ProviderError
 from steerable_bridge.runtime.permissions import StaticPolicy
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session, SessionBusy
@@ -144,7 +145,7 @@ class Run:
             for message_id, content in self.parsed.earlier:
                 await self.session.record(ev.UserMessage, message_id=message_id, content=content)
             await self.session.prompt(self.parsed.turn, sink)
-        except RouteError as err:
+        except (RouteError, ProviderError) as err:  # the model could not even be reached
             await write(
                 self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
             )

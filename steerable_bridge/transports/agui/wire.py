@@ -4,11 +4,11 @@
 for every AG-UI event `renderer.render(event)` returns, joined. Building and dumping SDK
 models costs 10-20 µs an event, which caps a stream below 100,000 events/s; the kinds a run
 is mostly made of (text, reasoning and tool-argument deltas, text and tool-call starts, text
-ends, step starts and ends, tool starts) are instead written from byte templates in the
-exact field order and escaping the SDK uses (`json.encoder.encode_basestring` escapes as
-pydantic does); `tests/transports/agui/test_wire.py` proves the bytes identical for every
-kind. Anything else, and every event while the run is not open, goes through the SDK
-models. No I/O.
+ends, step starts and ends, and every CUSTOM kind) are instead written from byte templates
+in the exact field order and escaping the SDK uses (`json.encoder.encode_basestring`
+escapes as pydantic does; a CUSTOM value is `codec.event_to_json`, pydantic's own bytes).
+`tests/transports/agui/test_wire.py` proves the bytes identical for every kind. Anything
+else, and every event while the run is not open, goes through the SDK models. No I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from ag_ui.core import BaseEvent
 from ag_ui.encoder import EventEncoder
 
+from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.transports.agui.renderer import AguiRenderer
@@ -112,7 +113,20 @@ def _tool_started(event: ev.ToolStarted, rid: str) -> bytes | None:
     ).encode()
 
 
+def _custom(event: LoopEvent, rid: str) -> bytes | None:
+    if not _MIN_TS <= event.ts <= _MAX_TS:
+        return None  # the SDK model refuses it; let the renderer decide
+    return (
+        f'data: {{"type":"CUSTOM","timestamp":{event.ts},"name":"steerable.{event.kind}",'
+        f'"value":{codec.event_to_json(event)}}}\n\n'
+    ).encode()
+
+
+_MAX_TS = 9007199254740991
+_MIN_TS = -_MAX_TS
+
 _FAST: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
+    **{cls: _custom for cls in ev.EVENT_TYPES if cls not in AguiRenderer.NATIVE},
     ev.TextStart: _text_start,
     ev.TextDelta: _text_delta,
     ev.TextEnd: _text_end,

@@ -83,6 +83,11 @@ def _finished(**fields: Any) -> ev.RunFinished:
     return ev.RunFinished(session_id=THREAD, run_id="r1", seq=0, ts=9, **fields)
 
 
+def test_the_native_kinds_are_the_ones_with_handlers() -> None:
+    renderer = AguiRenderer(thread_id=THREAD, run_id="x")
+    assert set(renderer._handlers) == AguiRenderer.NATIVE
+
+
 def test_run_started_carries_the_agui_ids_and_protocol_version() -> None:
     wire = _run(end=_finished(stop_reason="end_turn"))
     assert wire[0]["threadId"] == THREAD and wire[0]["runId"] == "agui-run"

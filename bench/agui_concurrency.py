@@ -1,0 +1,176 @@
+"""1,000 concurrent AG-UI runs against one `steerable-bridge serve` process (loopback).
+
+Starts the server as a child process on a scripted model (a short streamed reply, so the
+figures measure the transport, not a model), waits for /health, warms up with 10 sequential runs, then opens N concurrent
+`POST /agent` streams, each on its own thread and its own loopback connection (raw
+sockets: an httpx client would be the bottleneck). Per run it records the
+time from sending the request to the first SSE event and to the end of the stream; a run is
+an error unless it answers 200 and ends with RUN_FINISHED without RUN_ERROR. Prints errors,
+p50 / p99 / max time to first event, p50 / p99 time to finish, the wall time, and the
+server's peak RSS (VmHWM). Everything is bounded: each run by `--timeout`, the server start
+by 30 s. Run: `uv run python bench/agui_concurrency.py [--runs 1000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+
+SCRIPT = {
+    "rounds": [
+        {"text": "Hello from the scripted model, streamed in small pieces.", "chunk_size": 8}
+    ],
+    "loop": True,
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def one_run(port: int, index: int, limit_s: float) -> tuple[float, float] | str:
+    """One run over a raw loopback socket (httpx would make the client the bottleneck)."""
+    body = json.dumps(
+        {
+            "threadId": f"bench-{index}",
+            "runId": f"run-{index}",
+            "messages": [{"id": f"u-{index}", "role": "user", "content": "hello"}],
+        }
+    ).encode()
+    request = (
+        f"POST /agent HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+    start = time.perf_counter()
+    first = None
+    data = b""
+    try:
+        with anyio.fail_after(limit_s):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(request)
+                while True:
+                    try:
+                        chunk = await stream.receive()
+                    except anyio.EndOfStream:
+                        break
+                    if first is None and b"data: " in chunk:
+                        first = time.perf_counter() - start
+                    data += chunk
+    except (TimeoutError, OSError) as err:
+        return f"{type(err).__name__}: {err}"
+    if not data.startswith(b"HTTP/1.1 200"):
+        return data.split(b"\r\n", 1)[0].decode(errors="replace") or "no response"
+    if b'"type":"RUN_FINISHED"' not in data or b'"type":"RUN_ERROR"' in data or first is None:
+        return "the stream did not end with RUN_FINISHED: " + data[-200:].decode(errors="replace")
+    return first, time.perf_counter() - start
+
+
+async def drive(
+    port: int, runs: int, limit_s: float
+) -> tuple[list[tuple[float, float]], list[str], float]:
+    for i in range(10):  # warm up (first-request imports and caches), not measured
+        await one_run(port, -1 - i, limit_s)
+    results: list[tuple[float, float] | str] = [""] * runs
+    started = time.perf_counter()
+
+    async def task(i: int) -> None:
+        results[i] = await one_run(port, i, limit_s)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(runs):
+            tg.start_soon(task, i)
+    wall = time.perf_counter() - started
+    good = [r for r in results if isinstance(r, tuple)]
+    errors = [r for r in results if isinstance(r, str)]
+    return good, errors, wall
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--timeout", type=float, default=60.0, help="per run, seconds")
+    parser.add_argument(
+        "--storage", default="memory", help="the server's --storage (memory; or a file path)"
+    )
+    args = parser.parse_args()
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "script.json"
+        script.write_text(json.dumps(SCRIPT))
+        env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "0"}
+        command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
+        command += ["--model", f"scripted:{script}", "--storage", args.storage]
+        server = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("the server did not start within 30 s")
+                time.sleep(0.1)
+            cpu_before = cpu_seconds(server.pid)
+            good, errors, wall = anyio.run(drive, port, args.runs, args.timeout)
+            rss = peak_rss_mb(server.pid)
+            cpu = cpu_seconds(server.pid) - cpu_before
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
+    firsts = [g[0] * 1000 for g in good]
+    totals = [g[1] * 1000 for g in good]
+    print(
+        f"{args.runs} concurrent runs, one server process, loopback, scripted model,"
+        f" storage {args.storage}"
+    )
+    print(f"errors: {len(errors)}" + (f"  (first: {errors[0]})" if errors else ""))
+    if firsts:
+        p50, p99 = statistics.median(firsts), pct(firsts, 0.99)
+        print(f"time to first event: p50 {p50:.1f} ms  p99 {p99:.1f} ms  max {max(firsts):.1f} ms")
+        p50, p99 = statistics.median(totals), pct(totals, 0.99)
+        print(f"time to RUN_FINISHED: p50 {p50:.1f} ms  p99 {p99:.1f} ms")
+    print(f"wall time: {wall:.2f} s   server CPU: {cpu:.2f} s   server peak RSS: {rss:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
