@@ -1,14 +1,16 @@
 """1,000 concurrent AG-UI runs against one `steerable-bridge serve` process (loopback).
 
 Starts the server as a child process on a scripted model (a short streamed reply, so the
-figures measure the transport, not a model), waits for /health, warms up with 10 sequential runs, then opens N concurrent
-`POST /agent` streams, each on its own thread and its own loopback connection (raw
-sockets: an httpx client would be the bottleneck). Per run it records the
-time from sending the request to the first SSE event and to the end of the stream; a run is
-an error unless it answers 200 and ends with RUN_FINISHED without RUN_ERROR. Prints errors,
-p50 / p99 / max time to first event, p50 / p99 time to finish, the wall time, and the
-server's peak RSS (VmHWM). Everything is bounded: each run by `--timeout`, the server start
-by 30 s. Run: `uv run python bench/agui_concurrency.py [--runs 1000]`.
+figures measure the transport, not a model) and in-memory storage, waits for /health,
+warms up with 10 sequential runs, then opens N concurrent `POST /agent` streams, each on its
+own thread and its own loopback connection (raw sockets: an httpx client would be the
+bottleneck). Per run it records the time from sending the request to the first SSE event
+and to the end of the stream; a run is an error unless it answers 200 and ends with
+RUN_FINISHED without RUN_ERROR. Prints errors, p50 / p99 / max time to first event, p50 /
+p99 time to finish, the wall time, the server's CPU time and its peak RSS (VmHWM). Every
+wait is bounded: each run by `--timeout`, the server start by 30 s. The client shares the
+machine with the server, so on 2 cores both compete for the CPU.
+Run: `uv run python bench/agui_concurrency.py [--runs 1000] [--storage PATH]`.
 """
 
 from __future__ import annotations
