@@ -113,6 +113,10 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     body = "".join(kept)
     if not lines and first > 1:
         body = f"[the file has fewer than {first} lines]"
+    if lines and not kept:  # one enormous line (minified code): show its start
+        kept = [lines[0]]
+        body = lines[0][:READ_MAX_CHARS] + f"\n[line {first} has {len(lines[0])} characters;"
+        body += f" only the first {READ_MAX_CHARS} are shown]"
     if len(kept) < len(lines):
         shown_to = first + len(kept) - 1
         body += (

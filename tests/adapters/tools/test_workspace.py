@@ -100,6 +100,9 @@ async def test_read_file_reads_parts_and_marks_truncation(
     assert long.startswith("1\n2\n")
     assert f"line={READ_MAX_LINES + 1}" in long
     assert f"{READ_MAX_LINES + 1}\n" not in long.split("[truncated")[0]
+    (project / "min.js").write_text("x" * 300_000 + "\nsecond\n")
+    huge = text_of(await call(tools, make_ctx, local_env, "read_file", path="min.js"))
+    assert huge.startswith("x" * 1000) and "only the first" in huge and "line=2" in huge
 
 
 async def test_read_file_refuses_binary_outside_and_missing(
