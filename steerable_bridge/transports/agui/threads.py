@@ -2,8 +2,10 @@
 
 `Threads(agent)` keeps one `Thread` per `threadId`: its session (loaded or created with
 `session_id = threadId`, so history stays on the server across runs), whether a run holds
-it, and the message ids the client already has. `claim(thread_id)` is synchronous, so two
-requests racing for one thread can never both get it; the run releases it when its stream
+it, the message ids the client already has, and the last seq it was sent (events logged
+between runs, such as the earlier user messages of one request, travel right after the next
+RUN_STARTED). `claim(thread_id)` is synchronous, so two requests racing for one thread can
+never both get it; the run releases it when its stream
 closes. `prepare(...)` turns a validated `RunAgentInput` into a `Run` (raising `InputError`
 before anything is sent), and `Run.produce(write)` runs the turn, renders every LoopEvent
 (`renderer.py`, `wire.py`) and writes it. Sessions use `StaticPolicy(approval, defer=True)`:
@@ -46,6 +48,8 @@ class Thread:
     session: Session | None = None
     busy: bool = False
     known: set[str] = field(default_factory=set)
+    sent_seq: int = -1
+    """The last seq streamed to a client; later events logged between runs go with the next."""
 
 
 class Threads:
@@ -78,6 +82,7 @@ class Threads:
                 session = await self.agent.new_session(self.cwd, session_id=thread.thread_id)
             session.policy = StaticPolicy(self.agent.config.approval, defer=True)
             thread.session = session
+            thread.sent_seq = session.log.next_seq - 1  # history from before this process
             thread.known |= known_ids(thread_messages(thread.thread_id, session.log.view()))
         return thread.session
 
@@ -130,6 +135,7 @@ class Run:
         self.thread.known |= self.parsed.new_ids
 
         async def sink(event: LoopEvent) -> None:
+            self.thread.sent_seq = max(self.thread.sent_seq, event.seq)
             if isinstance(event, ev.RunFinished):
                 self.stop_reason = event.stop_reason
             elif isinstance(event, ev.RunFailed):
@@ -144,6 +150,9 @@ class Run:
         try:
             for message_id, content in self.parsed.earlier:
                 await self.session.record(ev.UserMessage, message_id=message_id, content=content)
+            for event in self.session.log.view():  # logged between runs: sent after RUN_STARTED
+                if event.seq > self.thread.sent_seq:
+                    self.renderer.render(event)
             await self.session.prompt(self.parsed.turn, sink)
         except (RouteError, ProviderError) as err:  # the model could not even be reached
             await write(

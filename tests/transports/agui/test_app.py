@@ -94,6 +94,17 @@ async def test_threads_keep_history_and_resent_messages_are_not_duplicated() -> 
     assert [m["id"] for m in snapshot[: len(history)]] == [m["id"] for m in history]
 
 
+async def test_several_new_user_messages_are_all_logged_and_streamed_in_seq_order() -> None:
+    app = create_app(agent_for())
+    async with asgi_client(app) as client:
+        body = run_input("t1", "r1", [user("u1", "first"), user("u2", "second")])
+        _, wire = await post(client, body)
+    log = list(app.state.threads.get("t1").session.log.view())
+    assert [e.message_id for e in log if isinstance(e, ev.UserMessage)] == ["u1", "u2"]
+    assert types(wire)[:2] == ["RUN_STARTED", "CUSTOM"]
+    assert sorted(decode(wire), key=lambda e: e.seq) == log
+
+
 FRONTEND_TOOL = {
     "name": "show_card",
     "description": "Show a card in the web page.",
