@@ -2,8 +2,9 @@
 
 Builds the agent from the shared options (`--model`, `--storage`, `--approve`), adds the
 built-in tools with shared state (`update_state`), and serves `create_app` with uvicorn on
-`--host` / `--port` (127.0.0.1:8000 by default; port 0 picks a free one). `POST /agent`
-takes a RunAgentInput and streams AG-UI events; `GET /` is the chat page. `--token` (or
+`--host` / `--port` (127.0.0.1:8000 by default; port 0 picks a free one, and the first two
+lines on stdout give the URLs actually bound). `POST /agent` takes a RunAgentInput and
+streams AG-UI events; `GET /` is the chat page. `--token` (or
 `STEERABLE_TOKEN`) requires `Authorization: Bearer <token>`; `--cors-origin` (repeatable)
 allows browser apps on other origins; `--max-body` bounds a request. `--workspace DIR`
 adds the workspace tools, confined to DIR (and with no permission to ask, the AG-UI approval
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 from typing import Any
 
 from steerable_bridge.commands.common import ConfigError, add_agent_options, build_agent
@@ -83,9 +85,20 @@ def main(args: argparse.Namespace) -> int:
         cors_origins=tuple(args.cors_origin),
         cwd=args.cwd,
     )
-    shown = "localhost" if args.host in ("127.0.0.1", "::1") else args.host
-    print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{args.port}/agent", flush=True)
-    print(f"steerable-bridge: chat page http://{shown}:{args.port}/", flush=True)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info", lifespan="off")
-    uvicorn.Server(config).run()
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as err:
+        sock.close()
+        raise ConfigError(
+            f"cannot listen on {args.host}:{args.port} ({err.strerror}); pick another --port"
+        ) from None
+    port = sock.getsockname()[1]
+    shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+    print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
+    print(f"steerable-bridge: chat page http://{shown}:{port}/", flush=True)
+    config = uvicorn.Config(app, log_level="info", lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
