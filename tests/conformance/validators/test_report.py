@@ -73,3 +73,12 @@ def test_findings_become_failed_checks_grouped_by_rule() -> None:
     assert checks_from_findings([], clean_id="agui.rules", clean_evidence="clean") == [
         Check("agui.rules", "pass", "clean")
     ]
+
+
+def test_junit_without_a_report_path_is_a_configuration_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from steerable_bridge.cli import main
+
+    assert main(["acp", "--validate-client", "--junit"]) == 2
+    assert "--junit needs --report PATH" in capsys.readouterr().err
