@@ -20,6 +20,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -37,7 +39,7 @@ from steerable_bridge.conformance.scenarios import Scenario, Turn, TurnActions, 
 from steerable_bridge.conformance.transcript import TranscriptRecorder, WireMessage
 from steerable_bridge.transports.agui.app import create_app
 
-__all__ = ["AguiExchange", "run_acp", "run_agui"]
+__all__ = ["AguiExchange", "agui_server", "run_acp", "run_agui"]
 
 
 # -- ACP ----------------------------------------------------------------------------------
@@ -218,26 +220,38 @@ async def _post(client: httpx.AsyncClient, url: str, exchange: AguiExchange) -> 
     return exchange
 
 
-async def run_agui(scenario: Scenario, *, timeout_s: float = 60.0) -> list[AguiExchange]:
-    """Every POST of the scenario against a real uvicorn serving the AG-UI app."""
+@asynccontextmanager
+async def agui_server(scenario: Scenario, *, timeout_s: float = 10.0) -> AsyncIterator[str]:
+    """A real uvicorn on 127.0.0.1 (a free port) serving the AG-UI app for `scenario`.
+
+    Yields the endpoint URL (`.../agent`); the server is stopped on exit.
+    """
     app = create_app(scenario_agent(scenario), cwd="/")
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(timeout_s):
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
+                await anyio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            yield f"http://127.0.0.1:{port}/agent"
+        finally:
+            server.should_exit = True
+
+
+async def run_agui(scenario: Scenario, *, timeout_s: float = 60.0) -> list[AguiExchange]:
+    """Every POST of the scenario against a real uvicorn serving the AG-UI app."""
     exchanges: list[AguiExchange] = []
     thread_id = f"thread-{scenario.name}"
     with anyio.fail_after(timeout_s):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve)
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
-                await anyio.sleep(0.01)
-            port = server.servers[0].sockets[0].getsockname()[1]
-            url = f"http://127.0.0.1:{port}/agent"
-            try:
-                async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s)) as client:
-                    for index, turn in enumerate(scenario.turns):
-                        await _turn(client, url, thread_id, index, turn, exchanges)
-            finally:
-                server.should_exit = True
+        async with (
+            agui_server(scenario) as url,
+            httpx.AsyncClient(timeout=httpx.Timeout(timeout_s)) as client,
+        ):
+            for index, turn in enumerate(scenario.turns):
+                await _turn(client, url, thread_id, index, turn, exchanges)
     return exchanges
 
 

@@ -1,0 +1,157 @@
+"""Interop: the official TypeScript clients replay the conformance scenarios.
+
+`conformance_acp.mjs` drives `steerable-bridge acp` with `@agentclientprotocol/sdk` (every
+update checked against its zod schema); `conformance_agui.mjs` drives live AG-UI servers with
+`@ag-ui/client`'s `HttpAgent`. Any console warning fails the test. What the clients received
+must decode to each scenario's expected story: the ACP event channel exactly, the ACP
+updates on every ACP-exact kind, the AG-UI events (as the client handed them on) exactly —
+apart from the `{}` state snapshot `HttpAgent` sends on every run. Without node the tests are
+skipped loudly, never passed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from steerable_bridge.conformance import check_agui_stream, scenario_tools
+from steerable_bridge.conformance.decode_acp import decode_acp
+from steerable_bridge.conformance.decode_agui import decode_agui
+from steerable_bridge.conformance.live import agui_server
+from steerable_bridge.conformance.mapping import acp_exact
+from steerable_bridge.conformance.scenarios import Scenario, load_scenarios, normalize
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.events import LoopEvent
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS = load_scenarios()
+
+pytestmark = pytest.mark.anyio
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        reason = "node is not installed: the conformance interop replays cannot run"
+        warnings.warn(reason, stacklevel=2)
+        pytest.skip(reason)
+    for package in ("@ag-ui/client", "@agentclientprotocol/sdk"):
+        if not (HERE / "node_modules" / package).is_dir():
+            pytest.fail("tests/interop/node_modules is missing; run `npm ci` in tests/interop")
+    return node
+
+
+async def _node_report(node: str, script: str, plan: Any, tmp: Path, **env: str) -> Any:
+    path = tmp / f"{script}.plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    with anyio.fail_after(100):
+        done = await anyio.run_process(
+            [node, script, str(path)],
+            cwd=HERE,
+            check=False,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env},
+        )
+    stderr = done.stderr.decode(errors="replace")
+    assert done.returncode == 0, f"{script} failed ({done.returncode}):\n{stderr[-4000:]}"
+    return json.loads(done.stdout.decode().strip().splitlines()[-1])
+
+
+def _fails(scenario: Scenario) -> bool:
+    return bool(scenario.expected) and scenario.expected[-1]["kind"] == "run_failed"
+
+
+@pytest.mark.timeout(110)
+async def test_the_official_acp_client_replays_every_acp_scenario(tmp_path: Path) -> None:
+    node = _node()
+    chosen = [s for s in SCENARIOS if "acp" in s.transports]
+    plan = []
+    for scenario in chosen:
+        script = tmp_path / f"{scenario.name}.script.json"
+        script.write_text(scenario.script.model_dump_json(), encoding="utf-8")
+        turns = [t.model_dump(mode="json") for t in scenario.turns]
+        plan.append(
+            {
+                "name": scenario.name,
+                "script": str(script),
+                "maxSteps": scenario.max_steps,
+                "cwd": str(tmp_path),
+                "turns": turns,
+            }
+        )
+    report = await _node_report(
+        node,
+        "conformance_acp.mjs",
+        plan,
+        tmp_path,
+        ACP_PYTHON=sys.executable,
+        ACP_TOOLS=str(scenario_tools.__file__),
+    )
+    assert report["warnings"] == []
+    for scenario, got in zip(chosen, report["scenarios"], strict=True):
+        errors = got["errors"]
+        if _fails(scenario):
+            assert got["stops"] == [None] and len(errors) == 1, errors
+            assert errors[0].startswith("prompt failed"), errors
+        else:
+            assert errors == [], (scenario.name, errors)
+        events: list[LoopEvent] = [codec.event_from_jsonable(e) for e in got["events"]]
+        assert normalize(events) == scenario.expected, scenario.name
+        updates = [
+            {"sender": "agent", "message": {"jsonrpc": "2.0", "method": "session/update",
+                                            "params": params}}
+            for params in got["updates"]
+        ]  # fmt: skip
+        shown = [e for e in decode_acp(updates, channel=False) if acp_exact(e)]
+        assert shown == [e for e in events if acp_exact(e)], scenario.name
+
+
+def _story(scenario: Scenario, events: list[LoopEvent]) -> list[dict[str, Any]]:
+    if all(turn.state is None for turn in scenario.turns):
+        events = [e for e in events if not (e.kind == "state_snapshot" and e.state_json == "{}")]
+    return normalize(events)
+
+
+@pytest.mark.timeout(90)
+async def test_http_agent_replays_every_agui_scenario(tmp_path: Path) -> None:
+    node = _node()
+    chosen = [s for s in SCENARIOS if "agui" in s.transports]
+    async with contextlib.AsyncExitStack() as stack:
+        urls = [await stack.enter_async_context(agui_server(s)) for s in chosen]
+        plan = [
+            {
+                "name": s.name,
+                "url": url,
+                "turns": [
+                    {
+                        "prompt": t.prompt,
+                        "state": t.state,
+                        "frontendTools": [f.model_dump() for f in t.frontend_tools],
+                        "toolResults": [a.model_dump() for a in t.tool_results],
+                        "resume": [a.model_dump() for a in t.resume],
+                        "steer": t.steer.model_dump() if t.steer else None,
+                    }
+                    for t in s.turns
+                ],
+            }
+            for s, url in zip(chosen, urls, strict=True)
+        ]
+        report = await _node_report(node, "conformance_agui.mjs", plan, tmp_path)
+    assert report["warnings"] == []
+    for scenario, got in zip(chosen, report["scenarios"], strict=True):
+        for run in got["runs"]:
+            assert run["error"] is None, (scenario.name, run["error"])
+        received = [event for run in got["runs"] for event in run["events"]]
+        assert check_agui_stream(received) == [], scenario.name
+        assert _story(scenario, decode_agui(received)) == scenario.expected, scenario.name
