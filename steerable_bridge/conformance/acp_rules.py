@@ -9,7 +9,8 @@ a `session/prompt` is open (or while `session/load` replays), nothing after the 
 `tool_call` before any `tool_call_update` of that id, status only moving forward, stop reason
 `cancelled` after `session/cancel`, `session/load` replaying before it responds and
 `session/resume` not replaying at all. `_steerable/event` notifications must carry valid
-LoopEvents with increasing `seq`. Nothing here repairs a transcript; it only reports.
+LoopEvents with increasing `seq` (a `session/load` replay starts them over). Nothing here
+repairs a transcript; it only reports.
 """
 
 from __future__ import annotations
@@ -191,8 +192,9 @@ class _Checker:
             state.open_kind = method.removeprefix("session/")
             state.open_id = message["id"]
             state.cancelled = False
-            if method == "session/load":
+            if method == "session/load":  # the replay starts the story over
                 state.tools.clear()
+                state.last_seq = -1
         if method == "session/request_permission" and isinstance(session_id, str):
             self.turn_output(session_id, "session/request_permission")
 

@@ -107,9 +107,13 @@ class _Client:
 
 
 async def run_acp(
-    scenario: Scenario, *, channel: bool, timeout_s: float = 60.0
+    scenario: Scenario, *, channel: bool, reload: bool = False, timeout_s: float = 60.0
 ) -> list[WireMessage]:
-    """The transcript of the scenario played against a spawned `steerable-bridge acp`."""
+    """The transcript of the scenario played against a spawned `steerable-bridge acp`.
+
+    `reload` adds, after the turns, `session/load` of the same session (which must replay
+    it) and `session/resume` (which must not).
+    """
     recorder = TranscriptRecorder()
     client = _Client()
     with tempfile.TemporaryDirectory(prefix="steerable-scenario-") as folder:
@@ -149,6 +153,11 @@ async def run_acp(
                     except Exception as error:  # a failed run answers with a JSON-RPC error
                         if type(error).__name__ != "RequestError":
                             raise
+                if reload:
+                    await conn.load_session(
+                        cwd=folder, session_id=session.session_id, mcp_servers=[]
+                    )
+                    await conn.resume_session(cwd=folder, session_id=session.session_id)
                 await anyio.sleep(0.05)  # let notifications sent after the last response land
     return recorder.transcript()
 

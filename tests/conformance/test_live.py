@@ -60,3 +60,23 @@ async def test_a_client_without_the_event_channel_sees_every_exact_kind(name: st
     assert normalize([e for e in decoded if acp_exact(e)]) == normalize(
         [e for e in local if acp_exact(e) and e.run_id]
     )
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("channel", [True, False], ids=["channel", "editor"])
+async def test_load_replays_the_whole_session_and_resume_replays_nothing(channel: bool) -> None:
+    (scenario,) = load_scenarios(["permission_always"])
+    transcript = await run_acp(scenario, channel=channel, reload=True)
+    assert check_acp_transcript(transcript) == []
+    load = next(i for i, m in enumerate(transcript) if m.message.get("method") == "session/load")
+    live = decode_acp(transcript[:load], channel=channel)
+    replayed = decode_acp(transcript[load:], channel=channel)
+    if channel:
+        assert replayed == live  # every event, exactly, before the load response
+    else:
+        # Replay also echoes the user's prompts, which are then exact too.
+        assert [e for e in replayed if e.kind != "user_message"] == [
+            e for e in live if acp_exact(e)
+        ]
+        assert [e.kind for e in replayed].count("user_message") == 1
