@@ -16,6 +16,7 @@ Run: `uv run python bench/agui_concurrency.py [--runs 1000] [--storage PATH]`.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import socket
@@ -29,12 +30,15 @@ from pathlib import Path
 import anyio
 import httpx
 
-SCRIPT = {
-    "rounds": [
-        {"text": "Hello from the scripted model, streamed in small pieces.", "chunk_size": 8}
-    ],
-    "loop": True,
-}
+TEXT = "Hello from the scripted model, streamed in small pieces."
+
+
+def script(delay_ms: int) -> dict[str, object]:
+    return {"rounds": [{"text": TEXT, "chunk_size": 8, "delay_ms": delay_ms}], "loop": True}
+
+
+OPEN = [0, 0]
+"""Streams open now, and the most open at once."""
 
 
 def free_port() -> int:
@@ -74,16 +78,20 @@ async def one_run(port: int, index: int, limit_s: float) -> tuple[float, float] 
     data = b""
     try:
         with anyio.fail_after(limit_s):
-            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
-                await stream.send(request)
-                while True:
-                    try:
-                        chunk = await stream.receive()
-                    except anyio.EndOfStream:
-                        break
+            # asyncio directly: anyio.connect_tcp resolves even an IP literal in a worker
+            # thread, which would serialise 1,000 connects through its thread limiter.
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            OPEN[0] += 1
+            OPEN[1] = max(OPEN[1], OPEN[0])
+            try:
+                writer.write(request)
+                while chunk := await reader.read(65536):
                     if first is None and b"data: " in chunk:
                         first = time.perf_counter() - start
                     data += chunk
+            finally:
+                OPEN[0] -= 1
+                writer.close()
     except (TimeoutError, OSError) as err:
         return f"{type(err).__name__}: {err}"
     if not data.startswith(b"HTTP/1.1 200"):
@@ -94,14 +102,17 @@ async def one_run(port: int, index: int, limit_s: float) -> tuple[float, float] 
 
 
 async def drive(
-    port: int, runs: int, limit_s: float
+    port: int, runs: int, limit_s: float, ramp_s: float = 0.0
 ) -> tuple[list[tuple[float, float]], list[str], float]:
     for i in range(10):  # warm up (first-request imports and caches), not measured
         await one_run(port, -1 - i, limit_s)
     results: list[tuple[float, float] | str] = [""] * runs
     started = time.perf_counter()
 
+    OPEN[1] = 0
+
     async def task(i: int) -> None:
+        await anyio.sleep(ramp_s * i / runs)
         results[i] = await one_run(port, i, limit_s)
 
     async with anyio.create_task_group() as tg:
@@ -123,16 +134,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=60.0, help="per run, seconds")
     parser.add_argument(
+        "--delay-ms", type=int, default=0, help="scripted model's pause between chunks (0)"
+    )
+    parser.add_argument(
+        "--ramp-s", type=float, default=0.0, help="spread the starts over this many seconds (0)"
+    )
+    parser.add_argument(
         "--storage", default="memory", help="the server's --storage (memory; or a file path)"
     )
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "script.json"
-        script.write_text(json.dumps(SCRIPT))
+        path = Path(tmp) / "script.json"
+        path.write_text(json.dumps(script(args.delay_ms)))
         env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "0"}
         command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
-        command += ["--model", f"scripted:{script}", "--storage", args.storage]
+        command += ["--model", f"scripted:{path}", "--storage", args.storage]
         server = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -149,7 +166,7 @@ def main() -> None:
                     raise SystemExit("the server did not start within 30 s")
                 time.sleep(0.1)
             cpu_before = cpu_seconds(server.pid)
-            good, errors, wall = anyio.run(drive, port, args.runs, args.timeout)
+            good, errors, wall = anyio.run(drive, port, args.runs, args.timeout, args.ramp_s)
             rss = peak_rss_mb(server.pid)
             cpu = cpu_seconds(server.pid) - cpu_before
         finally:
@@ -163,7 +180,8 @@ def main() -> None:
     totals = [g[1] * 1000 for g in good]
     print(
         f"{args.runs} concurrent runs, one server process, loopback, scripted model,"
-        f" storage {args.storage}"
+        f" storage {args.storage}, chunk delay {args.delay_ms} ms, starts over {args.ramp_s:g} s,"
+        f" at most {OPEN[1]} streams open at once"
     )
     print(f"errors: {len(errors)}" + (f"  (first: {errors[0]})" if errors else ""))
     if firsts:
