@@ -54,10 +54,11 @@ defaults). Decoding a carrier: take its native fields (`messageId` → `message_
 `canonical_json(snapshot)`, for STATE_DELTA `patch_json` = `canonical_json(delta)`, for the
 plan `entries` = `content.entries`), overlay `M.steerable`, add `session_id` = the run's
 `threadId` and `ts` = `timestamp`, and parse with `codec.event_from_jsonable`. A CUSTOM
-`steerable.<kind>` decodes as `codec.event_from_jsonable(value)`. Events whose `M.steerable`
-is `{"derived": true}` carry no LoopEvent and are skipped: MESSAGES_SNAPSHOT (the thread as
-AG-UI messages, sent before every RUN_FINISHED / RUN_ERROR), the second half of the
-reasoning pairs, and the server's own short streams (`derived_run`). A LoopEvent whose native
+`steerable.<kind>` decodes as `codec.event_from_jsonable(value)`. First, though, skip every
+event whose `M.steerable` is `{"derived": true}`: it carries no LoopEvent — MESSAGES_SNAPSHOT
+(the thread as AG-UI messages, ids matching the stream, sent before every RUN_FINISHED /
+RUN_ERROR), the second half of the reasoning pairs, and the server's own short streams
+(`derived_run`, e.g. CUSTOM `steerable.steer_absorbed`; `derived_error`). A LoopEvent whose native
 form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTOM instead
 (for the run's own start and end, followed or preceded by a derived RUN_* event).
 
@@ -66,7 +67,9 @@ approval interrupts (id, reason, toolCallId, responseSchema) when there are any;
 `success`, with `pendingToolCallIds` when frontend tool calls wait for the client. The plan
 uses the native ACTIVITY_SNAPSHOT (UIs render activity messages in place) rather than
 CUSTOM. Nothing is rendered after RUN_FINISHED / RUN_ERROR (such events are counted in
-`dropped`); events that arrive before `run_started` are held until it comes.
+`dropped`); events that arrive before `run_started` (the transport passes those logged
+between runs) are held and sent right after RUN_STARTED, so sort decoded events by `seq` to
+get log order.
 """
 
 from __future__ import annotations
