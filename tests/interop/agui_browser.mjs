@@ -1,13 +1,65 @@
 // Drives the built-in chat page in headless Chromium (Debian's /usr/bin/chromium) with
-// playwright-core. Usage: node agui_browser.mjs http://127.0.0.1:PORT/ SCREENSHOT.png
-// Sends "think, then use a tool", waits for the streamed reply and the tool call card, asks
-// for a file write and approves it, takes a screenshot, then prints {"reply", "tool", "reasoning", "console"} as JSON on stdout.
+// playwright-core. Usage: node agui_browser.mjs http://127.0.0.1:PORT/ SCREENSHOT.png [stop]
+// Default: sends "think, then use a tool", waits for the streamed reply and the tool call
+// card, asks for a file write and approves it, takes a screenshot, then prints
+// {"reply", "tool", "reasoning", "errors", "approvals", "console"} as JSON on stdout.
+// With "stop": sends a message to a slow model, presses Stop while the reply streams, and
+// prints {"reply", "notes", "console"}.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-const [url, screenshot] = process.argv.slice(2);
+const [url, screenshot, mode] = process.argv.slice(2);
+const WAIT = { timeout: 15000 };
+
+const texts = (page, selector) =>
+  page.evaluate((sel) => [...document.querySelectorAll(sel)].map((n) => n.textContent), selector);
+const idle = (page) =>
+  page.waitForFunction(() => document.querySelector("#status").textContent === "idle", null, WAIT);
+
+async function send(page, text) {
+  await page.fill("#input", text);
+  await page.click("#send");
+}
+
+async function chat(page) {
+  await send(page, "think, then use a tool");
+  await page.waitForSelector(".tool-call .result:not([hidden])", WAIT);
+  await page.waitForFunction(
+    () => [...document.querySelectorAll(".msg.assistant")].some((n) => n.textContent.includes("That is how a tool call looks.")),
+    null,
+    WAIT,
+  );
+  await idle(page);
+  // An approval: the run stops with an interrupt, the page asks, Approve resumes it.
+  await send(page, "write a note");
+  await page.click(".approval button.primary", WAIT);
+  await page.waitForFunction(
+    () => [...document.querySelectorAll(".tool-call .result")].some((n) => n.textContent.includes("wrote")),
+    null,
+    WAIT,
+  );
+  await idle(page);
+  await page.screenshot({ path: screenshot, fullPage: true });
+  return {
+    reply: await texts(page, ".msg.assistant"),
+    tool: await texts(page, ".tool-call"),
+    reasoning: await page.evaluate(() =>
+      [...document.querySelectorAll("details.reasoning")].map((n) => ({ open: n.open, text: n.textContent }))),
+    errors: await texts(page, ".error"),
+    approvals: await texts(page, ".approval"),
+  };
+}
+
+async function stop(page) {
+  await send(page, "hello");
+  await page.waitForFunction(() => (document.querySelector(".msg.assistant")?.textContent ?? "").length > 0, null, WAIT);
+  await page.click("#stop");
+  await idle(page);
+  return { reply: await texts(page, ".msg.assistant"), notes: await texts(page, ".note") };
+}
+
 const profile = mkdtempSync(join(tmpdir(), "steerable-chromium-"));
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
@@ -22,34 +74,8 @@ try {
   const page = await context.newPage();
   page.on("console", (msg) => consoleMessages.push(`${msg.type()}: ${msg.text()}`));
   page.on("pageerror", (err) => consoleMessages.push(`pageerror: ${err.message}`));
-  await page.goto(url, { timeout: 15000 });
-  await page.fill("#input", "think, then use a tool");
-  await page.click("#send");
-  await page.waitForSelector(".tool-call .result:not([hidden])", { timeout: 15000 });
-  await page.waitForFunction(
-    () => [...document.querySelectorAll(".msg.assistant")].some((n) => n.textContent.includes("That is how a tool call looks.")),
-    null,
-    { timeout: 15000 },
-  );
-  await page.waitForFunction(() => document.querySelector("#status").textContent === "idle", null, { timeout: 15000 });
-  // An approval: the run stops with an interrupt, the page asks, Approve resumes it.
-  await page.fill("#input", "write a note");
-  await page.click("#send");
-  await page.click(".approval button.primary", { timeout: 15000 });
-  await page.waitForFunction(
-    () => [...document.querySelectorAll(".tool-call .result")].some((n) => n.textContent.includes("wrote")),
-    null,
-    { timeout: 15000 },
-  );
-  await page.waitForFunction(() => document.querySelector("#status").textContent === "idle", null, { timeout: 15000 });
-  await page.screenshot({ path: screenshot, fullPage: true });
-  const result = await page.evaluate(() => ({
-    reply: [...document.querySelectorAll(".msg.assistant")].map((n) => n.textContent),
-    tool: [...document.querySelectorAll(".tool-call")].map((n) => n.textContent),
-    reasoning: [...document.querySelectorAll("details.reasoning")].map((n) => ({ open: n.open, text: n.textContent })),
-    errors: [...document.querySelectorAll(".error")].map((n) => n.textContent),
-    approvals: [...document.querySelectorAll(".approval")].map((n) => n.textContent),
-  }));
+  await page.goto(url, WAIT);
+  const result = mode === "stop" ? await stop(page) : await chat(page);
   process.stdout.write(JSON.stringify({ ...result, console: consoleMessages }) + "\n");
 } finally {
   await context.close();

@@ -5,8 +5,9 @@ with a permission-needing `write_file` test tool. `agui_client.mjs` runs every s
 through `HttpAgent`; this test fails on any `[ag-ui]` console message and checks what the
 client itself does not: each run ends with RUN_FINISHED and no RUN_ERROR (except the
 scenario that asks for a model error, which must end with exactly one RUN_ERROR).
-`agui_browser.mjs` drives the chat page in headless Chromium and saves a screenshot under
-test-artifacts/. Without node or chromium the tests are skipped loudly, never passed.
+`agui_browser.mjs` drives the chat page in headless Chromium (a reply with a tool call, an
+approval, and the Stop button cancelling the turn on the server) and saves a screenshot
+under test-artifacts/. Without node or chromium the tests are skipped loudly, never passed.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from typing import Any
 import anyio
 import pytest
 
+from steerable_bridge.adapters.llm.demo import DemoProvider
+from steerable_bridge.runtime import events as ev
 from steerable_bridge.transports.agui.app import create_app
-from tests.transports.agui.harness import agent_for, live_server
+from tests.transports.agui.harness import agent_for, live_server, until
 
 HERE = Path(__file__).resolve().parent
 ARTIFACTS = HERE.parent.parent / "test-artifacts"
@@ -117,3 +120,24 @@ async def test_the_chat_page_streams_a_reply_and_a_tool_call_in_chromium() -> No
     assert any("wrote demo-note.txt" in text for text in report["tool"])
     assert [m for m in report["console"] if m.startswith(("error", "pageerror"))] == []
     assert shot.stat().st_size > 1000
+
+
+@pytest.mark.timeout(90)
+async def test_the_chat_page_stop_button_cancels_the_turn_on_the_server() -> None:
+    node = _node()
+    if not _chromium_present():
+        reason = (
+            "chromium is not installed (/usr/bin/chromium): the chat page browser test cannot run"
+        )
+        warnings.warn(reason, stacklevel=1)
+        pytest.skip(reason)
+    app = create_app(agent_for(DemoProvider(pace_ms=40)))  # the intro takes seconds to stream
+    async with live_server(app) as url:
+        report = await _node_json(node, "agui_browser.mjs", f"{url}/", "unused.png", "stop")
+        threads = app.state.threads
+        (thread,) = threads._threads.values()
+        await until(lambda: not thread.busy, 2.0)
+    assert report["reply"] and "stopped" in report["notes"]
+    assert "to use a real model" not in report["reply"][0].lower()  # cut short
+    finished = [e for e in thread.session.log.view() if isinstance(e, ev.RunFinished)]
+    assert [f.stop_reason for f in finished] == ["cancelled"]
