@@ -150,10 +150,14 @@ class Run:
         try:
             for message_id, content in self.parsed.earlier:
                 await self.session.record(ev.UserMessage, message_id=message_id, content=content)
-            for event in self.session.log.view():  # logged between runs: sent after RUN_STARTED
-                if event.seq > self.thread.sent_seq:
-                    self.renderer.render(event)
-            await self.session.prompt(self.parsed.turn, sink)
+            view = self.session.log.view()
+            first = len(view)
+            while first > 0 and view[first - 1].seq > self.thread.sent_seq:
+                first -= 1
+            for index in range(first, len(view)):  # logged between runs: after RUN_STARTED
+                self.renderer.render(view[index])
+            if not self.disconnected:  # a client gone already gets no turn
+                await self.session.prompt(self.parsed.turn, sink)
         except (RouteError, ProviderError) as err:  # the model could not even be reached
             await write(
                 self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
