@@ -93,9 +93,15 @@ def build_router(model: str) -> ModelRouter:
 
 
 def _register_openai(router: ModelRouter) -> None:
-    from steerable_bridge.adapters.llm.openai_compat import register
+    # Imported when an openai: route is resolved: httpx costs every start ~100 ms otherwise.
+    def openai(name: str) -> ModelProvider:
+        from steerable_bridge.adapters.llm.openai_compat import register
 
-    register(router)
+        scratch = ModelRouter()
+        register(scratch)
+        return scratch.resolve(f"openai:{name}")
+
+    router.register("openai", openai)
 
 
 def default_storage() -> str:

@@ -30,7 +30,6 @@ from typing import Any, TypeVar
 
 import anyio
 import jsonpatch
-import jsonschema
 from pydantic import JsonValue
 
 from steerable_bridge.runtime import events as ev
@@ -750,6 +749,8 @@ def _parse_object(text: str) -> dict[str, Any] | None:
 
 
 def _schema_error(tool: Tool, args: dict[str, Any]) -> str | None:
+    import jsonschema  # imported on first use: it costs ~100 ms of every process start
+
     validator = jsonschema.Draft202012Validator(dict(tool.parameters))
     error = jsonschema.exceptions.best_match(validator.iter_errors(args))
     if error is None:

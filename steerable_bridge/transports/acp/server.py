@@ -13,14 +13,20 @@ lacks, each written here because no SDK hook covers it:
 - it remembers which request ids are `session/prompt`s in flight, so `$/cancel_request`
   can cancel the right turn.
 
-Once the pipes are set up, Python's `sys.stdout` is pointed at stderr so a stray `print`
-can never corrupt the JSON-RPC stream. The process ends when the client closes stdin.
+Before anything is served, file descriptor 1 is pointed at stderr and the protocol keeps a
+private copy of stdout, so neither a stray `print` nor a child process can corrupt the
+JSON-RPC stream. When the client closes stdin, running turns are cancelled, requests
+already read are answered (within `EOF_GRACE_S`), and the process exits.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import logging
+import os
+import stat
 import sys
 from typing import Any, cast
 
@@ -36,9 +42,12 @@ from steerable_bridge.transports.acp.agent import GAP_PREFIX, AcpAgent
 from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.session import EnvironmentChooser, keep_runtime_environment
 
-__all__ = ["GAP_METHODS", "GuardedTransport", "serve"]
+__all__ = ["EOF_GRACE_S", "GAP_METHODS", "GuardedTransport", "serve"]
 
 log = logging.getLogger("steerable_bridge.acp")
+
+EOF_GRACE_S = 5.0
+"""How long requests read before stdin closed may take to answer before the process exits."""
 
 GAP_METHODS = frozenset({"session/delete", "logout", "$/cancel_request"})
 """Spec methods the SDK does not route; they reach the agent's extension handlers."""
@@ -55,10 +64,13 @@ class GuardedTransport(NdjsonTransport):
         super().__init__(*args, **kwargs)
         self.prompts: dict[Any, str] = {}
         """Request id → session id of every `session/prompt` still unanswered."""
+        self.unanswered: set[Any] = set()
+        """Ids of every request received and not answered yet."""
 
     async def send(self, message: dict[str, Any]) -> None:
         if "method" not in message and ("result" in message or "error" in message):
             self.prompts.pop(message.get("id"), None)
+            self.unanswered.discard(message.get("id"))
         await super().send(message)
 
     async def receive(self) -> dict[str, Any] | None:
@@ -99,6 +111,8 @@ class GuardedTransport(NdjsonTransport):
 
     def _route(self, message: dict[str, Any]) -> dict[str, Any]:
         method = message.get("method")
+        if "id" in message:
+            self.unanswered.add(message["id"])
         if method == "session/prompt" and "id" in message:
             params = message.get("params")
             if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
@@ -128,6 +142,34 @@ def _invalid(message: Any) -> str | None:
     return None
 
 
+async def _protocol_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """stdin / stdout for JSON-RPC only: fd 1 is pointed at stderr, so neither a stray
+    `print` nor a child process that inherits stdout can write into the protocol stream."""
+    pollable = _pollable(0) and _pollable(1)
+    protocol_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = io.TextIOWrapper(protocol_out, write_through=True)  # what the SDK writes to
+    if pollable:
+        streams = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+        sys.stdout = sys.stderr
+        return streams
+    # A file or /dev/null: epoll refuses those, so use the SDK's thread-fed streams (they
+    # keep writing to `sys.stdout`, which stays the protocol's copy).
+    from acp.stdio import _windows_stdio_streams as thread_stdio_streams
+
+    loop = asyncio.get_running_loop()
+    return await thread_stdio_streams(loop, limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+
+
+def _pollable(fd: int) -> bool:
+    """Whether asyncio can watch `fd` (a pipe, socket or terminal, not a file or /dev/null)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 def configure_logging(level: str, file: str | None = None) -> None:
     """Logs to stderr (and `file`), never stdout."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
@@ -148,8 +190,7 @@ async def serve(
     workspaces: AcpWorkspaces | None = None,
 ) -> None:
     """Serve one ACP client on stdin / stdout until it closes stdin."""
-    reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
-    sys.stdout = sys.stderr
+    reader, writer = await _protocol_streams()
     supervisor = TaskSupervisor(source="steerable_bridge.acp")
     transport = GuardedTransport(reader, MessageSender(writer, supervisor))
     async with anyio.create_task_group() as tg:
@@ -174,6 +215,10 @@ async def serve(
             for state in list(acp_agent.sessions.values()):
                 if state.token is not None:
                     state.token.cancel("the client closed the connection")
+            # stdin is closed, but requests read before it still get their answers.
+            with anyio.move_on_after(EOF_GRACE_S, shield=True):
+                while transport.unanswered:  # noqa: ASYNC110 - the SDK's tasks answer them
+                    await anyio.sleep(0.01)
             if workspaces is not None:  # stop MCP servers before their tasks are cancelled
                 await workspaces.aclose()
             tg.cancel_scope.cancel()

@@ -20,7 +20,6 @@ from typing import Any
 
 from acp import schema as acp
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
@@ -80,6 +79,8 @@ class AcpSession:
     async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
         """Send one LoopEvent: the opt-in raw event first, then its rendered updates."""
         if self.link.events and self.link.alive:
+            from steerable_bridge.runtime import codec  # only clients that opted in need it
+
             try:
                 await self.link.conn.ext_notification(
                     "steerable/event", codec.event_to_jsonable(event)

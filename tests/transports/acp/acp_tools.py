@@ -1,8 +1,10 @@
-"""Tools the ACP end-to-end tests load with `--tools-module`: one edit, one slow execute.
+"""Tools the ACP end-to-end tests load with `--tools-module`.
 
 `write_note` (kind edit) writes a file under the session's cwd and returns the diff;
 `slow_step` (kind execute) reports progress, then waits `seconds` (cancellable) before
 answering. Both need permission in the `default` mode, which is what the tests exercise.
+`noisy` (kind think) prints to stdout and runs a child that does too — the agent must keep
+both out of the JSON-RPC stream.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ async def _slow_step(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     await ctx.output((TextPart(text="started"),))
     await anyio.sleep(float(args["seconds"]))
     return ToolResult(content=(TextPart(text="done"),))
+
+
+async def _noisy(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    print("stray print from a tool")
+    await anyio.run_process(["echo", "stray output from a child process"], stdout=None)
+    return ToolResult(content=(TextPart(text="made some noise"),))
 
 
 def _note_title(args: Mapping[str, Any]) -> str:
@@ -67,4 +75,5 @@ TOOLS = [
         handler=_slow_step,
         title=lambda args: f"Wait {args['seconds']}s",
     ),
+    Tool(name="noisy", description="Print to stdout", kind="think", handler=_noisy),
 ]

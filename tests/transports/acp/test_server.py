@@ -155,3 +155,66 @@ async def test_stdout_carries_only_json_rpc_even_through_a_whole_turn(tmp_path: 
     for line in [*raw.lines, *rest.splitlines()]:
         frame = json.loads(line)
         assert frame["jsonrpc"] == "2.0"
+
+
+async def test_stray_prints_and_child_output_never_reach_stdout(tmp_path: Path) -> None:
+    from tests.transports.acp.harness import TOOLS_MODULE, write_script
+
+    script = write_script(
+        tmp_path,
+        [{"tool_calls": [{"id": "n1", "name": "noisy", "arguments": {}}]}, {"text": "ok"}],
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")},
+        "STEERABLE_STORAGE": "memory",
+    }
+    command = [sys.executable, "-m", "steerable_bridge.cli", "acp", "--model", f"scripted:{script}"]
+    async with await anyio.open_process(
+        [*command, "--tools-module", TOOLS_MODULE],
+        env=env,
+        cwd=tmp_path,
+        stderr=(tmp_path / "stderr.log").open("wb"),
+    ) as process:
+        raw = Raw(process)
+        await raw.send(
+            {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+             "params": {"cwd": str(tmp_path), "mcpServers": []}}
+        )  # fmt: skip
+        session_id = (await raw.answer(1))["result"]["sessionId"]
+        prompt = [{"type": "text", "text": "make noise"}]
+        await raw.send(
+            {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+             "params": {"sessionId": session_id, "prompt": prompt}}
+        )  # fmt: skip
+        answer = await raw.answer(2)
+        await process.stdin.aclose()  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            await process.wait()
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in raw.lines)
+    stderr = (tmp_path / "stderr.log").read_text()
+    assert "stray print from a tool" in stderr
+    assert "stray output from a child process" in stderr
+
+
+async def test_requests_read_before_stdin_closes_are_still_answered(tmp_path: Path) -> None:
+    frames = tmp_path / "frames.jsonl"
+    frames.write_text(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": 1}}) + "\n"
+    )  # fmt: skip
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")},
+        "STEERABLE_STORAGE": "memory",
+    }
+    with frames.open("rb") as stdin, (tmp_path / "out.jsonl").open("wb") as stdout:
+        done = await anyio.run_process(
+            [sys.executable, "-m", "steerable_bridge.cli", "acp"],
+            stdin=stdin,
+            stdout=stdout,
+            env=env,
+            check=False,
+        )
+    [line] = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert done.returncode == 0
+    assert json.loads(line)["result"]["protocolVersion"] == 1
