@@ -1,0 +1,82 @@
+"""The thread as AG-UI messages: ids match the streamed events, calls hang off their parent
+message, results and the plan are their own messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.values import PlanEntry, TextPart, ToolError
+from steerable_bridge.transports.agui.history import known_ids, thread_messages
+
+
+def _log(*events: Any) -> list[ev.LoopEvent]:
+    return [e(seq=i) for i, e in enumerate(events)]
+
+
+def _e(cls: type[ev.EventBase], **fields: Any) -> Any:
+    return lambda seq: cls(session_id="t", run_id="r", seq=seq, ts=1, **fields)
+
+
+def test_a_turn_with_reasoning_text_a_call_its_result_and_a_plan() -> None:
+    log = _log(
+        _e(ev.UserMessage, message_id="u1", content=(TextPart(text="hi"),)),
+        _e(ev.ReasoningStart, message_id="th"),
+        _e(ev.ReasoningDelta, message_id="th", delta="hmm"),
+        _e(ev.TextStart, message_id="m1"),
+        _e(ev.TextDelta, message_id="m1", delta="Let me "),
+        _e(ev.TextDelta, message_id="m1", delta="check."),
+        _e(ev.ToolCallStart, call_id="c1", name="calc", parent_message_id="m1"),
+        _e(ev.ToolCallDelta, call_id="c1", delta='{"a"'),
+        _e(ev.ToolCallEnd, call_id="c1", name="calc", arguments_json='{"a":1}'),
+        _e(ev.PlanUpdated, entries=(PlanEntry(content="step"),)),
+        _e(
+            ev.ToolFinished,
+            call_id="c1",
+            status="failed",
+            content=(TextPart(text="no"),),
+            error=ToolError(code="x", message="it failed"),
+        ),
+        _e(ev.ToolCallStart, call_id="c2", name="show", parent_message_id="m2"),
+        _e(ev.ToolCallEnd, call_id="c2", name="show", arguments_json="{}"),
+    )
+    messages = [m.model_dump(by_alias=True, exclude_none=True) for m in thread_messages("t", log)]
+    assert messages == [
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": "th", "role": "reasoning", "content": "hmm"},
+        {
+            "id": "m1",
+            "role": "assistant",
+            "content": "Let me check.",
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "calc", "arguments": '{"a":1}'},
+                }
+            ],
+        },
+        {
+            "id": "plan-t",
+            "role": "activity",
+            "activityType": "plan",
+            "content": {
+                "entries": [{"content": "step", "priority": "medium", "status": "pending"}]
+            },
+        },
+        {
+            "id": "result-c1",
+            "role": "tool",
+            "content": "no",
+            "toolCallId": "c1",
+            "error": "it failed",
+        },
+        {
+            "id": "m2",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "c2", "type": "function", "function": {"name": "show", "arguments": "{}"}}
+            ],
+        },
+    ]
+    assert known_ids(thread_messages("t", log)) >= {"u1", "m1", "c1", "result-c1", "c2", "plan-t"}

@@ -1,0 +1,144 @@
+"""RunAgentInput → TurnInput: resent messages are skipped, tool messages answer open calls,
+frontend tools and resume decisions are mapped, mistakes are InputErrors naming the fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ag_ui.core import RunAgentInput
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.loop import ClientToolResult, ResumeDecision
+from steerable_bridge.runtime.values import ImagePart, ResourcePart, TextPart
+from steerable_bridge.transports.agui.inputs import (
+    InputError,
+    content_parts,
+    steer_requested,
+    to_turn,
+)
+
+OPEN = {
+    "c1": ev.ToolCallEnd(
+        session_id="t", run_id="r", seq=1, ts=1, call_id="c1", name="w", arguments_json="{}"
+    )
+}
+
+
+def _input(messages: list[dict[str, Any]], **extra: Any) -> RunAgentInput:
+    return RunAgentInput.model_validate(
+        {"threadId": "t", "runId": "r", "messages": messages, **extra}
+    )
+
+
+def test_known_messages_are_skipped_and_earlier_new_ones_kept_in_order() -> None:
+    run = _input(
+        [
+            {"id": "u1", "role": "user", "content": "old"},
+            {"id": "u2", "role": "user", "content": "new one"},
+            {"id": "a1", "role": "assistant", "content": "ignored"},
+            {"id": "u3", "role": "user", "content": "newest"},
+        ]
+    )
+    parsed = to_turn(run, {"u1"}, {})
+    assert parsed.turn.message_id == "u3"
+    assert parsed.turn.content == (TextPart(text="newest"),)
+    assert parsed.earlier == (("u2", (TextPart(text="new one"),)),)
+    assert parsed.new_ids == {"u2", "a1", "u3"}
+    assert to_turn(run, {"u1", "u2", "a1", "u3"}, {}).turn.content == ()
+
+
+def test_tool_messages_answer_open_calls_only() -> None:
+    run = _input(
+        [
+            {"id": "m1", "role": "tool", "toolCallId": "c1", "content": "done"},
+            {"id": "m2", "role": "tool", "toolCallId": "stale", "content": "late"},
+            {"id": "m3", "role": "tool", "toolCallId": "c1", "content": "", "error": "it broke"},
+        ]
+    )
+    results = to_turn(run, set(), OPEN).turn.tool_results
+    assert results == (
+        ClientToolResult(call_id="c1", content=(TextPart(text="done"),)),
+        ClientToolResult(call_id="c1", content=(TextPart(text="it broke"),), is_error=True),
+    )
+
+
+def test_frontend_tools_state_and_steering() -> None:
+    run = _input(
+        [],
+        tools=[{"name": "show", "description": "Show it", "parameters": {"type": "object"}}],
+        state={"b": 1, "a": [1, 2]},
+        forwardedProps={"steerable": {"steer": True}},
+    )
+    turn = to_turn(run, set(), {}).turn
+    (tool,) = turn.client_tools
+    assert (tool.name, tool.executor, dict(tool.parameters)) == (
+        "show",
+        "frontend",
+        {"type": "object"},
+    )
+    assert turn.state_json == '{"b":1,"a":[1,2]}'
+    assert steer_requested(run) and not steer_requested(_input([]))
+    assert to_turn(_input([]), set(), {}).turn.state_json is None
+
+
+def test_resume_maps_interrupts_to_decisions() -> None:
+    run = _input(
+        [],
+        resume=[
+            {"interruptId": "approval-c1", "status": "resolved", "payload": {"approved": True}},
+        ],
+    )
+    assert to_turn(run, set(), OPEN).turn.resume == (ResumeDecision(call_id="c1", approved=True),)
+    cancelled = _input([], resume=[{"interruptId": "approval-c1", "status": "cancelled"}])
+    assert to_turn(cancelled, set(), OPEN).turn.resume == (
+        ResumeDecision(call_id="c1", approved=False),
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "code"),
+    [
+        (
+            {"interruptId": "approval-zz", "status": "resolved", "payload": {"approved": True}},
+            "unknown_interrupt",
+        ),
+        ({"interruptId": "other", "status": "resolved"}, "unknown_interrupt"),
+        (
+            {"interruptId": "approval-c1", "status": "resolved", "payload": {"ok": 1}},
+            "invalid_resume",
+        ),
+    ],
+)
+def test_bad_resume_entries_are_input_errors(entry: dict[str, Any], code: str) -> None:
+    with pytest.raises(InputError) as caught:
+        to_turn(_input([], resume=[entry]), set(), OPEN)
+    assert caught.value.code == code
+
+
+def test_content_parts() -> None:
+    parts = content_parts(
+        _input(
+            [
+                {
+                    "id": "u",
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "look"},
+                        {
+                            "type": "image",
+                            "source": {"type": "data", "value": "AAA", "mimeType": "image/png"},
+                        },
+                        {"type": "document", "source": {"type": "url", "value": "https://x/y.pdf"}},
+                    ],
+                }
+            ]
+        )
+        .messages[0]
+        .content  # type: ignore[union-attr]
+    )
+    assert parts == (
+        TextPart(text="look"),
+        ImagePart(data="AAA", mime_type="image/png"),
+        ResourcePart(uri="https://x/y.pdf"),
+    )
