@@ -4,20 +4,23 @@ Transports build a `WorkspaceKit` per session through the composition root (they
 import adapters themselves): `WorkspaceKit(cwd, additional_dirs, spawn)` confines the
 session to its folders, gives it a `LocalEnvironment`, and offers the workspace tools plus
 the tools of the MCP servers `start_mcp` brought up. `aclose()` stops those servers.
-`fixed_workspace_tools(dir)` is the simpler form for a server whose sessions all share one
-folder (AG-UI `serve --workspace DIR`): the tools carry their own local environment.
+The MCP client (the `mcp` SDK, slow to import) is loaded only when a session actually has
+servers. `fixed_workspace_tools(dir)` is the simpler form for a server whose sessions all
+share one folder (AG-UI `serve --workspace DIR`): the tools carry their own environment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.adapters.tools.local_env import LocalEnvironment
-from steerable_bridge.adapters.tools.mcp import McpServerConfig, McpServers, Spawn
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.workspace import workspace_tools
 from steerable_bridge.runtime.tools import Tool
+
+if TYPE_CHECKING:
+    from steerable_bridge.adapters.tools.mcp import McpServers
 
 __all__ = ["WorkspaceKit", "fixed_workspace_tools"]
 
@@ -26,18 +29,30 @@ class WorkspaceKit:
     """Everything one session's workspace needs; see the module docstring."""
 
     def __init__(
-        self, cwd: str, additional: Sequence[str], spawn: Spawn, **mcp_options: float
+        self,
+        cwd: str,
+        additional: Sequence[str],
+        spawn: Callable[[Callable[[], Awaitable[None]]], None],
+        **mcp_options: float,
     ) -> None:
         self.workspace = Workspace.of(cwd, additional)
         self.environment = LocalEnvironment(self.workspace)
-        self.mcp = McpServers(spawn, **mcp_options)
+        self.mcp: McpServers | None = None
+        self._spawn = spawn
+        self._mcp_options = mcp_options
         self._tools = workspace_tools(self.workspace)
 
     def tools(self) -> tuple[Tool, ...]:
-        return self._tools + self.mcp.tools()
+        return self._tools + (self.mcp.tools() if self.mcp is not None else ())
 
     async def start_mcp(self, servers: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """Start stdio servers given as {name, command, args, env}; messages for failures."""
+        if not servers:
+            return ()
+        from steerable_bridge.adapters.tools.mcp import McpServerConfig, McpServers
+
+        if self.mcp is None:
+            self.mcp = McpServers(self._spawn, **self._mcp_options)
         configs = [
             McpServerConfig(
                 name=str(server["name"]),
@@ -52,7 +67,8 @@ class WorkspaceKit:
         return tuple(problem.message for problem in problems)
 
     async def aclose(self) -> None:
-        await self.mcp.aclose()
+        if self.mcp is not None:
+            await self.mcp.aclose()
 
 
 def fixed_workspace_tools(directory: str) -> tuple[Tool, ...]:
