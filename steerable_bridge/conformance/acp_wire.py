@@ -114,13 +114,19 @@ def render_acp_transcript(
                     cached_read_tokens=event.usage.cached_tokens or None,
                 ),
                 field_meta={
-                    "steerable": {"run_id": event.run_id, "stop_reason": event.stop_reason}
+                    "steerable": {
+                        "run_id": event.run_id,
+                        "stop_reason": event.stop_reason,
+                        "event": codec.event_to_jsonable(event),
+                    }
                 },
             )
             send("agent", {"id": prompt_id, "result": _dump(response)})
             prompt_id = None
         elif isinstance(event, ev.RunFailed) and prompt_id is not None:
-            error = errors.run_failed(event.code, event.message, event.run_id)
+            error = errors.run_failed(
+                event.code, event.message, event.run_id, codec.event_to_jsonable(event)
+            )
             send("agent", {"id": prompt_id, "error": error.to_error_obj()})
             prompt_id = None
     return out

@@ -5,12 +5,13 @@ the opt-in event channel (`_steerable/event` notifications) it returns those eve
 are exact for every kind. Without it, it decodes the editor-facing messages: each
 `session/update` carries `_meta.steerable` (kind, seq, ts, run id, and what the ACP payload
 cannot hold), so every kind the mapping table marks ACP-exact comes back field for field;
-the kinds carried by requests and responses (`session/prompt` → `run_started` and
-`user_message`, its response → `run_finished`, its error → `run_failed`,
-`session/request_permission` and the client's answer → `permission_*`) come back with their
-meaning only (`seq` -1, `ts` 0). `session/load` replays events the transcript already holds;
-an event whose (session, seq) was decoded before is dropped unless `dedupe=False`. Raises
-`DecodeError` naming the message when something cannot be decoded.
+the prompt's response (→ `run_finished`) and its error (→ `run_failed`) carry the whole
+closing event, which comes back exactly; the kinds carried by the client's requests and
+answers (`session/prompt` → `run_started` and `user_message`, `session/request_permission`
+and its answer → `permission_*`) come back with their meaning only (`seq` -1, `ts` 0).
+`session/load` replays events the transcript already holds; an event whose (session, seq)
+was decoded before is dropped unless `dedupe=False`. Raises `DecodeError` naming the message
+when something cannot be decoded.
 """
 
 from __future__ import annotations
@@ -225,7 +226,11 @@ class _Decoder:
 
     def prompt_answer(self, request_id: object, message: Mapping[str, Any]) -> None:
         sid, started, user = self.prompts.pop(request_id)
-        if "error" in message:
+        carried = _carried_end(message)
+        if carried is not None:
+            run_id = carried.run_id
+            self.add(carried)
+        elif "error" in message:
             data = message["error"].get("data") or {}
             run_id = str(data.get("runId", ""))
             code = str(data.get("code", message["error"].get("code")))
@@ -291,6 +296,18 @@ class _Decoder:
             if event.session_id == session_id and event.run_id:
                 return event.run_id
         return ""
+
+
+def _carried_end(message: Mapping[str, Any]) -> LoopEvent | None:
+    """The run's closing event when the agent sent it (`_meta.steerable.event` / `data.event`)."""
+    if "error" in message:
+        data = message["error"].get("data")
+        carried = data.get("event") if isinstance(data, Mapping) else None
+    else:
+        result = message.get("result")
+        meta = _steerable(result.get("_meta")) if isinstance(result, Mapping) else {}
+        carried = meta.get("event")
+    return codec.event_from_jsonable(carried) if carried is not None else None
 
 
 def _fields(event: LoopEvent) -> dict[str, Any]:

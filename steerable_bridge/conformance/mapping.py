@@ -85,14 +85,15 @@ MAPPING: tuple[KindMapping, ...] = (
          ("RUN_STARTED",), note="threadId = session, runId, protocolVersion; model and"
          " parent_run_id in metadata", exact=False),
     _row("run_finished", "prompt response", "`stopReason` (max_steps → max_turn_requests,"
-         " interrupted → end_turn + `_meta`), `usage`", ("RUN_FINISHED",),
+         " interrupted → end_turn), `usage`; the event in `_meta.steerable.event`",
+         ("RUN_FINISHED",),
          note="after the derived MESSAGES_SNAPSHOT; outcome success (pendingToolCallIds) /"
          " interrupt / cancelled, usage; stop_reason, usage, interrupts in metadata",
-         exact=False, meaning=("stop_reason",)),
-    _row("run_failed", "JSON-RPC error", "error on `session/prompt`: data.code, message, runId",
+         exact=True),
+    _row("run_failed", "JSON-RPC error", "error on `session/prompt`: data.code, message, runId;"
+         " the event in data.event",
          ("RUN_ERROR",), note="after the derived MESSAGES_SNAPSHOT; code, message; never"
-         " followed by RUN_FINISHED", exact=False,
-         meaning=("code", "message")),
+         " followed by RUN_FINISHED", exact=True),
     _row("step_started", "event channel", _CHANNEL, ("STEP_STARTED",), note="stepName step-N;"
          " step in metadata"),
     _row("step_finished", "event channel", _CHANNEL, ("STEP_FINISHED",),

@@ -24,6 +24,7 @@ from acp import PROTOCOL_VERSION, RequestError
 from acp import schema as acp
 
 from steerable_bridge import __version__
+from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.cancel import CancelToken
@@ -459,11 +460,13 @@ class AcpAgent:
         finally:
             if state.token is token:
                 state.token = None
+        ending = _run_end(session, outcome.run_id)
         if outcome.stop_reason is None:
             raise errors.run_failed(
                 outcome.error_code or "run_failed",
                 outcome.error_message or "the turn failed",
                 outcome.run_id,
+                ending,
             )
         usage = outcome.usage
         return acp.PromptResponse(
@@ -476,7 +479,11 @@ class AcpAgent:
                 cached_read_tokens=usage.cached_tokens or None,
             ),
             field_meta={
-                "steerable": {"run_id": outcome.run_id, "stop_reason": outcome.stop_reason}
+                "steerable": {
+                    "run_id": outcome.run_id,
+                    "stop_reason": outcome.stop_reason,
+                    **({"event": ending} if ending is not None else {}),
+                }
             },
         )
 
@@ -537,6 +544,15 @@ class AcpAgent:
             "taken": taken,
             "reason": None if taken else "no prompt is running; send it as a prompt instead",
         }
+
+
+def _run_end(session: Session, run_id: str) -> dict[str, Any] | None:
+    """The run's closing LoopEvent as JSON, so a decoder rebuilds it exactly (seq, ts, usage)."""
+    view = session.log.view()
+    last = view[-1] if len(view) else None
+    if last is not None and last.run_id == run_id and last.kind in ("run_finished", "run_failed"):
+        return codec.event_to_jsonable(last)
+    return None
 
 
 def _normalize(path: str) -> str:

@@ -86,9 +86,16 @@ def route_failed(code: str, message: str) -> RequestError:
     return _error(RUN_FAILED, code, message)
 
 
-def run_failed(code: str, message: str, run_id: str) -> RequestError:
-    """A turn that failed: the provider's or loop's stable code and its remedy."""
-    return _error(RUN_FAILED, code, message, runId=run_id)
+def run_failed(
+    code: str, message: str, run_id: str, event: dict[str, Any] | None = None
+) -> RequestError:
+    """A turn that failed: the provider's or loop's stable code and its remedy.
+
+    `event` is the run's `run_failed` LoopEvent as JSON (`data.event`, for decoders).
+    """
+    if event is None:
+        return _error(RUN_FAILED, code, message, runId=run_id)
+    return _error(RUN_FAILED, code, message, runId=run_id, event=event)
 
 
 def not_supported(method: str, message: str) -> RequestError:

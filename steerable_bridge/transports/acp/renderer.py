@@ -49,7 +49,9 @@ resource has no name field, and a link without a name shows its uri (`name: null
 Stop reasons (`stop_reason`): end_turn, max_tokens, refusal, cancelled as is;
 max_steps → max_turn_requests; interrupted (the run waits for a client answer, which ACP
 has no way to give — it cannot happen with ACP's ask-now permissions) → end_turn, with the
-original reason in the response's `_meta.steerable.stop_reason`.
+original reason in the response's `_meta.steerable.stop_reason`. The agent also puts the
+run's closing event (run_finished, or run_failed in the error's `data.event`) in
+`_meta.steerable.event`, so decoders rebuild it exactly.
 """
 
 from __future__ import annotations
