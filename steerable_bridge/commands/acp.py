@@ -106,9 +106,16 @@ def main(args: argparse.Namespace) -> int:
         loop=dataclasses.replace(agent.config.loop, permission_timeout_s=args.permission_timeout),
     )
     # Workspace tools, the editor's fs / terminal, and MCP servers for every session.
-    from steerable_bridge.adapters.tools.kit import WorkspaceKit
     from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 
-    workspaces = AcpWorkspaces(WorkspaceKit)
+    workspaces = AcpWorkspaces(_workspace_kit)
     anyio.run(functools.partial(serve, agent, workspaces=workspaces))
     return 0
+
+
+def _workspace_kit(cwd: str, additional: tuple[str, ...], spawn: Any) -> Any:
+    """A session's workspace kit, imported on first use: the MCP client libraries it loads
+    would otherwise add ~0.4 s to every start, before the editor's `initialize` is answered."""
+    from steerable_bridge.adapters.tools.kit import WorkspaceKit
+
+    return WorkspaceKit(cwd, additional, spawn)
