@@ -16,10 +16,8 @@ import subprocess
 import sys
 import time
 
-REQUEST = (
-    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-    + "\n"
-).encode()
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+REQUEST = (json.dumps(INITIALIZE) + "\n").encode()
 
 FLOOR = (
     "import sys, acp\n"
