@@ -44,10 +44,19 @@ FINAL_ROUND: dict[str, Any] = {
 }
 
 
-async def test_initialize_negotiates_version_and_states_capabilities(tmp_path: Path) -> None:
+async def test_initialize_then_bad_requests_get_specific_errors(tmp_path: Path) -> None:
     async with running(tmp_path, [], accepts_images=True) as run:
         first = await run.init()
         again = await run.conn.initialize(protocol_version=7)
+        with pytest.raises(RequestError) as relative:
+            await run.conn.new_session(cwd="relative/dir", mcp_servers=[])
+        with pytest.raises(RequestError) as missing:
+            await run.conn.new_session(cwd=str(tmp_path / "nope"), mcp_servers=[])
+        with pytest.raises(RequestError) as unknown:
+            await run.prompt("sess_missing", "hi")
+        await run.conn.cancel(session_id="sess_missing")  # a notification: ignored quietly
+        with pytest.raises(RequestError) as mode_error:
+            await run.conn.set_session_mode(session_id="sess_missing", mode_id="default")
     assert first.protocol_version == 1
     assert again.protocol_version == 1  # unsupported version → the agent's latest
     assert first.agent_info is not None and first.agent_info.name == "steerable-bridge"
@@ -61,6 +70,12 @@ async def test_initialize_negotiates_version_and_states_capabilities(tmp_path: P
     assert sc is not None
     assert None not in (sc.list, sc.resume, sc.close, sc.fork, sc.delete)
     assert first.auth_methods == []
+    assert relative.value.code == missing.value.code == -32602
+    assert "absolute" in str(relative.value)
+    assert "does not exist" in str(missing.value)
+    assert relative.value.data["code"] == "cwd_not_absolute"
+    assert unknown.value.code == mode_error.value.code == -32002
+    assert "session/list" in str(unknown.value)
 
 
 async def test_missing_api_key_is_advertised_and_fails_session_new(tmp_path: Path) -> None:
@@ -79,30 +94,24 @@ async def test_missing_api_key_is_advertised_and_fails_session_new(tmp_path: Pat
     assert auth_error.value.code == -32000
 
 
-async def test_session_new_rejects_bad_cwd_naming_the_problem(tmp_path: Path) -> None:
-    async with running(tmp_path, []) as run:
-        await run.init()
-        with pytest.raises(RequestError) as relative:
-            await run.conn.new_session(cwd="relative/dir", mcp_servers=[])
-        with pytest.raises(RequestError) as missing:
-            await run.conn.new_session(cwd=str(tmp_path / "nope"), mcp_servers=[])
-    assert relative.value.code == missing.value.code == -32602
-    assert "absolute" in str(relative.value)
-    assert "does not exist" in str(missing.value)
-    assert relative.value.data["code"] == "cwd_not_absolute"
-
-
 async def test_prompt_streams_every_editor_update_in_order(tmp_path: Path) -> None:
     async with running(tmp_path, [TOOL_ROUND, FINAL_ROUND], context_window=4096) as run:
         await run.init()
         sid = await run.new()
         response = await run.prompt(sid, "What is six times seven?")
         await run.assert_quiet_after_prompt()
+        new_index, _ = run.response_index("session/new")
+        first_update = next(
+            i for i, e in enumerate(run.wire) if e.message.get("method") == "session/update"
+        )
     client = run.client
     assert response.stop_reason == "end_turn"
     assert response.usage is not None and response.usage.output_tokens == 15
     kinds = client.kinds(sid)
     assert kinds[0] == "available_commands_update"
+    assert new_index < first_update  # the client knows the session before its first update
+    assert client.events == []  # no `_steerable/event` without opting in
+    assert not any(m.get("method") == "_steerable/event" for m in run.incoming())
     assert kinds[1] == "session_info_update"
     assert client.updates_of("session_info_update")[0].title == "What is six times seven?"
     thought = "".join(u.content.text for u in client.updates_of("agent_thought_chunk"))
@@ -166,18 +175,6 @@ async def test_failed_run_answers_with_a_stable_error_not_end_turn(tmp_path: Pat
     assert error.value.data["code"] == "rate_limited"
     assert "wait a minute" in str(error.value)
     assert "result" not in response
-
-
-async def test_unknown_session_gets_not_found(tmp_path: Path) -> None:
-    async with running(tmp_path, []) as run:
-        await run.init()
-        with pytest.raises(RequestError) as error:
-            await run.prompt("sess_missing", "hi")
-        await run.conn.cancel(session_id="sess_missing")  # a notification: ignored quietly
-        with pytest.raises(RequestError) as mode_error:
-            await run.conn.set_session_mode(session_id="sess_missing", mode_id="default")
-    assert error.value.code == mode_error.value.code == -32002
-    assert "session/list" in str(error.value)
 
 
 async def test_mode_and_model_switches_are_announced(tmp_path: Path) -> None:
@@ -252,15 +249,6 @@ async def test_events_channel_is_opt_in_and_lossless(tmp_path: Path) -> None:
     assert kinds[1] == "run_started" and kinds[-1] == "run_finished"
     assert {"model_request", "step_started", "text_start", "tool_call_delta"} <= set(kinds)
     assert all(e.session_id == sid for e in events)
-
-
-async def test_events_channel_is_silent_without_opt_in(tmp_path: Path) -> None:
-    async with running(tmp_path, [FINAL_ROUND]) as run:
-        await run.init()
-        sid = await run.new()
-        await run.prompt(sid, "go")
-    assert run.client.events == []
-    assert not any(m.get("method") == "_steerable/event" for m in run.incoming())
 
 
 async def test_content_blocks_reach_the_model(tmp_path: Path) -> None:
