@@ -350,6 +350,6 @@ def decode_acp(
                     decoder.prompt_answer(message["id"], message)
                 elif answered == "session/request_permission":
                     decoder.permission_answer(message["id"], message)
-        except (ValidationError, KeyError, TypeError) as err:
+        except (DecodeError, ValidationError, KeyError, TypeError) as err:
             raise DecodeError(f"message {index} ({method or 'response'}): {err}") from err
     return decoder.out

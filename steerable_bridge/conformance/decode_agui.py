@@ -104,7 +104,7 @@ def decode_agui(events: Sequence[object]) -> list[LoopEvent]:
             thread_id = raw.get("threadId")
         try:
             decoded = _decode_one(raw, thread_id)
-        except (ValidationError, KeyError, TypeError, AttributeError) as err:
+        except (DecodeError, ValidationError, KeyError, TypeError, AttributeError) as err:
             raise DecodeError(f"event {index} ({raw.get('type')}): {err}") from err
         if decoded is not None:
             out.append(decoded)
