@@ -134,3 +134,44 @@ async def test_mcp_servers_stop_when_the_editor_disconnects(tmp_path: Path) -> N
         with anyio.fail_after(15):
             while live_group_members(pgid):  # noqa: ASYNC110
                 await anyio.sleep(0.05)
+
+
+async def test_additional_directories_widen_the_workspace_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    project, extra, elsewhere = tmp_path / "project", tmp_path / "extra", tmp_path / "elsewhere"
+    for folder in (project, extra, elsewhere):
+        folder.mkdir()
+        (folder / "f.txt").write_text(f"in {folder.name}\n")
+    rounds = [
+        {
+            "tool_calls": [
+                call("a", "read_file", path=str(extra / "f.txt")),
+                call("b", "read_file", path=str(elsewhere / "f.txt")),
+                call("c", "read_file", path="../elsewhere/f.txt"),
+            ]
+        },
+        {"text": "ok"},
+    ]
+    client = EditorClient()  # no fs capability below: reads hit the local disk
+    with anyio.fail_after(30):
+        async with running(tmp_path, rounds, client=client) as run:  # type: ignore[arg-type]
+            init = await run.conn.initialize(
+                protocol_version=1, client_capabilities=acp.ClientCapabilities()
+            )
+            session_caps = init.agent_capabilities.session_capabilities  # type: ignore[union-attr]
+            assert session_caps is not None and session_caps.additional_directories is not None
+            created = await run.conn.new_session(
+                cwd=str(project), additional_directories=[str(extra)], mcp_servers=[]
+            )
+            block = acp.TextContentBlock(type="text", text="read around")
+            await run.conn.prompt(session_id=created.session_id, prompt=[block])
+    done = {
+        u.tool_call_id: u
+        for u in client.updates
+        if u.session_update == "tool_call_update" and u.status in ("completed", "failed")
+    }
+    assert done["a"].status == "completed" and done["a"].content[0].content.text == "in extra\n"
+    for refused in ("b", "c"):
+        assert done[refused].status == "failed"
+        assert "outside the workspace" in done[refused].content[0].content.text
