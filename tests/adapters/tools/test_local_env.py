@@ -163,3 +163,33 @@ async def test_run_argv_reports_a_missing_program(project: Path) -> None:
     with pytest.raises(EnvironmentError) as info:
         await run_argv(["/nonexistent/program"], cwd=str(project), timeout_s=5, output_limit=100)
     assert info.value.code == "spawn_failed"
+
+
+async def test_a_swap_to_a_symlink_right_after_the_check_is_refused(
+    local_env: LocalEnvironment,
+    project: Path,
+    outside: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race itself: the file becomes a link out between `resolve` and the open."""
+    from steerable_bridge.adapters.tools.paths import Workspace
+
+    checked = Workspace.resolve
+
+    def resolve_then_swap(self: Workspace, path: str) -> str:
+        real = checked(self, path)
+        target = Path(real)
+        if target.name == "app.py" and not target.is_symlink():
+            target.unlink(missing_ok=True)
+            target.symlink_to(outside / "secret.txt")
+        return real
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    with pytest.raises(EnvironmentError) as info:
+        await local_env.read_text("src/app.py")
+    assert info.value.code == "outside_workspace"
+    (project / "src" / "app.py").unlink()
+    with pytest.raises(EnvironmentError) as info:
+        await local_env.write_text("src/app.py", "pwned")
+    assert info.value.code == "outside_workspace"
+    assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
