@@ -20,11 +20,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError
+from acp import PROTOCOL_VERSION
 from acp import schema as acp
 
 from steerable_bridge import __version__
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.cancel import CancelToken
@@ -35,10 +34,11 @@ from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session, SessionBusy
 from steerable_bridge.runtime.storage import StoreError
-from steerable_bridge.runtime.values import Command, TextPart
+from steerable_bridge.runtime.values import Command
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.content import PromptBlock, ReadText, prompt_parts
+from steerable_bridge.transports.acp.extensions import GAP_PREFIX, Extensions
 from steerable_bridge.transports.acp.permissions import AcpPermissionAsker
 from steerable_bridge.transports.acp.renderer import (
     AcpRenderer,
@@ -66,9 +66,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("steerable_bridge.acp")
-
-GAP_PREFIX = "steerable.sdk/"
-"""Extension name under which `server.py` delivers methods the SDK does not route."""
 
 COMMANDS: tuple[Command, ...] = (
     Command(name="help", description="Show the commands, modes and models this agent offers"),
@@ -101,6 +98,7 @@ class AcpAgent:
         self._spawn = spawn
         self._prompt_requests = prompt_requests if prompt_requests is not None else {}
         self._slash = SlashCommands(self)
+        self._extensions = Extensions(self, self._prompt_requests)
 
     def on_connect(self, conn: Any) -> None:
         self.link.conn = conn
@@ -495,55 +493,13 @@ class AcpAgent:
         if state.token is not None:
             state.token.cancel("cancelled by the client (session/cancel)")
 
-    # -- extensions ---------------------------------------------------------------------------
+    # -- extensions (see extensions.py) ------------------------------------------------------
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "steerable/steer":
-            return self._steer(params)
-        if method == GAP_PREFIX + "session/delete":
-            return await self.delete_session(params)
-        if method == GAP_PREFIX + "logout":
-            raise errors.not_supported(
-                "logout",
-                "logout is not supported: steerable-bridge keeps no login; its model keys come"
-                " from environment variables, so remove them from the agent's settings instead",
-            )
-        if method == GAP_PREFIX + "$/cancel_request":
-            self._cancel_request(params)
-            return {}
-        raise RequestError(
-            errors.METHOD_NOT_FOUND,
-            f"there is no extension method _{method}; this agent offers _steerable/steer",
-            {"code": "method_not_found", "method": f"_{method}"},
-        )
+        return await self._extensions.method(method, params)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        if method == GAP_PREFIX + "$/cancel_request":
-            self._cancel_request(params)
-        else:
-            log.info("ignoring extension notification _%s", method)
-
-    def _cancel_request(self, params: dict[str, Any]) -> None:
-        session_id = self._prompt_requests.get(params.get("id"))
-        if session_id is None:
-            log.debug("$/cancel_request for %r: no prompt in flight with that id", params.get("id"))
-            return
-        state = self.sessions.get(session_id)
-        if state is not None and state.token is not None:
-            state.token.cancel("cancelled by the client ($/cancel_request)")
-
-    def _steer(self, params: dict[str, Any]) -> dict[str, Any]:
-        session_id, text = params.get("sessionId"), params.get("text")
-        if not isinstance(session_id, str) or not isinstance(text, str) or not text:
-            raise errors.invalid_params(
-                "_steerable/steer needs {sessionId: string, text: non-empty string}",
-                stable="invalid_steer",
-            )
-        taken = self.state(session_id).session.steer((TextPart(text=text),))
-        return {
-            "taken": taken,
-            "reason": None if taken else "no prompt is running; send it as a prompt instead",
-        }
+        self._extensions.notification(method, params)
 
 
 def _run_end(session: Session, run_id: str) -> dict[str, Any] | None:
@@ -551,6 +507,8 @@ def _run_end(session: Session, run_id: str) -> dict[str, Any] | None:
     view = session.log.view()
     last = view[-1] if len(view) else None
     if last is not None and last.run_id == run_id and last.kind in ("run_finished", "run_failed"):
+        from steerable_bridge.runtime import codec  # first use, not at start
+
         return codec.event_to_jsonable(last)
     return None
 
