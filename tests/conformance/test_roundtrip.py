@@ -19,7 +19,7 @@ from steerable_bridge.conformance.grammar import sessions
 from steerable_bridge.conformance.mapping import acp_exact, acp_shown, row
 from steerable_bridge.runtime.events import LoopEvent
 
-EXAMPLES = 250
+EXAMPLES = 400
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None)
