@@ -94,6 +94,7 @@ def render_acp_transcript(
             send("agent", {"method": "session/update", "params": note})
         if isinstance(event, ev.PermissionRequested):
             params = {
+                "_meta": {"steerable": {"event": codec.event_to_jsonable(event)}},
                 "sessionId": sid,
                 "toolCall": {"toolCallId": event.call_id, "title": event.tool_name},
                 "options": [

@@ -6,9 +6,10 @@ are exact for every kind. Without it, it decodes the editor-facing messages: eac
 `session/update` carries `_meta.steerable` (kind, seq, ts, run id, and what the ACP payload
 cannot hold), so every kind the mapping table marks ACP-exact comes back field for field;
 the prompt's response (→ `run_finished`) and its error (→ `run_failed`) carry the whole
-closing event, which comes back exactly; the kinds carried by the client's requests and
-answers (`session/prompt` → `run_started` and `user_message`, `session/request_permission`
-and its answer → `permission_*`) come back with their meaning only (`seq` -1, `ts` 0).
+closing event, and `session/request_permission` the `permission_requested` event, which come
+back exactly; what the client itself says (`session/prompt` → `run_started` and
+`user_message`, its answer to a permission request → `permission_resolved`) comes back with
+its meaning only (`seq` -1, `ts` 0).
 `session/load` replays events the transcript already holds; an event whose (session, seq)
 was decoded before is dropped unless `dedupe=False`. Raises `DecodeError` naming the message
 when something cannot be decoded.
@@ -268,11 +269,15 @@ class _Decoder:
             for o in request.options
         )
         call_id = request.tool_call.tool_call_id
-        run_id = self._current_run(request.session_id)
-        self.out.append(
-            ev.PermissionRequested(session_id=request.session_id, run_id=run_id, seq=-1, ts=0,
-                                   call_id=call_id, tool_name="", options=options)
-        )  # fmt: skip
+        carried = _steerable(request.field_meta).get("event")
+        if carried is not None:
+            self.add(codec.event_from_jsonable(carried))
+        else:
+            run_id = self._current_run(request.session_id)
+            self.out.append(
+                ev.PermissionRequested(session_id=request.session_id, run_id=run_id, seq=-1,
+                                       ts=0, call_id=call_id, tool_name="", options=options)
+            )  # fmt: skip
         kinds: dict[str, Any] = {o.option_id: o.kind for o in options}
         self.permissions[request_id] = (request.session_id, call_id, kinds)
 

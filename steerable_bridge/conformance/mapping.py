@@ -122,8 +122,8 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("tool_finished", "update", "`tool_call_update` completed / failed, content, rawOutput",
          ("TOOL_CALL_RESULT",), note="messageId result-<call_id>, content = its text; status,"
          " content, raw_output_json, error in metadata"),
-    _row("permission_requested", "client request", "`session/request_permission` (4 options)",
-         exact=False, meaning=("call_id", "options")),
+    _row("permission_requested", "client request", "`session/request_permission` (4 options);"
+         " the event in `_meta.steerable.event`", exact=True),
     _row("permission_resolved", "client request", "the client's answer to"
          " `session/request_permission`", exact=False, meaning=("call_id", "outcome", "option_id")),
     _row("user_message", "prompt request", "the `session/prompt` request itself; replayed as"

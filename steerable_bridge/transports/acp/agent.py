@@ -204,6 +204,7 @@ class AcpAgent:
                 self.link.conn,
                 session.id,
                 timeout_s=self.agent.config.loop.permission_timeout_s,
+                announced=lambda call_id: _announced(session, call_id),
             )
             session.policy = ModePolicy(lambda: session.mode, asker)
         else:
@@ -500,6 +501,16 @@ class AcpAgent:
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         self._extensions.notification(method, params)
+
+
+def _announced(session: Session, call_id: str) -> ev.LoopEvent | None:
+    """The `permission_requested` event the loop just logged for `call_id` (for `_meta`)."""
+    view = session.log.view()
+    for index in range(len(view) - 1, max(len(view) - 16, -1), -1):
+        event = view[index]
+        if isinstance(event, ev.PermissionRequested) and event.call_id == call_id:
+            return event
+    return None
 
 
 def _run_end(session: Session, run_id: str) -> dict[str, Any] | None:

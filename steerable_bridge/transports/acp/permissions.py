@@ -8,19 +8,24 @@ the log), `cancelled` → `cancelled` (the model is told the request was withdra
 client that never answers is cut off after `timeout_s`; a client error or a dropped
 connection count as withdrawn. When the turn is cancelled (`session/cancel`), the loop
 cancels the wait and the SDK forgets the request, which is how a pending request is
-withdrawn on our side. This module never decides anything itself.
+withdrawn on our side. `announced(call_id)` gives the `permission_requested` LoopEvent the
+loop logged for the call; it rides in the request's `_meta.steerable.event`, so decoders
+rebuild it exactly. This module never decides anything itself.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
 from acp import RequestError
 from acp import schema as acp
 
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
 
 __all__ = ["AcpPermissionAsker", "PermissionClient"]
@@ -50,10 +55,18 @@ def _raw(text: str) -> Any:
 class AcpPermissionAsker:
     """Asks the ACP client; one per session."""
 
-    def __init__(self, conn: PermissionClient, session_id: str, *, timeout_s: float) -> None:
+    def __init__(
+        self,
+        conn: PermissionClient,
+        session_id: str,
+        *,
+        timeout_s: float,
+        announced: Callable[[str], LoopEvent | None] | None = None,
+    ) -> None:
         self._conn = conn
         self._session_id = session_id
         self._timeout_s = timeout_s
+        self._announced = announced
 
     async def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         tool_call = acp.ToolCallUpdate(
@@ -68,10 +81,14 @@ class AcpPermissionAsker:
             for o in request.options
         ]
         kinds = {o.option_id: o.kind for o in request.options}
+        event = self._announced(request.call.call_id) if self._announced is not None else None
+        meta: dict[str, Any] = (
+            {"steerable": {"event": codec.event_to_jsonable(event)}} if event is not None else {}
+        )
         try:
             with anyio.fail_after(self._timeout_s):
                 response = await self._conn.request_permission(
-                    session_id=self._session_id, tool_call=tool_call, options=options
+                    session_id=self._session_id, tool_call=tool_call, options=options, **meta
                 )
         except TimeoutError:
             log.warning(
