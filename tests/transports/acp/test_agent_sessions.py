@@ -86,18 +86,21 @@ async def test_load_replays_the_whole_conversation_as_it_was_sent_live(tmp_path:
 
 
 async def test_a_session_reloads_in_a_new_process_from_storage(tmp_path: Path) -> None:
-    async with running(tmp_path, CONVERSATION[:2], client=Recorder("allow_once")) as run:
+    async with running(tmp_path, CONVERSATION[:2], client=Recorder("allow_always")) as run:
         await run.init()
         sid = await run.new()
         await run.prompt(sid, "Please write the note")
         live = [_dump(n.update) for n in run.client.updates]
-    async with running(tmp_path, [{"text": "again"}]) as second:
+    rounds = [CONVERSATION[2], {"text": "again"}]
+    async with running(tmp_path, rounds, client=Recorder("reject_once")) as second:
         await second.init()
         await second.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         replayed = [_dump(n.update) for n in second.client.updates]
         response = await second.prompt(sid, "and once more")
     assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == live
     assert response.stop_reason == "end_turn"
+    assert second.client.permission_requests == []  # "always allow" came back with the session
+    assert (tmp_path / "n.txt").read_text() == "v2"
 
 
 async def test_resume_does_not_replay_and_the_session_continues(tmp_path: Path) -> None:
