@@ -4,7 +4,8 @@ Each sample spawns a fresh process, writes one `initialize` request at once and 
 first line on stdout. The floor is a process that only imports the ACP SDK (`import acp`),
 reads that line and answers. Samples alternate between the two so machine load hits both;
 the script prints the median of each (10 samples by default) and the difference, which the
-issue's target keeps within 60 ms. Run: `uv run python bench/acp_cold_start.py [samples]`.
+issue's target keeps within 60 ms. Run: `uv run python bench/acp_cold_start.py [samples]
+[storage]` (storage `memory` by default; give a file path to include opening SQLite).
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ def sample(command: list[str], env: dict[str, str]) -> float:
 
 def main() -> None:
     samples = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    storage = sys.argv[2] if len(sys.argv) > 2 else "memory"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")},
-        "STEERABLE_STORAGE": "memory",
+        "STEERABLE_STORAGE": storage,
     }
     agent = [sys.executable, "-m", "steerable_bridge.cli", "acp"]
     floor = [sys.executable, "-c", FLOOR]
@@ -60,7 +62,7 @@ def main() -> None:
         agent_ms.append(sample(agent, env))
         floor_ms.append(sample(floor, env))
     a, f = statistics.median(agent_ms), statistics.median(floor_ms)
-    print(f"samples            {samples}")
+    print(f"samples            {samples}  (storage: {storage})")
     print(f"agent median       {a:7.1f} ms  (spawn -> initialize response)")
     print(f"SDK-import floor   {f:7.1f} ms  (spawn -> import acp -> answer)")
     print(f"over the floor     {a - f:7.1f} ms  (target: <= 60 ms)")
