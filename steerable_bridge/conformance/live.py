@@ -8,8 +8,9 @@ the turn says and cancels or steers (`_steerable/steer`) when the turn's trigger
 up in an update's `_meta.steerable.kind`. It returns the transcript, recorded from the SDK's
 own stream observer. `run_agui(scenario)` serves `create_app` with a real uvicorn on
 127.0.0.1 (port 0), POSTs one RunAgentInput per turn with httpx, reads the SSE with
-`httpx-sse`, and steers with a second POST (`forwardedProps.steerable.steer`); it returns
-each response's input and events. Every wait is bounded; the child's stderr is discarded;
+`httpx-sse`, steers with a second POST (`forwardedProps.steerable.steer`) and cancels by
+disconnecting; it returns each response's input and events, and the thread's log as the
+server recorded it. Every wait is bounded; the child's stderr is discarded;
 the server and the process are stopped before returning.
 """
 
@@ -37,9 +38,11 @@ from steerable_bridge.conformance import scenario_tools
 from steerable_bridge.conformance.decode_agui import decode_event
 from steerable_bridge.conformance.scenarios import Scenario, Turn, TurnActions, scenario_agent
 from steerable_bridge.conformance.transcript import TranscriptRecorder, WireMessage
+from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.transports.agui.app import create_app
 
-__all__ = ["AguiExchange", "agui_server", "run_acp", "run_agui"]
+__all__ = ["AguiExchange", "AguiRun", "AguiServer", "agui_server", "run_acp", "run_agui"]
 
 
 # -- ACP ----------------------------------------------------------------------------------
@@ -172,6 +175,7 @@ class AguiExchange:
     run_input: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
     steer: bool = False
+    disconnected: bool = False
 
 
 def _thread(exchanges: list[AguiExchange]) -> list[dict[str, Any]]:
@@ -229,13 +233,50 @@ async def _post(client: httpx.AsyncClient, url: str, exchange: AguiExchange) -> 
     return exchange
 
 
+@dataclass(slots=True)
+class AguiServer:
+    """A running AG-UI app: its endpoint URL and the agent behind it."""
+
+    url: str
+    agent: Agent
+
+    async def log(self, thread_id: str, *, timeout_s: float = 10.0) -> list[LoopEvent]:
+        """The thread's session log once no run holds it (what the server recorded)."""
+        session = self.agent.get(thread_id)
+        if session is None:
+            return []
+        with anyio.fail_after(timeout_s):
+            while session.running:  # noqa: ASYNC110 - a session has no idle event to wait on
+                await anyio.sleep(0.01)
+        return list(session.log.view())
+
+
+@dataclass(slots=True)
+class AguiRun:
+    """A scenario played over HTTP: every POST, and the thread's log on the server after."""
+
+    exchanges: list[AguiExchange]
+    log: list[LoopEvent]
+
+    @property
+    def received(self) -> list[dict[str, Any]]:
+        """The events of the scenario's own runs (not the steering POSTs), in order."""
+        return [raw for x in self.exchanges if not x.steer for raw in x.events]
+
+    @property
+    def cut(self) -> bool:
+        """The client disconnected (cancelled) during a run."""
+        return any(x.disconnected for x in self.exchanges)
+
+
 @asynccontextmanager
-async def agui_server(scenario: Scenario, *, timeout_s: float = 10.0) -> AsyncIterator[str]:
+async def agui_server(scenario: Scenario, *, timeout_s: float = 10.0) -> AsyncIterator[AguiServer]:
     """A real uvicorn on 127.0.0.1 (a free port) serving the AG-UI app for `scenario`.
 
-    Yields the endpoint URL (`.../agent`); the server is stopped on exit.
+    Yields the endpoint (`.../agent`) and the agent; the server is stopped on exit.
     """
-    app = create_app(scenario_agent(scenario), cwd="/")
+    agent = scenario_agent(scenario)
+    app = create_app(agent, cwd="/")
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
@@ -245,23 +286,28 @@ async def agui_server(scenario: Scenario, *, timeout_s: float = 10.0) -> AsyncIt
                 await anyio.sleep(0.01)
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
-            yield f"http://127.0.0.1:{port}/agent"
+            yield AguiServer(url=f"http://127.0.0.1:{port}/agent", agent=agent)
         finally:
             server.should_exit = True
 
 
-async def run_agui(scenario: Scenario, *, timeout_s: float = 60.0) -> list[AguiExchange]:
-    """Every POST of the scenario against a real uvicorn serving the AG-UI app."""
+async def run_agui(scenario: Scenario, *, timeout_s: float = 60.0) -> AguiRun:
+    """Every POST of the scenario against a real uvicorn serving the AG-UI app.
+
+    A cancel trigger disconnects (AG-UI has no other way to stop a run); the stream then
+    ends early, and the server's log shows how the run was closed.
+    """
     exchanges: list[AguiExchange] = []
     thread_id = f"thread-{scenario.name}"
     with anyio.fail_after(timeout_s):
         async with (
-            agui_server(scenario) as url,
+            agui_server(scenario) as served,
             httpx.AsyncClient(timeout=httpx.Timeout(timeout_s)) as client,
         ):
             for index, turn in enumerate(scenario.turns):
-                await _turn(client, url, thread_id, index, turn, exchanges)
-    return exchanges
+                await _turn(client, served.url, thread_id, index, turn, exchanges)
+            log = await served.log(thread_id)
+    return AguiRun(exchanges=exchanges, log=log)
 
 
 async def _turn(
@@ -277,6 +323,9 @@ async def _turn(
     async with anyio.create_task_group() as side:
 
         def act(name: str, text: str) -> None:
+            if name == "cancel":
+                exchange.disconnected = True
+                return
             if name != "steer":
                 raise ValueError(f"AG-UI scenarios cannot {name}; list only 'acp' for them")
             steer = AguiExchange(
@@ -301,3 +350,5 @@ async def _turn(
                 if event is not None:
                     for name, text in actions.due(event.kind):
                         act(name, text)
+                if exchange.disconnected:
+                    break  # leaving the block closes the response: the server sees a disconnect

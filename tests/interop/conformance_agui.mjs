@@ -2,11 +2,12 @@
 // @ag-ui/client HttpAgent.
 //
 // Usage: node conformance_agui.mjs PLAN.json
-// PLAN.json: [{name, url, turns: [{prompt, state, frontendTools, toolResults, resume, steer}]}]
+// PLAN.json: [{name, url, threadId, turns: [{prompt, state, frontendTools, toolResults, resume,
+//              steer, cancel}]}]
 // Each scenario runs on its own HttpAgent (one thread); a turn adds its messages and runs the
-// agent; a steer trigger (its kind seen in `metadata.steerable.kind` or a CUSTOM
-// `steerable.<kind>`) sends the text from a second HttpAgent on the same thread with
-// `forwardedProps.steerable.steer`. Prints one JSON line: {warnings, scenarios: [{name,
+// agent. Triggers fire on the first event of their kind (`metadata.steerable.kind`, or a
+// CUSTOM `steerable.<kind>`): steer sends the text from a second HttpAgent on the same thread
+// with `forwardedProps.steerable.steer`; cancel calls `abortRun()` (AG-UI's only way to stop). Prints one JSON line: {warnings, scenarios: [{name,
 // runs: [{events, error}]}]} — events as the client handed them to `onEvent`. Every
 // "[ag-ui]" console message is collected; the Python test fails on any.
 import { readFileSync } from "node:fs";
@@ -29,7 +30,7 @@ function kindOf(event) {
 }
 
 async function replay(scenario, index) {
-  const threadId = `interop-${index}-${scenario.name}`;
+  const threadId = scenario.threadId;
   const initialState = scenario.turns.find((t) => t.state != null)?.state;
   const agent = new HttpAgent({ url: scenario.url, threadId, ...(initialState ? { initialState } : {}) });
   const runs = [];
@@ -47,6 +48,7 @@ async function replay(scenario, index) {
     const events = [];
     const side = [];
     let steered = false;
+    let aborted = false;
     let error = null;
     try {
       await agent.runAgent(
@@ -54,6 +56,10 @@ async function replay(scenario, index) {
         {
           onEvent: ({ event }) => {
             events.push(event);
+            if (turn.cancel && !aborted && kindOf(event) === turn.cancel.on) {
+              aborted = true;
+              agent.abortRun();
+            }
             if (turn.steer && !steered && kindOf(event) === turn.steer.on) {
               steered = true;
               const helper = new HttpAgent({ url: scenario.url, threadId });
@@ -67,7 +73,7 @@ async function replay(scenario, index) {
     } catch (err) {
       error = String(err?.message ?? err);
     }
-    runs.push({ events, error });
+    runs.push({ events, error, aborted });
   }
   return { name: scenario.name, runs };
 }
