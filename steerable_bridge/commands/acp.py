@@ -87,30 +87,57 @@ def load_tools(spec: str) -> list[Any]:
 def main(args: argparse.Namespace) -> int:
     if args.validate_client:
         return run_validate_client(args)
-    import dataclasses
     import functools
 
     import anyio
 
-    from steerable_bridge.adapters.tools.builtin import builtin_tools
-    from steerable_bridge.commands.common import build_agent
+    from steerable_bridge.commands.common import build_router
+    from steerable_bridge.runtime.model import ProviderError
+    from steerable_bridge.runtime.routing import RouteError
     from steerable_bridge.transports.acp.server import configure_logging, serve
 
     configure_logging(args.log_level, args.log_file)
     if args.permission_timeout <= 0:
         raise ConfigError("--permission-timeout must be a positive number of seconds")
+    if args.max_steps < 1:
+        raise ConfigError("--max-steps must be at least 1")
     extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
+    try:  # what `initialize` needs; the rest is built right after it is answered
+        info = build_router(args.model).resolve(args.model).info
+    except (RouteError, ProviderError) as error:
+        raise ConfigError(error.message) from None
+    anyio.run(
+        functools.partial(
+            serve,
+            functools.partial(_build_agent, args, extra),
+            info=info,
+            model=args.model,
+            workspaces=_workspaces,
+        )
+    )
+    return 0
+
+
+def _build_agent(args: argparse.Namespace, extra: list[Any]) -> Any:
+    """The runtime agent with the built-in and `--tools-module` tools."""
+    import dataclasses
+
+    from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from steerable_bridge.commands.common import build_agent
+
     agent = build_agent(args, tools=[*builtin_tools(), *extra])
     agent.config = dataclasses.replace(
         agent.config,
         loop=dataclasses.replace(agent.config.loop, permission_timeout_s=args.permission_timeout),
     )
-    # Workspace tools, the editor's fs / terminal, and MCP servers for every session.
+    return agent
+
+
+def _workspaces() -> Any:
+    """Workspace tools, the editor's fs / terminal, and MCP servers for every session."""
     from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 
-    workspaces = AcpWorkspaces(_workspace_kit)
-    anyio.run(functools.partial(serve, agent, workspaces=workspaces))
-    return 0
+    return AcpWorkspaces(_workspace_kit)
 
 
 def _workspace_kit(cwd: str, additional: tuple[str, ...], spawn: Any) -> Any:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.loop import LoopSettings
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_route
-from steerable_bridge.runtime.storage import SessionStore
-from steerable_bridge.runtime.tools import Tool
+
+if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
+    from steerable_bridge.runtime.agent import Agent
+    from steerable_bridge.runtime.storage import SessionStore
+    from steerable_bridge.runtime.tools import Tool
 
 __all__ = [
     "ConfigError",
@@ -147,7 +149,8 @@ def build_agent(
     args: argparse.Namespace, *, tools: Sequence[Tool] = (), approval: str | None = None
 ) -> Agent:
     """The agent for a command's parsed options, with `tools` registered globally."""
-    from steerable_bridge.runtime.agent import new_id
+    from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
+    from steerable_bridge.runtime.loop import LoopSettings
 
     if args.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1")

@@ -105,3 +105,32 @@ def test_a_bad_tools_module_is_a_one_line_configuration_error(tmp_path: Path) ->
     assert missing.stdout == no_tools.stdout == ""
     assert "must expose TOOLS" in no_tools.stderr
     assert "--permission-timeout" in bad_timeout.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_a_storage_problem_found_after_initialize_answers_every_request(
+    tmp_path: Path,
+) -> None:
+    from acp import RequestError
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    command = ("-m", "steerable_bridge.cli", "acp", "--storage", str(tmp_path))  # a directory
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        async with spawn_agent_process(
+            _Client(),
+            sys.executable,
+            *command,
+            env=env,
+            cwd=tmp_path,
+            transport_kwargs={"stderr": stderr.fileno()},
+        ) as (conn, _process):
+            init = await conn.initialize(protocol_version=1)
+            with pytest.raises(RequestError) as first:
+                await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            with pytest.raises(RequestError) as second:
+                await conn.list_sessions()
+    assert init.protocol_version == 1
+    assert first.value.code == second.value.code == -32013
+    assert "is a directory" in str(first.value)
+    assert "is a directory" in (tmp_path / "stderr.log").read_text()

@@ -23,7 +23,6 @@ from typing import Any
 from acp import PROTOCOL_VERSION
 from acp import schema as acp
 
-from steerable_bridge import __version__
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.cancel import CancelToken
@@ -36,6 +35,7 @@ from steerable_bridge.runtime.session import Session, SessionBusy
 from steerable_bridge.runtime.storage import StoreError
 from steerable_bridge.runtime.values import Command
 from steerable_bridge.transports.acp import errors
+from steerable_bridge.transports.acp.capabilities import initialize_response
 from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.content import PromptBlock, ReadText, prompt_parts
 from steerable_bridge.transports.acp.extensions import GAP_PREFIX, Extensions
@@ -124,42 +124,8 @@ class AcpAgent:
         self.link.client_info = client_info
         steerable = kwargs.get("steerable")
         self.link.events = isinstance(steerable, dict) and steerable.get("events") is True
-        info = self._default_info()
-        missing = info.needs_api_key_env if info is not None else None
-        auth_methods: list[Any] = []
-        if missing:
-            auth_methods.append(
-                acp.EnvVarAuthMethod(
-                    type="env_var",
-                    id=f"env:{missing}",
-                    name=f"Set {missing}",
-                    description=f"The model {self.agent.config.model} reads its key from {missing}",
-                    vars=[acp.AuthEnvVar(name=missing, label=missing)],
-                )
-            )
-        return acp.InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_info=acp.Implementation(
-                name="steerable-bridge", title="steerable-bridge", version=__version__
-            ),
-            agent_capabilities=acp.AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=acp.PromptCapabilities(
-                    image=bool(info and info.accepts_images), audio=False, embedded_context=True
-                ),
-                session_capabilities=acp.SessionCapabilities(
-                    list=acp.SessionListCapabilities(),
-                    resume=acp.SessionResumeCapabilities(),
-                    close=acp.SessionCloseCapabilities(),
-                    delete=acp.SessionDeleteCapabilities(),
-                    fork=acp.SessionForkCapabilities(),
-                    additional_directories=(
-                        acp.SessionAdditionalDirectoriesCapabilities() if self.workspaces else None
-                    ),
-                ),
-                mcp_capabilities=acp.McpCapabilities(http=False, sse=False),  # stdio only
-            ),
-            auth_methods=auth_methods,
+        return initialize_response(
+            self._default_info(), self.agent.config.model, workspaces=self.workspaces is not None
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> acp.AuthenticateResponse:

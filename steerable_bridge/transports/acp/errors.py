@@ -21,6 +21,7 @@ __all__ = [
     "NOT_FOUND",
     "RUN_FAILED",
     "SESSION_BUSY",
+    "STARTUP_FAILED",
     "UNSUPPORTED",
     "auth_required",
     "invalid_params",
@@ -29,6 +30,7 @@ __all__ = [
     "run_failed",
     "session_busy",
     "session_not_found",
+    "startup_failed",
 ]
 
 INVALID_PARAMS = -32602
@@ -38,6 +40,7 @@ NOT_FOUND = -32002
 SESSION_BUSY = -32010
 RUN_FAILED = -32011
 UNSUPPORTED = -32012
+STARTUP_FAILED = -32013
 
 
 def _error(code: int, stable: str, message: str, **details: Any) -> RequestError:
@@ -101,3 +104,8 @@ def run_failed(
 def not_supported(method: str, message: str) -> RequestError:
     """A method this agent answers deliberately with a refusal."""
     return _error(UNSUPPORTED, "not_supported", message, method=method)
+
+
+def startup_failed(message: str) -> RequestError:
+    """The agent could not be built (a configuration problem found after `initialize`)."""
+    return _error(STARTUP_FAILED, "startup_failed", f"steerable-bridge could not start: {message}")

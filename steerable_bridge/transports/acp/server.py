@@ -28,7 +28,8 @@ import logging
 import os
 import stat
 import sys
-from typing import Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from acp import RequestError, stdio_streams
@@ -37,10 +38,14 @@ from acp.agent.connection import AgentSideConnection
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 from acp.task import MessageSender, TaskSupervisor
 
-from steerable_bridge.runtime.agent import Agent
-from steerable_bridge.transports.acp.agent import GAP_PREFIX, AcpAgent
-from steerable_bridge.transports.acp.client_env import AcpWorkspaces
-from steerable_bridge.transports.acp.session import EnvironmentChooser, keep_runtime_environment
+from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.transports.acp.extensions import GAP_PREFIX
+from steerable_bridge.transports.acp.front import LazyAcpAgent
+
+if TYPE_CHECKING:  # loaded after `initialize` is answered (see front.py)
+    from steerable_bridge.runtime.agent import Agent
+    from steerable_bridge.transports.acp.client_env import AcpWorkspaces
+    from steerable_bridge.transports.acp.session import EnvironmentChooser
 
 __all__ = ["EOF_GRACE_S", "GAP_METHODS", "GuardedTransport", "serve"]
 
@@ -184,43 +189,68 @@ def configure_logging(level: str, file: str | None = None) -> None:
 
 
 async def serve(
-    agent: Agent,
+    build: Callable[[], Agent],
     *,
-    choose_environment: EnvironmentChooser = keep_runtime_environment,
-    workspaces: AcpWorkspaces | None = None,
+    info: ModelInfo | None,
+    model: str,
+    workspaces: Callable[[], AcpWorkspaces] | None = None,
+    choose_environment: EnvironmentChooser | None = None,
 ) -> None:
-    """Serve one ACP client on stdin / stdout until it closes stdin."""
+    """Serve one ACP client on stdin / stdout until it closes stdin.
+
+    `initialize` is answered from `info` (the default model's) and `model` at once; `build`
+    (the runtime `Agent`) and `workspaces` (per-session workspace mounting) are called
+    right after, so their imports never delay the handshake (see `front.py`).
+    """
     reader, writer = await _protocol_streams()
     supervisor = TaskSupervisor(source="steerable_bridge.acp")
     transport = GuardedTransport(reader, MessageSender(writer, supervisor))
+    mounted: list[AcpWorkspaces] = []
     async with anyio.create_task_group() as tg:
 
         def spawn(job: Any) -> None:
             tg.start_soon(job)
 
-        acp_agent = AcpAgent(
-            agent,
+        def build_acp_agent() -> Any:
+            from steerable_bridge.transports.acp.agent import AcpAgent
+
+            agent = build()
+            mounted.extend([workspaces()] if workspaces is not None else [])
+            options: dict[str, Any] = {}
+            if choose_environment is not None:
+                options["choose_environment"] = choose_environment
+            return AcpAgent(
+                agent,
+                spawn=spawn,
+                prompt_requests=transport.prompts,
+                workspaces=mounted[0] if mounted else None,
+                **options,
+            )
+
+        front = LazyAcpAgent(
+            build_acp_agent,
+            info=info,
+            model=model,
+            workspaces=workspaces is not None,
             spawn=spawn,
-            choose_environment=choose_environment,
-            prompt_requests=transport.prompts,
-            workspaces=workspaces,
         )
-        # A plain class on purpose (see agent.py), so it only structurally resembles acp.Agent.
+        # Plain classes on purpose (see agent.py): they only structurally resemble acp.Agent.
         conn = AgentSideConnection(
-            cast(Any, acp_agent), transport, listening=False, use_unstable_protocol=True
+            cast(Any, front), transport, listening=False, use_unstable_protocol=True
         )
         try:
             await conn.listen()
         finally:
-            for state in list(acp_agent.sessions.values()):
-                if state.token is not None:
-                    state.token.cancel("the client closed the connection")
+            if front.built is not None:
+                for state in list(front.built.sessions.values()):
+                    if state.token is not None:
+                        state.token.cancel("the client closed the connection")
             # stdin is closed, but requests read before it still get their answers.
             with anyio.move_on_after(EOF_GRACE_S, shield=True):
                 while transport.unanswered:  # noqa: ASYNC110 - the SDK's tasks answer them
                     await anyio.sleep(0.01)
-            if workspaces is not None:  # stop MCP servers before their tasks are cancelled
-                await workspaces.aclose()
+            for mount in mounted:  # stop MCP servers before their tasks are cancelled
+                await mount.aclose()
             tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await conn.close()
