@@ -397,6 +397,10 @@ class AcpAgent:
     ) -> acp.PromptResponse:
         state = self.state(session_id)
         session = state.session
+        if not prompt:
+            raise errors.invalid_params(
+                "the prompt is empty; send at least one content block", stable="empty_prompt"
+            )
         if state.token is not None or session.running:
             raise errors.session_busy(session_id)
         reply = await self._slash.handle(state, prompt)

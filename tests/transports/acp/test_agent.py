@@ -57,6 +57,8 @@ async def test_initialize_then_bad_requests_get_specific_errors(tmp_path: Path) 
         await run.conn.cancel(session_id="sess_missing")  # a notification: ignored quietly
         with pytest.raises(RequestError) as mode_error:
             await run.conn.set_session_mode(session_id="sess_missing", mode_id="default")
+        with pytest.raises(RequestError) as empty:
+            await run.conn.prompt(session_id=await run.new(), prompt=[])
     assert first.protocol_version == 1
     assert again.protocol_version == 1  # unsupported version → the agent's latest
     assert first.agent_info is not None and first.agent_info.name == "steerable-bridge"
@@ -76,6 +78,7 @@ async def test_initialize_then_bad_requests_get_specific_errors(tmp_path: Path) 
     assert relative.value.data["code"] == "cwd_not_absolute"
     assert unknown.value.code == mode_error.value.code == -32002
     assert "session/list" in str(unknown.value)
+    assert empty.value.code == -32602 and empty.value.data["code"] == "empty_prompt"
 
 
 async def test_missing_api_key_is_advertised_and_fails_session_new(tmp_path: Path) -> None:
