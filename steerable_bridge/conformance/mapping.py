@@ -5,7 +5,8 @@ kind takes — a `session/update` variant, a client request (`session/request_pe
 the `session/prompt` response (stop reason), a JSON-RPC error, or nothing but the opt-in
 `_steerable/event` channel — and whether a decoder rebuilds it exactly from the editor-facing
 messages alone (`acp_exact`: every field, thanks to `_meta.steerable`) or only its meaning
-(`acp_shown` but not exact: the fields an editor sees, without seq / ts). The AG-UI side names
+(`acp_shown` but not exact: what the client itself said — its prompt, its permission answer —
+without seq / ts; `meaning` names the fields rebuilt). The AG-UI side names
 the native event types (fields the native event lacks ride in `metadata.steerable`) or the
 CUSTOM event `steerable.<kind>` whose value is the whole event. Both decoders, the scenario
 comparison ("modulo the kinds a transport cannot carry"), `docs/mapping.md` and the CLI read
@@ -179,7 +180,8 @@ def markdown() -> str:
         "",
         "ACP *exact* means a decoder rebuilds the event field for field from the editor-facing"
         " messages (`_meta.steerable` carries seq, ts, run and what the ACP payload cannot hold)."
-        " Kinds marked *meaning* reach the editor, but only their meaning is rebuilt. Kinds on"
+        " Kinds marked *meaning* are what the client itself said (its prompt, its permission"
+        " answer): only their meaning is rebuilt. Kinds on"
         " the event channel reach only a client that sends `_meta: {steerable: {events: true}}`"
         " in `initialize`; with it, every kind is exact.",
         "",
