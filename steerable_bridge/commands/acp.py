@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
     add_agent_options(parser)
     parser.add_argument(
         "--log-level",
-        default=os.environ.get("STEERABLE_LOG", "warning"),
+        default=os.environ.get("STEERABLE_LOG", "warning").lower(),
+        type=str.lower,
         choices=("debug", "info", "warning", "error"),
         help="how much to log on stderr (default: $STEERABLE_LOG or warning)",
     )

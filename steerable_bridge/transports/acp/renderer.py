@@ -46,6 +46,8 @@ Content parts map text → text block, image → image block, resource with text
 `resource`, resource without text → `resource_link`, diff → `diff`, terminal → `terminal`.
 A block's own `_meta.steerable.name` keeps a resource's name where ACP cannot: an embedded
 resource has no name field, and a link without a name shows its uri (`name: null`).
+Updates the agent sends *without* `_meta.steerable` are not LoopEvents: the short replies to
+the slash commands `/help`, `/mode`, `/model` (`slash.py`), which are not logged or replayed.
 Stop reasons (`stop_reason`): end_turn, max_tokens, refusal, cancelled as is;
 max_steps → max_turn_requests; interrupted (the run waits for a client answer, which ACP
 has no way to give — it cannot happen with ACP's ask-now permissions) → end_turn, with the
