@@ -8,7 +8,8 @@ renderer and the running prompt's cancel token; `emit` is the loop's event sink:
 event first (opt-in), then the rendered updates, all awaited, so they precede the prompt's
 response. `EnvironmentChooser` is the hook where a session's workspace environment is
 picked from the link (the client's fs / terminal when offered); `keep_runtime_environment`
-is the default. A lost connection cancels the running turn instead of failing it.
+is the default. A lost connection, or a client that stops reading for `SEND_TIMEOUT_S`,
+cancels the running turn instead of failing it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from acp import schema as acp
 
 from steerable_bridge.runtime import events as ev
@@ -29,6 +31,9 @@ from steerable_bridge.transports.acp.renderer import AcpRenderer, Update
 __all__ = ["AcpSession", "ClientLink", "EnvironmentChooser", "keep_runtime_environment"]
 
 log = logging.getLogger("steerable_bridge.acp")
+
+SEND_TIMEOUT_S = 30.0
+"""How long one notification may wait for the client to read stdout before it counts as gone."""
 
 
 @dataclass(slots=True)
@@ -72,8 +77,9 @@ class AcpSession:
         if not self.link.alive:
             return
         try:
-            await self.link.conn.session_update(session_id=self.id, update=update)
-        except ConnectionError:
+            with anyio.fail_after(SEND_TIMEOUT_S):
+                await self.link.conn.session_update(session_id=self.id, update=update)
+        except (ConnectionError, TimeoutError):
             self._lost()
 
     async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
@@ -82,17 +88,22 @@ class AcpSession:
             from steerable_bridge.runtime import codec  # only clients that opted in need it
 
             try:
-                await self.link.conn.ext_notification(
-                    "steerable/event", codec.event_to_jsonable(event)
-                )
-            except ConnectionError:
+                with anyio.fail_after(SEND_TIMEOUT_S):
+                    await self.link.conn.ext_notification(
+                        "steerable/event", codec.event_to_jsonable(event)
+                    )
+            except (ConnectionError, TimeoutError):
                 self._lost()
         for update in (renderer or self.renderer).render(event):
             await self.send(update)
 
     def _lost(self) -> None:
         if self.link.alive:
-            log.warning("the client connection is gone; cancelling running work")
+            log.warning(
+                "the client connection is gone (or stopped reading for %gs); cancelling running"
+                " work",
+                SEND_TIMEOUT_S,
+            )
         self.link.alive = False
         if self.token is not None:
             self.token.cancel("the client disconnected")
