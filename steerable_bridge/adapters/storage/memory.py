@@ -8,12 +8,12 @@ session (in this process only) — so tests written against it hold for every st
 
 from __future__ import annotations
 
-import base64
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
+from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
 from steerable_bridge.runtime.events import Compaction, LoopEvent, RunStarted, SessionInfo
 from steerable_bridge.runtime.projection import carries_facts
 from steerable_bridge.runtime.storage import (
@@ -106,27 +106,12 @@ class MemoryStore:
             reverse=True,
         )
         if cursor is not None:
-            after = _decode_cursor(cursor)
+            after = decode_cursor(cursor)
             records = [r for r in records if (r.updated_at, r.session_id) < after]
         page = tuple(records[:limit])
-        next_cursor = _encode_cursor(page[-1]) if len(records) > limit and page else None
+        next_cursor = encode_cursor(page[-1]) if len(records) > limit and page else None
         return SessionPage(records=page, next_cursor=next_cursor)
 
     async def delete(self, session_id: str) -> bool:
         self._events.pop(session_id, None)
         return self._records.pop(session_id, None) is not None
-
-
-def _encode_cursor(record: SessionRecord) -> str:
-    raw = f"{record.updated_at}:{record.session_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        stamp, _, sid = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        return int(stamp), sid
-    except (ValueError, UnicodeDecodeError) as err:
-        raise StoreError(
-            "invalid_cursor", "the cursor is not one this store issued; list again without it"
-        ) from err

@@ -22,7 +22,6 @@ holds that session's OS file lock (`ownership.py`). Schema changes are migration
 
 from __future__ import annotations
 
-import base64
 import os
 import sqlite3
 import threading
@@ -33,6 +32,7 @@ from typing import TypeVar
 
 import anyio
 
+from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
 from steerable_bridge.adapters.storage.formats import (
     FORMAT,
     decode_event,
@@ -327,7 +327,7 @@ class SqliteStore:
     async def list(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
     ) -> SessionPage:
-        after = _decode_cursor(cursor) if cursor is not None else None
+        after = decode_cursor(cursor) if cursor is not None else None
         limit = max(1, limit)
 
         def list_(conn: sqlite3.Connection) -> SessionPage:
@@ -357,7 +357,7 @@ class SqliteStore:
             )
             more = len(rows) > limit and records
             return SessionPage(
-                records=records, next_cursor=_encode_cursor(records[-1]) if more else None
+                records=records, next_cursor=encode_cursor(records[-1]) if more else None
             )
 
         return await self._run(list_)
@@ -437,18 +437,3 @@ def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
 
 def _decode_all(session_id: str, rows: Sequence[tuple[int, int | None, str]]) -> list[LoopEvent]:
     return [decode_event(session_id, seq, found, data) for seq, found, data in rows]
-
-
-def _encode_cursor(record: SessionRecord) -> str:
-    raw = f"{record.updated_at}:{record.session_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        stamp, _, sid = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        return int(stamp), sid
-    except (ValueError, UnicodeDecodeError) as err:
-        raise StoreError(
-            "invalid_cursor", "the cursor is not one this store issued; list again without it"
-        ) from err
