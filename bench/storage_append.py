@@ -33,10 +33,10 @@ from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.adapters.tools.builtin import builtin_tools
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.loop import LoopSettings, TurnInput
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.storage import SessionRecord, SessionStore, read_tail
+from steerable_bridge.runtime.turn import LoopSettings, TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 APPEND_TARGET = 50_000

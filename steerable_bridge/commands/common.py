@@ -150,7 +150,7 @@ def build_agent(
 ) -> Agent:
     """The agent for a command's parsed options, with `tools` registered globally."""
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
-    from steerable_bridge.runtime.loop import LoopSettings
+    from steerable_bridge.runtime.turn import LoopSettings
 
     if args.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1")

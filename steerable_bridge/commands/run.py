@@ -45,12 +45,12 @@ async def _run(args: argparse.Namespace) -> int:
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.runtime import codec
     from steerable_bridge.runtime import events as ev
-    from steerable_bridge.runtime.loop import TurnInput
     from steerable_bridge.runtime.permissions import (
         PermissionAnswer,
         PermissionRequest,
         StaticPolicy,
     )
+    from steerable_bridge.runtime.turn import TurnInput
     from steerable_bridge.runtime.values import TextPart
 
     agent = build_agent(args, tools=builtin_tools())

@@ -29,10 +29,10 @@ from steerable_bridge.conformance.scenario_tools import scenario_tools
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.loop import ClientToolResult, LoopSettings, ResumeDecision, TurnInput
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.turn import ClientToolResult, LoopSettings, ResumeDecision, TurnInput
 from steerable_bridge.runtime.values import TextPart, canonical_json
 
 __all__ = [

@@ -14,7 +14,6 @@ import uuid
 from dataclasses import dataclass, field
 
 from steerable_bridge.runtime.log import SessionLog, now_ms
-from steerable_bridge.runtime.loop import LoopSettings
 from steerable_bridge.runtime.permissions import Approval
 from steerable_bridge.runtime.registry import PromptSection, Registry, Scope
 from steerable_bridge.runtime.routing import ModelRouter
@@ -29,6 +28,7 @@ from steerable_bridge.runtime.storage import (
     read_tail,
 )
 from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.turn import LoopSettings
 
 __all__ = ["Agent", "AgentConfig", "new_id"]
 

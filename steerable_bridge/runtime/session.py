@@ -21,13 +21,14 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.log import SessionLog
-from steerable_bridge.runtime.loop import EventSink, RunOutcome, TurnContext, TurnInput, run_turn
+from steerable_bridge.runtime.loop import run_turn
 from steerable_bridge.runtime.permissions import PermissionPolicy, StaticPolicy
 from steerable_bridge.runtime.projection import SessionFacts, session_facts
 from steerable_bridge.runtime.recovery import close_interrupted_run
 from steerable_bridge.runtime.steering import InputQueue
 from steerable_bridge.runtime.storage import SessionBusy, claim_session
 from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnContext, TurnInput
 from steerable_bridge.runtime.values import ContentPart
 
 if TYPE_CHECKING:

@@ -11,6 +11,8 @@ client runs (AG-UI frontend tools): the loop streams the call and stops the run 
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,7 @@ __all__ = [
     "ToolFailure",
     "ToolHandler",
     "ToolResult",
+    "parse_arguments",
 ]
 
 READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "think", "fetch"})
@@ -118,6 +121,10 @@ class Tool:
             parameters_json=canonical_json(dict(self.parameters)),
         )
 
+    def argument_error(self, args: Mapping[str, Any]) -> str | None:
+        """Why `args` do not match the parameters schema ("path: message"), or None."""
+        return _schema_error(canonical_json(dict(self.parameters)), args)
+
     def describe(self, args: Mapping[str, Any]) -> tuple[str, tuple[Location, ...]]:
         """A title a person can read ("Read src/app.py") and the locations touched."""
         try:
@@ -126,6 +133,34 @@ class Tool:
         except (KeyError, TypeError, ValueError):
             return _default_title(self.name, args), ()
         return title, locations
+
+
+def parse_arguments(text: str) -> dict[str, Any] | None:
+    """A call's argument text as a JSON object ({} when empty); None when it is not one."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    import jsonschema  # imported on first use: it costs ~100 ms of every process start
+
+    return jsonschema.Draft202012Validator(json.loads(schema_json))
+
+
+def _schema_error(schema_json: str, args: Mapping[str, Any]) -> str | None:
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(_validator(schema_json).iter_errors(args))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return f"{where}: {error.message}"
 
 
 def _default_title(name: str, args: Mapping[str, Any]) -> str:

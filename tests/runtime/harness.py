@@ -13,12 +13,12 @@ from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.loop import LoopSettings, RunOutcome, TurnInput
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import Approval
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.session import Session
 from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.turn import LoopSettings, RunOutcome, TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 E = TypeVar("E", bound=ev.EventBase)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from steerable_bridge.adapters.llm.demo import DemoProvider
-from steerable_bridge.runtime.loop import TurnInput
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_route
+from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 from .harness import make_agent, scripted

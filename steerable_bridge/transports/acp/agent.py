@@ -26,13 +26,13 @@ from acp import schema as acp
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.cancel import CancelToken
-from steerable_bridge.runtime.loop import TurnInput
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
 from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session, SessionBusy
 from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import Command
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.capabilities import initialize_response

@@ -21,8 +21,8 @@ from typing import Any
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.loop import ClientToolResult, ResumeDecision, TurnInput
 from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.turn import ClientToolResult, ResumeDecision, TurnInput
 from steerable_bridge.runtime.values import (
     ContentPart,
     ImagePart,

@@ -17,9 +17,9 @@ from steerable_bridge.adapters.storage.integrity import check_store, salvage_eve
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.loop import TurnInput
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.storage import SessionBusy, SessionOwned, SessionRecord, StoreError
+from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.adapters.storage.logs import long_session
 

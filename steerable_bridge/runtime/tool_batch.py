@@ -1,0 +1,364 @@
+"""One turn's tool calls: decide each (known? valid? allowed?), run it, log the result.
+
+`ToolBatch` is the half of a turn that happens after the model stops talking. For each
+completed call, in the order the model made them: an unknown tool or invalid arguments
+become a failed result the model sees next step; a frontend tool is left pending for the
+client; a tool that is not read-only asks the session's permission policy first
+(remembered "always" answers win; `defer` leaves the call open as an approval interrupt);
+then the handler runs under the turn's cancel token and the tool's timeout. Consecutive
+parallel-safe, read-only calls run concurrently, with their results still logged in call
+order. `settle` answers calls an earlier run left open. Every call ends with exactly one
+`tool_finished`, except those deliberately left waiting for the client.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import jsonpatch
+from pydantic import JsonValue
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.permissions import PermissionRequest
+from steerable_bridge.runtime.tools import (
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolResult,
+    parse_arguments,
+)
+from steerable_bridge.runtime.turn import TurnContext, TurnInput
+from steerable_bridge.runtime.values import (
+    Interrupt,
+    PlanEntry,
+    TextPart,
+    ToolCall,
+    ToolContent,
+    ToolError,
+    canonical_json,
+)
+
+__all__ = ["APPROVAL_SCHEMA", "Emit", "ToolBatch"]
+
+E = TypeVar("E", bound=ev.EventBase)
+
+APPROVAL_SCHEMA = canonical_json(
+    {
+        "type": "object",
+        "properties": {"approved": {"type": "boolean"}},
+        "required": ["approved"],
+    }
+)
+"""What an approval interrupt's answer must look like (AG-UI `resume[].payload`)."""
+
+
+class Emit(Protocol):
+    """Log an event of type `cls` in the running turn and hand it to the sink."""
+
+    async def __call__(self, cls: type[E], /, **fields: Any) -> E: ...
+
+
+class ToolBatch:
+    """Tool handling for one turn; `pending` and `interrupts` say what waits for the client."""
+
+    def __init__(self, ctx: TurnContext, turn: TurnInput, run_id: str, emit: Emit) -> None:
+        self.ctx = ctx
+        self.turn = turn
+        self.run_id = run_id
+        self.emit = emit
+        self.tools: dict[str, Tool] = {}
+        self.pending: list[str] = []
+        self.interrupts: list[Interrupt] = []
+        self.deferred: set[str] = set()
+
+    @property
+    def waiting(self) -> set[str]:
+        """Calls deliberately left open for the client to answer in its next run."""
+        return set(self.pending) | self.deferred
+
+    async def run(self, calls: list[ev.ToolCallEnd]) -> None:
+        """Decide and run each call in order; consecutive parallel-safe calls run together."""
+        group: list[tuple[ev.ToolCallEnd, Tool, dict[str, Any]]] = []
+        for call in calls:
+            if self.ctx.cancel.cancelled:
+                break
+            tool = self.tools.get(call.name)
+            args = parse_arguments(call.arguments_json)
+            if (
+                tool is not None
+                and args is not None
+                and tool.parallel_safe
+                and tool.executor == "backend"
+                and not tool.needs_permission
+                and tool.argument_error(args) is None
+            ):
+                group.append((call, tool, args))
+                continue
+            await self._run_group(group)
+            group = []
+            await self._handle(call, tool, args)
+        await self._run_group(group)
+
+    async def _handle(
+        self, call: ev.ToolCallEnd, tool: Tool | None, args: dict[str, Any] | None
+    ) -> None:
+        if tool is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            await self.fail(
+                call.call_id,
+                "unknown_tool",
+                f"there is no tool named {call.name!r}; tools: {known}",
+            )
+            return
+        if args is None:
+            await self.fail(
+                call.call_id,
+                "invalid_arguments",
+                f"arguments for {call.name} are not a JSON object: {call.arguments_json[:200]!r};"
+                " call it again with a JSON object matching its schema",
+            )
+            return
+        problem = tool.argument_error(args)
+        if problem is not None:
+            await self.fail(
+                call.call_id,
+                "invalid_arguments",
+                f"arguments for {call.name} do not match its schema: {problem}",
+            )
+            return
+        if tool.executor == "frontend":
+            self.pending.append(call.call_id)
+            return
+        if tool.needs_permission and not await self._permitted(call, tool):
+            return
+        await self.execute(call, tool, args)
+
+    async def _permitted(self, call: ev.ToolCallEnd, tool: Tool) -> bool:
+        """True when the call may run; otherwise its result is logged or it was deferred."""
+        ctx = self.ctx
+        remembered = ctx.facts.always.get(tool.name)
+        if remembered is True:
+            return True
+        if remembered is False:
+            await self.fail(
+                call.call_id,
+                "permission_denied",
+                f"the user chose to always reject {tool.name}; do not call it again",
+            )
+            return False
+        request = PermissionRequest(
+            session_id=ctx.log.session_id,
+            call=ToolCall(call_id=call.call_id, name=call.name, arguments_json=call.arguments_json),
+            tool_kind=tool.kind,
+            title=call.title,
+        )
+        verdict, reason = ctx.policy.verdict(request)
+        if verdict == "allow":
+            return True
+        if verdict == "deny":
+            await self.fail(call.call_id, "permission_denied", reason)
+            return False
+        await self.emit(
+            ev.PermissionRequested,
+            call_id=call.call_id,
+            tool_name=tool.name,
+            options=request.options,
+        )
+        if verdict == "defer":
+            self.deferred.add(call.call_id)
+            self.interrupts.append(
+                Interrupt(
+                    id=f"approval-{call.call_id}",
+                    reason=f"Approve {call.title or tool.name}?",
+                    tool_call_id=call.call_id,
+                    response_schema_json=APPROVAL_SCHEMA,
+                )
+            )
+            return False
+        answer = None
+        with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
+            answer = await ctx.policy.ask(request)
+        if answer is None:
+            await self.emit(
+                ev.PermissionResolved,
+                call_id=call.call_id,
+                tool_name=tool.name,
+                outcome="cancelled",
+            )
+            if not ctx.cancel.cancelled:
+                await self.fail(
+                    call.call_id,
+                    "permission_timeout",
+                    f"nobody answered the permission request within"
+                    f" {ctx.settings.permission_timeout_s:g}s, so {tool.name} did not run",
+                )
+            return False
+        await self.emit(
+            ev.PermissionResolved,
+            call_id=call.call_id,
+            tool_name=tool.name,
+            outcome=answer.outcome,
+            option_id=answer.option_id,
+        )
+        if answer.outcome in ("allow_once", "allow_always"):
+            return True
+        if ctx.cancel.cancelled:
+            return False
+        message = (
+            "the user did not allow this call; ask them or try something else"
+            if answer.outcome != "cancelled"
+            else "the permission request was withdrawn, so the call did not run"
+        )
+        await self.fail(call.call_id, "permission_denied", message)
+        return False
+
+    async def _run_group(self, group: list[tuple[ev.ToolCallEnd, Tool, dict[str, Any]]]) -> None:
+        if not group:
+            return
+        if len(group) == 1:
+            await self.execute(*group[0])
+            return
+        results: dict[str, ToolResult | None] = {}
+        for call, _, _ in group:
+            await self.emit(ev.ToolStarted, call_id=call.call_id)
+
+        async def run_one(call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]) -> None:
+            results[call.call_id] = await self._invoke(call, tool, args)
+
+        async with anyio.create_task_group() as tg:
+            for item in group:
+                tg.start_soon(run_one, *item)
+        for call, _, _ in group:
+            await self._record(call.call_id, results.get(call.call_id))
+
+    async def execute(self, call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]) -> None:
+        """Run one allowed call: `tool_started`, the handler, `tool_finished`."""
+        await self.emit(ev.ToolStarted, call_id=call.call_id)
+        await self._record(call.call_id, await self._invoke(call, tool, args))
+
+    async def _invoke(
+        self, call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]
+    ) -> ToolResult | None:
+        """Run the handler; None means it was cancelled."""
+        ctx = self.ctx
+        tool_ctx = ToolContext(
+            session_id=ctx.log.session_id,
+            run_id=self.run_id,
+            call_id=call.call_id,
+            cwd=ctx.cwd,
+            environment=ctx.environment,
+            output=lambda content: self._output(call.call_id, content),
+            update_plan=self._update_plan,
+            patch_state=self._patch_state,
+            state=lambda: ctx.facts.state,
+        )
+        result: ToolResult | None = None
+        with ctx.cancel.scope():
+            try:
+                with anyio.fail_after(tool.timeout_s):
+                    result = await tool.handler(args, tool_ctx)
+            except TimeoutError:
+                result = _error_result(
+                    "tool_timeout",
+                    f"{tool.name} did not finish within {tool.timeout_s:g}s and was stopped",
+                )
+            except ToolFailure as failure:
+                result = _error_result(failure.code, failure.message)
+            except Exception as error:
+                result = _error_result("tool_exception", f"{tool.name} raised {error!r}")
+        return None if ctx.cancel.cancelled and result is None else result
+
+    async def _record(self, call_id: str, result: ToolResult | None) -> None:
+        if result is None:
+            await self.cancel(call_id)
+            return
+        await self.emit(
+            ev.ToolFinished,
+            call_id=call_id,
+            status="failed" if result.error is not None else "completed",
+            content=result.content,
+            raw_output_json=result.raw_output_json,
+            error=result.error,
+        )
+
+    async def fail(self, call_id: str, code: str, message: str) -> None:
+        """Log a failed result the model will see: the message is also its content."""
+        await self.emit(
+            ev.ToolFinished,
+            call_id=call_id,
+            status="failed",
+            content=(TextPart(text=message),),
+            error=ToolError(code=code, message=message),
+        )
+
+    async def cancel(self, call_id: str, message: str = "cancelled before it finished") -> None:
+        """Log the synthetic `cancelled` result of a call that never finished."""
+        await self.emit(
+            ev.ToolFinished,
+            call_id=call_id,
+            status="cancelled",
+            error=ToolError(code="cancelled", message=message),
+        )
+
+    async def _output(self, call_id: str, content: tuple[ToolContent, ...]) -> None:
+        await self.emit(ev.ToolOutput, call_id=call_id, content=content)
+
+    async def _update_plan(self, entries: tuple[PlanEntry, ...]) -> None:
+        await self.emit(ev.PlanUpdated, entries=entries)
+
+    async def _patch_state(self, patch: JsonValue) -> None:
+        try:
+            jsonpatch.apply_patch(self.ctx.facts.state, patch)  # type: ignore[arg-type]
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as err:
+            raise ToolFailure(
+                "invalid_patch", f"the JSON Patch does not apply to the current state: {err}"
+            ) from err
+        await self.emit(ev.StateDelta, patch_json=canonical_json(patch))
+
+    async def settle(self) -> None:
+        """Answer calls an earlier run left open, before anything new reaches the model:
+        the client's results for frontend tools, its approvals (`resume`), and a `cancelled`
+        result for anything it did not answer."""
+        open_calls = list(self.ctx.facts.open_calls.values())
+        if not open_calls:
+            return
+        results = {r.call_id: r for r in self.turn.tool_results}
+        decisions = {d.call_id: d for d in self.turn.resume}
+        for call in open_calls:
+            if self.ctx.cancel.cancelled:
+                break
+            if call.call_id in results:
+                answer = results[call.call_id]
+                await self.emit(
+                    ev.ToolFinished,
+                    call_id=call.call_id,
+                    status="failed" if answer.is_error else "completed",
+                    content=answer.content,
+                )
+            elif call.call_id in decisions and call.name in self.tools:
+                approved = decisions[call.call_id].approved
+                await self.emit(
+                    ev.PermissionResolved,
+                    call_id=call.call_id,
+                    tool_name=call.name,
+                    outcome="allow_once" if approved else "reject_once",
+                    option_id="allow_once" if approved else "reject_once",
+                )
+                args = parse_arguments(call.arguments_json)
+                if approved and args is not None:
+                    await self.execute(call, self.tools[call.name], args)
+                else:
+                    await self.fail(
+                        call.call_id, "permission_denied", "the user did not approve this call"
+                    )
+            else:
+                await self.cancel(
+                    call.call_id, "no result was given for this call before the next message"
+                )
+
+
+def _error_result(code: str, message: str) -> ToolResult:
+    return ToolResult(
+        content=(TextPart(text=message),), error=ToolError(code=code, message=message)
+    )

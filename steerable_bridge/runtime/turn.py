@@ -1,0 +1,113 @@
+"""The data of one turn: what starts it, what it may use, how it ended, where events go.
+
+`TurnInput` is what a transport hands `Session.prompt`: the user's message and, for AG-UI,
+answers to calls an earlier run left open (frontend tool results, approvals), the client's
+shared state and its own tools. `TurnContext` is everything the loop borrows from the
+session for one turn; `LoopSettings` bounds every wait; `RunOutcome` is the result a
+transport turns into its wire's ending. Plain immutable data, no behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.events import LoopEvent, StopReason
+from steerable_bridge.runtime.log import SessionLog
+from steerable_bridge.runtime.model import ModelProvider
+from steerable_bridge.runtime.permissions import PermissionPolicy
+from steerable_bridge.runtime.projection import SessionFacts
+from steerable_bridge.runtime.steering import InputQueue
+from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.values import ContentPart, ToolContent, Usage
+
+__all__ = [
+    "ClientToolResult",
+    "EventSink",
+    "LoopSettings",
+    "ResumeDecision",
+    "RunOutcome",
+    "TurnContext",
+    "TurnInput",
+]
+
+EventSink = Callable[[LoopEvent], Awaitable[None]]
+"""Where the loop sends each event after logging it (a transport's renderer + writer)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientToolResult:
+    """The client's answer to a frontend tool call (AG-UI tool message)."""
+
+    call_id: str
+    content: tuple[ToolContent, ...]
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeDecision:
+    """The client's answer to an approval interrupt (AG-UI `resume[]`)."""
+
+    call_id: str
+    approved: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnInput:
+    """What starts a turn. Every field may be empty: a run may only answer open calls."""
+
+    content: tuple[ContentPart, ...] = ()
+    message_id: str | None = None
+    tool_results: tuple[ClientToolResult, ...] = ()
+    resume: tuple[ResumeDecision, ...] = ()
+    state_json: str | None = None
+    """Shared state the client sends (AG-UI `state`), logged as `state_snapshot`."""
+    client_tools: tuple[Tool, ...] = ()
+    """Tools the client runs itself for this turn (AG-UI `tools`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopSettings:
+    """Limits of one turn. Every wait the loop makes is bounded by one of these."""
+
+    max_steps: int = 25
+    model_timeout_s: float = 300.0
+    permission_timeout_s: float = 300.0
+    commit_interval_s: float = 0.25
+    new_id: Callable[[str], str] = field(default=lambda prefix: prefix)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOutcome:
+    """How a turn ended: a stop reason, or a failure code and message."""
+
+    run_id: str
+    stop_reason: StopReason | None
+    usage: Usage
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnContext:
+    """Everything one turn needs from its session, handed in by `Session.prompt`."""
+
+    log: SessionLog
+    facts: SessionFacts
+    cwd: str
+    model: str
+    provider: ModelProvider
+    system: str
+    tools: tuple[Tool, ...]
+    policy: PermissionPolicy
+    environment: Environment | None
+    steering: InputQueue
+    follow_ups: InputQueue
+    cancel: CancelToken
+    sink: EventSink | None
+    settings: LoopSettings
+    snapshot: Callable[[], tuple[str, tuple[Tool, ...]]] | None = None
+    """Called before every step: the system prompt and tools as registered now, so a change
+    made during a step reaches the next one. None: `system` and `tools` hold for the turn."""
