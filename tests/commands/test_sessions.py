@@ -212,25 +212,30 @@ def test_two_processes_share_a_store_and_one_owns_the_running_session(
 def _kill_trial(db: Path, busy: str, done: str, trial: int) -> tuple[str, str, int]:
     """Start a long turn, SIGKILL it after a random delay, continue it in a fresh process."""
     rng = random.Random(trial)
-    proc = subprocess.Popen(
-        cli(
-            "run",
-            "--storage",
-            str(db),
-            "--model",
-            busy,
-            "--max-steps",
-            "100000",
-            "--jsonl",
-            f"trial {trial}",
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env(),
-    )
+    errors = db.parent / f"trial-{trial}.stderr"
+    with errors.open("w") as stderr:
+        proc = subprocess.Popen(
+            cli(
+                "run",
+                "--storage",
+                str(db),
+                "--model",
+                busy,
+                "--max-steps",
+                "100000",
+                "--jsonl",
+                f"trial {trial}",
+            ),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=env(),
+        )
     try:
-        first = first_lines(proc, 1)[0]
+        try:
+            first = first_lines(proc, 1)[0]
+        except AssertionError as failure:
+            raise AssertionError(f"{failure}; its stderr: {errors.read_text()[-2000:]}") from None
         time.sleep(rng.uniform(0.02, 0.3))
         proc.kill()
         proc.wait(timeout=10)
