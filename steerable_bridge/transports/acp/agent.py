@@ -422,8 +422,8 @@ class AcpAgent:
                 route=session.model,
             )
             outcome = await session.prompt(TurnInput(content=parts), state.emit, cancel=token)
-        except SessionBusy:
-            raise errors.session_busy(session_id) from None
+        except SessionBusy as busy:
+            raise errors.session_busy(session_id, busy) from None
         except RouteError as error:
             raise errors.route_failed(error.code, error.message) from None
         finally:

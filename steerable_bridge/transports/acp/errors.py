@@ -62,7 +62,11 @@ def session_not_found(session_id: str) -> RequestError:
     )
 
 
-def session_busy(session_id: str) -> RequestError:
+def session_busy(session_id: str, busy: Exception | None = None) -> RequestError:
+    """The session runs a turn already: here (send session/cancel) or in another process
+    that owns it (`busy` is the runtime's SessionOwned, whose message names the owner)."""
+    if busy is not None and getattr(busy, "code", None) == "session_owned":
+        return _error(SESSION_BUSY, "session_owned", str(busy), sessionId=session_id)
     return _error(
         SESSION_BUSY,
         "session_busy",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from acp import RequestError
 
@@ -179,3 +180,29 @@ async def test_delete_and_logout_are_answered_deliberately(tmp_path: Path) -> No
     assert again.value.code == load.value.code == -32002
     assert logout.value.code == -32012 and "environment variables" in str(logout.value)
     assert listed.sessions == []
+
+
+async def test_a_second_agent_on_the_same_store_is_told_which_process_runs_the_session(
+    tmp_path: Path,
+) -> None:
+    shared = {"STEERABLE_STORAGE": str(tmp_path / "shared.db")}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    hang = [{"text": "working on it", "hang": True}]
+    async with (
+        running(tmp_path / "a", hang, env=shared) as first,
+        running(tmp_path / "b", [{"text": "unused"}], env=shared) as second,
+    ):
+        await first.init()
+        await second.init()
+        sid = await first.new(cwd=tmp_path)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first.prompt, sid, "start a long turn")
+            await first.settle(1, "agent_message_chunk")
+            await second.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+            with pytest.raises(RequestError) as refused:
+                await second.prompt(sid, "and one from here")
+            await first.conn.cancel(session_id=sid)
+        owner_pid = first.process.pid
+    assert refused.value.data["code"] == "session_owned"
+    assert f"process {owner_pid}" in str(refused.value), str(refused.value)
