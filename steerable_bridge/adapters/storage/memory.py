@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
+from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
-from steerable_bridge.runtime.events import Compaction, LoopEvent, RunStarted, SessionInfo
+from steerable_bridge.runtime.events import Compaction, LoopEvent, RunStarted
 from steerable_bridge.runtime.projection import carries_facts
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
@@ -49,17 +50,7 @@ class MemoryStore:
             raise SessionNotFound(session_id)
         log = self._events[session_id]
         last = log[-1].seq if log else -1
-        title = record.title
-        for event in events:
-            if event.seq <= last:
-                raise StoreError(
-                    "seq_conflict",
-                    f"event seq {event.seq} is not above stored seq {last} in session"
-                    f" {session_id}; another process may be writing it",
-                )
-            last = event.seq
-            if isinstance(event, SessionInfo) and event.title is not None:
-                title = event.title
+        title = check_batch(session_id, last, events, record.title)
         log.extend(events)
         if events:
             self._records[session_id] = replace(record, title=title, updated_at=events[-1].ts)

@@ -32,6 +32,7 @@ from typing import TypeVar
 
 import anyio
 
+from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
 from steerable_bridge.adapters.storage.formats import (
     FORMAT,
@@ -42,7 +43,7 @@ from steerable_bridge.adapters.storage.formats import (
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
 from steerable_bridge.runtime.codec import event_to_json
-from steerable_bridge.runtime.events import LoopEvent, SessionInfo
+from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.projection import carries_facts
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
@@ -247,17 +248,7 @@ class SqliteStore:
                     raise SessionNotFound(session_id)
                 last, found, data = row
                 record = decode_record(session_id, found, data)
-                title = record.title
-                for event in batch:
-                    if event.seq <= last:
-                        raise StoreError(
-                            "seq_conflict",
-                            f"event seq {event.seq} is not above stored seq {last} in session"
-                            f" {session_id}; another process may be writing it",
-                        )
-                    last = event.seq
-                    if isinstance(event, SessionInfo) and event.title is not None:
-                        title = event.title
+                title = check_batch(session_id, last, batch, record.title)
                 if not batch:
                     return
                 conn.executemany(
@@ -276,7 +267,14 @@ class SqliteStore:
                 conn.execute(
                     "UPDATE sessions SET title = ?, updated_at = ?, last_seq = ?, format = ?,"
                     " data = ? WHERE session_id = ?",
-                    (title, updated.updated_at, last, FORMAT, encode_record(updated), session_id),
+                    (
+                        title,
+                        updated.updated_at,
+                        batch[-1].seq,
+                        FORMAT,
+                        encode_record(updated),
+                        session_id,
+                    ),
                 )
 
         await self._run(append)
