@@ -13,7 +13,6 @@ under test-artifacts/. Without node or chromium the tests are skipped loudly, ne
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -34,17 +33,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.anyio
 
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        reason = "node is not installed: the AG-UI TypeScript interop tests cannot run"
-        warnings.warn(reason, stacklevel=2)
-        pytest.skip(reason)
-    if not (HERE / "node_modules" / "@ag-ui" / "client").is_dir():
-        pytest.fail("tests/interop/node_modules is missing; run `npm ci` in tests/interop")
-    return node
-
-
 def _chromium_present() -> bool:
     return CHROMIUM.exists()
 
@@ -60,8 +48,7 @@ async def _node_json(*args: str) -> Any:
 
 
 @pytest.mark.timeout(90)
-async def test_http_agent_runs_every_scenario_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
-    node = _node()
+async def test_http_agent_runs_every_scenario_cleanly(node: str) -> None:
     async with live_server(create_app(agent_for())) as url:
         report = await _node_json(node, "agui_client.mjs", f"{url}/agent")
     assert report["warnings"] == []
@@ -99,8 +86,7 @@ async def test_http_agent_runs_every_scenario_cleanly(monkeypatch: pytest.Monkey
 
 
 @pytest.mark.timeout(90)
-async def test_the_chat_page_streams_a_reply_and_a_tool_call_in_chromium() -> None:
-    node = _node()
+async def test_the_chat_page_streams_a_reply_and_a_tool_call_in_chromium(node: str) -> None:
     if not _chromium_present():
         reason = (
             "chromium is not installed (/usr/bin/chromium): the chat page browser test cannot run"
@@ -123,8 +109,7 @@ async def test_the_chat_page_streams_a_reply_and_a_tool_call_in_chromium() -> No
 
 
 @pytest.mark.timeout(90)
-async def test_the_chat_page_stop_button_cancels_the_turn_on_the_server() -> None:
-    node = _node()
+async def test_the_chat_page_stop_button_cancels_the_turn_on_the_server(node: str) -> None:
     if not _chromium_present():
         reason = (
             "chromium is not installed (/usr/bin/chromium): the chat page browser test cannot run"

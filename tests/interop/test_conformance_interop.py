@@ -15,10 +15,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +36,6 @@ HERE = Path(__file__).resolve().parent
 SCENARIOS = load_scenarios()
 
 pytestmark = pytest.mark.anyio
-
-
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        reason = "node is not installed: the conformance interop replays cannot run"
-        warnings.warn(reason, stacklevel=2)
-        pytest.skip(reason)
-    for package in ("@ag-ui/client", "@agentclientprotocol/sdk"):
-        if not (HERE / "node_modules" / package).is_dir():
-            pytest.fail("tests/interop/node_modules is missing; run `npm ci` in tests/interop")
-    return node
 
 
 async def _node_report(node: str, script: str, plan: Any, tmp: Path, **env: str) -> Any:
@@ -74,8 +60,9 @@ def _fails(scenario: Scenario) -> bool:
 
 
 @pytest.mark.timeout(110)
-async def test_the_official_acp_client_replays_every_acp_scenario(tmp_path: Path) -> None:
-    node = _node()
+async def test_the_official_acp_client_replays_every_acp_scenario(
+    tmp_path: Path, node: str
+) -> None:
     chosen = [s for s in SCENARIOS if "acp" in s.transports]
     plan = []
     for scenario in chosen:
@@ -131,8 +118,7 @@ def _story(scenario: Scenario, events: list[LoopEvent]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.timeout(90)
-async def test_http_agent_replays_every_agui_scenario(tmp_path: Path) -> None:
-    node = _node()
+async def test_http_agent_replays_every_agui_scenario(tmp_path: Path, node: str) -> None:
     chosen = [s for s in SCENARIOS if "agui" in s.transports]
     async with contextlib.AsyncExitStack() as stack:
         servers = [await stack.enter_async_context(agui_server(s)) for s in chosen]
