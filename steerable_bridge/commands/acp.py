@@ -17,7 +17,12 @@ import os
 from typing import Any
 
 from steerable_bridge.commands.check import add_validate_client_options, run_validate_client
-from steerable_bridge.commands.common import ConfigError, add_agent_options
+from steerable_bridge.commands.common import (
+    ConfigError,
+    add_agent_options,
+    add_tool_process_options,
+    command_policy,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -50,6 +55,7 @@ def register(subparsers: Any) -> None:
         metavar="PATH_OR_MODULE",
         help="load extra tools from a Python file or module exposing TOOLS or tools()",
     )
+    add_tool_process_options(parser)
     add_validate_client_options(parser)  # --validate-client: the reference agent instead
     parser.set_defaults(func=main)
 
@@ -113,7 +119,7 @@ def main(args: argparse.Namespace) -> int:
             functools.partial(_build_agent, args, extra),
             info=info,
             model=args.model,
-            workspaces=_workspaces,
+            workspaces=functools.partial(_workspaces, args),
         )
     )
     return 0
@@ -134,16 +140,18 @@ def _build_agent(args: argparse.Namespace, extra: list[Any]) -> Any:
     return agent
 
 
-def _workspaces() -> Any:
+def _workspaces(args: argparse.Namespace) -> Any:
     """Workspace tools, the editor's fs / terminal, and MCP servers for every session."""
+    import functools
+
     from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 
-    return AcpWorkspaces(_workspace_kit)
+    return AcpWorkspaces(functools.partial(_workspace_kit, command_policy(args)))
 
 
-def _workspace_kit(cwd: str, additional: tuple[str, ...], spawn: Any) -> Any:
+def _workspace_kit(policy: Any, cwd: str, additional: tuple[str, ...], spawn: Any) -> Any:
     """A session's workspace kit, imported on first use: the MCP client libraries it loads
     would otherwise add ~0.4 s to every start, before the editor's `initialize` is answered."""
     from steerable_bridge.adapters.tools.kit import WorkspaceKit
 
-    return WorkspaceKit(cwd, additional, spawn)
+    return WorkspaceKit(cwd, additional, spawn, policy=policy)

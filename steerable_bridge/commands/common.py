@@ -2,8 +2,10 @@
 
 `add_agent_options(parser)` adds `--model`, `--storage` and `--approve` with their
 environment fallbacks; `build_agent(args)` turns them into an `Agent` with the configured
-providers and store. Mistakes raise `ConfigError`, which the CLI prints as one line with
-the remedy (exit 2). This is the composition root: the only place adapters are chosen.
+providers and store. `add_tool_process_options(parser)` adds what governs the processes
+tools start (`--pass-env`); `command_policy(args)` turns it into the adapters' policy.
+Mistakes raise `ConfigError`, which the CLI prints as one line with the remedy (exit 2).
+This is the composition root: the only place adapters are chosen.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_route
 
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
+    from steerable_bridge.adapters.tools.local_env import CommandPolicy
     from steerable_bridge.runtime.agent import Agent
     from steerable_bridge.runtime.storage import SessionStore
     from steerable_bridge.runtime.tools import Tool
@@ -25,9 +28,11 @@ __all__ = [
     "ConfigError",
     "add_agent_options",
     "add_storage_option",
+    "add_tool_process_options",
     "build_agent",
     "build_router",
     "build_store",
+    "command_policy",
     "default_storage",
 ]
 
@@ -55,6 +60,26 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-steps", type=int, default=25, help="model calls per turn before it stops (25)"
     )
+
+
+def add_tool_process_options(parser: argparse.ArgumentParser) -> None:
+    """Options for the processes tools start: commands and stdio MCP servers."""
+    parser.add_argument(
+        "--pass-env",
+        default=os.environ.get("STEERABLE_PASS_ENV", ""),
+        metavar="NAME,...",
+        help="secret-looking variables (*_KEY, *_TOKEN, *_SECRET, *PASSWORD*, ...) that"
+        " commands and MCP servers may still see; every other such variable is removed"
+        " from their environment (default: $STEERABLE_PASS_ENV, none)",
+    )
+
+
+def command_policy(args: argparse.Namespace) -> CommandPolicy:
+    """The policy `add_tool_process_options` describes."""
+    from steerable_bridge.adapters.tools.local_env import CommandPolicy
+    from steerable_bridge.adapters.tools.tool_env import parse_pass_env
+
+    return CommandPolicy(pass_env=parse_pass_env(args.pass_env))
 
 
 def _pace_ms() -> float:

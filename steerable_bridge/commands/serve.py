@@ -18,7 +18,13 @@ import os
 import socket
 from typing import Any
 
-from steerable_bridge.commands.common import ConfigError, add_agent_options, build_agent
+from steerable_bridge.commands.common import (
+    ConfigError,
+    add_agent_options,
+    add_tool_process_options,
+    build_agent,
+    command_policy,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -55,6 +61,7 @@ def register(subparsers: Any) -> None:
         help="offer workspace tools (read, write, edit, list, glob, grep, run_command) confined"
         " to DIR, which also becomes the sessions' cwd; without it the agent has none",
     )
+    add_tool_process_options(parser)
     parser.set_defaults(func=main)
 
 
@@ -75,7 +82,8 @@ def main(args: argparse.Namespace) -> int:
         if not os.path.isdir(args.workspace):
             raise ConfigError(f"--workspace {args.workspace} is not a directory; pass a folder")
         names = {tool.name for tool in tools}
-        tools += tuple(t for t in fixed_workspace_tools(args.workspace) if t.name not in names)
+        offered = fixed_workspace_tools(args.workspace, policy=command_policy(args))
+        tools += tuple(t for t in offered if t.name not in names)
         args.cwd = args.workspace
     agent = build_agent(args, tools=tools)
     app = create_app(

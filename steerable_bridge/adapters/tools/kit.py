@@ -1,9 +1,11 @@
 """One session's workspace kit: confinement, the local environment, tools and MCP servers.
 
 Transports build a `WorkspaceKit` per session through the composition root (they never
-import adapters themselves): `WorkspaceKit(cwd, additional_dirs, spawn)` confines the
-session to its folders, gives it a `LocalEnvironment`, and offers the workspace tools plus
-the tools of the MCP servers `start_mcp` brought up. `aclose()` stops those servers.
+import adapters themselves): `WorkspaceKit(cwd, additional_dirs, spawn, policy=...)`
+confines the session to its folders, gives it a `LocalEnvironment` that runs commands
+under `policy`, and offers the workspace tools plus the tools of the MCP servers
+`start_mcp` brought up; a server's environment is its configured `env` plus the variables
+`policy.pass_env` names (never the agent's own secrets). `aclose()` stops those servers.
 The MCP client (the `mcp` SDK, slow to import) is loaded only when a session actually has
 servers. `fixed_workspace_tools(dir)` is the simpler form for a server whose sessions all
 share one folder (AG-UI `serve --workspace DIR`): the tools carry their own environment.
@@ -14,8 +16,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from steerable_bridge.adapters.tools.local_env import LocalEnvironment
+from steerable_bridge.adapters.tools.local_env import (
+    DEFAULT_POLICY,
+    CommandPolicy,
+    LocalEnvironment,
+)
 from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.adapters.tools.tool_env import passed_variables
 from steerable_bridge.adapters.tools.workspace import workspace_tools
 from steerable_bridge.runtime.tools import Tool
 
@@ -33,10 +40,13 @@ class WorkspaceKit:
         cwd: str,
         additional: Sequence[str],
         spawn: Callable[[Callable[[], Awaitable[None]]], None],
+        *,
+        policy: CommandPolicy = DEFAULT_POLICY,
         **mcp_options: float,
     ) -> None:
         self.workspace = Workspace.of(cwd, additional)
-        self.environment = LocalEnvironment(self.workspace)
+        self.policy = policy
+        self.environment = LocalEnvironment(self.workspace, policy=policy)
         self.mcp: McpServers | None = None
         self._spawn = spawn
         self._mcp_options = mcp_options
@@ -58,7 +68,7 @@ class WorkspaceKit:
                 name=str(server["name"]),
                 command=str(server["command"]),
                 args=tuple(server.get("args", ())),
-                env=dict(server.get("env", {})),
+                env={**passed_variables(self.policy.pass_env), **server.get("env", {})},
                 cwd=self.workspace.cwd,
             )
             for server in servers
@@ -71,7 +81,9 @@ class WorkspaceKit:
             await self.mcp.aclose()
 
 
-def fixed_workspace_tools(directory: str) -> tuple[Tool, ...]:
+def fixed_workspace_tools(
+    directory: str, *, policy: CommandPolicy = DEFAULT_POLICY
+) -> tuple[Tool, ...]:
     """Workspace tools over one fixed folder, for servers whose sessions share it."""
     workspace = Workspace.of(directory)
-    return workspace_tools(workspace, environment=LocalEnvironment(workspace))
+    return workspace_tools(workspace, environment=LocalEnvironment(workspace, policy=policy))

@@ -6,8 +6,10 @@ larger than `max_file_bytes` must be read in parts and binary files are refused.
 starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`), keeps the
 last `output_limit` bytes of its merged stdout/stderr, and kills the whole group — on
 timeout, on cancellation, and once the command has exited, so nothing it started in the
-background outlives it. `run_argv` is the same machinery for tools that run a program
-directly (ripgrep). Blocking disk calls run in worker threads; every wait is bounded.
+background outlives it. Commands get this process's environment without its secrets
+(`tool_env.py`; `policy.pass_env` names the ones to keep). `run_argv` is the same machinery
+for tools that run a program directly (ripgrep). Blocking disk calls run in worker threads;
+every wait is bounded.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import anyio
 import anyio.abc
 
 from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.adapters.tools.tool_env import tool_environ
 from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
 
-__all__ = ["LocalEnvironment", "is_binary", "run_argv"]
+__all__ = ["DEFAULT_POLICY", "CommandPolicy", "LocalEnvironment", "is_binary", "run_argv"]
 
 BINARY_SNIFF_BYTES = 8192
 _KILL_GRACE_S = 0.5
@@ -37,12 +40,23 @@ def is_binary(sample: bytes) -> bool:
     return b"\x00" in sample[:BINARY_SNIFF_BYTES]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandPolicy:
+    """How commands run: `pass_env` lists secret-looking variables they may still see."""
+
+    pass_env: frozenset[str] = frozenset()
+
+
+DEFAULT_POLICY = CommandPolicy()
+
+
 @dataclass(slots=True)
 class LocalEnvironment:
     """Disk and processes of one workspace; see the module docstring."""
 
     workspace: Workspace
     max_file_bytes: int = 10 * 1024 * 1024
+    policy: CommandPolicy = DEFAULT_POLICY
 
     async def read_text(
         self, path: str, *, line: int | None = None, limit: int | None = None
@@ -67,6 +81,7 @@ class LocalEnvironment:
             cwd=real_cwd,
             timeout_s=timeout_s,
             output_limit=output_limit,
+            env=tool_environ(self.policy.pass_env),
         )
 
     # -- blocking halves, run in worker threads ----------------------------------------------
