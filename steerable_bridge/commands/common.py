@@ -121,12 +121,15 @@ def build_router(model: str) -> ModelRouter:
 
 def _register_openai(router: ModelRouter) -> None:
     # Imported when an openai: route is resolved: httpx costs every start ~100 ms otherwise.
+    # The router keeps the provider it returns for the route (one pooled HTTP client each)
+    # and closes it when the agent shuts down; an HTTP provider added here does the same.
     def openai(name: str) -> ModelProvider:
-        from steerable_bridge.adapters.llm.openai_compat import register
+        from steerable_bridge.adapters.llm.openai_compat import (
+            OpenAICompatProvider,
+            config_from_env,
+        )
 
-        scratch = ModelRouter()
-        register(scratch)
-        return scratch.resolve(f"openai:{name}")
+        return OpenAICompatProvider(config_from_env(name))
 
     router.register("openai", openai)
 

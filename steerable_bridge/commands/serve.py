@@ -107,6 +107,6 @@ def main(args: argparse.Namespace) -> int:
     shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
     print(f"steerable-bridge: chat page http://{shown}:{port}/", flush=True)
-    config = uvicorn.Config(app, log_level="info", lifespan="off")
+    config = uvicorn.Config(app, log_level="info", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
     return 0

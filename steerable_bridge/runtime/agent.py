@@ -4,7 +4,8 @@ Transports hold one `Agent` and ask it for sessions: `new_session(cwd)`,
 `load_session(id)` (from memory, or rebuilt from the store's tail — closing a turn a crash
 left open, unless a live process still runs it), `list_sessions`, `close_session`,
 `delete_session`. The CLI builds it with the adapters the user configured; the runtime
-never imports an adapter itself.
+never imports an adapter itself. `aclose()` shuts it down: running turns are cancelled, the
+router closes its providers (their pooled HTTP clients) and the store its connections.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import uuid
 from dataclasses import dataclass, field
+
+import anyio
 
 from steerable_bridge.runtime.log import SessionLog, now_ms
 from steerable_bridge.runtime.permissions import Approval
@@ -133,3 +136,13 @@ class Agent:
     async def delete_session(self, session_id: str) -> bool:
         await self.close_session(session_id)
         return await self.store.delete(session_id)
+
+    async def aclose(self) -> None:
+        """Shut down: close every open session, then the providers and the store."""
+        with anyio.CancelScope(shield=True):
+            for session_id in list(self._sessions):
+                await self.close_session(session_id)
+            await self.router.aclose()
+            close = getattr(self.store, "aclose", None)
+            if close is not None:
+                await close()

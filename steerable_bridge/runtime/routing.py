@@ -4,10 +4,16 @@ Adapters register a factory per provider name (`demo`, `scripted`, `openai`); a 
 `openai:gpt-4o-mini` goes to the `openai` factory with model name `gpt-4o-mini`. A route
 whose provider is unknown, or whose factory refuses it, raises `RouteError` before the loop
 logs anything — there is no silent fallback to another model.
+
+A router builds each route's provider once and keeps it: every later `resolve` of that
+route returns the same provider, so whatever it holds (an HTTP client with its connection
+pool and TLS context) is set up once per process, not once per step. `aclose()` closes
+every provider that has an `aclose()`; the agent calls it when it shuts down.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from steerable_bridge.runtime.model import ModelProvider
@@ -15,6 +21,8 @@ from steerable_bridge.runtime.model import ModelProvider
 __all__ = ["ModelRouter", "ProviderFactory", "RouteError", "split_route"]
 
 ProviderFactory = Callable[[str], ModelProvider]
+
+log = logging.getLogger(__name__)
 
 
 class RouteError(Exception):
@@ -35,10 +43,12 @@ def split_route(route: str) -> tuple[str, str]:
 
 
 class ModelRouter:
-    """Factories by provider name, plus the routes offered to users for selection."""
+    """Factories by provider name, the providers built so far (one per route), and the
+    routes offered to users for selection."""
 
     def __init__(self) -> None:
         self._factories: dict[str, ProviderFactory] = {}
+        self._providers: dict[str, ModelProvider] = {}
         self.routes: list[str] = []
 
     def register(self, provider: str, factory: ProviderFactory) -> None:
@@ -52,6 +62,11 @@ class ModelRouter:
             self.routes.append(route)
 
     def resolve(self, route: str) -> ModelProvider:
+        """The route's provider, built by its factory on first use and kept (a refusal,
+        `RouteError`, is not kept: the next call asks the factory again)."""
+        built = self._providers.get(route)
+        if built is not None:
+            return built
         provider, model = split_route(route)
         factory = self._factories.get(provider)
         if factory is None:
@@ -60,4 +75,18 @@ class ModelRouter:
                 "unknown_provider",
                 f"no model provider named {provider!r} (route {route!r}); known providers: {known}",
             )
-        return factory(model)
+        built = self._providers[route] = factory(model)
+        return built
+
+    async def aclose(self) -> None:
+        """Close every provider built so far (those with an `aclose()`) and forget them."""
+        providers = list(self._providers.values())
+        self._providers.clear()
+        for provider in providers:
+            close = getattr(provider, "aclose", None)
+            if close is None:
+                continue
+            try:
+                await close()
+            except Exception:
+                log.exception("closing the model provider %s failed", provider.info.route)

@@ -22,6 +22,7 @@ from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.log import SessionLog
 from steerable_bridge.runtime.loop import run_turn
+from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import PermissionPolicy, StaticPolicy
 from steerable_bridge.runtime.projection import SessionFacts, session_facts
 from steerable_bridge.runtime.recovery import close_interrupted_run
@@ -85,9 +86,11 @@ class Session:
         *,
         cancel: CancelToken | None = None,
         on_start: Callable[[CancelToken], Any] | None = None,
+        provider: ModelProvider | None = None,
     ) -> RunOutcome:
         """Run one turn. Raises `SessionBusy`, `SessionOwned` (another process is running a
-        turn here), or `RouteError` before the turn logs anything."""
+        turn here), or `RouteError` before the turn logs anything. `provider` is the model's
+        provider when the caller already resolved the session's route for this prompt."""
         if self._running is not None:
             raise SessionBusy(self.id)
         token = cancel or CancelToken()
@@ -95,8 +98,10 @@ class Session:
         try:
             async with self._claiming, claim_session(self.agent.store, self.id):
                 try:
+                    route = self.model
                     await self.catch_up()
-                    provider = self.agent.router.resolve(self.model)
+                    if provider is None or self.model != route:  # another process switched it
+                        provider = self.agent.router.resolve(self.model)
                     if on_start is not None:
                         on_start(token)
                     context = TurnContext(

@@ -4,9 +4,11 @@ Works with OpenAI and with the servers that speak its API — Ollama, vLLM, llam
 LM Studio. Selected as `--model openai:NAME`; configured by `STEERABLE_BASE_URL` (falls back
 to `OPENAI_BASE_URL`, default `https://api.openai.com/v1`), `STEERABLE_API_KEY` (falls back
 to `OPENAI_API_KEY`; not needed when the base URL is loopback), `STEERABLE_MODEL_IMAGES`
-(`0` for text-only models) and `STEERABLE_CONTEXT_WINDOW`. Each `stream()` opens its own
-`httpx.AsyncClient`, retries 429 / 5xx / dropped connections with exponential backoff a
-bounded number of times *before any chunk was yielded*, bounds connect and read waits with
+(`0` for text-only models) and `STEERABLE_CONTEXT_WINDOW`. A provider owns one pooled
+`httpx.AsyncClient` (`http_client.PooledClient`: built on first use, kept alive across
+steps and turns, closed by `aclose()` when the agent shuts down), retries 429 / 5xx /
+dropped connections with exponential backoff a bounded number of times *before any chunk
+was yielded*, bounds connect and read waits with
 timeouts, and turns every failure into a `ProviderError` whose message names the remedy.
 The event stream is parsed by httpx-sse (no hand-written SSE framing); each event's
 `data` is one JSON chunk, or `[DONE]`. Payload mapping lives in `openai_wire.py`.
@@ -29,6 +31,7 @@ import anyio
 import httpx
 from httpx_sse import EventSource, SSEError
 
+from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.runtime.model import (
     ModelChunk,
@@ -50,6 +53,8 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DRAIN_S = 1.0
+"""How long to wait for the end of a body after `[DONE]` before dropping the connection."""
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
@@ -144,17 +149,24 @@ class OpenAICompatProvider:
     """A `ModelProvider` over `/chat/completions` with `stream: true`.
 
     `transport` replaces httpx's network transport (tests pass `httpx.MockTransport`).
+    Every `stream()` reuses the provider's one pooled client; `aclose()` closes it.
 
         provider = OpenAICompatProvider(config_from_env("gpt-4o-mini"))
         async for item in provider.stream(request):
             ...
+        await provider.aclose()
     """
 
     def __init__(
         self, config: OpenAIConfig, *, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         self.config = config
-        self._transport = transport
+        self.http = PooledClient(
+            HttpSettings(
+                connect_timeout_s=config.connect_timeout_s, read_timeout_s=config.read_timeout_s
+            ),
+            transport=transport,
+        )
         self._info = ModelInfo(
             route=f"openai:{config.model}",
             context_window=config.context_window,
@@ -170,6 +182,10 @@ class OpenAICompatProvider:
     def url(self) -> str:
         return f"{self.config.base_url}/chat/completions"
 
+    async def aclose(self) -> None:
+        """Close the pooled client and its connections."""
+        await self.http.aclose()
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
         config = self.config
         if config.needs_key:
@@ -182,59 +198,58 @@ class OpenAICompatProvider:
         headers = {"Accept": "text/event-stream"}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
-        timeout = httpx.Timeout(
-            config.read_timeout_s, connect=config.connect_timeout_s, pool=config.connect_timeout_s
-        )
-        async with httpx.AsyncClient(transport=self._transport, timeout=timeout) as client:
+        client = await self.http.client()
+        decoder = ChunkDecoder()
+        attempt = 0
+        while True:
+            yielded = False
+            try:
+                async with client.stream("POST", self.url, json=body, headers=headers) as reply:
+                    if reply.status_code != 200:
+                        await reply.aread()
+                        raise self._status_error(reply, attempt)
+                    events = _sse_data(reply, config.base_url)
+                    async for data in events:
+                        chunks = self._decode(decoder, data)
+                        for chunk in chunks:
+                            yielded = True
+                            yield chunk
+                        if data == "[DONE]":
+                            await _drain(events)
+                            break
+                break
+            except ProviderError as error:
+                if yielded or not error.retryable or attempt >= config.max_retries:
+                    raise
+                retry_after = error.retry_after if isinstance(error, _StatusError) else None
+            except httpx.TimeoutException as error:
+                raise self._timeout_error(error) from None
+            except httpx.ConnectError as error:
+                raise ProviderError(
+                    "connection_failed",
+                    f"could not reach {config.base_url}: {_reason(error)} — start the model"
+                    " server or set STEERABLE_BASE_URL",
+                ) from None
+            except (httpx.RemoteProtocolError, httpx.ReadError) as error:
+                if yielded or attempt >= config.max_retries:
+                    raise ProviderError(
+                        "connection_lost",
+                        f"the connection to {config.base_url} broke mid-answer"
+                        f" ({_reason(error)}); send the prompt again",
+                    ) from None
+                retry_after = None
+            except httpx.HTTPError as error:
+                raise ProviderError(
+                    "http_error",
+                    f"the request to {config.base_url} failed: {_reason(error)} — check"
+                    " STEERABLE_BASE_URL",
+                ) from None
+            attempt += 1
+            delay = config.backoff_s * 2 ** (attempt - 1)
+            if retry_after is not None:
+                delay = max(delay, retry_after)
+            await anyio.sleep(min(delay, config.max_backoff_s))
             decoder = ChunkDecoder()
-            attempt = 0
-            while True:
-                yielded = False
-                try:
-                    async with client.stream("POST", self.url, json=body, headers=headers) as reply:
-                        if reply.status_code != 200:
-                            await reply.aread()
-                            raise self._status_error(reply, attempt)
-                        async for data in _sse_data(reply, config.base_url):
-                            chunks = self._decode(decoder, data)
-                            for chunk in chunks:
-                                yielded = True
-                                yield chunk
-                            if data == "[DONE]":
-                                break
-                    break
-                except ProviderError as error:
-                    if yielded or not error.retryable or attempt >= config.max_retries:
-                        raise
-                    retry_after = error.retry_after if isinstance(error, _StatusError) else None
-                except httpx.TimeoutException as error:
-                    raise self._timeout_error(error) from None
-                except httpx.ConnectError as error:
-                    raise ProviderError(
-                        "connection_failed",
-                        f"could not reach {config.base_url}: {_reason(error)} — start the model"
-                        " server or set STEERABLE_BASE_URL",
-                    ) from None
-                except (httpx.RemoteProtocolError, httpx.ReadError) as error:
-                    if yielded or attempt >= config.max_retries:
-                        raise ProviderError(
-                            "connection_lost",
-                            f"the connection to {config.base_url} broke mid-answer"
-                            f" ({_reason(error)}); send the prompt again",
-                        ) from None
-                    retry_after = None
-                except httpx.HTTPError as error:
-                    raise ProviderError(
-                        "http_error",
-                        f"the request to {config.base_url} failed: {_reason(error)} — check"
-                        " STEERABLE_BASE_URL",
-                    ) from None
-                attempt += 1
-                delay = config.backoff_s * 2 ** (attempt - 1)
-                if retry_after is not None:
-                    delay = max(delay, retry_after)
-                await anyio.sleep(min(delay, config.max_backoff_s))
-                decoder = ChunkDecoder()
         for chunk in decoder.flush():
             yield chunk
         if decoder.finish_reason is None:
@@ -326,6 +341,14 @@ class OpenAICompatProvider:
         )
 
 
+async def _drain(events: AsyncIterator[str]) -> None:
+    """Read what follows `[DONE]` (usually just the end of the body), briefly, so the
+    connection goes back to the pool instead of being closed half-read."""
+    with anyio.move_on_after(DRAIN_S):
+        async for _ in events:
+            pass
+
+
 async def _sse_data(reply: httpx.Response, base_url: str) -> AsyncIterator[str]:
     """The `data` of each server-sent event, parsed by httpx-sse."""
     try:
@@ -385,6 +408,7 @@ def register(router: ModelRouter) -> None:
     """Offer `openai:NAME` routes, configured from the environment when resolved."""
 
     def factory(model: str) -> OpenAICompatProvider:
+        # The router keeps this provider for the route and closes it (`aclose`) on shutdown.
         return OpenAICompatProvider(config_from_env(model))
 
     router.register("openai", factory)

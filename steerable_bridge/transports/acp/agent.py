@@ -421,7 +421,9 @@ class AcpAgent:
                 accepts_images=provider.info.accepts_images,
                 route=session.model,
             )
-            outcome = await session.prompt(TurnInput(content=parts), state.emit, cancel=token)
+            outcome = await session.prompt(
+                TurnInput(content=parts), state.emit, cancel=token, provider=provider
+            )
         except SessionBusy as busy:
             raise errors.session_busy(session_id, busy) from None
         except RouteError as error:

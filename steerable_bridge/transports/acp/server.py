@@ -11,12 +11,15 @@ lacks, each written here because no SDK hook covers it:
 - methods the SDK 0.12.1 has no route for (`session/delete`, `logout`, `$/cancel_request`)
   are delivered to the agent's `ext_method` / `ext_notification` under `GAP_PREFIX`;
 - it remembers which request ids are `session/prompt`s in flight, so `$/cancel_request`
-  can cancel the right turn.
+  can cancel the right turn;
+- frames go out through `BatchingSender`: those sent in one event-loop tick share one
+  `write` (order kept), instead of one syscall and one task switch per notification.
 
 Before anything is served, file descriptor 1 is pointed at stderr and the protocol keeps a
 private copy of stdout, so neither a stray `print` nor a child process can corrupt the
 JSON-RPC stream. When the client closes stdin, running turns are cancelled, requests
-already read are answered (within `EOF_GRACE_S`), and the process exits.
+already read are answered (within `EOF_GRACE_S`), the agent is shut down (`Agent.aclose`:
+model providers' HTTP clients, the store) and the process exits.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ from acp import RequestError, stdio_streams
 from acp._transport import NdjsonTransport
 from acp.agent.connection import AgentSideConnection
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
-from acp.task import MessageSender, TaskSupervisor
+from acp.task import MessageSender
 
 from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.transports.acp.batching import BatchingSender
 from steerable_bridge.transports.acp.extensions import GAP_PREFIX
 from steerable_bridge.transports.acp.front import LazyAcpAgent
 
@@ -203,8 +207,7 @@ async def serve(
     right after, so their imports never delay the handshake (see `front.py`).
     """
     reader, writer = await _protocol_streams()
-    supervisor = TaskSupervisor(source="steerable_bridge.acp")
-    transport = GuardedTransport(reader, MessageSender(writer, supervisor))
+    transport = GuardedTransport(reader, cast(MessageSender, BatchingSender(writer)))
     mounted: list[AcpWorkspaces] = []
     async with anyio.create_task_group() as tg:
 
@@ -251,7 +254,9 @@ async def serve(
                     await anyio.sleep(0.01)
             for mount in mounted:  # stop MCP servers before their tasks are cancelled
                 await mount.aclose()
+            if front.built is not None:
+                with anyio.move_on_after(EOF_GRACE_S, shield=True):
+                    await front.built.agent.aclose()
             tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await conn.close()
-                await supervisor.shutdown()

@@ -9,14 +9,18 @@ validation (422 with the errors), and one run per thread (409 — unless the req
 steer with `forwardedProps.steerable.steer: true`, when its message joins the running turn
 at the next step boundary and the response is a short stream: RUN_STARTED, CUSTOM
 `steerable.steer_absorbed`, RUN_FINISHED). CORS is added only for the origins given. Every
-error body is `{"error": {"code", "message"}}`, the message naming the remedy.
+error body is `{"error": {"code", "message"}}`, the message naming the remedy. The app's
+lifespan shuts the agent down when the server stops (`Agent.aclose`: model providers'
+pooled HTTP clients, the store); a host that mounts the app without running its lifespan
+calls `agent.aclose()` itself.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
 
@@ -216,7 +220,16 @@ def create_app(
                 allow_headers=["Authorization", "Content-Type", "Accept"],
             )
         )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await agent.aclose()
+
     app = Starlette(
+        lifespan=lifespan,
         routes=[
             Route("/agent", server.agent_run, methods=["POST"]),
             Route("/health", server.health, methods=["GET"]),

@@ -155,6 +155,8 @@ class Recorder:
     answers: list[tuple[int, bytes, dict[str, str]]]
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    peers: list[Any] = field(default_factory=list)
+    """The client address of each request (the same address: the connection was reused)."""
 
     def next(self) -> tuple[int, bytes, dict[str, str]]:
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -474,6 +476,7 @@ async def serve(rec: Recorder, pace_s: float = 0.002) -> AsyncIterator[str]:
     async def completions(request: Request) -> Response:
         rec.requests.append(await request.json())
         rec.headers.append(dict(request.headers))
+        rec.peers.append(request.client)
         status, body, headers = rec.next()
         if status != 200:
             return Response(body, status_code=status, headers=headers)
@@ -539,6 +542,50 @@ async def test_live_server_streams_tool_calls_and_reasoning() -> None:
     assert list(calls_of(second)) == ["call_1", "call_2"]
     assert "".join(i.delta for i in third if isinstance(i, ReasoningChunk)) == "Thinking..."
     assert isinstance(third[-1], ModelResponse) and third[-1].usage.prompt_tokens == 120
+
+
+async def test_one_provider_keeps_one_client_and_connection_across_calls() -> None:
+    rec = Recorder([ok(TEXT_STREAM)])
+    async with serve(rec) as url:
+        provider = live(url)
+        for _ in range(3):
+            assert text_of(await collect(provider)) == "Héllo, wörld ✓"
+        client = await provider.http.client()
+        await provider.aclose()
+        assert client.is_closed
+    assert provider.http.builds == 1
+    assert len(rec.peers) == 3 and len(set(rec.peers)) == 1  # one keep-alive connection
+
+
+async def test_a_closed_provider_builds_a_new_client_on_next_use() -> None:
+    rec = Recorder([ok(TEXT_STREAM)])
+    provider = mock_provider(rec)
+    await collect(provider)
+    await provider.aclose()
+    assert text_of(await collect(provider)) == "Héllo, wörld ✓"
+    assert provider.http.builds == 2
+    await provider.aclose()
+
+
+def test_a_client_is_not_reused_across_event_loops() -> None:
+    rec = Recorder([ok(TEXT_STREAM)])
+    provider = mock_provider(rec)
+    for _ in range(2):
+        assert text_of(anyio.run(collect, provider)) == "Héllo, wörld ✓"
+    assert provider.http.builds == 2
+
+
+async def test_router_keeps_one_openai_provider_per_route_and_closes_it() -> None:
+    router = ModelRouter()
+    register(router)
+    first = router.resolve("openai:qwen3")
+    assert router.resolve("openai:qwen3") is first
+    assert router.resolve("openai:other") is not first
+    assert isinstance(first, OpenAICompatProvider)
+    client = await first.http.client()
+    await router.aclose()
+    assert client.is_closed
+    assert router.resolve("openai:qwen3") is not first  # closed providers are forgotten
 
 
 async def test_live_server_429_then_success() -> None:

@@ -1,0 +1,119 @@
+"""One pooled `httpx.AsyncClient` per provider: the pattern every HTTP model adapter follows.
+
+A provider builds a `PooledClient` in its constructor (cheap: nothing is opened), calls
+`await pooled.client()` in each `stream()` and closes it in its own `aclose()`. The first
+call builds the `httpx.AsyncClient` — TLS context, connection pool with keep-alive, HTTP/2
+when the `h2` package is importable (`pip install 'steerable-bridge[http2]'`) — and every
+later call reuses it, so a step costs no TLS set-up and, while the pool keeps the
+connection, no connect either. `ModelRouter` keeps one provider per route and closes it
+when the agent shuts down (`Agent.aclose`). A client is bound to the event loop that
+created it; called from another loop (a test running `anyio.run` twice), `client()` builds
+a fresh one instead of handing out a client whose connections belong to a dead loop.
+
+    class MyProvider:
+        def __init__(self, config: MyConfig) -> None:
+            self._http = PooledClient(HttpSettings(connect_timeout_s=10, read_timeout_s=120))
+
+        async def stream(self, request):
+            client = await self._http.client()
+            async with client.stream("POST", url, json=body) as reply: ...
+
+        async def aclose(self) -> None:
+            await self._http.aclose()
+
+It never logs request bodies or headers (API keys travel in headers).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass
+
+import anyio
+import anyio.lowlevel
+import httpx
+
+__all__ = ["HttpSettings", "PooledClient", "http2_available"]
+
+log = logging.getLogger(__name__)
+
+
+def http2_available() -> bool:
+    """Whether httpx can speak HTTP/2 here (the optional `h2` package is installed)."""
+    return importlib.util.find_spec("h2") is not None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpSettings:
+    """How a provider's client connects: timeouts and pool limits."""
+
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+    max_connections: int = 256
+    """Connections open at once to the model server (more concurrent calls wait for one)."""
+    max_keepalive: int = 64
+    """Idle connections kept for reuse."""
+    keepalive_expiry_s: float = 60.0
+    http2: bool | None = None
+    """None: HTTP/2 when `h2` is importable (negotiated over TLS; plain http stays 1.1)."""
+
+    def timeout(self) -> httpx.Timeout:
+        # `pool` bounds the wait for a free connection when all `max_connections` are busy.
+        return httpx.Timeout(
+            self.read_timeout_s, connect=self.connect_timeout_s, pool=self.read_timeout_s
+        )
+
+    def limits(self) -> httpx.Limits:
+        return httpx.Limits(
+            max_connections=self.max_connections,
+            max_keepalive_connections=self.max_keepalive,
+            keepalive_expiry=self.keepalive_expiry_s,
+        )
+
+
+class PooledClient:
+    """A lazily built, long-lived `httpx.AsyncClient` (see the module docstring).
+
+    `transport` replaces httpx's network transport (tests pass `httpx.MockTransport`).
+    """
+
+    def __init__(
+        self, settings: HttpSettings, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.settings = settings
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._loop: object | None = None
+        self.builds = 0
+        """How many clients were built (one per event loop; tests assert reuse with it)."""
+
+    async def client(self) -> httpx.AsyncClient:
+        """The shared client, built on first use in this event loop."""
+        loop = anyio.lowlevel.current_token()
+        client = self._client
+        if client is not None and not client.is_closed and self._loop == loop:
+            return client
+        if client is not None and self._loop == loop:
+            log.debug("rebuilding a closed model HTTP client")
+        settings = self.settings
+        http2 = http2_available() if settings.http2 is None else settings.http2
+        self._client = httpx.AsyncClient(
+            transport=self._transport,
+            timeout=settings.timeout(),
+            limits=settings.limits(),
+            http2=http2,
+        )
+        self._loop = loop
+        self.builds += 1
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client and its connections (a later `client()` builds a new one)."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        if self._loop != anyio.lowlevel.current_token():
+            return  # its loop is gone: its sockets went with it
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await client.aclose()
