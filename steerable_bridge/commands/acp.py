@@ -5,9 +5,9 @@ options are the shared ones (`--model`, `STEERABLE_*`); with nothing configured 
 keyless demo model. Only JSON-RPC frames go to stdout; logs go to stderr at the level of
 `--log-level` / `STEERABLE_LOG` (debug, info, warning) and, with `--log-file` /
 `STEERABLE_LOG_FILE`, to a file too. `--tools-module` loads extra tools (a Python file or
-module exposing `TOOLS` or `tools()`). Heavy imports happen inside `main`, so `--help` and
-the other commands never load the ACP SDK. To add an option, add it in `register` and read
-it in `main`.
+module exposing `TOOLS` or `tools()`); `--hooks-module` loads hooks the same way. Heavy
+imports happen inside `main`, so `--help` and the other commands never load the ACP SDK.
+To add an option, add it in `register` and read it in `main`.
 """
 
 from __future__ import annotations
@@ -62,24 +62,10 @@ def register(subparsers: Any) -> None:
 
 def load_tools(spec: str) -> list[Any]:
     """The tools a `--tools-module` file or module exposes."""
-    import importlib
-    import importlib.util
-
+    from steerable_bridge.commands.common import load_user_module
     from steerable_bridge.runtime.tools import Tool
 
-    try:
-        if spec.endswith(".py"):
-            location = importlib.util.spec_from_file_location(
-                f"steerable_tools_{abs(hash(spec))}", spec
-            )
-            if location is None or location.loader is None:
-                raise ImportError(f"cannot load {spec}")
-            module = importlib.util.module_from_spec(location)
-            location.loader.exec_module(module)
-        else:
-            module = importlib.import_module(spec)
-    except (ImportError, OSError, SyntaxError) as error:
-        raise ConfigError(f"--tools-module {spec}: {error}") from None
+    module = load_user_module(spec, "--tools-module")
     found = getattr(module, "TOOLS", None)
     if found is None and callable(getattr(module, "tools", None)):
         found = module.tools()
@@ -109,6 +95,7 @@ def main(args: argparse.Namespace) -> int:
     if args.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1")
     extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
+    _check_quality(args)
     try:  # what `initialize` needs; the rest is built right after it is answered
         info = build_router(args.model).resolve(args.model).info
     except (RouteError, ProviderError) as error:
@@ -123,6 +110,19 @@ def main(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _check_quality(args: argparse.Namespace) -> None:
+    """Refuse a bad `--quality` or `--hooks-module` before serving, not after `initialize`."""
+    from steerable_bridge.commands.common import load_hooks
+    from steerable_bridge.runtime.quality import parse_quality
+
+    try:
+        parse_quality(args.quality)
+    except ValueError as err:
+        raise ConfigError(f"--quality: {err}") from None
+    for spec in args.hooks_module:
+        load_hooks(spec)
 
 
 def _build_agent(args: argparse.Namespace, extra: list[Any]) -> Any:

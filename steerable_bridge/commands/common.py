@@ -1,9 +1,10 @@
 """What every command that holds sessions shares: model, storage and approval options.
 
-`add_agent_options(parser)` adds `--model`, `--storage` and `--approve` with their
-environment fallbacks; `build_agent(args)` turns them into an `Agent` with the configured
-providers and store. `add_tool_process_options(parser)` adds what governs the processes
-tools start (`--pass-env`); `command_policy(args)` turns it into the adapters' policy.
+`add_agent_options(parser)` adds `--model`, `--storage`, `--approve`, `--max-steps`,
+`--quality` and `--hooks-module` with their environment fallbacks; `build_agent(args)` turns
+them into an `Agent` with the configured providers, store, quality settings and hooks.
+`add_tool_process_options(parser)` adds what governs the processes tools start
+(`--pass-env`); `command_policy(args)` turns it into the adapters' policy.
 Mistakes raise `ConfigError`, which the CLI prints as one line with the remedy (exit 2).
 This is the composition root: the only place adapters are chosen.
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_route
@@ -21,6 +23,7 @@ from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_rout
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
     from steerable_bridge.adapters.tools.local_env import CommandPolicy
     from steerable_bridge.runtime.agent import Agent
+    from steerable_bridge.runtime.hooks import Hook
     from steerable_bridge.runtime.storage import SessionStore
     from steerable_bridge.runtime.tools import Tool
 
@@ -34,6 +37,8 @@ __all__ = [
     "build_store",
     "command_policy",
     "default_storage",
+    "load_hooks",
+    "load_user_module",
 ]
 
 DEFAULT_MODEL = "demo:default"
@@ -60,6 +65,62 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-steps", type=int, default=25, help="model calls per turn before it stops (25)"
     )
+    parser.add_argument(
+        "--quality",
+        default=os.environ.get("STEERABLE_QUALITY", "auto"),
+        metavar="SPEC",
+        help="model-quality layer: auto (on for openai: routes), on, off, and NAME=VALUE"
+        " items, comma separated: recover, dedup, dedup_limit, breaker, soft_timeout,"
+        " max_tool_calls, max_tokens, retries, narrate (default: $STEERABLE_QUALITY or"
+        " auto; see docs/model-quality.md)",
+    )
+    parser.add_argument(
+        "--hooks-module",
+        action="append",
+        default=[],
+        metavar="PATH_OR_MODULE",
+        help="load hooks from a Python file or module exposing HOOKS or hooks()",
+    )
+
+
+def load_user_module(spec: str, flag: str) -> ModuleType:
+    """Import a user's Python file (`*.py`) or module for `flag`; ConfigError when it fails."""
+    import importlib
+    import importlib.util
+
+    try:
+        if spec.endswith(".py"):
+            location = importlib.util.spec_from_file_location(
+                f"steerable_user_{abs(hash(spec))}", spec
+            )
+            if location is None or location.loader is None:
+                raise ImportError(f"cannot load {spec}")
+            module = importlib.util.module_from_spec(location)
+            location.loader.exec_module(module)
+            return module
+        return importlib.import_module(spec)
+    except (ImportError, OSError, SyntaxError) as error:
+        raise ConfigError(f"{flag} {spec}: {error}") from None
+
+
+def _exposed(module: ModuleType, constant: str, factory: str) -> list[Any]:
+    found = getattr(module, constant, None)
+    if found is None and callable(getattr(module, factory, None)):
+        found = getattr(module, factory)()
+    return list(found or [])
+
+
+def load_hooks(spec: str) -> list[Hook]:
+    """The hooks a `--hooks-module` file or module exposes (`HOOKS` or `hooks()`)."""
+    from steerable_bridge.runtime.hooks import Hook
+
+    hooks = _exposed(load_user_module(spec, "--hooks-module"), "HOOKS", "hooks")
+    if not hooks or not all(isinstance(hook, Hook) for hook in hooks):
+        raise ConfigError(
+            f"--hooks-module {spec} must expose HOOKS (a list of steerable_bridge.runtime.Hook)"
+            " or hooks() returning one"
+        )
+    return hooks
 
 
 def add_tool_process_options(parser: argparse.ArgumentParser) -> None:
@@ -178,10 +239,16 @@ def build_agent(
 ) -> Agent:
     """The agent for a command's parsed options, with `tools` registered globally."""
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
+    from steerable_bridge.runtime.quality import parse_quality
     from steerable_bridge.runtime.turn import LoopSettings
 
     if args.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1")
+    try:
+        quality = parse_quality(args.quality)
+    except ValueError as err:
+        raise ConfigError(f"--quality: {err}") from None
+    hooks = [hook for spec in args.hooks_module for hook in load_hooks(spec)]
     router = build_router(args.model)
     try:
         router.resolve(args.model)
@@ -191,8 +258,11 @@ def build_agent(
         model=args.model,
         approval=approval or args.approve,  # type: ignore[arg-type]
         loop=LoopSettings(max_steps=args.max_steps, new_id=new_id),
+        quality=quality,
     )
     agent = Agent(router=router, store=build_store(args.storage), config=config)
     for tool in tools:
         agent.tools.register(tool)
+    for hook in hooks:
+        agent.hooks.register(hook)
     return agent

@@ -294,7 +294,14 @@ def _control(draw: Any, log: _Log, run_id: str) -> None:
     choice = draw(st.integers(min_value=0, max_value=3))
     if choice == 0:
         log.add(
-            draw, ev.HookAction, run_id, hook=draw(_ident), action=draw(_ident), detail=draw(_short)
+            draw,
+            ev.HookAction,
+            run_id,
+            hook=draw(_ident),
+            action=draw(_ident),
+            detail=draw(_short),
+            call_id=draw(st.none() | _ident),
+            message=draw(st.just("") | _short),
         )
     elif choice == 1:
         log.add(draw, ev.SoftTimeout, run_id, elapsed_ms=draw(_count), limit_ms=draw(_count))

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from steerable_bridge.runtime.hooks import Hook
 from steerable_bridge.runtime.log import SessionLog, now_ms
 from steerable_bridge.runtime.permissions import Approval
+from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.registry import PromptSection, Registry, Scope
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.session import Session
@@ -30,6 +32,7 @@ from steerable_bridge.runtime.storage import (
     claim_session,
     read_tail,
 )
+from steerable_bridge.runtime.tokens import TokenCalibration
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import LoopSettings
 
@@ -53,10 +56,12 @@ class AgentConfig:
     model: str = "demo:default"
     approval: Approval = "ask"
     loop: LoopSettings = field(default_factory=lambda: LoopSettings(new_id=new_id))
+    quality: QualitySettings = QualitySettings()
 
 
 class Agent:
-    """Creates, loads and keeps sessions; owns the registries and the router."""
+    """Creates, loads and keeps sessions; owns the registries, the router and the
+    process's token calibration (one per agent, shared by its sessions)."""
 
     def __init__(self, *, router: ModelRouter, store: SessionStore, config: AgentConfig) -> None:
         self.router = router
@@ -65,6 +70,8 @@ class Agent:
         self.tools: Registry[Tool] = Registry()
         self.prompts: Registry[PromptSection] = Registry()
         self.prompts.register(PromptSection(name="identity", text=IDENTITY))
+        self.hooks: Registry[Hook] = Registry()
+        self.calibration = TokenCalibration()
         self._sessions: dict[str, Session] = {}
 
     def scope_of(self, session: Session) -> Scope:

@@ -6,18 +6,22 @@
    approvals given through `resume`, anything unanswered gets a `cancelled` result);
    the client's shared state (`state_snapshot`) and the user's message (`user_message`,
    plus `session_info` with a title on the first prompt).
-2. Each step: inject queued steering (`steer_applied`); snapshot tools and prompt; log the
+2. Each step: inject queued steering (`steer_applied`); at the boundary the turn's guards
+   (`quality.py`) may end it on a budget (`budget_exhausted`) or wrap it up (tools closed);
+   snapshot tools and prompt, pass the request through the `pre_step` hooks; log the
    full `model_request`; stream the provider, logging every chunk as text / reasoning /
    tool-call events; `model_response` and `usage_updated`; run the tool calls in order
    (permission first when needed; parallel-safe calls concurrently, results still logged in
    call order); `step_finished`.
-3. The turn ends when the model stops without tool calls and no steering or follow-up
-   waits (either starts another step otherwise), at `max_steps`, on cancel, or when
+3. The turn ends when the model stops without tool calls, no steering or follow-up
+   waits (either starts another step otherwise) and the `before_completion` hooks accept
+   the answer (a retry or narration starts another step), at `max_steps`, on cancel, or when
    a call must be answered by the client (`interrupted`). It ends with exactly one
    `run_finished` or `run_failed`, after closing whatever was open: text, reasoning, tool
    calls (a synthetic `cancelled` result for each call that never finished) and the step.
 
-How a batch of tool calls is decided and run lives in `tool_batch.py`; the data a turn
+How a batch of tool calls is decided and run lives in `tool_batch.py` (which asks the
+turn's gate, `gate.py`, about each call); hooks in `hooks.py`; the data a turn
 takes and returns in `turn.py`. The loop does no I/O of its own: events go to the session
 log and to the caller's `sink`.
 """
@@ -31,6 +35,14 @@ import anyio
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import StopReason
+from steerable_bridge.runtime.gate import TurnGate
+from steerable_bridge.runtime.hooks import (
+    HookContext,
+    HookRunner,
+    Narrate,
+    StepRejected,
+    StepReport,
+)
 from steerable_bridge.runtime.model import (
     FinishReason,
     ModelRequest,
@@ -41,10 +53,18 @@ from steerable_bridge.runtime.model import (
     ToolCallChunk,
 )
 from steerable_bridge.runtime.projection import project_history
+from steerable_bridge.runtime.quality import TurnGuard
 from steerable_bridge.runtime.tool_batch import ToolBatch
 from steerable_bridge.runtime.tools import parse_arguments
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
-from steerable_bridge.runtime.values import ContentPart, Location, TextPart, ToolKind, Usage
+from steerable_bridge.runtime.values import (
+    ContentPart,
+    Location,
+    TextPart,
+    ToolCall,
+    ToolKind,
+    Usage,
+)
 
 __all__ = ["run_turn"]
 
@@ -91,11 +111,9 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
                 return await t.finish("cancelled")
             for content in ctx.steering.take():
                 await t.emit(ev.SteerApplied, message_id=t.new_id("steer"), content=content)
-            if step >= ctx.settings.max_steps:
-                await t.emit(
-                    ev.BudgetExhausted, budget="steps", limit=ctx.settings.max_steps, used=step
-                )
-                return await t.finish("max_steps")
+            stop = await t.guard.at_boundary(step)  # budgets; soft timeout / dedup wrap-up
+            if stop is not None:
+                return await t.finish(stop)
             step += 1
             finish_reason, calls = await t.model_step(step)
             if ctx.cancel.cancelled:
@@ -116,7 +134,11 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
                 for content in follow_ups:
                     await t.emit(ev.FollowUpApplied, message_id=t.new_id("user"), content=content)
                 continue
+            if finish_reason == "end_turn" and await t.completion_needs_another_step():
+                continue
             return await t.finish(_STOP_FOR_FINISH[finish_reason])
+    except StepRejected:
+        return await t.finish("end_turn")
     except ProviderError as error:
         return await t.fail(error.code, error.message)
     except Exception as error:  # a bug: log it so the session stays consistent, then report
@@ -135,17 +157,44 @@ class _Turn:
         self.open_text: str | None = None
         self.open_reasoning: str | None = None
         self.streaming_calls: dict[str, tuple[str, list[str]]] = {}
-        self.batch = ToolBatch(ctx, turn, self.run_id, self.emit)
+        self.step_text: list[str] = []
+        self.guard = TurnGuard(
+            settings=ctx.quality,
+            active=ctx.quality.active_for(ctx.model),
+            emit=self.emit,
+            model=ctx.model,
+            max_steps=ctx.settings.max_steps,
+            calibration=ctx.calibration,
+        )
+        self.hooks = HookRunner(
+            self.guard.hooks() + ctx.hooks,
+            self.emit,
+            self.hook_context,
+            max_completion_retries=ctx.quality.completion_retries,
+        )
+        self.batch = ToolBatch(ctx, turn, self.run_id, self.emit, TurnGate(self.guard, self.hooks))
         self._last_commit = time.monotonic()
 
     def new_id(self, prefix: str) -> str:
         return self.ctx.settings.new_id(prefix)
 
+    def hook_context(self) -> HookContext:
+        ctx = self.ctx
+        return HookContext(
+            session_id=ctx.log.session_id,
+            run_id=self.run_id,
+            step=self.step or 0,
+            model=ctx.model,
+            cwd=ctx.cwd,
+        )
+
     def snapshot_tools(self) -> str:
-        """Take this step's tools (registered now, plus the client's); returns the prompt."""
+        """Take this step's tools (registered now, plus the client's); returns the prompt.
+        While the turn wraps up (soft timeout, repeated calls) no tools are offered."""
         ctx = self.ctx
         system, registered = ctx.snapshot() if ctx.snapshot else (ctx.system, ctx.tools)
-        self.batch.tools = {tool.name: tool for tool in registered + self.turn.client_tools}
+        tools = () if self.guard.wrapping_up else registered + self.turn.client_tools
+        self.batch.tools = {tool.name: tool for tool in tools}
         return system
 
     async def settle_open_calls(self) -> None:
@@ -156,6 +205,7 @@ class _Turn:
     async def emit(self, cls: type[E], /, **fields: Any) -> E:
         event = self.ctx.log.record(cls, self.run_id, **fields)
         self.ctx.facts.observe(event)  # type: ignore[arg-type]
+        self.guard.observe(event)  # type: ignore[arg-type]
         if self.ctx.sink is not None:
             await self.ctx.sink(event)  # type: ignore[arg-type]
         interval = self.ctx.settings.commit_interval_s
@@ -181,7 +231,11 @@ class _Turn:
             tools=tuple(tool.spec() for tool in self.batch.tools.values()),
         )
         self.step = step
+        self.step_text = []
         await self.emit(ev.StepStarted, step=step)
+        request = await self.hooks.pre_step(request)  # may raise StepRejected
+        offered = {spec.name for spec in request.tools}
+        self.batch.tools = {n: tool for n, tool in self.batch.tools.items() if n in offered}
         await self.emit(ev.ModelRequestEvent, step=step, request=request)
         response: ModelResponse | None = None
         assistant_id = self.new_id("msg")
@@ -238,7 +292,26 @@ class _Turn:
             size=ctx.provider.info.context_window,
         )
         finish: FinishReason = "tool_calls" if calls else response.finish_reason
+        await self.hooks.post_step(
+            StepReport(
+                step=step,
+                text="".join(self.step_text),
+                tool_calls=tuple(
+                    ToolCall(call_id=c.call_id, name=c.name, arguments_json=c.arguments_json)
+                    for c in calls
+                ),
+                finish_reason=finish,
+                usage=response.usage,
+            )
+        )
         return finish, calls
+
+    async def completion_needs_another_step(self) -> bool:
+        """Ask the `before_completion` hooks about this step's answer; True to go on."""
+        decision = await self.hooks.before_completion("".join(self.step_text))
+        if isinstance(decision, Narrate):
+            self.guard.wrapping_up = True
+        return decision is not None
 
     async def _text(self, delta: str) -> None:
         if self.open_reasoning is not None:
@@ -246,6 +319,7 @@ class _Turn:
         if self.open_text is None:
             self.open_text = self.new_id("msg")
             await self.emit(ev.TextStart, message_id=self.open_text)
+        self.step_text.append(delta)
         await self.emit(ev.TextDelta, message_id=self.open_text, delta=delta)
 
     async def _reasoning(self, delta: str) -> None:

@@ -2,7 +2,8 @@
 
 `project_history(events)` is the only way the loop learns what the model has said and done:
 the same events always give the same messages, and an event type it does not know is an
-error (`ProjectionError`), never silently skipped — a newer build's event must not vanish
+error (`ProjectionError`), never silently skipped; a `hook_action` with a `message` is a
+user message (a hook's or guard's instruction to the model) — a newer build's event must not vanish
 from the model's view. The other folds (`project_state`, `session_facts`) read the same log
 for the shared AG-UI state, the current mode, the title, remembered permission answers and
 tool calls still waiting for a result.
@@ -60,7 +61,6 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
     ev.CommandsUpdated,
     ev.SessionInfo,
     ev.UsageUpdated,
-    ev.HookAction,
     ev.BudgetExhausted,
     ev.SoftTimeout,
 )
@@ -130,6 +130,16 @@ def project_history(events: Iterable[LoopEvent]) -> tuple[Message, ...]:
         elif isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
             flush()
             messages.append(Message(id=event.message_id, role="user", content=event.content))
+        elif isinstance(event, ev.HookAction):
+            if event.message:
+                flush()
+                messages.append(
+                    Message(
+                        id=f"note-{event.seq}",
+                        role="user",
+                        content=(TextPart(text=event.message),),
+                    )
+                )
         elif isinstance(event, ev.Compaction):
             flush()
             messages.clear()

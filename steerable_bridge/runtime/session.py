@@ -120,6 +120,9 @@ class Session:
                         sink=sink,
                         settings=self.agent.config.loop,
                         snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
+                        hooks=self.agent.hooks.snapshot(self.agent.scope_of(self)),
+                        quality=self.agent.config.quality,
+                        calibration=self.agent.calibration,
                     )
                     async with anyio.create_task_group() as flusher:
                         flusher.start_soon(self._flush_every, context.settings.commit_interval_s)

@@ -7,8 +7,11 @@ client; a tool that is not read-only asks the session's permission policy first
 (remembered "always" answers win; `defer` leaves the call open as an approval interrupt);
 then the handler runs under the turn's cancel token and the tool's timeout. Consecutive
 parallel-safe, read-only calls run concurrently, with their results still logged in call
-order. `settle` answers calls an earlier run left open. Every call ends with exactly one
-`tool_finished`, except those deliberately left waiting for the client.
+order. Before any of that, the turn's gate (`gate.py`: quality guards and `before_tool`
+hooks) may answer a call without running it, or rewrite its arguments; a handler's result
+passes the gate's `after_tool` hooks. `settle` answers calls an earlier run left open.
+Every call ends with exactly one `tool_finished`, except those deliberately left waiting
+for the client.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import jsonpatch
 from pydantic import JsonValue
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.gate import OpenGate, ToolGate
 from steerable_bridge.runtime.permissions import PermissionRequest
+from steerable_bridge.runtime.quality import call_key
 from steerable_bridge.runtime.tools import (
     Tool,
     ToolContext,
@@ -62,11 +67,19 @@ class Emit(Protocol):
 class ToolBatch:
     """Tool handling for one turn; `pending` and `interrupts` say what waits for the client."""
 
-    def __init__(self, ctx: TurnContext, turn: TurnInput, run_id: str, emit: Emit) -> None:
+    def __init__(
+        self,
+        ctx: TurnContext,
+        turn: TurnInput,
+        run_id: str,
+        emit: Emit,
+        gate: ToolGate | None = None,
+    ) -> None:
         self.ctx = ctx
         self.turn = turn
         self.run_id = run_id
         self.emit = emit
+        self.gate: ToolGate = gate or OpenGate()
         self.tools: dict[str, Tool] = {}
         self.pending: list[str] = []
         self.interrupts: list[Interrupt] = []
@@ -83,6 +96,20 @@ class ToolBatch:
         for call in calls:
             if self.ctx.cancel.cancelled:
                 break
+            key = call_key(call.name, call.arguments_json)
+            if key is not None and any(
+                call_key(c.name, c.arguments_json) == key for c, *_ in group
+            ):
+                await self._run_group(group)  # the earlier twin's result must exist first
+                group = []
+            admitted = await self.gate.admit(call)
+            if isinstance(admitted, ToolResult):
+                await self._run_group(group)
+                group = []
+                await self._record(call.call_id, admitted)
+                self.gate.settled()
+                continue
+            call = admitted
             tool = self.tools.get(call.name)
             args = parse_arguments(call.arguments_json)
             if (
@@ -98,6 +125,7 @@ class ToolBatch:
             await self._run_group(group)
             group = []
             await self._handle(call, tool, args)
+            self.gate.settled()
         await self._run_group(group)
 
     async def _handle(
@@ -218,6 +246,7 @@ class ToolBatch:
             return
         if len(group) == 1:
             await self.execute(*group[0])
+            self.gate.settled()
             return
         results: dict[str, ToolResult | None] = {}
         for call, _, _ in group:
@@ -231,6 +260,7 @@ class ToolBatch:
                 tg.start_soon(run_one, *item)
         for call, _, _ in group:
             await self._record(call.call_id, results.get(call.call_id))
+        self.gate.settled()
 
     async def execute(self, call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]) -> None:
         """Run one allowed call: `tool_started`, the handler, `tool_finished`."""
@@ -267,7 +297,9 @@ class ToolBatch:
                 result = _error_result(failure.code, failure.message)
             except Exception as error:
                 result = _error_result("tool_exception", f"{tool.name} raised {error!r}")
-        return None if ctx.cancel.cancelled and result is None else result
+        if result is None:
+            return None
+        return await self.gate.review(call, result)
 
     async def _record(self, call_id: str, result: ToolResult | None) -> None:
         if result is None:

@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import LoopEvent, StopReason
+from steerable_bridge.runtime.hooks import Hook
 from steerable_bridge.runtime.log import SessionLog
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import PermissionPolicy
 from steerable_bridge.runtime.projection import SessionFacts
+from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.steering import InputQueue
+from steerable_bridge.runtime.tokens import TokenCalibration
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.values import ContentPart, ToolContent, Usage
 
@@ -111,3 +114,9 @@ class TurnContext:
     snapshot: Callable[[], tuple[str, tuple[Tool, ...]]] | None = None
     """Called before every step: the system prompt and tools as registered now, so a change
     made during a step reaches the next one. None: `system` and `tools` hold for the turn."""
+    hooks: tuple[Hook, ...] = ()
+    """The hooks registered for the session when the turn started, in order."""
+    quality: QualitySettings = QualitySettings(mode="off")
+    """Which model-quality guards run (see `quality.py`)."""
+    calibration: TokenCalibration | None = None
+    """The process's token calibration: fed after each response that reports usage."""

@@ -15,6 +15,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import Approval
+from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.session import Session
 from steerable_bridge.runtime.tools import Tool
@@ -35,6 +36,7 @@ def make_agent(
     approval: Approval = "all",
     max_steps: int = 25,
     store: MemoryStore | None = None,
+    quality: QualitySettings | None = None,
     **loop: Any,
 ) -> Agent:
     router = ModelRouter()
@@ -44,7 +46,12 @@ def make_agent(
     settings = LoopSettings(
         max_steps=max_steps, new_id=lambda prefix: f"{prefix}_{next(counter)}", **limits
     )
-    config = AgentConfig(model="test:m", approval=approval, loop=settings)
+    config = AgentConfig(
+        model="test:m",
+        approval=approval,
+        loop=settings,
+        quality=quality or QualitySettings(mode="off"),
+    )
     agent = Agent(router=router, store=store or MemoryStore(), config=config)
     for tool in tools:
         agent.tools.register(tool)

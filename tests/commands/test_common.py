@@ -1,0 +1,54 @@
+"""The shared agent options: `--quality` and `--hooks-module` reach the built agent."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from steerable_bridge.commands.common import ConfigError, add_agent_options, build_agent
+
+HOOKS_FILE = """
+from steerable_bridge.runtime import Hook, Veto
+
+HOOKS = [Hook(name="no-shell", before_tool=lambda call, ctx: Veto("no shell here"))]
+"""
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_agent_options(parser)
+    return parser.parse_args(["--storage", "memory", *argv])
+
+
+def test_hooks_module_and_quality_settings_reach_the_agent(tmp_path: Path) -> None:
+    hooks = tmp_path / "my_hooks.py"
+    hooks.write_text(HOOKS_FILE, encoding="utf-8")
+    agent = build_agent(
+        parse("--hooks-module", str(hooks), "--quality", "on,dedup=off,soft_timeout=60")
+    )
+    assert [hook.name for hook in agent.hooks.snapshot()] == ["no-shell"]
+    quality = agent.config.quality
+    assert (quality.mode, quality.dedup, quality.soft_timeout_s) == ("on", False, 60.0)
+
+
+def test_quality_defaults_to_auto_and_reads_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert build_agent(parse()).config.quality.mode == "auto"
+    monkeypatch.setenv("STEERABLE_QUALITY", "off")
+    assert build_agent(parse()).config.quality.mode == "off"
+
+
+def test_mistakes_name_the_remedy(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--quality: unknown quality setting 'dedupe=off'"):
+        build_agent(parse("--quality", "dedupe=off"))
+    with pytest.raises(ConfigError, match="takes a number"):
+        build_agent(parse("--quality", "breaker=many"))
+    empty = tmp_path / "empty.py"
+    empty.write_text("X = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="must expose HOOKS"):
+        build_agent(parse("--hooks-module", str(empty)))
+    with pytest.raises(ConfigError, match="--hooks-module"):
+        build_agent(parse("--hooks-module", str(tmp_path / "missing.py")))
