@@ -245,10 +245,10 @@ def build_agent(
     if args.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1")
     try:
-        quality = parse_quality(args.quality)
+        quality = parse_quality(getattr(args, "quality", "auto"))
     except ValueError as err:
         raise ConfigError(f"--quality: {err}") from None
-    hooks = [hook for spec in args.hooks_module for hook in load_hooks(spec)]
+    hooks = [hook for spec in getattr(args, "hooks_module", ()) for hook in load_hooks(spec)]
     router = build_router(args.model)
     try:
         router.resolve(args.model)
