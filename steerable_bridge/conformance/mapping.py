@@ -89,7 +89,9 @@ MAPPING: tuple[KindMapping, ...] = (
          " interrupted → end_turn), `usage`; the event in `_meta.steerable.event`",
          ("RUN_FINISHED",),
          note="after the derived MESSAGES_SNAPSHOT; outcome success (pendingToolCallIds) /"
-         " interrupt / cancelled, usage; stop_reason, usage, interrupts in metadata",
+         " interrupt / cancelled (for a 0.0.x client: success without pendingToolCallIds,"
+         " no outcome when cancelled), usage; stop_reason, usage, pending_tool_call_ids,"
+         " interrupts in metadata",
          exact=True),
     _row("run_failed", "JSON-RPC error", "error on `session/prompt`: data.code, message, runId;"
          " the event in data.event",
@@ -188,6 +190,17 @@ def markdown() -> str:
         "AG-UI is lossless: native events carry missing fields in `metadata.steerable`; other"
         " kinds are `CUSTOM` events named `steerable.<kind>` whose value is the whole event."
         " Each run also ends with a derived `MESSAGES_SNAPSHOT`.",
+        "",
+        "AG-UI client versions: a request whose `RunAgentInput.protocolVersion` is `1.0` or"
+        " later (what `HttpAgent` from `@ag-ui/client` 1.0 sends) gets the 1.0 `RUN_FINISHED`"
+        " outcomes: `success` with `pendingToolCallIds` when frontend tool calls wait for the"
+        " client, and `cancelled`. A request without it (the 0.0.x clients, such as the"
+        " `@ag-ui/client` 0.0.59 that CopilotKit 1.75 ships, validate the outcome strictly)"
+        " gets only what every client version accepts: `success` without"
+        " `pendingToolCallIds` (the client derives pending calls from the stream: tool calls"
+        " with no `TOOL_CALL_RESULT`), no `outcome` at all for a cancelled run, and `interrupt`"
+        " unchanged. `metadata.steerable` carries stop_reason and pending_tool_call_ids either"
+        " way, so decoding is the same.",
         "",
         "| kind | ACP form | ACP rendering | ACP decode | AG-UI events | AG-UI notes |",
         "|---|---|---|---|---|---|",

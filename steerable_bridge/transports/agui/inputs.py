@@ -31,7 +31,14 @@ from steerable_bridge.runtime.values import (
     canonical_json,
 )
 
-__all__ = ["InputError", "ParsedRun", "content_parts", "steer_requested", "to_turn"]
+__all__ = [
+    "InputError",
+    "ParsedRun",
+    "content_parts",
+    "speaks_1_0",
+    "steer_requested",
+    "to_turn",
+]
 
 APPROVAL_PREFIX = "approval-"
 
@@ -63,6 +70,21 @@ def steer_requested(run: RunAgentInput) -> bool:
         return False
     own = props.get("steerable")
     return isinstance(own, Mapping) and own.get("steer") is True
+
+
+def speaks_1_0(run: RunAgentInput) -> bool:
+    """True when the client declares AG-UI 1.0 or later in `RunAgentInput.protocolVersion`.
+
+    `HttpAgent` from `@ag-ui/client` 1.0 sends `protocolVersion: "1.0"`; the 0.0.x clients
+    (CopilotKit 1.75 pins 0.0.59) send no such field and validate RUN_FINISHED's `outcome`
+    strictly: only `{type: "success"}` or `interrupt`, nothing extra. A missing or unreadable
+    version therefore means "0.0.x" and gets only what those clients accept.
+    """
+    version = run.protocol_version
+    if not isinstance(version, str):
+        return False
+    major = version.strip().split(".", 1)[0]
+    return major.isdigit() and int(major) >= 1
 
 
 def content_parts(content: str | list[Any]) -> tuple[ContentPart, ...]:

@@ -64,7 +64,11 @@ form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTO
 
 RUN_FINISHED `outcome`: `cancelled` for stop reason `cancelled`; `interrupt` with the
 approval interrupts (id, reason, toolCallId, responseSchema) when there are any; otherwise
-`success`, with `pendingToolCallIds` when frontend tool calls wait for the client. The plan
+`success`, with `pendingToolCallIds` when frontend tool calls wait for the client. With
+`legacy_outcomes=True` (a client that did not declare AG-UI 1.0, such as the 0.0.59 client
+CopilotKit ships, whose outcome schemas are strict) a cancelled run has no `outcome` and a
+success outcome no `pendingToolCallIds`: such clients derive pending calls from the stream
+(tool calls without a TOOL_CALL_RESULT), and `M.steerable` still holds both facts. The plan
 uses the native ACTIVITY_SNAPSHOT (UIs render activity messages in place) rather than
 CUSTOM. Nothing is rendered after RUN_FINISHED / RUN_ERROR (such events are counted in
 `dropped`); events that arrive before `run_started` (the transport passes those logged
@@ -193,8 +197,10 @@ class AguiRenderer:
         run_id: str,
         parent_run_id: str | None = None,
         messages: MessagesSource | None = None,
+        legacy_outcomes: bool = False,
     ) -> None:
         self.thread_id = thread_id
+        self.legacy_outcomes = legacy_outcomes
         self.run_id = run_id
         self.parent_run_id = parent_run_id
         self._messages = messages
@@ -324,10 +330,13 @@ class AguiRenderer:
 
     def _run_finished(self, event: ev.RunFinished) -> list[BaseEvent]:
         outcome: (
-            RunFinishedSuccessOutcome | RunFinishedInterruptOutcome | (RunFinishedCancelledOutcome)
+            RunFinishedSuccessOutcome
+            | RunFinishedInterruptOutcome
+            | RunFinishedCancelledOutcome
+            | None
         )
         if event.stop_reason == "cancelled":
-            outcome = RunFinishedCancelledOutcome()
+            outcome = None if self.legacy_outcomes else RunFinishedCancelledOutcome()
         elif event.interrupts:
             outcome = RunFinishedInterruptOutcome(
                 interrupts=[
@@ -345,9 +354,8 @@ class AguiRenderer:
                 ]
             )
         else:
-            outcome = RunFinishedSuccessOutcome(
-                pending_tool_call_ids=list(event.pending_tool_call_ids) or None
-            )
+            pending = None if self.legacy_outcomes else list(event.pending_tool_call_ids)
+            outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=pending or None)
         finished = RunFinishedEvent(
             thread_id=self.thread_id,
             run_id=self.run_id,
@@ -503,13 +511,14 @@ class AguiRenderer:
     # -- state and plan ---------------------------------------------------------------------
 
     def _state_snapshot(self, event: ev.StateSnapshot) -> list[BaseEvent]:
-        snapshot = json.loads(event.state_json)
-        extra = (
-            {} if canonical_json(snapshot) == event.state_json else {"state_json": event.state_json}
+        state = StateSnapshotEvent(
+            snapshot=json.loads(event.state_json), timestamp=event.ts, metadata=_meta(event)
         )
-        return [
-            StateSnapshotEvent(snapshot=snapshot, timestamp=event.ts, metadata=_meta(event, extra))
-        ]
+        wire = state.model_dump(mode="json", by_alias=True)["snapshot"]  # NaN goes out as null
+        if canonical_json(wire) != event.state_json:
+            assert state.metadata is not None
+            state.metadata[META_KEY]["state_json"] = event.state_json
+        return [state]
 
     def _state_delta(self, event: ev.StateDelta) -> list[BaseEvent]:
         delta = StateDeltaEvent(

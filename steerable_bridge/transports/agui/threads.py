@@ -30,7 +30,7 @@ from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session, SessionBusy
 from steerable_bridge.runtime.storage import SessionNotFound
 from steerable_bridge.transports.agui.history import known_ids, thread_messages
-from steerable_bridge.transports.agui.inputs import ParsedRun, to_turn
+from steerable_bridge.transports.agui.inputs import ParsedRun, speaks_1_0, to_turn
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import Write
 from steerable_bridge.transports.agui.wire import SseEncoder
@@ -108,6 +108,7 @@ class Run:
             run_id=run.run_id,
             parent_run_id=run.parent_run_id,
             messages=self.messages,
+            legacy_outcomes=not speaks_1_0(run),
         )
         self.encoder = SseEncoder(self.renderer)
         self.stop_reason: str | None = None

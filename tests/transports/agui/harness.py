@@ -69,7 +69,10 @@ def agent_for(
 def run_input(
     thread: str, run: str, messages: Sequence[dict[str, Any]], **extra: Any
 ) -> dict[str, Any]:
-    return {"threadId": thread, "runId": run, "messages": list(messages), **extra}
+    """A RunAgentInput as `HttpAgent` 1.0 sends it (`protocolVersion=None` leaves it out)."""
+    body = {"threadId": thread, "runId": run, "protocolVersion": "1.0", "messages": list(messages)}
+    body.update(extra)
+    return {k: v for k, v in body.items() if v is not None}
 
 
 def user(message_id: str, text: str) -> dict[str, Any]:

@@ -136,6 +136,24 @@ async def test_frontend_tool_round_trip() -> None:
     assert second[-1]["outcome"] == {"type": "success"}
 
 
+async def test_a_0_0_x_client_finds_pending_frontend_calls_in_the_stream() -> None:
+    """No protocolVersion (CopilotKit's @ag-ui/client 0.0.59): a strict `success` outcome."""
+    app = create_app(agent_for())
+    async with asgi_client(app) as client:
+        body = run_input(
+            "t1",
+            "r1",
+            [user("u1", "please show_card")],
+            tools=[FRONTEND_TOOL],
+            protocolVersion=None,
+        )
+        _, first = await post(client, body)
+    assert first[-1]["type"] == "RUN_FINISHED" and first[-1]["outcome"] == {"type": "success"}
+    started = {f["toolCallId"] for f in first if f["type"] == "TOOL_CALL_START"}
+    answered = {f["toolCallId"] for f in first if f["type"] == "TOOL_CALL_RESULT"}
+    assert len(started - answered) == 1
+
+
 @pytest.mark.parametrize("approved", [True, False])
 async def test_approval_interrupts_the_run_and_resume_continues_it(approved: bool) -> None:
     WRITTEN.clear()

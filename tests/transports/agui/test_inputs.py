@@ -14,6 +14,7 @@ from steerable_bridge.runtime.values import ImagePart, ResourcePart, TextPart
 from steerable_bridge.transports.agui.inputs import (
     InputError,
     content_parts,
+    speaks_1_0,
     steer_requested,
     to_turn,
 )
@@ -29,6 +30,22 @@ def _input(messages: list[dict[str, Any]], **extra: Any) -> RunAgentInput:
     return RunAgentInput.model_validate(
         {"threadId": "t", "runId": "r", "messages": messages, **extra}
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({}, False),  # 0.0.x clients (CopilotKit's 0.0.59) declare nothing
+        ({"protocolVersion": "1.0"}, True),  # HttpAgent from @ag-ui/client 1.0
+        ({"protocolVersion": "2.1"}, True),
+        ({"protocolVersion": "0.0.59"}, False),
+        ({"protocolVersion": "soon"}, False),
+    ],
+)
+def test_the_client_version_comes_from_protocol_version(
+    extra: dict[str, Any], expected: bool
+) -> None:
+    assert speaks_1_0(_input([], **extra)) is expected
 
 
 def test_known_messages_are_skipped_and_earlier_new_ones_kept_in_order() -> None:

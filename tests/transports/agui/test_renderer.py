@@ -31,8 +31,10 @@ def _fix(events: list[Any]) -> list[ev.LoopEvent]:
     ]
 
 
-def _render(events: list[ev.LoopEvent]) -> list[dict[str, Any]]:
-    renderer = AguiRenderer(thread_id=THREAD, run_id="agui-run", messages=lambda: [])
+def _render(events: list[ev.LoopEvent], *, legacy: bool = False) -> list[dict[str, Any]]:
+    renderer = AguiRenderer(
+        thread_id=THREAD, run_id="agui-run", messages=lambda: [], legacy_outcomes=legacy
+    )
     encoder = EventEncoder()
     body = "".join(encoder.encode(m) for e in events for m in renderer.render(e))
     return frames(body.encode())
@@ -120,6 +122,25 @@ def test_outcomes() -> None:
     }
     usage = _run(end=_finished(stop_reason="end_turn", usage=Usage(prompt_tokens=3)))
     assert usage[-1]["usage"][0]["inputTokens"] == 3
+
+
+def test_a_0_0_x_client_gets_only_the_outcomes_its_strict_schema_accepts() -> None:
+    def legacy(end: ev.RunFinished) -> list[dict[str, Any]]:
+        start = ev.RunStarted(session_id=THREAD, run_id="r1", seq=0, ts=5, model="demo")
+        return _render(_fix([start, end]), legacy=True)
+
+    pending = legacy(_finished(stop_reason="interrupted", pending_tool_call_ids=("c1",)))
+    assert pending[-1]["outcome"] == {"type": "success"}
+    cancelled = legacy(_finished(stop_reason="cancelled"))
+    assert "outcome" not in cancelled[-1]
+    interrupt = Interrupt(id="approval-c2", reason="Approve it?", tool_call_id="c2")
+    asked = legacy(_finished(stop_reason="interrupted", interrupts=(interrupt,)))
+    assert asked[-1]["outcome"]["type"] == "interrupt"
+    for wire in (pending, cancelled):  # the facts still decode, from metadata
+        (finished,) = [e for e in decode(wire) if isinstance(e, ev.RunFinished)]
+        assert finished.stop_reason == wire[-1]["metadata"]["steerable"]["stop_reason"]
+    (finished,) = [e for e in decode(pending) if isinstance(e, ev.RunFinished)]
+    assert finished.pending_tool_call_ids == ("c1",)
 
 
 def test_run_error_is_last_and_nothing_follows_the_end() -> None:
