@@ -7,7 +7,8 @@ lock file, it runs `npm ci` once, under an exclusive `fcntl` lock on a file besi
 file so two pytest runs in the same checkout never install over each other (the second one
 waits, then finds the install done). Only a missing `node` or `npm` skips the tests, with a
 warning naming what to install; a failed `npm ci` fails them with npm's output, because a
-green run must mean the clients really ran. Interop tests get their `timeout` marker
+green run must mean the clients really ran. Install scripts are not run: no package here
+needs one (CopilotKit's only one is a telemetry ping). Interop tests get their `timeout` marker
 applied to the test body only, so the one-off install (bounded by its own timeout here)
 does not eat the first test's budget.
 """
@@ -49,7 +50,7 @@ def _install(npm: str) -> None:
             started = time.monotonic()
             try:
                 done = subprocess.run(
-                    [npm, "ci", "--no-audit", "--no-fund", "--prefer-offline"],
+                    [npm, "ci", "--no-audit", "--no-fund", "--prefer-offline", "--ignore-scripts"],
                     cwd=HERE,
                     capture_output=True,
                     text=True,

@@ -1,0 +1,202 @@
+// Drives steerable-bridge's AG-UI endpoint the way a CopilotKit 1.75 app does: the v2
+// CopilotRuntime (Node listener on 127.0.0.1, port 0) forwards to the endpoint through the
+// HttpAgent of its own pinned @ag-ui/client (0.0.59, strict outcome schemas), and the
+// framework-neutral @copilotkit/core client (what the React components use) talks REST to
+// that runtime. Usage: node copilotkit_client.mjs <agent url> <slow agent url>
+// Prints one JSON object on stdout: {"agUiClient": version, "errors": [...onError codes and
+// messages...], "scenarios": [{name, runs: [...]}]}; the Python test makes the assertions.
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { CopilotKitCore } from "@copilotkit/core";
+import { CopilotRuntime } from "@copilotkit/runtime/v2";
+import { createCopilotNodeListener } from "@copilotkit/runtime/v2/node";
+
+const [fastUrl, slowUrl] = process.argv.slice(2);
+
+// The HttpAgent a CopilotKit app hands its runtime: the @ag-ui/client the runtime itself
+// depends on (not this folder's 1.0.0), loaded as the same ES module the runtime uses.
+const runtimeRequire = createRequire(createRequire(import.meta.url).resolve("@copilotkit/runtime"));
+const clientPackage = runtimeRequire.resolve("@ag-ui/client/package.json");
+const clientMeta = runtimeRequire(clientPackage);
+const { HttpAgent } = await import(
+  pathToFileURL(join(dirname(clientPackage), clientMeta.exports["."].import)).href
+);
+
+const runtime = new CopilotRuntime({
+  agents: {
+    default: new HttpAgent({ url: fastUrl }),
+    slow: new HttpAgent({ url: slowUrl }),
+  },
+});
+const server = createServer(createCopilotNodeListener({ runtime, basePath: "/api/copilotkit" }));
+await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+const runtimeUrl = `http://127.0.0.1:${server.address().port}/api/copilotkit`;
+
+// @copilotkit/core only connects to its runtime where a `window` exists.
+globalThis.window ??= globalThis;
+
+const errors = [];
+let counter = 0;
+const id = (prefix) => `${prefix}-${++counter}`;
+
+function within(ms, what, promise) {
+  let timer;
+  const limit = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+async function connectedCore(tools = []) {
+  const core = new CopilotKitCore({ runtimeUrl, tools });
+  core.subscribe({
+    onError: ({ code, error }) => errors.push({ code, message: String(error?.message ?? error) }),
+  });
+  await within(10000, "connecting to the runtime", new Promise((resolve, reject) => {
+    const check = () => {
+      if (core.runtimeConnectionStatus === "connected") resolve();
+      else if (core.runtimeConnectionStatus === "error") reject(new Error("runtime /info failed"));
+    };
+    core.subscribe({ onRuntimeConnectionStatusChanged: check });
+    check();
+  }));
+  return core;
+}
+
+function record(agent, events, error) {
+  const finished = events.filter((e) => e.type === "RUN_FINISHED");
+  return {
+    types: events.map((e) => e.type).filter((t, i, all) => t !== all[i - 1]),  // runs collapsed
+    outcome: finished.length ? (finished[finished.length - 1].outcome ?? null) : null,
+    toolCalls: events.filter((e) => e.type === "TOOL_CALL_START").map((e) => e.toolCallName),
+    results: events.filter((e) => e.type === "TOOL_CALL_RESULT").map((e) => e.content),
+    text: events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join(""),
+    reasoning: events.filter((e) => e.type === "REASONING_MESSAGE_CONTENT").map((e) => e.delta).join(""),
+    messages: agent.messages.map((m) => ({ id: m.id, role: m.role, content: typeof m.content === "string" ? m.content : null })),
+    state: agent.state,
+    error,
+  };
+}
+
+async function run(core, agent, params = {}, during = undefined) {
+  const events = [];
+  const subscription = agent.subscribe({
+    onEvent: ({ event }) => {
+      events.push(event);
+      if (during) during(event);
+    },
+  });
+  let error = null;
+  try {
+    await within(30000, "a run", core.runAgent({ agent, ...params }));
+  } catch (err) {
+    error = String(err?.message ?? err);
+  } finally {
+    subscription.unsubscribe();
+  }
+  return record(agent, events, error);
+}
+
+function say(agent, text) {
+  agent.addMessage({ id: id("user"), role: "user", content: text });
+}
+
+function agentOf(core, name, threadId = id("thread")) {
+  const agent = core.getAgent(name);
+  if (!agent) throw new Error(`the runtime offers no agent '${name}'`);
+  agent.threadId = threadId;
+  agent.setMessages([]);
+  agent.setState({});
+  return agent;
+}
+
+const scenarios = {
+  async text_and_continued_thread() {
+    const core = await connectedCore();
+    const agent = agentOf(core, "default");
+    say(agent, "hello");
+    const first = await run(core, agent);
+    say(agent, "and again");
+    return [first, await run(core, agent)];
+  },
+  async reasoning() {
+    const core = await connectedCore();
+    const agent = agentOf(core, "default");
+    say(agent, "think about it");
+    return [await run(core, agent)];
+  },
+  async shared_state() {
+    const core = await connectedCore();
+    const agent = agentOf(core, "default");
+    agent.setState({ count: 1 });
+    say(agent, "change the state");
+    return [await run(core, agent)];
+  },
+  async frontend_tool() {
+    const handled = [];
+    const core = await connectedCore([
+      {
+        name: "show_card",
+        description: "Show a card in the page.",
+        followUp: true,
+        handler: async (args) => {
+          handled.push(args);
+          return "card shown";
+        },
+      },
+    ]);
+    const agent = agentOf(core, "default");
+    say(agent, "please show_card");
+    const result = await run(core, agent);
+    return [{ ...result, handled }];
+  },
+  async model_error() {
+    const core = await connectedCore();
+    const agent = agentOf(core, "default");
+    say(agent, "show an error");
+    return [await run(core, agent)];
+  },
+  async stop() {
+    const core = await connectedCore();
+    const agent = agentOf(core, "slow");
+    say(agent, "hello");
+    let stopped = false;
+    const result = await run(core, agent, {}, (event) => {
+      if (!stopped && event.type === "TEXT_MESSAGE_CONTENT") {
+        stopped = true;
+        setTimeout(() => core.stopAgent({ agent }), 0);
+      }
+    });
+    return [{ ...result, stopped }];
+  },
+  async approval() {
+    const core = await connectedCore();
+    const agent = agentOf(core, "default");
+    say(agent, "write a note");
+    const first = await run(core, agent);
+    const interrupts = first.outcome?.interrupts ?? [];
+    const resume = interrupts.map((it) => ({
+      interruptId: it.id,
+      status: "resolved",
+      payload: { approved: true },
+    }));
+    return [first, await run(core, agent, { resume })];
+  },
+};
+
+const results = [];
+try {
+  for (const [name, scenario] of Object.entries(scenarios)) {
+    const mark = errors.length;
+    const runs = await scenario();
+    results.push({ name, runs, errors: errors.slice(mark) });
+  }
+} finally {
+  server.closeAllConnections?.();
+  server.close();
+}
+process.stdout.write(JSON.stringify({ agUiClient: clientMeta.version, scenarios: results }) + "\n");
+process.exit(0);
