@@ -22,6 +22,7 @@ from pydantic import JsonValue
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import ToolExecutor
 from steerable_bridge.runtime.model import ToolSpec
+from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict
 from steerable_bridge.runtime.values import (
     Location,
     PlanEntry,
@@ -139,9 +140,9 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
     """A call's argument text as a JSON object ({} when empty); None when it is not one."""
     if not text.strip():
         return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
+    try:  # a model's text: refuse NaN, lone surrogates and nesting that would recurse away
+        value = loads_strict(text)
+    except JsonRefused:
         return None
     return value if isinstance(value, dict) else None
 

@@ -48,8 +48,11 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 def canonical_json(value: JsonValue) -> str:
-    """Render a JSON value as the one text form used everywhere (compact, key order kept)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Render a JSON value as the one text form used everywhere (compact, key order kept).
+
+    Strict: NaN / Infinity raise `ValueError` instead of being written as text no strict
+    parser reads (`strict_json.scrub` makes a value from outside safe first)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,6 +32,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import JsonValue
 
+from steerable_bridge.runtime.strict_json import scrub
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import (
     ImagePart,
@@ -280,7 +281,7 @@ def _result(result: mcp_types.CallToolResult) -> ToolResult:
         else:
             content.append(TextPart(text=f"[{block.type} content is not shown]"))
     structured: JsonValue = result.structured_content
-    raw = canonical_json(structured) if structured is not None else None
+    raw = canonical_json(scrub(structured)) if structured is not None else None
     error = None
     if result.is_error:
         text = " ".join(p.text for p in content if isinstance(p, TextPart)) or "no detail"

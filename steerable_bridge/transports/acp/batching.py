@@ -10,7 +10,8 @@ frames from other sessions in the same tick — goes out together, in the order 
 pressure is kept: when the pipe's write buffer passes `HIGH_WATER` bytes, `send` waits
 (`drain`) until the client reads. A pipe that broke makes the next `send` raise
 `ConnectionResetError`, which the session code treats as a lost client. Written here
-because the SDK has no hook to batch writes.
+because the SDK has no hook to batch writes. Frames are strict JSON in UTF-8 (no NaN, no
+lone surrogates: see `_encode`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,27 @@ import json
 import logging
 from typing import Any
 
+from steerable_bridge.runtime.strict_json import scrub
+
 __all__ = ["HIGH_WATER", "BatchingSender"]
 
 log = logging.getLogger(__name__)
 
 HIGH_WATER = 256 * 1024
 """Bytes buffered (ours plus the pipe transport's) above which `send` waits for the reader."""
+
+
+def _encode(payload: dict[str, Any]) -> bytes:
+    """One NDJSON line of strict JSON: a NaN or lone surrogate (say, echoed from a client's
+    input in a validation error) is scrubbed rather than written as text no strict parser
+    reads."""
+    try:
+        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return (text + "\n").encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        log.warning("scrubbed a frame that was not strict JSON before writing it")
+        text = json.dumps(scrub(payload), separators=(",", ":"), ensure_ascii=False)
+        return (text + "\n").encode("utf-8")
 
 
 class BatchingSender:
@@ -47,7 +63,7 @@ class BatchingSender:
             raise ConnectionResetError(f"the client's stdin is gone ({self._error})")
         if self._closed or self._writer.transport.is_closing():
             raise ConnectionResetError("the client closed the connection")
-        data = (json.dumps(payload, separators=(",", ":")) + "\n").encode("utf-8")
+        data = _encode(payload)
         self._buffer.append(data)
         self._size += len(data)
         if not self._scheduled:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import logging
 import os
 import stat
@@ -35,15 +34,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-from acp import RequestError, stdio_streams
+from acp import stdio_streams
 from acp._transport import NdjsonTransport
 from acp.agent.connection import AgentSideConnection
-from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+from acp.connection import MethodHandler
 from acp.task import MessageSender
 
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.transports.acp.batching import BatchingSender
 from steerable_bridge.transports.acp.extensions import GAP_PREFIX
+from steerable_bridge.transports.acp.frames import (
+    MAX_FRAME_BYTES,
+    Refusal,
+    check_frame,
+    frame_too_large,
+)
 from steerable_bridge.transports.acp.front import LazyAcpAgent
 
 if TYPE_CHECKING:  # loaded after `initialize` is answered (see front.py)
@@ -62,12 +67,8 @@ GAP_METHODS = frozenset({"session/delete", "logout", "$/cancel_request"})
 """Spec methods the SDK does not route; they reach the agent's extension handlers."""
 
 
-def _error(request_id: Any, error: RequestError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_obj()}
-
-
 class GuardedTransport(NdjsonTransport):
-    """The SDK's NDJSON transport, answering malformed frames and routing SDK gaps."""
+    """The SDK's NDJSON transport behind the frame gate, routing SDK gaps."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -80,47 +81,69 @@ class GuardedTransport(NdjsonTransport):
         if "method" not in message and ("result" in message or "error" in message):
             self.prompts.pop(message.get("id"), None)
             self.unanswered.discard(message.get("id"))
-        await super().send(message)
+        await super().send(message)  # BatchingSender writes strict JSON only
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
-            line = await self._read_line()
-            if not line:
+            line, size = await self._read_frame()
+            if size == 0:
                 return None
+            if size > MAX_FRAME_BYTES:
+                await self._refuse(frame_too_large(size))
+                continue
             line = line.strip()
             if not line:
                 continue
             try:
-                message = json.loads(line)
-            except ValueError as error:
-                log.warning("answered a frame that is not JSON with a parse error: %s", error)
-                await self.send(
-                    _error(
+                checked = check_frame(line)
+                if isinstance(checked, Refusal):
+                    await self._refuse(checked)
+                    continue
+                return self._route(checked)
+            except Exception:  # a bug in the gate must cost one frame, not the process
+                log.exception("answered a frame the gate failed on with an internal error")
+                await self._refuse(
+                    Refusal(
                         None,
-                        RequestError(
-                            -32700,
-                            f"parse error: the frame is not JSON ({error}); send one JSON-RPC"
-                            " object per line",
-                            {"code": "parse_error"},
-                        ),
+                        -32603,
+                        "internal error while reading this frame; the agent keeps serving",
+                        "internal_error",
                     )
                 )
-                continue
-            problem = _invalid(message)
-            if problem is not None:
-                log.warning("answered an invalid request: %s", problem)
-                request_id = message.get("id") if isinstance(message, dict) else None
-                if not isinstance(request_id, str | int):
-                    request_id = None
-                await self.send(
-                    _error(request_id, RequestError(-32600, problem, {"code": "invalid_request"}))
-                )
-                continue
-            return self._route(message)
+
+    async def _refuse(self, refusal: Refusal) -> None:
+        if refusal.code == -32700:
+            log.warning("answered a frame that is not JSON with a parse error: %s", refusal.message)
+        else:
+            log.warning("answered an invalid frame with %s: %s", refusal.code, refusal.message)
+        await self.send(refusal.answer())
+
+    async def _read_frame(self) -> tuple[bytes, int]:
+        """The next line (b"" at end of input) and its size; a line over `MAX_FRAME_BYTES`
+        is read to its end but not kept."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                part = await self._reader.readuntil(b"\n")
+                done = True
+            except asyncio.LimitOverrunError as exc:
+                part = await self._reader.readexactly(exc.consumed)
+                done = False
+            except asyncio.IncompleteReadError as exc:
+                part = exc.partial
+                done = True
+            size += len(part)
+            if size <= MAX_FRAME_BYTES:
+                chunks.append(part)
+            elif chunks:
+                chunks.clear()
+            if done:
+                return b"".join(chunks), size
 
     def _route(self, message: dict[str, Any]) -> dict[str, Any]:
         method = message.get("method")
-        if "id" in message:
+        if "id" in message and method is not None:
             self.unanswered.add(message["id"])
         if method == "session/prompt" and "id" in message:
             params = message.get("params")
@@ -128,27 +151,28 @@ class GuardedTransport(NdjsonTransport):
                 self.prompts[message["id"]] = params["sessionId"]
         if method in GAP_METHODS:
             message = {**message, "method": f"_{GAP_PREFIX}{method}"}
-            if not isinstance(message.get("params"), dict):
-                message["params"] = {}
+        if method is not None and not isinstance(message.get("params"), dict):
+            # the SDK's router reads params as an object; positional params name nothing
+            message = {**message, "params": {}}
         return message
 
 
-def _invalid(message: Any) -> str | None:
-    if isinstance(message, list):
-        return "invalid request: JSON-RPC batches are not supported; send one object per line"
-    if not isinstance(message, dict):
-        return "invalid request: a frame must be a JSON-RPC object"
-    if message.get("jsonrpc") != "2.0":
-        return 'invalid request: "jsonrpc" must be "2.0"'
-    if "method" in message:
-        if not isinstance(message["method"], str):
-            return 'invalid request: "method" must be a string'
-        if "id" in message and not isinstance(message["id"], str | int):
-            return 'invalid request: "id" must be a string or an integer'
-        return None
-    if "id" not in message or not ("result" in message or "error" in message):
-        return 'invalid request: a frame needs "method" (request) or "id" with "result"/"error"'
-    return None
+def _quiet_notifications(handler: MethodHandler) -> MethodHandler:
+    async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if not is_notification:
+            return await handler(method, params, is_notification)
+        try:
+            return await handler(method, params, is_notification)
+        except Exception as error:  # no one to answer: log it, keep serving
+            log.info(
+                "ignored the notification %s: %s",
+                method[:80],
+                error,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+            return None
+
+    return handle
 
 
 async def _protocol_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -159,7 +183,7 @@ async def _protocol_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWrite
     os.dup2(2, 1)
     sys.stdout = io.TextIOWrapper(protocol_out, write_through=True)  # what the SDK writes to
     if pollable:
-        streams = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+        streams = await stdio_streams(limit=MAX_FRAME_BYTES)
         sys.stdout = sys.stderr
         return streams
     # A file or /dev/null: epoll refuses those, so use the SDK's thread-fed streams (they
@@ -167,7 +191,7 @@ async def _protocol_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWrite
     from acp.stdio import _windows_stdio_streams as thread_stdio_streams
 
     loop = asyncio.get_running_loop()
-    return await thread_stdio_streams(loop, limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    return await thread_stdio_streams(loop, limit=MAX_FRAME_BYTES)
 
 
 def _pollable(fd: int) -> bool:
@@ -241,6 +265,9 @@ async def serve(
         conn = AgentSideConnection(
             cast(Any, front), transport, listening=False, use_unstable_protocol=True
         )
+        # The SDK logs a traceback for every notification it cannot route; nobody awaits
+        # a notification's outcome, so a bad one is worth a line, not a traceback.
+        conn._conn._handler = _quiet_notifications(conn._conn._handler)
         try:
             await conn.listen()
         finally:

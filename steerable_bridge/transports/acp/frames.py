@@ -1,0 +1,125 @@
+"""The gate every ACP frame passes before the SDK's connection sees it.
+
+`check_frame(line)` turns one stdin line into either a JSON-RPC message the SDK can route
+safely or a `Refusal` (the error to answer, and the id to answer it with). It never raises.
+JSON is parsed strictly (`runtime/strict_json.py`: UTF-8 only, bounded depth, no NaN /
+Infinity, no lone surrogates); then the message's shape is checked per JSON-RPC 2.0: ids are
+strings, numbers or null (never booleans, arrays or objects — the SDK hashes response ids
+unchecked), `method` is a string, `params` an object or array (null reads as absent), a
+response carries exactly one of `result` / `error` and an error is `{code: int, message:
+str}`. A refusal that could
+not read the frame's id carries `id: null`, as JSON-RPC requires, and so does a broken response
+(its id names one of the agent's own requests). Used by `server.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict
+
+__all__ = ["MAX_FRAME_BYTES", "Refusal", "check_frame", "frame_too_large", "valid_id"]
+
+MAX_FRAME_BYTES = 32 * 1024 * 1024
+"""Largest frame read; a longer line is discarded up to its newline and refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A frame answered with a JSON-RPC error instead of being routed."""
+
+    id: str | int | float | None
+    code: int
+    message: str
+    reason: str
+    """Stable code in the error's `data.code`."""
+
+    def answer(self) -> dict[str, Any]:
+        error = {"code": self.code, "message": self.message, "data": {"code": self.reason}}
+        return {"jsonrpc": "2.0", "id": self.id, "error": error}
+
+
+def valid_id(value: Any) -> bool:
+    """JSON-RPC 2.0 ids: a string, a finite number or null — not a boolean."""
+    if value is None or isinstance(value, str):
+        return True
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def frame_too_large(size: int) -> Refusal:
+    return Refusal(
+        None,
+        -32600,
+        f"invalid request: the frame is {size} bytes, over the limit of {MAX_FRAME_BYTES}"
+        " bytes; send smaller messages (attach large content as resource links)",
+        "frame_too_large",
+    )
+
+
+def check_frame(line: bytes) -> dict[str, Any] | Refusal:
+    """The message in `line`, or the refusal to answer it with (see the module docstring)."""
+    try:
+        message = loads_strict(line)
+    except JsonRefused as err:
+        if err.code == "out_of_range":
+            return _out_of_range(line, err)
+        return Refusal(
+            None, -32700, f"parse error: {err.message}; send one JSON-RPC object per line", err.code
+        )
+    problem = _shape_problem(message)
+    if problem is None:
+        return message  # type: ignore[no-any-return]
+    # Only a request's own id is echoed: a broken response's id names a request of ours.
+    is_request = isinstance(message, dict) and "method" in message
+    request_id = message.get("id") if is_request else None
+    return Refusal(request_id if valid_id(request_id) else None, -32600, problem, "invalid_request")
+
+
+def _out_of_range(line: bytes, err: JsonRefused) -> Refusal:
+    """A number too large for a double: valid JSON, so a request gets invalid params."""
+    try:  # already checked: UTF-8, depth, constants; only the id is needed
+        message = json.loads(line.decode("utf-8"), parse_float=lambda _: 0.0)
+    except (ValueError, ArithmeticError, RecursionError):
+        message = None
+    if _shape_problem(message) is None and "method" in message:
+        request_id = message.get("id")
+        return Refusal(request_id, -32602, f"invalid params: {err.message}", "invalid_params")
+    return Refusal(None, -32600, f"invalid request: {err.message}", "invalid_request")
+
+
+def _shape_problem(message: Any) -> str | None:
+    if isinstance(message, list):
+        return "invalid request: JSON-RPC batches are not supported; send one object per line"
+    if not isinstance(message, dict):
+        return "invalid request: a frame must be a JSON-RPC object"
+    if message.get("jsonrpc") != "2.0":
+        return 'invalid request: "jsonrpc" must be "2.0"'
+    if "id" in message and not valid_id(message["id"]):
+        return 'invalid request: "id" must be a string, a number or null'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return 'invalid request: "method" must be a string'
+        if message.get("params") is not None and not isinstance(message["params"], dict | list):
+            return 'invalid request: "params" must be an object or an array'
+        return None
+    if "id" not in message or ("result" in message) == ("error" in message):
+        return (
+            'invalid request: a frame needs "method" (a request) or "id" with exactly one of'
+            ' "result" / "error" (a response)'
+        )
+    error = message.get("error")
+    if "error" in message and not (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), int)
+        and not isinstance(error.get("code"), bool)
+        and isinstance(error.get("message"), str)
+    ):
+        return 'invalid request: a response "error" must be {"code": integer, "message": string}'
+    return None
