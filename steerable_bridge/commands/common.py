@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         "--model",
         default=os.environ.get("STEERABLE_MODEL", DEFAULT_MODEL),
         help="model route provider:model — demo:default (built in, no key), scripted:PATH,"
-        " openai:NAME (default: $STEERABLE_MODEL or demo:default)",
+        " openai:NAME, anthropic:NAME (default: $STEERABLE_MODEL or demo:default)",
     )
     add_storage_option(parser)
     parser.add_argument(
@@ -171,13 +171,36 @@ def build_router(model: str) -> ModelRouter:
     router.register("demo", demo)
     router.register("scripted", scripted)
     _register_openai(router)
+    _register_anthropic(router)
     try:
         split_route(model)
     except RouteError as err:
         raise ConfigError(err.message) from None
     router.offer(model)
+    for route in anthropic_routes(os.environ):
+        router.offer(route)
     router.offer(DEFAULT_MODEL)
     return router
+
+
+DEFAULT_ANTHROPIC_MODELS = ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5")
+"""Offered to editors when an Anthropic key is set and STEERABLE_ANTHROPIC_MODELS is not."""
+
+
+def anthropic_routes(env: Mapping[str, str]) -> list[str]:
+    """The `anthropic:` routes to offer for selection (ACP config option, `/model`).
+
+    `STEERABLE_ANTHROPIC_MODELS` (comma-separated model names) when set; otherwise, once
+    `ANTHROPIC_API_KEY` is set, the current Claude models; none without a key.
+    """
+    listed = env.get("STEERABLE_ANTHROPIC_MODELS")
+    if listed is not None:
+        names = [name.strip() for name in listed.split(",") if name.strip()]
+    elif env.get("ANTHROPIC_API_KEY"):
+        names = list(DEFAULT_ANTHROPIC_MODELS)
+    else:
+        names = []
+    return [f"anthropic:{name}" for name in names]
 
 
 def _register_openai(router: ModelRouter) -> None:
@@ -193,6 +216,15 @@ def _register_openai(router: ModelRouter) -> None:
         return OpenAICompatProvider(config_from_env(name))
 
     router.register("openai", openai)
+
+
+def _register_anthropic(router: ModelRouter) -> None:
+    def anthropic(name: str) -> ModelProvider:
+        from steerable_bridge.adapters.llm.anthropic import AnthropicProvider, config_from_env
+
+        return AnthropicProvider(config_from_env(name))
+
+    router.register("anthropic", anthropic)
 
 
 def default_storage() -> str:

@@ -192,7 +192,13 @@ class _Decoder:
                 ),
             )
         if kind == "usage_updated":
-            return ev.UsageUpdated(**base, used=u.used, size=meta.get("size"))
+            return ev.UsageUpdated(
+                **base,
+                used=u.used,
+                size=meta.get("size"),
+                cache_read_tokens=meta.get("cache_read_tokens", 0),
+                cache_creation_tokens=meta.get("cache_creation_tokens", 0),
+            )
         if kind == "session_info":
             return ev.SessionInfo(**base, title=meta.get("title"))
         if kind == "mode_changed":
@@ -253,6 +259,7 @@ class _Decoder:
                     completion_tokens=response.usage.output_tokens,
                     cached_tokens=response.usage.cached_read_tokens or 0,
                     reasoning_tokens=response.usage.thought_tokens or 0,
+                    cache_creation_tokens=response.usage.cached_write_tokens or 0,
                 )
             self.out.append(
                 ev.RunFinished(session_id=sid, run_id=run_id, seq=-1, ts=0, stop_reason=stop,

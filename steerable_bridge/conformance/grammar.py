@@ -66,6 +66,7 @@ _usage = st.builds(
     completion_tokens=_count,
     cached_tokens=_count,
     reasoning_tokens=_count,
+    cache_creation_tokens=_count,
 )
 _text_part = st.builds(TextPart, text=_short)
 _image_part = st.builds(
@@ -127,7 +128,13 @@ def _stream(
     end = ev.TextEnd if kind == "text" else ev.ReasoningEnd
     for piece in draw(st.lists(_short, min_size=1, max_size=3)):
         log.add(draw, delta, run_id, message_id=message_id, delta=piece)
-    log.add(draw, end, run_id, message_id=message_id)
+    seal = "none" if kind == "text" else draw(st.sampled_from(["none", "signed", "redacted"]))
+    if seal == "signed":  # a provider's seal over the block (Anthropic's signed thinking)
+        log.add(draw, end, run_id, message_id=message_id, signature=draw(_short))
+    elif seal == "redacted":
+        log.add(draw, end, run_id, message_id=message_id, redacted_data=draw(_short))
+    else:
+        log.add(draw, end, run_id, message_id=message_id)
 
 
 def _arguments(draw: Any) -> str:
@@ -213,7 +220,15 @@ def _step(draw: Any, log: _Log, run_id: str, step: int, prefix: str) -> list[str
         usage=draw(_usage),
         model=draw(st.none() | st.just("scripted:x")),
     )
-    log.add(draw, ev.UsageUpdated, run_id, used=draw(_count), size=draw(st.none() | _count))
+    log.add(
+        draw,
+        ev.UsageUpdated,
+        run_id,
+        used=draw(_count),
+        size=draw(st.none() | _count),
+        cache_read_tokens=draw(_count),
+        cache_creation_tokens=draw(_count),
+    )
     pending: list[str] = []
     for call_id, executor in calls:
         if executor == "frontend":

@@ -158,8 +158,13 @@ class ReasoningDelta(EventBase):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningEnd(EventBase):
+    """The reasoning block is complete; a provider's seal over it, when it gave one."""
+
     kind: Literal["reasoning_end"] = "reasoning_end"
     message_id: str
+    signature: str | None = None
+    redacted_data: str | None = None
+    """The whole block, encrypted by the provider (no deltas precede it)."""
 
 
 # -- tool call, model side ------------------------------------------------------------------
@@ -317,11 +322,14 @@ class SessionInfo(EventBase):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageUpdated(EventBase):
-    """Context use after a model response: `used` tokens out of `size` (when known)."""
+    """Context use after a model response: `used` tokens out of `size` (when known), and
+    how many of the prompt's tokens the provider's prompt cache served or stored."""
 
     kind: Literal["usage_updated"] = "usage_updated"
     used: int
     size: int | None = None
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
 
 
 # -- control --------------------------------------------------------------------------------

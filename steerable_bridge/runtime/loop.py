@@ -252,7 +252,7 @@ class _Turn:
                         if isinstance(item, TextChunk):
                             await self._text(item.delta)
                         elif isinstance(item, ReasoningChunk):
-                            await self._reasoning(item.delta)
+                            await self._reasoning(item)
                         elif isinstance(item, ToolCallChunk):
                             await self._tool_chunk(item, assistant_id)
                         elif isinstance(item, ModelResponse):
@@ -290,6 +290,8 @@ class _Turn:
             ev.UsageUpdated,
             used=response.usage.prompt_tokens + response.usage.completion_tokens,
             size=ctx.provider.info.context_window,
+            cache_read_tokens=response.usage.cached_tokens,
+            cache_creation_tokens=response.usage.cache_creation_tokens,
         )
         finish: FinishReason = "tool_calls" if calls else response.finish_reason
         await self.hooks.post_step(
@@ -322,13 +324,19 @@ class _Turn:
         self.step_text.append(delta)
         await self.emit(ev.TextDelta, message_id=self.open_text, delta=delta)
 
-    async def _reasoning(self, delta: str) -> None:
+    async def _reasoning(self, chunk: ReasoningChunk) -> None:
         if self.open_text is not None:
             await self._end_text()
+        if chunk.redacted_data is not None:
+            await self._end_reasoning()  # a redacted block is a block of its own
         if self.open_reasoning is None:
             self.open_reasoning = self.new_id("think")
             await self.emit(ev.ReasoningStart, message_id=self.open_reasoning)
-        await self.emit(ev.ReasoningDelta, message_id=self.open_reasoning, delta=delta)
+        sealed = chunk.signature is not None or chunk.redacted_data is not None
+        if chunk.delta or not sealed:
+            await self.emit(ev.ReasoningDelta, message_id=self.open_reasoning, delta=chunk.delta)
+        if sealed:  # the provider sealed the block: it ends here, with its seal logged
+            await self._end_reasoning(chunk.signature, chunk.redacted_data)
 
     async def _tool_chunk(self, chunk: ToolCallChunk, assistant_id: str) -> None:
         if chunk.call_id not in self.streaming_calls:
@@ -348,10 +356,17 @@ class _Turn:
             message_id, self.open_text = self.open_text, None
             await self.emit(ev.TextEnd, message_id=message_id)
 
-    async def _end_reasoning(self) -> None:
+    async def _end_reasoning(
+        self, signature: str | None = None, redacted_data: str | None = None
+    ) -> None:
         if self.open_reasoning is not None:
             message_id, self.open_reasoning = self.open_reasoning, None
-            await self.emit(ev.ReasoningEnd, message_id=message_id)
+            await self.emit(
+                ev.ReasoningEnd,
+                message_id=message_id,
+                signature=signature,
+                redacted_data=redacted_data,
+            )
 
     async def _close_stream(self) -> None:
         await self._end_reasoning()

@@ -60,6 +60,9 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    one_off: bool = False
+    """A request whose prompt will not be sent again (a compaction summary, a title): the
+    provider must not write it to its prompt cache."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,10 +75,17 @@ class TextChunk:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningChunk:
-    """A piece of the model's visible reasoning."""
+    """A piece of the model's visible reasoning.
+
+    A chunk with `signature` seals the reasoning block streamed so far (the next reasoning
+    chunk starts a new block); one with `redacted_data` is a whole block the provider
+    encrypted. Both must reach the log, since the provider wants them back unchanged.
+    """
 
     type: Literal["reasoning"] = "reasoning"
     delta: str
+    signature: str | None = None
+    redacted_data: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,7 +20,14 @@ from pydantic import JsonValue
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.values import Message, TextPart, ToolCall, ToolContent, ToolError
+from steerable_bridge.runtime.values import (
+    Message,
+    TextPart,
+    ThinkingBlock,
+    ToolCall,
+    ToolContent,
+    ToolError,
+)
 
 __all__ = [
     "ProjectionError",
@@ -46,7 +53,6 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
     ev.TextStart,
     ev.TextEnd,
     ev.ReasoningStart,
-    ev.ReasoningEnd,
     ev.ToolCallStart,
     ev.ToolCallDelta,
     ev.ToolStarted,
@@ -75,13 +81,25 @@ _STREAMING: frozenset[type[ev.EventBase]] = frozenset(
 class _Assistant:
     """The assistant message being assembled from one model call's events."""
 
-    __slots__ = ("calls", "id", "reasoning", "text")
+    __slots__ = ("block", "calls", "id", "reasoning", "text", "thinking")
 
     def __init__(self, message_id: str) -> None:
         self.id = message_id
         self.text: list[str] = []
         self.reasoning: list[str] = []
+        self.block: list[str] = []
+        """The reasoning of the block still open (sealed by its `reasoning_end`)."""
+        self.thinking: list[ThinkingBlock] = []
         self.calls: list[ToolCall] = []
+
+    def end_reasoning(self, event: ev.ReasoningEnd) -> None:
+        text, self.block = "".join(self.block), []
+        if event.signature is not None or event.redacted_data is not None:
+            self.thinking.append(
+                ThinkingBlock(
+                    text=text, signature=event.signature, redacted_data=event.redacted_data
+                )
+            )
 
     def message(self) -> Message:
         text = "".join(self.text)
@@ -90,6 +108,7 @@ class _Assistant:
             role="assistant",
             content=(TextPart(text=text),) if text else (),
             reasoning="".join(self.reasoning) or None,
+            thinking=tuple(self.thinking),
             tool_calls=tuple(self.calls),
         )
 
@@ -101,7 +120,9 @@ def project_history(events: Iterable[LoopEvent]) -> tuple[Message, ...]:
 
     def flush() -> None:
         nonlocal current
-        if current is not None and (current.text or current.calls or current.reasoning):
+        if current is not None and (
+            current.text or current.calls or current.reasoning or current.thinking
+        ):
             messages.append(current.message())
         current = None
 
@@ -114,6 +135,11 @@ def project_history(events: Iterable[LoopEvent]) -> tuple[Message, ...]:
             if current is None:
                 current = _Assistant(event.message_id)
             current.reasoning.append(event.delta)
+            current.block.append(event.delta)
+        elif isinstance(event, ev.ReasoningEnd):
+            if current is None:
+                current = _Assistant(event.message_id)
+            current.end_reasoning(event)
         elif isinstance(event, ev.ToolCallEnd):
             if current is None:
                 current = _Assistant(f"asst-{event.call_id}")

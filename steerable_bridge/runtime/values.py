@@ -31,6 +31,7 @@ __all__ = [
     "Role",
     "TerminalContent",
     "TextPart",
+    "ThinkingBlock",
     "ToolCall",
     "ToolContent",
     "ToolError",
@@ -62,7 +63,10 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    """Prompt tokens read from the provider's prompt cache (part of `prompt_tokens`)."""
     reasoning_tokens: int = 0
+    cache_creation_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache (part of `prompt_tokens`)."""
 
     @property
     def total_tokens(self) -> int:
@@ -74,6 +78,7 @@ class Usage:
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
         )
 
 
@@ -157,6 +162,20 @@ class ToolError:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingBlock:
+    """One block of a model's extended thinking, sealed so it can be sent back to the model.
+
+    `signature` is the provider's seal over `text`; a redacted block carries only the
+    provider's opaque `redacted_data`. Providers that need thinking returned unchanged on
+    the next request (Anthropic, with tools) read these from the assistant message.
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted_data: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
     """One entry of the model's history, as projected from the session log.
 
@@ -168,6 +187,8 @@ class Message:
     role: Role
     content: tuple[ToolContent, ...] = ()
     reasoning: str | None = None
+    thinking: tuple[ThinkingBlock, ...] = ()
+    """Sealed thinking blocks in stream order (only those a provider signed or redacted)."""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     is_error: bool = False

@@ -64,6 +64,7 @@ class ScriptUsage(_Strict):
     completion_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_creation_tokens: int = 0
 
 
 class Round(_Strict):

@@ -448,6 +448,7 @@ class AcpAgent:
                 output_tokens=usage.completion_tokens,
                 thought_tokens=usage.reasoning_tokens or None,
                 cached_read_tokens=usage.cached_tokens or None,
+                cached_write_tokens=usage.cache_creation_tokens or None,
             ),
             field_meta={
                 "steerable": {

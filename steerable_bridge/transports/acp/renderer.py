@@ -39,7 +39,9 @@ and `run_id` of its event, plus what the ACP payload cannot hold exactly:
 - tool_finished: `status` (completed / failed / cancelled), `error` ({code, message} or
   null), `raw_output_json` (exact text) and `parts` — the event's content is the first
   `parts` items; a failure without content shows the error message as one text item.
-- usage_updated: `size` (null when unknown). config_changed: `option_id`, `value`.
+- usage_updated: `size` (null when unknown), `cache_read_tokens` and
+  `cache_creation_tokens` (prompt tokens the provider's cache served / stored).
+  config_changed: `option_id`, `value`.
 - session_info: `title` (may be null).
 
 Content parts map text → text block, image → image block, resource with text → embedded
@@ -364,7 +366,11 @@ class AcpRenderer:
                     session_update="usage_update",
                     used=event.used,
                     size=event.size or 0,
-                    field_meta=meta(size=event.size),
+                    field_meta=meta(
+                        size=event.size,
+                        cache_read_tokens=event.cache_read_tokens,
+                        cache_creation_tokens=event.cache_creation_tokens,
+                    ),
                 )
             ]
         if isinstance(event, ev.SessionInfo):

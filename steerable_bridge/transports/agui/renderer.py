@@ -27,8 +27,8 @@ The mapping (every event's `timestamp` is its `ts` in integer ms; `M` = `metadat
     reasoning_start  REASONING_START,               messageId          |
                      REASONING_MESSAGE_START (derived)
     reasoning_delta  REASONING_MESSAGE_CONTENT      messageId, delta   |
-    reasoning_end    REASONING_MESSAGE_END,         messageId          |
-                     REASONING_END (derived)
+    reasoning_end    REASONING_MESSAGE_END,         messageId          | signature,
+                     REASONING_END (derived)                           | redacted_data
     tool_call_start  TOOL_CALL_START                toolCallId,        |
                                                     toolCallName,      |
                                                     parentMessageId    |
@@ -157,7 +157,7 @@ def _fields(event: LoopEvent, *names: str) -> dict[str, Any]:
 def _token_usage(usage: Usage) -> list[TokenUsage] | None:
     if min(usage.prompt_tokens, usage.completion_tokens, usage.reasoning_tokens) < 0:
         return None  # not countable in AG-UI's terms; the exact figures ride in metadata
-    if usage.cached_tokens < 0:
+    if min(usage.cached_tokens, usage.cache_creation_tokens) < 0:
         return None
     return [
         TokenUsage(
@@ -166,6 +166,7 @@ def _token_usage(usage: Usage) -> list[TokenUsage] | None:
             total_tokens=usage.total_tokens,
             reasoning_tokens=usage.reasoning_tokens,
             cached_input_tokens=usage.cached_tokens,
+            cache_write_input_tokens=usage.cache_creation_tokens,
         )
     ]
 
@@ -455,7 +456,9 @@ class AguiRenderer:
     def _reasoning_end(self, event: ev.ReasoningEnd) -> list[BaseEvent]:
         return [
             ReasoningMessageEndEvent(
-                message_id=event.message_id, timestamp=event.ts, metadata=_meta(event)
+                message_id=event.message_id,
+                timestamp=event.ts,
+                metadata=_meta(event, _fields(event, "signature", "redacted_data")),
             ),
             ReasoningEndEvent(message_id=event.message_id, timestamp=event.ts, metadata=DERIVED),
         ]

@@ -100,7 +100,8 @@ def _step_finished(event: ev.StepFinished, rid: str) -> bytes | None:
         f'"metadata":{{"steerable":{{"kind":"step_finished","seq":{event.seq},"run_id":{rid},'
         f'"step":{event.step},"finish_reason":"{event.finish_reason}","usage":{{'
         f'"prompt_tokens":{u.prompt_tokens},"completion_tokens":{u.completion_tokens},'
-        f'"cached_tokens":{u.cached_tokens},"reasoning_tokens":{u.reasoning_tokens}}}}}}},'
+        f'"cached_tokens":{u.cached_tokens},"reasoning_tokens":{u.reasoning_tokens},'
+        f'"cache_creation_tokens":{u.cache_creation_tokens}}}}}}},'
         f'"stepName":"step-{event.step}"}}\n\n'
     ).encode()
 

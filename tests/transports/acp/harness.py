@@ -178,7 +178,11 @@ async def running(
     recorder = client or Recorder()
     wire: list[StreamEvent] = []
     child_env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OPENAI_"))},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("STEERABLE_", "OPENAI_", "ANTHROPIC_"))
+        },
         "STEERABLE_DEMO_PACE_MS": "0",
         "STEERABLE_LOG": "info",
         "STEERABLE_STORAGE": str(tmp / "sessions.db"),

@@ -1,0 +1,448 @@
+"""The Anthropic model provider: the streaming Messages API over httpx.
+
+Selected as `--model anthropic:MODEL` (for example `anthropic:claude-sonnet-4-5`);
+configured by `ANTHROPIC_API_KEY` (falls back to `STEERABLE_API_KEY`; not needed when the
+base URL is loopback), `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`),
+`STEERABLE_CONTEXT_WINDOW` (default 200,000), `STEERABLE_MAX_OUTPUT_TOKENS` (default
+8,192), `STEERABLE_THINKING_BUDGET` (extended thinking's token budget, off when unset) and
+the prompt-cache settings of `cache_shaping.py`. Each request carries the cache anchors
+that module places. One `httpx.AsyncClient` per provider is made on first use and kept
+(connections are pooled across steps); `aclose()` releases it. A request is retried on 429,
+529 (overloaded), 5xx, a dropped connection or a retryable `error` event a bounded number
+of times, honouring `retry-after`, but only *before* the first chunk was yielded. Every
+network wait is bounded, and every failure becomes a `ProviderError` whose message names
+the remedy. The event stream is parsed by httpx-sse; payload mapping lives in
+`anthropic_wire.py`. Error codes: auth_required, auth_failed, permission_denied,
+model_not_found, bad_request, context_overflow, rate_limited, overloaded, server_error,
+connection_failed, connect_timeout, read_timeout, connection_lost, invalid_response,
+provider_error, stream_incomplete, http_error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from steerable_bridge.adapters.llm.anthropic_wire import EventDecoder, StreamFailure, request_body
+from steerable_bridge.adapters.llm.cache_shaping import (
+    CachePolicy,
+    cache_policy_from_env,
+    place_anchors,
+)
+from steerable_bridge.adapters.llm.openai_compat import is_loopback
+from steerable_bridge.runtime.model import (
+    ModelChunk,
+    ModelInfo,
+    ModelRequest,
+    ModelResponse,
+    ModelStreamItem,
+    ProviderError,
+)
+from steerable_bridge.runtime.routing import ModelRouter, RouteError
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_BASE_URL",
+    "AnthropicConfig",
+    "AnthropicProvider",
+    "config_from_env",
+    "register",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+_RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_RETRY_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+class _Retryable(ProviderError):
+    """A failure worth another attempt, with the server's `retry-after` (seconds)."""
+
+    def __init__(self, code: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(code, message, retryable=True)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnthropicConfig:
+    """Where and how to call one model. Build it from the environment with `config_from_env`."""
+
+    model: str
+    base_url: str = DEFAULT_BASE_URL
+    api_key: str | None = None
+    key_env: str = "ANTHROPIC_API_KEY"
+    """The variable to name when a key is needed and missing."""
+    context_window: int = 200_000
+    max_tokens: int = 8192
+    thinking_budget: int | None = None
+    cache: CachePolicy = field(default_factory=CachePolicy)
+    accepts_images: bool = True
+    max_retries: int = 2
+    backoff_s: float = 0.5
+    max_backoff_s: float = 20.0
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+
+    @property
+    def needs_key(self) -> bool:
+        return not self.api_key and not is_loopback(self.base_url)
+
+
+def _positive(env: Mapping[str, str], name: str, *, minimum: int = 1) -> int | None:
+    text = env.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise RouteError(
+            "invalid_setting",
+            f"{name}={text!r} must be a whole number of tokens, at least {minimum}",
+        )
+    return value
+
+
+def config_from_env(model: str, env: Mapping[str, str] | None = None) -> AnthropicConfig:
+    """The config for `anthropic:MODEL` from environment variables; RouteError on a bad value."""
+    env = os.environ if env is None else env
+    if not model or model == "default":
+        raise RouteError(
+            "missing_model",
+            "the anthropic provider needs a model name: use --model anthropic:NAME"
+            " (for example anthropic:claude-sonnet-4-5)",
+        )
+    base_url = (env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    if base_url.endswith("/v1"):
+        base_url = base_url[:-3]  # the SDKs' convention: the base URL excludes /v1
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RouteError(
+            "invalid_base_url",
+            f"ANTHROPIC_BASE_URL {base_url!r} is not an http(s) URL; unset it to use"
+            f" {DEFAULT_BASE_URL}",
+        )
+    return AnthropicConfig(
+        model=model,
+        base_url=base_url,
+        api_key=env.get("ANTHROPIC_API_KEY") or env.get("STEERABLE_API_KEY") or None,
+        context_window=_positive(env, "STEERABLE_CONTEXT_WINDOW") or 200_000,
+        max_tokens=_positive(env, "STEERABLE_MAX_OUTPUT_TOKENS") or 8192,
+        thinking_budget=_positive(env, "STEERABLE_THINKING_BUDGET", minimum=1024),
+        cache=cache_policy_from_env(env),
+    )
+
+
+class AnthropicProvider:
+    """A `ModelProvider` over `POST /v1/messages` with `stream: true`.
+
+    `transport` replaces httpx's network transport (tests pass `httpx.MockTransport`).
+
+        provider = AnthropicProvider(config_from_env("claude-sonnet-4-5"))
+        async for item in provider.stream(request):
+            ...
+        await provider.aclose()
+    """
+
+    def __init__(
+        self, config: AnthropicConfig, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.config = config
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+        self._info = ModelInfo(
+            route=f"anthropic:{config.model}",
+            context_window=config.context_window,
+            accepts_images=config.accepts_images,
+            needs_api_key_env=config.key_env if config.needs_key else None,
+        )
+
+    @property
+    def info(self) -> ModelInfo:
+        return self._info
+
+    @property
+    def url(self) -> str:
+        return f"{self.config.base_url}/v1/messages"
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body `stream(request)` sends, cache anchors included."""
+        config = self.config
+        body = request_body(
+            request,
+            model=config.model,
+            max_tokens=config.max_tokens,
+            accepts_images=config.accepts_images,
+            thinking_budget=config.thinking_budget,
+        )
+        return place_anchors(body, config.cache, one_off=request.one_off)
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            config = self.config
+            timeout = httpx.Timeout(
+                config.read_timeout_s,
+                connect=config.connect_timeout_s,
+                pool=config.connect_timeout_s,
+            )
+            self._http = httpx.AsyncClient(transport=self._transport, timeout=timeout)
+        return self._http
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (the provider opens new ones if used again)."""
+        client, self._http = self._http, None
+        if client is not None:
+            await client.aclose()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        config = self.config
+        if config.needs_key:
+            raise ProviderError(
+                "auth_required",
+                f"{config.base_url} needs an API key: set ANTHROPIC_API_KEY (or"
+                " STEERABLE_API_KEY), or point ANTHROPIC_BASE_URL at a local server",
+            )
+        body = self.body(request)
+        headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION}
+        if config.api_key:
+            headers["x-api-key"] = config.api_key
+        client = self._client()
+        attempt = 0
+        while True:
+            decoder = EventDecoder()
+            yielded = False
+            retry_after: float | None = None
+            try:
+                async with client.stream("POST", self.url, json=body, headers=headers) as reply:
+                    if reply.status_code != 200:
+                        await reply.aread()
+                        raise self._status_error(reply, attempt)
+                    async for data in self._events(reply):
+                        for chunk in self._decode(decoder, data, attempt):
+                            yielded = True
+                            yield chunk
+                        if decoder.stopped:
+                            break
+                break
+            except ProviderError as error:
+                if yielded or not error.retryable or attempt >= config.max_retries:
+                    raise
+                retry_after = error.retry_after if isinstance(error, _Retryable) else None
+            except httpx.TimeoutException as error:
+                raise self._timeout_error(error) from None
+            except httpx.ConnectError as error:
+                raise ProviderError(
+                    "connection_failed",
+                    f"could not reach {config.base_url}: {_reason(error)} — check your network"
+                    " or ANTHROPIC_BASE_URL",
+                ) from None
+            except (httpx.RemoteProtocolError, httpx.ReadError) as error:
+                if yielded or attempt >= config.max_retries:
+                    raise ProviderError(
+                        "connection_lost",
+                        f"the connection to {config.base_url} broke mid-answer"
+                        f" ({_reason(error)}); send the prompt again",
+                    ) from None
+            except httpx.HTTPError as error:
+                raise ProviderError(
+                    "http_error",
+                    f"the request to {config.base_url} failed: {_reason(error)} — check"
+                    " ANTHROPIC_BASE_URL",
+                ) from None
+            attempt += 1
+            delay = config.backoff_s * 2 ** (attempt - 1)
+            if retry_after is not None:
+                delay = max(delay, retry_after)
+            delay = min(delay, config.max_backoff_s)
+            logger.info("retrying %s in %.2fs (attempt %d)", self.url, delay, attempt + 1)
+            await anyio.sleep(delay)
+        if decoder.finish_reason is None or not decoder.stopped:
+            raise ProviderError(
+                "stream_incomplete",
+                f"{config.base_url} closed the stream before the answer finished"
+                " (no message_stop); send the prompt again",
+            )
+        yield ModelResponse(
+            finish_reason=decoder.finish_reason,
+            usage=decoder.usage,
+            model=decoder.model or config.model,
+        )
+
+    async def _events(self, reply: httpx.Response) -> AsyncIterator[str]:
+        """The `data` of each server-sent event, parsed by httpx-sse."""
+        try:
+            async for event in EventSource(reply).aiter_sse():
+                if event.data:
+                    yield event.data
+        except SSEError as error:
+            raise ProviderError(
+                "invalid_response",
+                f"{self.config.base_url} did not answer with an event stream ({error}); check"
+                " that ANTHROPIC_BASE_URL points at the Anthropic API",
+            ) from None
+
+    def _decode(self, decoder: EventDecoder, data: str, attempt: int) -> list[ModelChunk]:
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            raise ProviderError(
+                "invalid_response",
+                f"{self.config.base_url} sent a stream event that is not JSON: {data[:200]!r};"
+                " check that ANTHROPIC_BASE_URL points at the Anthropic API",
+            ) from None
+        if not isinstance(payload, dict):
+            return []
+        try:
+            return decoder.feed(payload)
+        except StreamFailure as failure:
+            base = self.config.base_url
+            if failure.error_type in _RETRY_STREAM_ERRORS:
+                code = "overloaded" if failure.error_type == "overloaded_error" else "server_error"
+                raise _Retryable(
+                    code,
+                    f"{base} failed mid-stream ({failure.error_type}: {failure.message})"
+                    f"{_tries(attempt)} — the service is busy; send the prompt again later",
+                ) from None
+            raise ProviderError(
+                "invalid_response" if failure.error_type == "invalid_event" else "provider_error",
+                f"{base} reported an error mid-stream ({failure.error_type}: {failure.message})",
+            ) from None
+
+    def _status_error(self, reply: httpx.Response, attempt: int) -> ProviderError:
+        status = reply.status_code
+        error_type, detail = _error_detail(reply)
+        request_id = reply.headers.get("request-id")
+        detail = f"HTTP {status} {error_type}: {detail}" + (
+            f"; request id {request_id}" if request_id else ""
+        )
+        base = self.config.base_url
+        if status == 401:
+            return ProviderError(
+                "auth_failed",
+                f"{base} refused the API key ({detail}) — set ANTHROPIC_API_KEY to a valid key",
+            )
+        if status == 403:
+            return ProviderError(
+                "permission_denied",
+                f"{base} does not let this key use {self.config.model!r} ({detail}) — check the"
+                " key's workspace and model access",
+            )
+        if status == 404:
+            return ProviderError(
+                "model_not_found",
+                f"{base} has no model {self.config.model!r} ({detail}) — check --model"
+                " anthropic:NAME (for example anthropic:claude-sonnet-4-5)",
+            )
+        if status == 413 or (status == 400 and "too long" in detail.lower()):
+            return ProviderError(
+                "context_overflow",
+                f"the request does not fit the model's context window ({detail}) — compact or"
+                " start a new session",
+            )
+        if status == 429:
+            return _Retryable(
+                "rate_limited",
+                f"{base} is rate limiting requests{_tries(attempt)} ({detail}) — wait and send"
+                " the prompt again, or check your plan's limits",
+                _retry_after(reply),
+            )
+        if status == 529:
+            return _Retryable(
+                "overloaded",
+                f"{base} is overloaded{_tries(attempt)} ({detail}) — send the prompt again in"
+                " a minute",
+                _retry_after(reply),
+            )
+        if status in _RETRY_STATUS:
+            return _Retryable(
+                "server_error",
+                f"{base} failed{_tries(attempt)} ({detail}) — try again later",
+                _retry_after(reply),
+            )
+        return ProviderError(
+            "bad_request",
+            f"{base} rejected the request ({detail}) — check that the model supports this"
+            " request (tools, images, thinking)",
+        )
+
+    def _timeout_error(self, error: httpx.TimeoutException) -> ProviderError:
+        config = self.config
+        if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
+            return ProviderError(
+                "connect_timeout",
+                f"could not connect to {config.base_url} within {config.connect_timeout_s:g}s"
+                " — check your network or ANTHROPIC_BASE_URL",
+                retryable=True,
+            )
+        return ProviderError(
+            "read_timeout",
+            f"{config.base_url} sent nothing for {config.read_timeout_s:g}s — the service may"
+            " be overloaded; try again",
+            retryable=True,
+        )
+
+
+def _tries(attempt: int) -> str:
+    return f" after {attempt + 1} attempts" if attempt else ""
+
+
+def _error_detail(reply: httpx.Response) -> tuple[str, str]:
+    """(error type, message) of an Anthropic error body, shortened."""
+    try:
+        data = reply.json()
+    except ValueError:
+        data = reply.text
+    error_type, message = "error", data
+    if isinstance(data, dict):
+        inner = data.get("error", data)
+        if isinstance(inner, dict):
+            error_type = str(inner.get("type") or "error")
+            message = inner.get("message") or json.dumps(inner)
+    text = " ".join(str(message).split())
+    return error_type, (text[:300] + "...") if len(text) > 300 else (text or "no detail")
+
+
+def _retry_after(reply: httpx.Response) -> float | None:
+    raw = reply.headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return None
+
+
+def _reason(error: BaseException) -> str:
+    """A short cause for a transport error ("connection refused", "unknown host", ...)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, ConnectionResetError):
+            return "connection reset"
+        seen = seen.__cause__ or seen.__context__
+    text = str(error)
+    if "Name or service not known" in text or "nodename" in text or "getaddrinfo" in text:
+        return "unknown host"
+    return text or type(error).__name__
+
+
+def register(router: ModelRouter) -> None:
+    """Offer `anthropic:NAME` routes, configured from the environment when resolved."""
+
+    def factory(model: str) -> AnthropicProvider:
+        return AnthropicProvider(config_from_env(model))
+
+    router.register("anthropic", factory)
