@@ -6,8 +6,10 @@ base URL is loopback), `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`
 `STEERABLE_CONTEXT_WINDOW` (default 200,000), `STEERABLE_MAX_OUTPUT_TOKENS` (default
 8,192), `STEERABLE_THINKING_BUDGET` (extended thinking's token budget, off when unset) and
 the prompt-cache settings of `cache_shaping.py`. Each request carries the cache anchors
-that module places. One `httpx.AsyncClient` per provider is made on first use and kept
-(connections are pooled across steps); `aclose()` releases it. A request is retried on 429,
+that module places. The provider owns one pooled client (`http_client.PooledClient`: built
+on first use, kept across steps and turns, closed by `aclose()` when the agent shuts down;
+after `message_stop` the rest of the body is drained briefly so the connection goes back
+to the pool). A request is retried on 429,
 529 (overloaded), 5xx, a dropped connection or a retryable `error` event a bounded number
 of times, honouring `retry-after`, but only *before* the first chunk was yielded. Every
 network wait is bounded, and every failure becomes a `ProviderError` whose message names
@@ -38,6 +40,7 @@ from steerable_bridge.adapters.llm.cache_shaping import (
     cache_policy_from_env,
     place_anchors,
 )
+from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.openai_compat import is_loopback
 from steerable_bridge.runtime.model import (
     ModelChunk,
@@ -62,6 +65,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
+DRAIN_S = 1.0
+"""How long to wait for the end of a body after `message_stop` before dropping the connection."""
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _RETRY_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
@@ -160,8 +165,12 @@ class AnthropicProvider:
         self, config: AnthropicConfig, *, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         self.config = config
-        self._transport = transport
-        self._http: httpx.AsyncClient | None = None
+        self.http = PooledClient(
+            HttpSettings(
+                connect_timeout_s=config.connect_timeout_s, read_timeout_s=config.read_timeout_s
+            ),
+            transport=transport,
+        )
         self._info = ModelInfo(
             route=f"anthropic:{config.model}",
             context_window=config.context_window,
@@ -189,22 +198,9 @@ class AnthropicProvider:
         )
         return place_anchors(body, config.cache, one_off=request.one_off)
 
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            config = self.config
-            timeout = httpx.Timeout(
-                config.read_timeout_s,
-                connect=config.connect_timeout_s,
-                pool=config.connect_timeout_s,
-            )
-            self._http = httpx.AsyncClient(transport=self._transport, timeout=timeout)
-        return self._http
-
     async def aclose(self) -> None:
-        """Close the pooled connections (the provider opens new ones if used again)."""
-        client, self._http = self._http, None
-        if client is not None:
-            await client.aclose()
+        """Close the pooled client and its connections."""
+        await self.http.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
         config = self.config
@@ -218,7 +214,7 @@ class AnthropicProvider:
         headers = {"accept": "text/event-stream", "anthropic-version": API_VERSION}
         if config.api_key:
             headers["x-api-key"] = config.api_key
-        client = self._client()
+        client = await self.http.client()
         attempt = 0
         while True:
             decoder = EventDecoder()
@@ -229,11 +225,13 @@ class AnthropicProvider:
                     if reply.status_code != 200:
                         await reply.aread()
                         raise self._status_error(reply, attempt)
-                    async for data in self._events(reply):
+                    events = self._events(reply)
+                    async for data in events:
                         for chunk in self._decode(decoder, data, attempt):
                             yielded = True
                             yield chunk
                         if decoder.stopped:
+                            await _drain(events)
                             break
                 break
             except ProviderError as error:
@@ -392,6 +390,14 @@ class AnthropicProvider:
             " be overloaded; try again",
             retryable=True,
         )
+
+
+async def _drain(events: AsyncIterator[str]) -> None:
+    """Read what follows `message_stop` (usually just the end of the body), briefly, so the
+    connection goes back to the pool instead of being closed half-read."""
+    with anyio.move_on_after(DRAIN_S):
+        async for _ in events:
+            pass
 
 
 def _tries(attempt: int) -> str:

@@ -477,6 +477,7 @@ async def test_live_server_streams_text_tools_and_thinking_over_one_client() -> 
             first = [i async for i in p.stream(REQUEST)]
             second = [i async for i in p.stream(REQUEST)]
             third = [i async for i in p.stream(REQUEST)]
+            assert p.http.builds == 1  # one pooled client for every call
         finally:
             await p.aclose()
     assert text_of(first) == "Héllo, wörld ✓"
