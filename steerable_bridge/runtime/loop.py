@@ -342,6 +342,14 @@ class _Turn:
         if chunk.call_id not in self.streaming_calls:
             parent = self.open_text or assistant_id
             await self._close_stream()
+            if chunk.recovered_from is not None:
+                await self.emit(
+                    ev.HookAction,
+                    hook="recovery",
+                    action="recover_tool_call",
+                    detail=chunk.recovered_from,
+                    call_id=chunk.call_id,
+                )
             name = chunk.name or ""
             self.streaming_calls[chunk.call_id] = (name, [])
             await self.emit(

@@ -96,6 +96,8 @@ class ToolCallChunk:
     call_id: str
     name: str | None = None
     arguments_delta: str = ""
+    recovered_from: str | None = None
+    """Set on a call the model wrote as text: the format it was recovered from."""
 
 
 ModelChunk = TextChunk | ReasoningChunk | ToolCallChunk

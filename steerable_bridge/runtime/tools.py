@@ -40,6 +40,7 @@ __all__ = [
     "ToolHandler",
     "ToolResult",
     "parse_arguments",
+    "schema_error",
 ]
 
 READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "think", "fetch"})
@@ -152,6 +153,11 @@ def _validator(schema_json: str) -> Any:
     import jsonschema  # imported on first use: it costs ~100 ms of every process start
 
     return jsonschema.Draft202012Validator(json.loads(schema_json))
+
+
+def schema_error(schema_json: str, args: Mapping[str, Any]) -> str | None:
+    """Why `args` do not match a JSON Schema given as canonical JSON text, or None."""
+    return _schema_error(schema_json, args)
 
 
 def _schema_error(schema_json: str, args: Mapping[str, Any]) -> str | None:

@@ -1,0 +1,147 @@
+"""Pseudo tool-call recovery: calls a model wrote as text become real tool calls.
+
+`RecoveringProvider` wraps a `ModelProvider` (a decorator around the port: the loop does not
+know it is there). When a request offers tools, the text the model streams goes through a
+`PseudoCallFilter`: the streaming stripper (`tool_text.py`) holds back only what may be
+markup, the format parsers (`tool_formats.py`) read each candidate, and a candidate becomes
+`ToolCallChunk`s (with `recovered_from` set to its format) only when every call in it names
+an offered tool and its arguments validate against that tool's schema. Anything else,
+including markup shown inside code and calls to tools that were not offered, is passed on
+as the exact text the model wrote. The loop logs each recovered call as `hook_action`
+`recover_tool_call` and runs it like any other call (permission included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+from steerable_bridge.runtime.model import (
+    ModelChunk,
+    ModelInfo,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ModelStreamItem,
+    TextChunk,
+    ToolCallChunk,
+    ToolSpec,
+)
+from steerable_bridge.runtime.tool_formats import TextCall, parse_markup
+from steerable_bridge.runtime.tool_text import Markup, MarkupStripper, Piece
+from steerable_bridge.runtime.tools import schema_error
+from steerable_bridge.runtime.values import canonical_json
+
+__all__ = ["PseudoCallFilter", "RecoveringProvider"]
+
+
+class PseudoCallFilter:
+    """Turns one model call's text into text chunks and recovered tool-call chunks."""
+
+    def __init__(self, tools: tuple[ToolSpec, ...], *, id_prefix: str = "textcall") -> None:
+        self._tools = {tool.name: tool for tool in tools}
+        self._stripper = MarkupStripper()
+        self._prefix = id_prefix
+        self.recovered = 0
+
+    def feed(self, delta: str) -> list[ModelChunk]:
+        return self._resolve(self._stripper.feed(delta))
+
+    def finish(self) -> list[ModelChunk]:
+        return self._resolve(self._stripper.finish())
+
+    def _resolve(self, pieces: list[Piece]) -> list[ModelChunk]:
+        out: list[ModelChunk] = []
+        for piece in pieces:
+            if isinstance(piece, str):
+                out.append(TextChunk(delta=piece))
+                continue
+            calls = self._valid_calls(piece)
+            if calls is None:
+                out.append(TextChunk(delta=piece.raw))
+                continue
+            for name, arguments in calls:
+                self.recovered += 1
+                out.append(
+                    ToolCallChunk(
+                        call_id=f"{self._prefix}_{self.recovered}",
+                        name=name,
+                        arguments_delta=arguments,
+                        recovered_from=piece.format,
+                    )
+                )
+        return out
+
+    def _valid_calls(self, markup: Markup) -> list[tuple[str, str]] | None:
+        calls = parse_markup(markup)
+        if not calls:
+            return None
+        valid: list[tuple[str, str]] = []
+        for call in calls:
+            arguments = self._arguments(call)
+            if arguments is None:
+                return None
+            valid.append((call.name, arguments))
+        return valid
+
+    def _arguments(self, call: TextCall) -> str | None:
+        """The call's arguments as canonical JSON when the tool exists and they validate."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return None
+        candidates = [call.arguments]
+        if call.loose:
+            candidates.append({k: _typed(v) for k, v in call.arguments.items()})
+        for args in candidates:
+            if schema_error(tool.parameters_json, args) is None:
+                return canonical_json(args)
+        return None
+
+
+def _typed(value: Any) -> Any:
+    """A bare-string parameter read as JSON when it is JSON (`3`, `true`, `{...}`)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+class RecoveringProvider:
+    """A provider whose text is searched for tool calls; see the module docstring."""
+
+    def __init__(self, inner: ModelProvider) -> None:
+        self.inner = inner
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.inner.info
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        if not request.tools:
+            async for item in self.inner.stream(request):
+                yield item
+            return
+        recovery = PseudoCallFilter(request.tools, id_prefix=_id_prefix(request))
+        async for item in self.inner.stream(request):
+            if isinstance(item, TextChunk):
+                for chunk in recovery.feed(item.delta):
+                    yield chunk
+                continue
+            if isinstance(item, ToolCallChunk | ModelResponse):
+                for chunk in recovery.finish():  # held text goes before a native call or the end
+                    yield chunk
+            if isinstance(item, ModelResponse) and recovery.recovered:
+                item = replace(item, finish_reason="tool_calls")
+            yield item
+
+
+def _id_prefix(request: ModelRequest) -> str:
+    """Ids for recovered calls, unique per step of a session and the same on every replay."""
+    last = request.messages[-1] if request.messages else None
+    seed = f"{len(request.messages)}|{last.role if last else ''}|{last.text if last else ''}"
+    return "textcall_" + hashlib.sha1(seed.encode("utf-8")).hexdigest()[:10]
