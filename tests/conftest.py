@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+
 import pytest
+
+from tests.pg import PgServer, find_bindir
 
 
 @pytest.fixture
@@ -16,3 +21,29 @@ def isolated_state_home(
 ) -> None:
     """Commands keep sessions under $XDG_STATE_HOME by default; keep tests out of ~."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A real PostgreSQL for the whole run (see tests/pg.py); skipped, loudly, only when the
+    server binaries are not installed."""
+    bindir = find_bindir()
+    if bindir is None:
+        message = (
+            "PostgreSQL server binaries (initdb, pg_ctl) are not installed: the PostgreSQL"
+            " store tests are SKIPPED; install the Debian package postgresql"
+        )
+        warnings.warn(message, stacklevel=1)
+        pytest.skip(message)
+    server = PgServer(bindir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> str:
+    """The URL of an empty database of its own on the test PostgreSQL."""
+    return pg_server.database()

@@ -244,18 +244,39 @@ def add_storage_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--storage",
         default=default_storage(),
-        help="where sessions live: a SQLite file shared safely by several processes, or"
-        " 'memory' (gone when the process exits); default $STEERABLE_STORAGE, else"
-        " $XDG_STATE_HOME/steerable-bridge/sessions.db (now: %(default)s)",
+        help="where sessions live: a SQLite file shared safely by several processes on one"
+        " machine, postgresql://user:password@host/db shared by several machines (needs the"
+        " postgresql extra), or 'memory' (gone when the process exits); default"
+        " $STEERABLE_STORAGE, else $XDG_STATE_HOME/steerable-bridge/sessions.db (now: %(default)s)",
     )
 
 
+STORAGE_SCHEMES = ("postgresql", "postgres")
+"""URL schemes `--storage` serves; anything else that looks like a URL is refused by name."""
+
+
 def build_store(spec: str) -> SessionStore:
-    """`memory`, or the SQLite store at a file path (created on first use)."""
+    """`memory`, a `postgresql://` URL, or the SQLite store at a file path (created on first
+    use). A value with any other URL scheme (`mysql://...`) is refused, never taken for a
+    file path."""
     if spec == "memory":
         from steerable_bridge.adapters.storage.memory import MemoryStore
 
         return MemoryStore()
+    scheme = _scheme(spec)
+    if scheme in STORAGE_SCHEMES:
+        from steerable_bridge.adapters.storage.postgres import PostgresStore
+        from steerable_bridge.runtime.storage import StoreError
+
+        try:
+            return PostgresStore(spec)
+        except StoreError as err:
+            raise ConfigError(err.message) from None
+    if scheme is not None:
+        raise ConfigError(
+            f"--storage {scheme}://... is not a store this build serves; use a file path"
+            " (SQLite), postgresql://user:password@host/database, or memory"
+        )
     from steerable_bridge.adapters.storage.sqlite import SqliteStore
 
     path = os.path.abspath(os.path.expanduser(spec))
@@ -264,6 +285,14 @@ def build_store(spec: str) -> SessionStore:
             f"--storage {spec!r} is a directory; give a file path such as {spec}/sessions.db"
         )
     return SqliteStore(path)
+
+
+def _scheme(spec: str) -> str | None:
+    """The URL scheme of `spec` (`postgresql` in `postgresql://...`), or None for a path."""
+    head, sep, _ = spec.partition("://")
+    if sep and head and head[0].isalpha() and all(c.isalnum() or c in "+-." for c in head):
+        return head.lower()
+    return None
 
 
 def build_agent(

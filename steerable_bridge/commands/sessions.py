@@ -4,8 +4,8 @@ Reads the store `--storage` names (the same default as every other command) with
 running the agent: `list` pages newest first (`--cwd`, `--limit`, `--cursor`), `show`
 prints a session's record, status (idle, running in which process, or interrupted — closed
 on its next load) and conversation, `export` writes its LoopEvents as JSON lines, `delete`
-removes it, `check` verifies a SQLite store row by row. Nothing here modifies a session
-except `delete`; `show` never closes an interrupted turn. `export` reads a damaged store
+removes it, `check` verifies a SQLite or PostgreSQL store row by row. Nothing here modifies
+a session except `delete`; `show` never closes an interrupted turn. `export` reads a damaged store
 row by row and salvages every event that still decodes, listing the rest on stderr. `--json`
 makes `list`, `show` and `check` print JSON. Exit status: 0 when all is well, 1 when the
 store or a session has a problem (the message names the remedy), 2 for a usage mistake.
@@ -60,16 +60,21 @@ def main(args: argparse.Namespace) -> int:
     if args.action == "list" and args.limit < 1:
         raise ConfigError("--limit must be at least 1")
     store = build_store(args.storage)
+
+    async def run() -> int:
+        try:
+            return await _ACTIONS[args.action](store, args)
+        finally:
+            close = getattr(store, "aclose", None)
+            if close is not None:
+                await close()
+
     try:
-        code: int = anyio.run(_ACTIONS[args.action], store, args)
+        code: int = anyio.run(run)
         return code
     except StoreError as error:
         print(f"error [{error.code}]: {error.message}", file=sys.stderr)
         return 1
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
 
 
 async def _list(store: SessionStore, args: argparse.Namespace) -> int:
@@ -96,14 +101,14 @@ async def _list(store: SessionStore, args: argparse.Namespace) -> int:
 
 async def _show(store: SessionStore, args: argparse.Namespace) -> int:
     from steerable_bridge.runtime.projection import project_history, session_facts
-    from steerable_bridge.runtime.storage import SessionNotFound, read_tail
+    from steerable_bridge.runtime.storage import SessionNotFound, read_tail, session_owner
 
     record = await store.get(args.session_id)
     if record is None:
         raise SessionNotFound(args.session_id)
     events = await read_tail(store, args.session_id)
     facts = session_facts(events)
-    owner = getattr(store, "owner", lambda sid: None)(args.session_id)
+    owner = await session_owner(store, args.session_id)
     if owner is not None:
         status = f"running in {owner}"
     elif facts.running:
@@ -198,12 +203,16 @@ async def _delete(store: SessionStore, args: argparse.Namespace) -> int:
 
 async def _check(store: SessionStore, args: argparse.Namespace) -> int:
     path = getattr(store, "path", None)
-    if not isinstance(path, Path):
+    check = getattr(store, "check", None)
+    if check is not None:  # a database server's store checks itself
+        report = await check()
+    elif isinstance(path, Path):
+        from steerable_bridge.adapters.storage.integrity import check_store
+
+        report = check_store(path)
+    else:
         print("the memory store keeps nothing between runs; nothing to check", file=sys.stderr)
         return 0
-    from steerable_bridge.adapters.storage.integrity import check_store
-
-    report = check_store(path)
     if args.json:
         print(
             json.dumps(

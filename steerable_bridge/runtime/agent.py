@@ -4,8 +4,12 @@ Transports hold one `Agent` and ask it for sessions: `new_session(cwd)`,
 `load_session(id)` (from memory, or rebuilt from the store's tail — closing a turn a crash
 left open, unless a live process still runs it), `list_sessions`, `close_session`,
 `delete_session`. The CLI builds it with the adapters the user configured; the runtime
-never imports an adapter itself. `aclose()` shuts it down: running turns are cancelled, the
-router closes its providers (their pooled HTTP clients) and the store its connections.
+never imports an adapter itself. `steer`, `follow_up` and `cancel` reach a session's running
+turn in this process, or — when another process sharing the store runs it — through the
+store's signals (`signals.py`), which `relay_signals()` (run by the transport for as long as
+it serves) applies to the turns this process runs. `aclose()` shuts it down: running turns
+are cancelled, the router closes its providers (their pooled HTTP clients) and the store
+its connections.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import uuid
 from dataclasses import dataclass, field
 
 import anyio
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
 
 from steerable_bridge.runtime.hooks import Hook
 from steerable_bridge.runtime.log import SessionLog, now_ms
@@ -25,6 +31,7 @@ from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.registry import PromptSection, Registry, Scope
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.session import Session
+from steerable_bridge.runtime.signals import SessionSignal, listen_signals, publish_signal
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
     SessionOwned,
@@ -33,10 +40,12 @@ from steerable_bridge.runtime.storage import (
     SessionStore,
     claim_session,
     read_tail,
+    session_owner,
 )
 from steerable_bridge.runtime.tokens import TokenCalibration
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import LoopSettings
+from steerable_bridge.runtime.values import ContentPart
 
 __all__ = ["Agent", "AgentConfig", "new_id"]
 
@@ -154,6 +163,59 @@ class Agent:
     async def delete_session(self, session_id: str) -> bool:
         await self.close_session(session_id)
         return await self.store.delete(session_id)
+
+    # -- reaching a running turn, here or in another process ---------------------------------
+
+    async def steer(self, session_id: str, content: tuple[ContentPart, ...]) -> bool:
+        """Add a message to the running turn at its next step boundary; False when no
+        process runs a turn in the session."""
+        return await self._signal(
+            SessionSignal(session_id=session_id, action="steer", content=content)
+        )
+
+    async def follow_up(self, session_id: str, content: tuple[ContentPart, ...]) -> bool:
+        """Queue a message for when the running turn would end; False when none runs."""
+        return await self._signal(
+            SessionSignal(session_id=session_id, action="follow_up", content=content)
+        )
+
+    async def cancel(self, session_id: str, reason: str = "cancelled by the client") -> bool:
+        """Cancel the running turn wherever it runs; False when none runs."""
+        return await self._signal(
+            SessionSignal(session_id=session_id, action="cancel", reason=reason)
+        )
+
+    async def owner_elsewhere(self, session_id: str) -> str | None:
+        """The other process running a turn in the session (as the store names it), or None
+        when none does — this process's own turns do not count."""
+        session = self._sessions.get(session_id)
+        if session is not None and session.running:
+            return None
+        return await session_owner(self.store, session_id)
+
+    async def _signal(self, signal: SessionSignal) -> bool:
+        if self.apply_signal(signal):
+            return True
+        if await session_owner(self.store, signal.session_id) is None:
+            return False
+        return await publish_signal(self.store, signal)
+
+    def apply_signal(self, signal: SessionSignal) -> bool:
+        """Apply a signal to the session's turn if this process runs it."""
+        session = self._sessions.get(signal.session_id)
+        if session is None or not session.running:
+            return False
+        if signal.action == "cancel":
+            return session.cancel(signal.reason or "cancelled by another process")
+        if signal.action == "steer":
+            return session.steer(signal.content)
+        return session.follow_up(signal.content)
+
+    async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+        """Apply the signals other processes publish to the turns this one runs, until
+        cancelled (start it with `task_group.start` to know it listens); returns at once
+        when the store carries none (a store only this process uses)."""
+        await listen_signals(self.store, self.apply_signal, task_status=task_status)
 
     async def aclose(self) -> None:
         """Shut down: close every open session, then the providers and the store."""

@@ -145,6 +145,22 @@ class Session:
                 with anyio.CancelScope(shield=True):
                     await self.log.commit()
 
+    async def refresh(self) -> list[ev.LoopEvent]:
+        """Take in what other processes appended since this session was read, without
+        claiming it (a turn they left open stays open); returns those events."""
+        if self._running is not None:
+            return []
+        async with self._claiming:
+            if self._running is not None:
+                return []
+            await self.log.commit()
+            newer = await self.agent.store.read(self.id, after_seq=self.log.next_seq - 1)
+            if newer:
+                self.log.adopt(newer)
+                for event in newer:
+                    self.facts.observe(event)
+            return newer
+
     async def catch_up(self) -> None:
         """Take in what other processes appended since this session was read, and close a
         turn a dead process left open. Call it while holding the session's claim."""

@@ -10,6 +10,9 @@ them still works: `claim(session_id)` is an async context manager the session ho
 runs a turn, so two processes sharing a store never write one session at once (it raises
 `SessionOwned` naming the owner); `read_tail(session_id)` returns the log from the newest
 compaction boundary on, plus the earlier events session facts need (`carries_facts`).
+`owner(session_id)` (plain or async), reached through `session_owner`, names the process
+running a turn in the session, or None. Stores shared by several processes also carry
+signals between them (`signals.py`).
 
     store = MemoryStore()
     await store.create(SessionRecord(session_id="s1", cwd="/work", created_at=now, updated_at=now))
@@ -19,6 +22,7 @@ compaction boundary on, plus the earlier events session facts need (`carries_fac
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -36,6 +40,7 @@ __all__ = [
     "StoreError",
     "claim_session",
     "read_tail",
+    "session_owner",
 ]
 
 
@@ -155,6 +160,18 @@ async def read_tail(store: SessionStore, session_id: str) -> list[LoopEvent]:
     if tail is None:
         return await store.read(session_id)
     return cast(list[LoopEvent], await tail(session_id))
+
+
+async def session_owner(store: SessionStore, session_id: str) -> str | None:
+    """Who holds the session's claim (another process's description), or None when nobody
+    does or the store does not share sessions between processes."""
+    owner = getattr(store, "owner", None)
+    if owner is None:
+        return None
+    found = owner(session_id)
+    if inspect.isawaitable(found):
+        found = await found
+    return cast(str | None, found)
 
 
 @asynccontextmanager

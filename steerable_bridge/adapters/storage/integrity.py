@@ -7,13 +7,14 @@ at the recorded last seq, its format is one this build reads — and returns a r
 each problem found. `salvage_events(path, session_id)` yields every row of a session that
 still decodes, reading row by row so one damaged page or record costs only itself, and
 reports each row it had to leave behind. The `sessions check` and `sessions export`
-commands use these; the live store (`sqlite.py`) never does.
+commands use these; the live store (`sqlite.py`) never does. `check_log` and `salvaged`
+are the per-session rules, shared with the PostgreSQL store's `check()`.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from steerable_bridge.adapters.storage.sqlite import SCHEMA_VERSION, store_error
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.storage import StoreError
 
-__all__ = ["CheckReport", "Salvaged", "check_store", "salvage_events"]
+__all__ = ["CheckReport", "Salvaged", "check_log", "check_store", "salvage_events", "salvaged"]
 
 
 @dataclass(slots=True)
@@ -112,6 +113,19 @@ def _check_session(
     last_seq: int,
     found: int | None,
 ) -> None:
+    check_log(report, session_id, last_seq, found, _rows(conn, path, session_id))
+
+
+def check_log(
+    report: CheckReport,
+    session_id: str,
+    last_seq: int,
+    found: int | None,
+    items: Iterable[Salvaged],
+) -> None:
+    """Add one session's problems to `report`: its record format, each row (`salvaged`),
+    seqs that do not rise, and a log that does not end at the recorded last seq. Every
+    durable store's check goes through it."""
     report.sessions += 1
     if found is not None and found > FORMAT:
         report.problems.append(
@@ -119,7 +133,7 @@ def _check_session(
             " (upgrade steerable-bridge)"
         )
     previous = -1
-    for item in _rows(conn, path, session_id):
+    for item in items:
         if item.seq is not None:
             if item.seq <= previous:
                 report.problems.append(
@@ -137,6 +151,14 @@ def _check_session(
             f"session {session_id}: its record says the last seq is {last_seq},"
             f" the readable log ends at {previous}"
         )
+
+
+def salvaged(session_id: str, seq: int, found: int | None, data: str | bytes) -> Salvaged:
+    """One stored row, decoded, or the reason it cannot be."""
+    try:
+        return Salvaged(seq=seq, found=found, event=decode_event(session_id, seq, found, data))
+    except StoreError as err:
+        return Salvaged(seq=seq, found=found, problem=err.message)
 
 
 def salvage_events(path: Path, session_id: str) -> Iterator[Salvaged]:
@@ -191,7 +213,4 @@ def _salvage_row(conn: sqlite3.Connection, session_id: str, row_id: int) -> Salv
             seq=None, problem=f"session {session_id}: row {row_id} is unreadable: {err}"
         )
     seq, found, data = row
-    try:
-        return Salvaged(seq=seq, found=found, event=decode_event(session_id, seq, found, data))
-    except StoreError as err:
-        return Salvaged(seq=seq, found=found, problem=err.message)
+    return salvaged(session_id, seq, found, data)

@@ -16,21 +16,28 @@ the running transaction finish (threads are not abandoned), so no write is half-
 forked child (e.g. a server worker) opens its own connection instead of the parent's.
 
 A session is owned by one process at a time while it runs a turn: `claim(session_id)`
-holds that session's OS file lock (`ownership.py`). Schema changes are migrations keyed on
+holds that session's OS file lock (`ownership.py`). Signals for a turn another process runs
+(steer, follow-up, cancel; `runtime/signals.py`) are rows of a `signals` table: `publish`
+inserts one, `listen` polls for new rows every `SIGNAL_POLL_S` (that is the bound on their
+latency) and rows older than a minute are deleted. Schema changes are migrations keyed on
 `PRAGMA user_version`; a file from a newer build is refused rather than altered.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import anyio
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
 
 from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
@@ -38,13 +45,26 @@ from steerable_bridge.adapters.storage.formats import (
     FORMAT,
     decode_event,
     decode_record,
-    encode_record,
     format_too_new,
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
-from steerable_bridge.runtime.codec import event_to_json
+from steerable_bridge.adapters.storage.sql import (
+    INSERT_EVENT,
+    INSERT_SESSION,
+    READ_AFTER,
+    SESSION_ROW,
+    TAIL_COMPACTION,
+    TAIL_FACTS,
+    TAIL_FROM,
+    TAIL_RUN_START,
+    UPDATE_AFTER_APPEND,
+    event_row,
+    list_query,
+    session_row,
+    update_after_append,
+)
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.projection import carries_facts
+from steerable_bridge.runtime.signals import SessionSignal, signal_from_json, signal_to_json
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
     SessionPage,
@@ -52,12 +72,26 @@ from steerable_bridge.runtime.storage import (
     StoreError,
 )
 
-__all__ = ["SCHEMA_VERSION", "SqliteStore", "store_error"]
+__all__ = ["SCHEMA_VERSION", "SIGNAL_POLL_S", "SqliteStore", "store_error"]
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 SCHEMA_VERSION = 1
 """`PRAGMA user_version` of the tables below."""
+
+SIGNAL_POLL_S = 0.05
+"""How often a listening process looks for new signals."""
+
+_SIGNALS = """
+CREATE TABLE IF NOT EXISTS signals (
+    id INTEGER PRIMARY KEY,
+    data TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+)
+"""
+"""Not part of the versioned schema: a build that does not know it ignores it."""
 
 _SCHEMA = """
 CREATE TABLE sessions (
@@ -162,6 +196,7 @@ class SqliteStore:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate(conn)
+            conn.execute(_SIGNALS)
         except BaseException:
             conn.close()
             raise
@@ -200,20 +235,7 @@ class SqliteStore:
     async def create(self, record: SessionRecord) -> None:
         def create(conn: sqlite3.Connection) -> None:
             try:
-                conn.execute(
-                    "INSERT INTO sessions (session_id, cwd, title, model, created_at,"
-                    " updated_at, format, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        record.session_id,
-                        record.cwd,
-                        record.title,
-                        record.model,
-                        record.created_at,
-                        record.updated_at,
-                        FORMAT,
-                        encode_record(record),
-                    ),
-                )
+                conn.execute(INSERT_SESSION, session_row(record))
             except sqlite3.IntegrityError:
                 raise StoreError(
                     "session_exists",
@@ -226,24 +248,9 @@ class SqliteStore:
         batch = list(events)
 
         def append(conn: sqlite3.Connection) -> None:
-            rows = [
-                (
-                    session_id,
-                    e.seq,
-                    e.kind,
-                    e.run_id,
-                    e.ts,
-                    1 if carries_facts(e) else 0,
-                    FORMAT,
-                    event_to_json(e),
-                )
-                for e in batch
-            ]
+            rows = [event_row(session_id, e) for e in batch]
             with _transaction(conn):
-                row = conn.execute(
-                    "SELECT last_seq, format, data FROM sessions WHERE session_id = ?",
-                    (session_id,),
-                ).fetchone()
+                row = conn.execute(SESSION_ROW, (session_id,)).fetchone()
                 if row is None:
                     raise SessionNotFound(session_id)
                 last, found, data = row
@@ -251,31 +258,8 @@ class SqliteStore:
                 title = check_batch(session_id, last, batch, record.title)
                 if not batch:
                     return
-                conn.executemany(
-                    "INSERT INTO events (session_id, seq, kind, run_id, ts, facts, format,"
-                    " data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
-                updated = SessionRecord(
-                    session_id=session_id,
-                    cwd=record.cwd,
-                    created_at=record.created_at,
-                    updated_at=batch[-1].ts,
-                    title=title,
-                    model=record.model,
-                )
-                conn.execute(
-                    "UPDATE sessions SET title = ?, updated_at = ?, last_seq = ?, format = ?,"
-                    " data = ? WHERE session_id = ?",
-                    (
-                        title,
-                        updated.updated_at,
-                        batch[-1].seq,
-                        FORMAT,
-                        encode_record(updated),
-                        session_id,
-                    ),
-                )
+                conn.executemany(INSERT_EVENT, rows)
+                conn.execute(UPDATE_AFTER_APPEND, update_after_append(record, batch, title))
 
         await self._run(append)
 
@@ -283,11 +267,7 @@ class SqliteStore:
         def read(conn: sqlite3.Connection) -> list[LoopEvent]:
             with _transaction(conn, write=False):
                 _require(conn, session_id)
-                rows = conn.execute(
-                    "SELECT seq, format, data FROM events WHERE session_id = ? AND seq > ?"
-                    " ORDER BY seq",
-                    (session_id, after_seq),
-                ).fetchall()
+                rows = conn.execute(READ_AFTER, (session_id, after_seq)).fetchall()
             return _decode_all(session_id, rows)
 
         return await self._run(read)
@@ -299,16 +279,8 @@ class SqliteStore:
             with _transaction(conn, write=False):
                 _require(conn, session_id)
                 start = _tail_start(conn, session_id)
-                rows = conn.execute(
-                    "SELECT seq, format, data FROM events WHERE session_id = ? AND facts = 1"
-                    " AND seq < ? ORDER BY seq",
-                    (session_id, start),
-                ).fetchall()
-                rows += conn.execute(
-                    "SELECT seq, format, data FROM events WHERE session_id = ? AND seq >= ?"
-                    " ORDER BY seq",
-                    (session_id, start),
-                ).fetchall()
+                rows = conn.execute(TAIL_FACTS, (session_id, start)).fetchall()
+                rows += conn.execute(TAIL_FROM, (session_id, start)).fetchall()
             return _decode_all(session_id, rows)
 
         return await self._run(read_tail)
@@ -329,19 +301,8 @@ class SqliteStore:
         limit = max(1, limit)
 
         def list_(conn: sqlite3.Connection) -> SessionPage:
-            where: list[str] = []
-            params: list[object] = []
-            if cwd is not None:
-                where.append("cwd = ?")
-                params.append(cwd)
-            if after is not None:
-                where.append("(updated_at, session_id) < (?, ?)")
-                params.extend(after)
-            sql = "SELECT session_id, cwd, title, model, created_at, updated_at FROM sessions"
-            if where:
-                sql += " WHERE " + " AND ".join(where)
-            sql += " ORDER BY updated_at DESC, session_id DESC LIMIT ?"
-            rows = conn.execute(sql, (*params, limit + 1)).fetchall()
+            sql, params = list_query(cwd, after, limit)
+            rows = conn.execute(sql, params).fetchall()
             records = tuple(
                 SessionRecord(
                     session_id=sid,
@@ -386,6 +347,47 @@ class SqliteStore:
         finally:
             held.release()
 
+    async def publish(self, signal: SessionSignal) -> None:
+        """Leave a signal for the listening processes (see the module docstring)."""
+        data = signal_to_json(signal)
+        now = int(time.time() * 1000)
+
+        def publish(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                conn.execute("INSERT INTO signals (data, created_at) VALUES (?, ?)", (data, now))
+                conn.execute("DELETE FROM signals WHERE created_at < ?", (now - 60_000,))
+
+        await self._run(publish)
+
+    async def listen(
+        self,
+        deliver: Callable[[SessionSignal], object],
+        *,
+        task_status: TaskStatus[None] = TASK_STATUS_IGNORED,
+    ) -> None:
+        """Deliver every signal published from now on, polling every `SIGNAL_POLL_S`."""
+
+        def newest(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("SELECT coalesce(max(id), 0) FROM signals").fetchone()[0])
+
+        def newer(conn: sqlite3.Connection) -> list[tuple[int, str]]:
+            rows = conn.execute(
+                "SELECT id, data FROM signals WHERE id > ? ORDER BY id", (last,)
+            ).fetchall()
+            return [(int(i), str(d)) for i, d in rows]
+
+        last = await self._run(newest)
+        task_status.started()
+        while True:
+            await anyio.sleep(SIGNAL_POLL_S)
+            for last, data in await self._run(newer):  # noqa: B007 - `last` is the cursor
+                try:
+                    signal = signal_from_json(data)
+                except ValueError as err:
+                    log.warning("ignored a signal that does not decode: %s", err)
+                    continue
+                deliver(signal)
+
     def owner(self, session_id: str) -> str | None:
         """Who runs a turn in the session now, for display (None when nobody)."""
         return self.owners.holder(session_id)
@@ -418,18 +420,10 @@ def _require(conn: sqlite3.Connection, session_id: str) -> None:
 
 def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
     """The seq a resume reads from: the start of the run holding the newest compaction."""
-    found = conn.execute(
-        "SELECT seq FROM events WHERE session_id = ? AND kind = 'compaction'"
-        " ORDER BY seq DESC LIMIT 1",
-        (session_id,),
-    ).fetchone()
+    found = conn.execute(TAIL_COMPACTION, (session_id,)).fetchone()
     if found is None:
         return -1
-    run = conn.execute(
-        "SELECT seq FROM events WHERE session_id = ? AND kind = 'run_started' AND seq <= ?"
-        " ORDER BY seq DESC LIMIT 1",
-        (session_id, found[0]),
-    ).fetchone()
+    run = conn.execute(TAIL_RUN_START, (session_id, found[0])).fetchone()
     return int(run[0] if run is not None else found[0])
 
 

@@ -1,4 +1,5 @@
-"""The SessionStore contract, checked against every store (memory and SQLite alike)."""
+"""The SessionStore contract, checked against every store: memory, SQLite and PostgreSQL (a
+real server the tests start, see tests/pg.py)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,17 @@ from tests.adapters.storage.logs import long_session
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
     if request.param == "memory":
         yield MemoryStore()
+        return
+    if request.param == "postgresql":
+        from steerable_bridge.adapters.storage.postgres import PostgresStore
+
+        postgres = PostgresStore(request.getfixturevalue("pg_url"))
+        yield postgres
+        await postgres.aclose()
         return
     sqlite = SqliteStore(tmp_path / "sessions.db")
     yield sqlite

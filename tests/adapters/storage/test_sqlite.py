@@ -322,3 +322,33 @@ async def test_resume_reads_only_the_tail_after_a_compaction_and_continues_its_s
     stored = await open_store(db, stores).read("s1")
     assert [e.seq for e in stored] == list(range(len(stored)))
     assert stored[: len(full)] == full
+
+
+async def test_steer_and_cancel_reach_a_turn_another_process_runs(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    runner = agent_on(open_store(db, stores), [Round(text="working", hang=True)])
+    remote = agent_on(open_store(db, stores), [Round(text="unused")])
+    session = await runner.new_session("/w")
+    started = anyio.Event()
+    outcome: list[str] = []
+
+    async def run() -> None:
+        result = await session.prompt(prompt("go"), on_start=lambda token: started.set())
+        outcome.append(result.stop_reason)
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(runner.relay_signals)
+        tg.start_soon(run)
+        with anyio.fail_after(10):
+            await started.wait()
+            assert await remote.owner_elsewhere(session.id) is not None
+            assert await remote.steer(session.id, (TextPart(text="also this"),)) is True
+            while not len(session.steering):  # noqa: ASYNC110 - the signal's arrival
+                await anyio.sleep(0.005)
+            assert await remote.cancel(session.id, "stopped from another worker") is True
+            while not outcome:  # noqa: ASYNC110 - the turn's end
+                await anyio.sleep(0.005)
+        tg.cancel_scope.cancel()
+    assert outcome == ["cancelled"]
+    assert await remote.cancel(session.id) is False

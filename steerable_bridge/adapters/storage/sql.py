@@ -1,0 +1,153 @@
+"""The SQL both durable stores share: one row layout, one tail rule, one listing query.
+
+The SQLite (`sqlite.py`) and PostgreSQL (`postgres.py`) stores keep the same two tables —
+`sessions` (one row per session: indexed columns plus its record JSON) and `events` (one
+row per LoopEvent: session id, seq, kind, run id, ts, a fact-carrying flag, the record
+format and the event JSON) — so the rows are built here once (`event_row`,
+`appended_record`), and the queries are written once in SQLite's `?` style; PostgreSQL
+takes them through `pg()`, which switches the placeholders to `%s`. The resume tail rule
+(start at the run holding the newest `compaction`, after the fact-carrying events) lives in
+`TAIL_*`. Nothing here opens a connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
+from steerable_bridge.runtime.codec import event_to_json
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.projection import carries_facts
+from steerable_bridge.runtime.storage import SessionRecord
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "INSERT_EVENT",
+    "INSERT_SESSION",
+    "READ_AFTER",
+    "SESSION_ROW",
+    "TAIL_COMPACTION",
+    "TAIL_FACTS",
+    "TAIL_FROM",
+    "TAIL_RUN_START",
+    "UPDATE_AFTER_APPEND",
+    "EventRow",
+    "appended_record",
+    "event_row",
+    "list_query",
+    "pg",
+    "session_row",
+    "update_after_append",
+]
+
+EventRow = tuple[str, int, str, str, int, int, int, str]
+
+EVENT_COLUMNS = "session_id, seq, kind, run_id, ts, facts, format, data"
+"""The columns `event_row` fills, in its order."""
+
+INSERT_SESSION = (
+    "INSERT INTO sessions (session_id, cwd, title, model, created_at, updated_at, format, data)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+SESSION_ROW = "SELECT last_seq, format, data FROM sessions WHERE session_id = ?"
+UPDATE_AFTER_APPEND = (
+    "UPDATE sessions SET title = ?, updated_at = ?, last_seq = ?, format = ?, data = ?"
+    " WHERE session_id = ?"
+)
+INSERT_EVENT = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+READ_AFTER = "SELECT seq, format, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
+TAIL_COMPACTION = (
+    "SELECT seq FROM events WHERE session_id = ? AND kind = 'compaction' ORDER BY seq DESC LIMIT 1"
+)
+TAIL_RUN_START = (
+    "SELECT seq FROM events WHERE session_id = ? AND kind = 'run_started' AND seq <= ?"
+    " ORDER BY seq DESC LIMIT 1"
+)
+TAIL_FACTS = (
+    "SELECT seq, format, data FROM events WHERE session_id = ? AND facts = 1 AND seq < ?"
+    " ORDER BY seq"
+)
+TAIL_FROM = "SELECT seq, format, data FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq"
+
+
+def pg(sql: str) -> str:
+    """The query with PostgreSQL's placeholders (no query here holds a literal `?`)."""
+    return sql.replace("?", "%s")
+
+
+def event_row(session_id: str, event: LoopEvent) -> EventRow:
+    """The `events` row of one event (columns in `EVENT_COLUMNS` order)."""
+    return (
+        session_id,
+        event.seq,
+        event.kind,
+        event.run_id,
+        event.ts,
+        1 if carries_facts(event) else 0,
+        FORMAT,
+        event_to_json(event),
+    )
+
+
+def session_row(record: SessionRecord) -> tuple[object, ...]:
+    """The `INSERT_SESSION` parameters of a new session."""
+    return (
+        record.session_id,
+        record.cwd,
+        record.title,
+        record.model,
+        record.created_at,
+        record.updated_at,
+        FORMAT,
+        encode_record(record),
+    )
+
+
+def update_after_append(
+    record: SessionRecord, batch: Sequence[LoopEvent], title: str | None
+) -> tuple[object, ...]:
+    """The `UPDATE_AFTER_APPEND` parameters once a non-empty batch is in."""
+    updated = appended_record(record, batch, title)
+    return (
+        title,
+        updated.updated_at,
+        batch[-1].seq,
+        FORMAT,
+        encode_record(updated),
+        record.session_id,
+    )
+
+
+def appended_record(
+    record: SessionRecord, batch: Sequence[LoopEvent], title: str | None
+) -> SessionRecord:
+    """The session's record after a non-empty batch: its title, updated at the last event."""
+    return SessionRecord(
+        session_id=record.session_id,
+        cwd=record.cwd,
+        created_at=record.created_at,
+        updated_at=batch[-1].ts,
+        title=title,
+        model=record.model,
+    )
+
+
+def list_query(
+    cwd: str | None, after: tuple[int, str] | None, limit: int
+) -> tuple[str, list[object]]:
+    """Newest first, optionally in one cwd, strictly after a cursor; one row over `limit`
+    tells the caller there is a next page."""
+    where: list[str] = []
+    params: list[object] = []
+    if cwd is not None:
+        where.append("cwd = ?")
+        params.append(cwd)
+    if after is not None:
+        where.append("(updated_at, session_id) < (?, ?)")
+        params.extend(after)
+    sql = "SELECT session_id, cwd, title, model, created_at, updated_at FROM sessions"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY updated_at DESC, session_id DESC LIMIT ?"
+    params.append(limit + 1)
+    return sql, params
