@@ -93,7 +93,7 @@ async def test_a_dead_owners_lock_is_released_by_the_server(
             pass
     await one.aclose()  # its connections close as when the process dies
     with anyio.fail_after(10):
-        while await two.owner("s1") is not None:  # the server ends its backend: soon
+        while await two.owner("s1") is not None:  # noqa: ASYNC110 - the backend ends soon
             await anyio.sleep(0.01)
     async with two.claim("s1"):
         pass
