@@ -340,7 +340,7 @@ class HookAction(EventBase):
     """A hook or a model-quality mechanism changed what the turn does.
 
     `hook` names who decided (a user hook's name, or `dedup`, `breaker`, `soft_timeout`,
-    `recovery`, ...), `action` what (`veto`, `rewrite_arguments`, `retry`, `dedup`,
+    `recovery`, `cache_drift`, ...), `action` what (`veto`, `rewrite_arguments`, `retry`, `dedup`,
     `recover_tool_call`, ...), `detail` why, in words. `call_id` names the tool call it
     concerns. A non-empty `message` is shown to the model, as a user message, from the next
     step on (a retry's instruction, the request for a final answer).

@@ -10,7 +10,8 @@
    (`quality.py`) may end it on a budget (`budget_exhausted`) or wrap it up (tools closed);
    snapshot tools and prompt, pass the request through the `pre_step` hooks; log the
    full `model_request`; stream the provider, logging every chunk as text / reasoning /
-   tool-call events; `model_response` and `usage_updated`; run the tool calls in order
+   tool-call events; `model_response` and `usage_updated` (plus a `hook_action` when the
+   prompt-cache hit rate has collapsed, `cache_drift.py`); run the tool calls in order
    (permission first when needed; parallel-safe calls concurrently, results still logged in
    call order); `step_finished`.
 3. The turn ends when the model stops without tool calls, no steering or follow-up
@@ -293,6 +294,11 @@ class _Turn:
             cache_read_tokens=response.usage.cached_tokens,
             cache_creation_tokens=response.usage.cache_creation_tokens,
         )
+        drift = ctx.cache_drift.observe(response.usage)
+        if drift is not None:
+            await self.emit(
+                ev.HookAction, hook="cache_drift", action="drift_detected", detail=drift.detail
+            )
         finish: FinishReason = "tool_calls" if calls else response.finish_reason
         await self.hooks.post_step(
             StepReport(

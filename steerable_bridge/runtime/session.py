@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.cache_drift import CacheDriftMonitor
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.log import SessionLog
@@ -52,6 +53,7 @@ class Session:
         self.extra_tools: tuple[Tool, ...] = ()
         self.steering = InputQueue()
         self.follow_ups = InputQueue()
+        self.cache_drift = CacheDriftMonitor()
         self._running: CancelToken | None = None
         self._claiming = anyio.Lock()
         """Serialises this session's own claims (a turn, or a record outside one)."""
@@ -123,6 +125,7 @@ class Session:
                         hooks=self.agent.hooks.snapshot(self.agent.scope_of(self)),
                         quality=self.agent.config.quality,
                         calibration=self.agent.calibration,
+                        cache_drift=self.cache_drift,
                     )
                     async with anyio.create_task_group() as flusher:
                         flusher.start_soon(self._flush_every, context.settings.commit_interval_s)

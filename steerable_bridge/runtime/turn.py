@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from steerable_bridge.runtime.cache_drift import CacheDriftMonitor
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import LoopEvent, StopReason
@@ -120,3 +121,5 @@ class TurnContext:
     """Which model-quality guards run (see `quality.py`)."""
     calibration: TokenCalibration | None = None
     """The process's token calibration: fed after each response that reports usage."""
+    cache_drift: CacheDriftMonitor = field(default_factory=CacheDriftMonitor)
+    """The session's prompt-cache drift monitor (one per session, so streaks span turns)."""
