@@ -127,6 +127,7 @@ async def run_acp(
             "--model", f"scripted:{script}",
             "--approve", "ask",
             "--max-steps", str(scenario.max_steps),
+            "--quality", scenario.quality,
             "--tools-module", str(scenario_tools.__file__),
         ]  # fmt: skip
         env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "0", "STEERABLE_STORAGE": "memory"}

@@ -5,10 +5,10 @@ the turns a client makes (prompt, AG-UI state / frontend tools / tool results / 
 it answers permission requests, and when it cancels, steers or queues a follow-up — named by
 the LoopEvent kind that triggers it), the transports that can express it, and the expected
 LoopEvent sequence, normalised (`normalize`: run-scoped events only; no session id, seq or
-ts; ids renamed in order of first use; the model route and the model request's prompt and
-tool list left out). `run_in_process(scenario)` plays it through the runtime `Agent` with a
-`MemoryStore`; `live.py` plays it through the real transports. `load_scenarios()` reads the
-corpus shipped with the package.
+ts, nor wall-clock figures; ids renamed in order of first use; the model route and the model
+request's prompt and tool list left out). `run_in_process(scenario)` plays it through the
+runtime `Agent` with a `MemoryStore`; `live.py` plays it through the real transports.
+`load_scenarios()` reads the corpus shipped with the package.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
+from steerable_bridge.runtime.quality import parse_quality
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import ClientToolResult, LoopSettings, ResumeDecision, TurnInput
@@ -106,6 +107,8 @@ class Scenario(_Strict):
     why_not: str = ""
     """Why a transport is missing from `transports` (shown in reports)."""
     max_steps: int = 25
+    quality: str = "off"
+    """The model-quality settings, as `--quality` takes them (`on,soft_timeout=0`, ...)."""
     script: Script
     turns: list[Turn]
     expected: list[dict[str, Any]] = Field(default_factory=list)
@@ -131,7 +134,8 @@ def load_scenarios(names: Iterable[str] = ()) -> list[Scenario]:
 # -- normalisation ------------------------------------------------------------------------
 
 _ID_KEYS = frozenset({"run_id", "message_id", "parent_message_id", "parent_run_id"})
-_DROP = frozenset({"session_id", "seq", "ts"})
+_DROP = frozenset({"session_id", "seq", "ts", "elapsed_ms"})
+"""Left out: ids of the store, and wall-clock measurements (`soft_timeout.elapsed_ms`)."""
 
 
 def _request_summary(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -217,6 +221,7 @@ def scenario_agent(scenario: Scenario) -> Agent:
         model=ROUTE,
         approval="ask",
         loop=LoopSettings(max_steps=scenario.max_steps, new_id=new_id),
+        quality=parse_quality(scenario.quality),
     )
     agent = Agent(router=router, store=MemoryStore(), config=config)
     tools = scenario_tools()

@@ -397,7 +397,7 @@ def _value(name: str, kind: str, value: str) -> Any:
         if value in _TRUE | _FALSE:
             return value in _TRUE
         raise ValueError(f"quality setting {name} takes on or off, not {value!r}")
-    if kind in ("seconds", "limit") and value in _FALSE | {"none"}:
+    if kind in ("seconds", "limit") and value in ("off", "no", "false", "none"):
         return None
     try:
         number = float(value) if kind == "seconds" else int(value)

@@ -33,6 +33,7 @@ def test_the_corpus_covers_the_issue_list() -> None:
         "max_steps", "cancel_mid_stream", "cancel_mid_tool", "permission_allow",
         "permission_deny", "permission_always", "plan_updates", "steering", "follow_up",
         "provider_failure", "agui_frontend_tool", "agui_interrupt_resume", "agui_shared_state",
+        "quality_recovery_dedup", "quality_soft_timeout", "quality_budget",
     }  # fmt: skip
     for scenario in SCENARIOS:
         assert scenario.expected, f"{scenario.name} has no expected sequence"

@@ -1,0 +1,98 @@
+"""A local OpenAI-compatible model server for end-to-end tests of the quality layer.
+
+`POST /v1/chat/completions` streams Chat Completions chunks. What it answers depends on the
+requested model name and the request, so it needs no state between requests:
+
+- `text-caller`: while no tool result is in the conversation, writes its call to
+  `read_file` as Hermes/Qwen text (`<tool_call>{...}</tool_call>`), split into small
+  deltas, as a model served without a tool parser does; once a tool result is there, it
+  answers with a sentence quoting it.
+- `repeater`: whenever tools are offered, makes the same real `read_file` call again; when
+  offered none, gives up with a final sentence.
+
+`serve_in_thread()` runs it with uvicorn on 127.0.0.1, port 0; it returns the base URL, the
+recorded request bodies and a stop function. SSE framing by sse-starlette.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import uvicorn
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Route
+
+CALL_TEXT = (
+    "I'll read it.\n<tool_call>\n"
+    '{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>'
+)
+FINAL_REPEATER = "I kept getting the same file, so here is what it says."
+
+
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return json.dumps({"id": "chatcmpl-e2e", "object": "chat.completion.chunk",
+                       "model": model, "choices": [choice], **extra})  # fmt: skip
+
+
+def _tool_results(body: dict[str, Any]) -> list[str]:
+    return [str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "tool"]
+
+
+def app(requests: list[dict[str, Any]]) -> Starlette:
+    async def completions(request: Request) -> EventSourceResponse:
+        body = await request.json()
+        requests.append(body)
+        model = str(body.get("model"))
+        results = _tool_results(body)
+
+        async def events() -> AsyncIterator[str]:
+            yield _chunk(model, {"role": "assistant", "content": ""})
+            finish = "stop"
+            if model == "text-caller" and not results:
+                for i in range(0, len(CALL_TEXT), 5):
+                    yield _chunk(model, {"content": CALL_TEXT[i : i + 5]})
+            elif model == "text-caller":
+                yield _chunk(model, {"content": f"The file says: {results[-1]}"})
+            elif body.get("tools"):
+                n = len(results)
+                function = {"name": "read_file", "arguments": '{"path": "a.txt"}'}
+                call = {"index": 0, "id": f"call_{n}", "type": "function", "function": function}
+                yield _chunk(model, {"tool_calls": [call]})
+                finish = "tool_calls"
+            else:
+                yield _chunk(model, {"content": FINAL_REPEATER})
+            usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+            yield _chunk(model, {}, finish, usage=usage)
+            yield "[DONE]"
+
+        return EventSourceResponse(events(), ping=3600)
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+def serve_in_thread() -> tuple[str, list[dict[str, Any]], Callable[[], None]]:
+    """Start the server; returns (base URL, recorded request bodies, stop)."""
+    requests: list[dict[str, Any]] = []
+    config = uvicorn.Config(app(requests), host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the test model server did not start within 10 s")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+    return f"http://127.0.0.1:{port}/v1", requests, stop
