@@ -4,16 +4,16 @@ Editors (Zed, JetBrains, any ACP client) launch this command. Model, storage and
 options are the shared ones (`--model`, `STEERABLE_*`); with nothing configured it runs the
 keyless demo model. Only JSON-RPC frames go to stdout; logs go to stderr at the level of
 `--log-level` / `STEERABLE_LOG` (debug, info, warning) and, with `--log-file` /
-`STEERABLE_LOG_FILE`, to a file too. `--tools-module` loads extra tools (a Python file or
-module exposing `TOOLS` or `tools()`); `--hooks-module` loads hooks the same way. Heavy
-imports happen inside `main`, so `--help` and the other commands never load the ACP SDK.
-To add an option, add it in `register` and read it in `main`.
+`STEERABLE_LOG_FILE`, to a file too; `--log-format json` writes one JSON object per line
+(`logs.py`). `--tools-module` loads extra tools (a Python file or module exposing `TOOLS`
+or `tools()`); `--hooks-module` loads hooks the same way. Heavy imports happen inside
+`main`, so `--help` and the other commands never load the ACP SDK. To add an option, add
+it in `register` and read it in `main`.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from steerable_bridge.commands.check import add_validate_client_options, run_validate_client
@@ -23,6 +23,7 @@ from steerable_bridge.commands.common import (
     add_tool_process_options,
     command_policy,
 )
+from steerable_bridge.commands.logs import add_log_options, configure_logging
 
 
 def register(subparsers: Any) -> None:
@@ -30,18 +31,7 @@ def register(subparsers: Any) -> None:
         "acp", help="serve the agent over ACP on stdin/stdout (for Zed, JetBrains, ...)"
     )
     add_agent_options(parser)
-    parser.add_argument(
-        "--log-level",
-        default=os.environ.get("STEERABLE_LOG", "warning").lower(),
-        type=str.lower,
-        choices=("debug", "info", "warning", "error"),
-        help="how much to log on stderr (default: $STEERABLE_LOG or warning)",
-    )
-    parser.add_argument(
-        "--log-file",
-        default=os.environ.get("STEERABLE_LOG_FILE"),
-        help="also write the log to this file (default: $STEERABLE_LOG_FILE)",
-    )
+    add_log_options(parser)
     parser.add_argument(
         "--permission-timeout",
         type=float,
@@ -87,9 +77,9 @@ def main(args: argparse.Namespace) -> int:
     from steerable_bridge.commands.common import build_router
     from steerable_bridge.runtime.model import ProviderError
     from steerable_bridge.runtime.routing import RouteError
-    from steerable_bridge.transports.acp.server import configure_logging, serve
+    from steerable_bridge.transports.acp.server import serve
 
-    configure_logging(args.log_level, args.log_file)
+    configure_logging(args)
     if args.permission_timeout <= 0:
         raise ConfigError("--permission-timeout must be a positive number of seconds")
     if args.max_steps < 1:

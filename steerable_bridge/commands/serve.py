@@ -8,7 +8,8 @@ streams AG-UI events; `GET /` is the chat page. `--token` (or
 `STEERABLE_TOKEN`) requires `Authorization: Bearer <token>`; `--cors-origin` (repeatable)
 allows browser apps on other origins; `--max-body` bounds a request. `--workspace DIR`
 adds the workspace tools, confined to DIR (and with no permission to ask, the AG-UI approval
-interrupt guards edits and commands). Stops on Ctrl-C.
+interrupt guards edits and commands). Logs (uvicorn's too) go to stderr as `--log-level`,
+`--log-file` and `--log-format text|json` say (`logs.py`). Stops on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from steerable_bridge.commands.common import (
     build_agent,
     command_policy,
 )
+from steerable_bridge.commands.logs import add_log_options, configure_logging
 
 
 def register(subparsers: Any) -> None:
@@ -62,6 +64,7 @@ def register(subparsers: Any) -> None:
         " to DIR, which also becomes the sessions' cwd; without it the agent has none",
     )
     add_tool_process_options(parser)
+    add_log_options(parser, default_level="info")
     parser.set_defaults(func=main)
 
 
@@ -71,6 +74,7 @@ def main(args: argparse.Namespace) -> int:
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.transports.agui.app import create_app
 
+    configure_logging(args)
     if args.max_body < 1:
         raise ConfigError("--max-body must be a positive number of bytes")
     if not 0 <= args.port <= 65535:
@@ -107,6 +111,6 @@ def main(args: argparse.Namespace) -> int:
     shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
     print(f"steerable-bridge: chat page http://{shown}:{port}/", flush=True)
-    config = uvicorn.Config(app, log_level="info", lifespan="on")
+    config = uvicorn.Config(app, log_config=None, log_level=args.log_level, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
     return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -25,6 +26,7 @@ from anyio.abc import TaskStatus
 from steerable_bridge.runtime.hooks import Hook
 from steerable_bridge.runtime.log import SessionLog, now_ms
 from steerable_bridge.runtime.model import ModelProvider
+from steerable_bridge.runtime.observe import Observer
 from steerable_bridge.runtime.permissions import Approval
 from steerable_bridge.runtime.pseudo_calls import RecoveringProvider
 from steerable_bridge.runtime.quality import QualitySettings
@@ -74,10 +76,19 @@ class Agent:
     """Creates, loads and keeps sessions; owns the registries, the router and the
     process's token calibration (one per agent, shared by its sessions)."""
 
-    def __init__(self, *, router: ModelRouter, store: SessionStore, config: AgentConfig) -> None:
+    def __init__(
+        self,
+        *,
+        router: ModelRouter,
+        store: SessionStore,
+        config: AgentConfig,
+        observers: Sequence[Observer] = (),
+    ) -> None:
         self.router = router
         self.store = store
         self.config = config
+        self.observers: tuple[Observer, ...] = tuple(observers)
+        """Watch every turn (tracing, metrics; see `observe.py`)."""
         self.tools: Registry[Tool] = Registry()
         self.prompts: Registry[PromptSection] = Registry()
         self.prompts.register(PromptSection(name="identity", text=IDENTITY))

@@ -29,6 +29,7 @@ log and to the caller's `sink`.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, TypeVar
 
@@ -68,6 +69,8 @@ from steerable_bridge.runtime.values import (
 )
 
 __all__ = ["run_turn"]
+
+log = logging.getLogger(__name__)
 
 E = TypeVar("E", bound=ev.EventBase)
 
@@ -143,6 +146,7 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     except ProviderError as error:
         return await t.fail(error.code, error.message)
     except Exception as error:  # a bug: log it so the session stays consistent, then report
+        log.exception("run %s failed with an unexpected error", t.run_id)
         return await t.fail("internal_error", f"{type(error).__name__}: {error}")
 
 

@@ -24,6 +24,7 @@ from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.log import SessionLog
 from steerable_bridge.runtime.loop import run_turn
 from steerable_bridge.runtime.model import ModelProvider
+from steerable_bridge.runtime.observe import observed_run
 from steerable_bridge.runtime.permissions import PermissionPolicy, StaticPolicy
 from steerable_bridge.runtime.projection import SessionFacts, session_facts
 from steerable_bridge.runtime.recovery import close_interrupted_run
@@ -106,39 +107,49 @@ class Session:
                         provider = self.agent.provider(self.model)
                     if on_start is not None:
                         on_start(token)
-                    context = TurnContext(
-                        log=self.log,
-                        facts=self.facts,
-                        cwd=self.cwd,
-                        model=self.model,
-                        provider=provider,
-                        system=self.agent.system_prompt(self),
-                        tools=self.tools(),
-                        policy=self.policy,
-                        environment=self.environment,
-                        steering=self.steering,
-                        follow_ups=self.follow_ups,
-                        cancel=token,
-                        sink=sink,
-                        settings=self.agent.config.loop,
-                        snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
-                        hooks=self.agent.hooks.snapshot(self.agent.scope_of(self)),
-                        quality=self.agent.config.quality,
-                        calibration=self.agent.calibration,
-                        cache_drift=self.cache_drift,
-                    )
-                    async with anyio.create_task_group() as flusher:
-                        flusher.start_soon(self._flush_every, context.settings.commit_interval_s)
-                        try:
-                            outcome = await run_turn(context, turn)
-                        finally:
-                            flusher.cancel_scope.cancel()
-                    return outcome
+                    return await self._run(turn, sink, token, provider)
                 finally:
                     with anyio.CancelScope(shield=True):
                         await self.log.commit()
         finally:
             self._running = None
+
+    async def _run(
+        self, turn: TurnInput, sink: EventSink | None, token: CancelToken, provider: ModelProvider
+    ) -> RunOutcome:
+        """The turn itself, watched by the agent's observers (tracing, metrics, log ids)."""
+        with observed_run(
+            self.agent.observers, self.id, sink, traceparent=turn.traceparent
+        ) as observed:
+            context = TurnContext(
+                log=self.log,
+                facts=self.facts,
+                cwd=self.cwd,
+                model=self.model,
+                provider=provider,
+                system=self.agent.system_prompt(self),
+                tools=self.tools(),
+                policy=self.policy,
+                environment=self.environment,
+                steering=self.steering,
+                follow_ups=self.follow_ups,
+                cancel=token,
+                sink=observed.sink,
+                settings=self.agent.config.loop,
+                snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
+                hooks=self.agent.hooks.snapshot(self.agent.scope_of(self)),
+                quality=self.agent.config.quality,
+                calibration=self.agent.calibration,
+                cache_drift=self.cache_drift,
+                trace_id=observed.trace_id,
+            )
+            async with anyio.create_task_group() as flusher:
+                flusher.start_soon(self._flush_every, context.settings.commit_interval_s)
+                try:
+                    outcome = await run_turn(context, turn)
+                finally:
+                    flusher.cancel_scope.cancel()
+            return outcome
 
     async def _flush_every(self, interval: float) -> None:
         """Commit streamed events at least every `interval` s, even while the model stalls."""

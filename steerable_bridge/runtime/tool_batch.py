@@ -16,6 +16,7 @@ for the client.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -45,6 +46,8 @@ from steerable_bridge.runtime.values import (
 )
 
 __all__ = ["APPROVAL_SCHEMA", "Emit", "ToolBatch"]
+
+log = logging.getLogger(__name__)
 
 E = TypeVar("E", bound=ev.EventBase)
 
@@ -296,6 +299,7 @@ class ToolBatch:
             except ToolFailure as failure:
                 result = _error_result(failure.code, failure.message)
             except Exception as error:
+                log.exception("tool %s (call %s) raised", tool.name, call.call_id)
                 result = _error_result("tool_exception", f"{tool.name} raised {error!r}")
         if result is None:
             return None

@@ -70,6 +70,8 @@ class TurnInput:
     """Shared state the client sends (AG-UI `state`), logged as `state_snapshot`."""
     client_tools: tuple[Tool, ...] = ()
     """Tools the client runs itself for this turn (AG-UI `tools`)."""
+    traceparent: str | None = None
+    """The caller's W3C trace context (AG-UI `traceparent` header, ACP `_meta.traceparent`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,3 +125,5 @@ class TurnContext:
     """The process's token calibration: fed after each response that reports usage."""
     cache_drift: CacheDriftMonitor = field(default_factory=CacheDriftMonitor)
     """The session's prompt-cache drift monitor (one per session, so streaks span turns)."""
+    trace_id: str | None = None
+    """The W3C trace id this turn is traced under (see `observe.py`), or None."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -51,6 +52,8 @@ __all__ = [
     "is_loopback",
     "register",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DRAIN_S = 1.0
@@ -248,6 +251,9 @@ class OpenAICompatProvider:
             delay = config.backoff_s * 2 ** (attempt - 1)
             if retry_after is not None:
                 delay = max(delay, retry_after)
+            log.warning(
+                "%s: attempt %d failed, retrying in %.1f s", config.base_url, attempt, delay
+            )
             await anyio.sleep(min(delay, config.max_backoff_s))
             decoder = ChunkDecoder()
         for chunk in decoder.flush():

@@ -74,6 +74,8 @@ from steerable_bridge.runtime.storage import (
 
 __all__ = ["SCHEMA_VERSION", "SIGNAL_POLL_S", "SqliteStore", "store_error"]
 
+log = logging.getLogger(__name__)
+
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
@@ -175,10 +177,12 @@ class SqliteStore:
                     f"cannot create the session store {self.path} ({err}); check the path",
                 ) from None
             except sqlite3.Error as err:
+                log.exception("cannot open the session store %s", self.path)
                 raise store_error(self.path, err) from None
             try:
                 return fn(self._conn)
             except sqlite3.Error as err:
+                log.warning("session store %s: %s", self.path, err, exc_info=True)
                 raise store_error(self.path, err) from None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:

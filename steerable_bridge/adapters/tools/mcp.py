@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import math
 import re
 import tempfile
@@ -45,6 +46,8 @@ from steerable_bridge.runtime.values import (
 )
 
 __all__ = ["McpProblem", "McpServerConfig", "McpServers", "mcp_tool_name", "open_mcp_servers"]
+
+log = logging.getLogger(__name__)
 
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -197,6 +200,7 @@ class McpServers:
             if scope.cancelled_caught and not started:
                 server.problem = _timeout_problem(name, self.start_timeout_s, _tail(errlog))
         except Exception as error:  # the SDK raises many kinds; each is a failed server
+            log.warning("MCP server %r stopped: %s", name, _describe(error), exc_info=True)
             if not started:
                 server.problem = McpProblem(
                     server=name,
@@ -233,6 +237,7 @@ class McpServers:
                     f"{server_name}/{tool.name} did not answer within {self.call_timeout_s:g}s",
                 ) from None
             except Exception as error:
+                log.warning("MCP call %s/%s failed", server_name, tool.name, exc_info=True)
                 raise ToolFailure(
                     "mcp_call_failed", f"{server_name}/{tool.name} failed: {_describe(error)}"
                 ) from error

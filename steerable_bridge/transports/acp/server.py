@@ -203,19 +203,6 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
-def configure_logging(level: str, file: str | None = None) -> None:
-    """Logs to stderr (and `file`), never stdout."""
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-    if file:
-        handlers.append(logging.FileHandler(file))
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.WARNING),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        handlers=handlers,
-        force=True,
-    )
-
-
 async def serve(
     build: Callable[[], Agent],
     *,

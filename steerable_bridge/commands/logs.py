@@ -1,0 +1,97 @@
+"""Logging for the long-running commands (`acp`, `serve`): level, file, and text or JSON lines.
+
+`add_log_options(parser, default_level)` adds `--log-level` (`STEERABLE_LOG`), `--log-file`
+(`STEERABLE_LOG_FILE`) and `--log-format text|json` (`STEERABLE_LOG_FORMAT`);
+`configure_logging(args)` installs one handler on stderr (never stdout: ACP owns it) and one
+on the file when given. Every record carries the session, run and trace id of the turn that
+wrote it (`runtime.logcontext.ContextFilter`); the text format shows them in brackets when
+set, the JSON format (one object per line, for log shippers) always has the three keys.
+Exceptions keep their traceback: as text under the line, or in the JSON `exc_info` key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from datetime import UTC, datetime
+
+from steerable_bridge.runtime.logcontext import ContextFilter
+
+__all__ = ["JsonFormatter", "TextFormatter", "add_log_options", "configure_logging"]
+
+_IDS = ("session_id", "run_id", "trace_id")
+
+
+def add_log_options(parser: argparse.ArgumentParser, *, default_level: str = "warning") -> None:
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("STEERABLE_LOG", default_level).lower(),
+        type=str.lower,
+        choices=("debug", "info", "warning", "error"),
+        help=f"how much to log on stderr (default: $STEERABLE_LOG or {default_level})",
+    )
+    parser.add_argument(
+        "--log-file",
+        default=os.environ.get("STEERABLE_LOG_FILE"),
+        help="also write the log to this file (default: $STEERABLE_LOG_FILE)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default=os.environ.get("STEERABLE_LOG_FORMAT", "text").lower(),
+        type=str.lower,
+        choices=("text", "json"),
+        help="text lines for people, or one JSON object per line for machines"
+        " (default: $STEERABLE_LOG_FORMAT or text)",
+    )
+
+
+class TextFormatter(logging.Formatter):
+    """`time LEVEL logger [session run trace]: message`, the ids only when known."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s%(ids)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        ids = [f"{name[:-3]}={value}" for name in _IDS if (value := getattr(record, name, None))]
+        record.ids = f" [{' '.join(ids)}]" if ids else ""
+        return super().format(record)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: ts, level, logger, message, the ids, exc_info."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, object] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in _IDS:
+            data[name] = getattr(record, name, None)
+        if record.exc_info:
+            data["exc_info"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            data["exc_info"] = record.exc_text
+        if record.stack_info:
+            data["stack_info"] = self.formatStack(record.stack_info)
+        return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    """Install the handlers `--log-level`, `--log-file` and `--log-format` ask for."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if args.log_file:
+        handlers.append(logging.FileHandler(args.log_file))
+    formatter = JsonFormatter() if args.log_format == "json" else TextFormatter()
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        handler.addFilter(ContextFilter())
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.WARNING),
+        handlers=handlers,
+        force=True,
+    )
