@@ -121,8 +121,9 @@ def _build_agent(args: argparse.Namespace, extra: list[Any]) -> Any:
 
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.common import build_agent
+    from steerable_bridge.commands.telemetry import tracing_observers
 
-    agent = build_agent(args, tools=[*builtin_tools(), *extra])
+    agent = build_agent(args, tools=[*builtin_tools(), *extra], observers=tracing_observers())
     agent.config = dataclasses.replace(
         agent.config,
         loop=dataclasses.replace(agent.config.loop, permission_timeout_s=args.permission_timeout),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers
     from steerable_bridge.adapters.tools.local_env import CommandPolicy
     from steerable_bridge.runtime.agent import Agent
     from steerable_bridge.runtime.hooks import Hook
+    from steerable_bridge.runtime.observe import Observer
     from steerable_bridge.runtime.storage import SessionStore
     from steerable_bridge.runtime.tools import Tool
 
@@ -296,9 +297,15 @@ def _scheme(spec: str) -> str | None:
 
 
 def build_agent(
-    args: argparse.Namespace, *, tools: Sequence[Tool] = (), approval: str | None = None
+    args: argparse.Namespace,
+    *,
+    tools: Sequence[Tool] = (),
+    approval: str | None = None,
+    observers: Sequence[Observer] = (),
+    wrap_store: Callable[[SessionStore], SessionStore] | None = None,
 ) -> Agent:
-    """The agent for a command's parsed options, with `tools` registered globally."""
+    """The agent for a command's parsed options, with `tools` registered globally, turns
+    watched by `observers`, and its store passed through `wrap_store` (e.g. to time it)."""
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
     from steerable_bridge.runtime.quality import parse_quality
     from steerable_bridge.runtime.turn import LoopSettings
@@ -321,7 +328,10 @@ def build_agent(
         loop=LoopSettings(max_steps=args.max_steps, new_id=new_id),
         quality=quality,
     )
-    agent = Agent(router=router, store=build_store(args.storage), config=config)
+    store = build_store(args.storage)
+    if wrap_store is not None:
+        store = wrap_store(store)
+    agent = Agent(router=router, store=store, config=config, observers=observers)
     for tool in tools:
         agent.tools.register(tool)
     for hook in hooks:

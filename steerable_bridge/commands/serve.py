@@ -8,8 +8,11 @@ streams AG-UI events; `GET /` is the chat page. `--token` (or
 `STEERABLE_TOKEN`) requires `Authorization: Bearer <token>`; `--cors-origin` (repeatable)
 allows browser apps on other origins; `--max-body` bounds a request. `--workspace DIR`
 adds the workspace tools, confined to DIR (and with no permission to ask, the AG-UI approval
-interrupt guards edits and commands). Logs (uvicorn's too) go to stderr as `--log-level`,
-`--log-file` and `--log-format text|json` say (`logs.py`). Stops on Ctrl-C.
+interrupt guards edits and commands). `GET /metrics` serves Prometheus metrics (runs,
+latencies, tokens, open streams, store appends; behind `--token` too). Logs (uvicorn's
+too) go to stderr as `--log-level`, `--log-file` and `--log-format text|json` say
+(`logs.py`). The standard `OTEL_*` variables turn on OpenTelemetry traces of every run
+(`telemetry.py`). Stops on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -71,7 +74,9 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
     from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.transports.agui.app import create_app
 
     configure_logging(args)
@@ -89,9 +94,12 @@ def main(args: argparse.Namespace) -> int:
         offered = fixed_workspace_tools(args.workspace, policy=command_policy(args))
         tools += tuple(t for t in offered if t.name not in names)
         args.cwd = args.workspace
-    agent = build_agent(args, tools=tools)
+    metrics = ServerMetrics()
+    observers = [metrics, *tracing_observers()]
+    agent = build_agent(args, tools=tools, observers=observers, wrap_store=metrics.timed_store)
     app = create_app(
         agent,
+        metrics=metrics,
         token=args.token or None,
         max_body=args.max_body,
         cors_origins=tuple(args.cors_origin),

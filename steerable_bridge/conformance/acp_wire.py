@@ -57,6 +57,7 @@ def render_acp_transcript(
     draw = renderer()
     next_id = {"client": 10, "agent": 0}
     prompt_id: int | None = None
+    trace_id: str | None = None
     permission: dict[str, int] = {}
 
     def send(sender: str, message: dict[str, Any]) -> None:
@@ -76,6 +77,7 @@ def render_acp_transcript(
     for event in events:
         sid = event.session_id
         if isinstance(event, ev.RunStarted):
+            trace_id = event.trace_id
             prompt: dict[str, Any] = {"sessionId": sid, "prompt": []}
             prompt_id = request("client", "session/prompt", prompt)
         elif isinstance(event, ev.UserMessage) and prompt_id is not None and not prompt["prompt"]:
@@ -119,6 +121,7 @@ def render_acp_transcript(
                         "run_id": event.run_id,
                         "stop_reason": event.stop_reason,
                         "event": codec.event_to_jsonable(event),
+                        **({"trace_id": trace_id} if trace_id else {}),
                     }
                 },
             )
@@ -126,7 +129,11 @@ def render_acp_transcript(
             prompt_id = None
         elif isinstance(event, ev.RunFailed) and prompt_id is not None:
             error = errors.run_failed(
-                event.code, event.message, event.run_id, codec.event_to_jsonable(event)
+                event.code,
+                event.message,
+                event.run_id,
+                codec.event_to_jsonable(event),
+                trace_id=trace_id,
             )
             send("agent", {"id": prompt_id, "error": error.to_error_obj()})
             prompt_id = None

@@ -18,7 +18,7 @@ when something cannot be decoded.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from acp import schema as s
@@ -233,6 +233,7 @@ class _Decoder:
 
     def prompt_answer(self, request_id: object, message: Mapping[str, Any]) -> None:
         sid, started, user = self.prompts.pop(request_id)
+        trace_id = _trace_id(message)
         carried = _carried_end(message)
         if carried is not None:
             run_id = carried.run_id
@@ -268,6 +269,9 @@ class _Decoder:
         for index in (started, user):
             old = self.out[index]
             self.out[index] = type(old)(**{**_fields(old), "run_id": run_id})
+        opened = self.out[started]
+        if trace_id is not None and isinstance(opened, ev.RunStarted):
+            self.out[started] = replace(opened, trace_id=trace_id)
 
     def permission(self, request_id: object, params: Mapping[str, Any]) -> None:
         request = s.RequestPermissionRequest.model_validate(params)
@@ -320,6 +324,19 @@ def _carried_end(message: Mapping[str, Any]) -> LoopEvent | None:
         meta = _steerable(result.get("_meta")) if isinstance(result, Mapping) else {}
         carried = meta.get("event")
     return codec.event_from_jsonable(carried) if carried is not None else None
+
+
+def _trace_id(message: Mapping[str, Any]) -> str | None:
+    """The run's trace id when the agent sent one (`_meta.steerable.trace_id` / `data.traceId`)."""
+    if "error" in message:
+        data = message["error"].get("data")
+        found = data.get("traceId") if isinstance(data, Mapping) else None
+    else:
+        result = message.get("result")
+        found = (_steerable(result.get("_meta")) if isinstance(result, Mapping) else {}).get(
+            "trace_id"
+        )
+    return found if isinstance(found, str) else None
 
 
 def _fields(event: LoopEvent) -> dict[str, Any]:

@@ -362,6 +362,7 @@ def _run(draw: Any, log: _Log, number: int, waiting: list[str]) -> list[str]:
         run_id,
         model="scripted:x",
         parent_run_id=draw(st.none() | st.just(f"run-{number - 1}")) if number else None,
+        trace_id=draw(st.none() | st.just(f"{number + 1:032x}")),
     )
     for call_id in waiting:
         log.add(

@@ -82,9 +82,10 @@ def _row(
 _CHANNEL = "only `_steerable/event`"
 
 MAPPING: tuple[KindMapping, ...] = (
-    _row("run_started", "prompt request", "implied by the `session/prompt` request",
-         ("RUN_STARTED",), note="threadId = session, runId, protocolVersion; model and"
-         " parent_run_id in metadata", exact=False),
+    _row("run_started", "prompt request", "implied by the `session/prompt` request; trace_id"
+         " in the response's `_meta.steerable.trace_id` (error: data.traceId)",
+         ("RUN_STARTED",), note="threadId = session, runId, protocolVersion; model,"
+         " parent_run_id and trace_id in metadata", exact=False, meaning=("trace_id",)),
     _row("run_finished", "prompt response", "`stopReason` (max_steps → max_turn_requests,"
          " interrupted → end_turn), `usage`; the event in `_meta.steerable.event`",
          ("RUN_FINISHED",),

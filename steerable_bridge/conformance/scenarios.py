@@ -4,10 +4,11 @@ Each `scenarios/<name>.json` holds a scripted-model script (see `adapters/llm/sc
 the turns a client makes (prompt, AG-UI state / frontend tools / tool results / resume, how
 it answers permission requests, and when it cancels, steers or queues a follow-up — named by
 the LoopEvent kind that triggers it), the transports that can express it, and the expected
-LoopEvent sequence, normalised (`normalize`: run-scoped events only; no session id, seq or
-ts, nor wall-clock figures; ids renamed in order of first use; the model route and the model
-request's prompt and tool list left out). `run_in_process(scenario)` plays it through the
-runtime `Agent` with a `MemoryStore`; `live.py` plays it through the real transports.
+LoopEvent sequence, normalised (`normalize`: run-scoped events only; no session id, seq,
+ts or trace id, nor wall-clock figures; ids renamed in order of first use; the model route
+and the model request's prompt and tool list left out). `run_in_process(scenario)` plays it
+through the runtime `Agent` with a `MemoryStore`; `live.py` plays it through the real
+transports.
 `load_scenarios()` reads the corpus shipped with the package.
 """
 
@@ -134,8 +135,9 @@ def load_scenarios(names: Iterable[str] = ()) -> list[Scenario]:
 # -- normalisation ------------------------------------------------------------------------
 
 _ID_KEYS = frozenset({"run_id", "message_id", "parent_message_id", "parent_run_id"})
-_DROP = frozenset({"session_id", "seq", "ts", "elapsed_ms"})
-"""Left out: ids of the store, and wall-clock measurements (`soft_timeout.elapsed_ms`)."""
+_DROP = frozenset({"session_id", "seq", "ts", "elapsed_ms", "trace_id"})
+"""Left out: ids of the store and of traces, and wall-clock measurements
+(`soft_timeout.elapsed_ms`)."""
 
 
 def _request_summary(request: dict[str, Any]) -> list[dict[str, Any]]:

@@ -68,6 +68,8 @@ class RunStarted(EventBase):
     kind: Literal["run_started"] = "run_started"
     model: str
     parent_run_id: str | None = None
+    trace_id: str | None = None
+    """The W3C trace id (32 hex digits) the run is traced under, when tracing is on."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

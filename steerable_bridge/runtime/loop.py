@@ -96,7 +96,7 @@ _STOP_FOR_FINISH: dict[FinishReason, StopReason] = {
 async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     """Run one turn to its end; never raises for failures the log can record."""
     t = _Turn(ctx, turn)
-    await t.emit(ev.RunStarted, model=ctx.model)
+    await t.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
     try:
         await t.settle_open_calls()
         if turn.state_json is not None:

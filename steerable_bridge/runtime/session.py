@@ -12,6 +12,7 @@ continues exactly where it stopped. Transports get sessions from `Agent` (`agent
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -149,7 +150,9 @@ class Session:
                     outcome = await run_turn(context, turn)
                 finally:
                     flusher.cancel_scope.cancel()
-            return outcome
+            if observed.trace_id is None:
+                return outcome
+            return dataclasses.replace(outcome, trace_id=observed.trace_id)
 
     async def _flush_every(self, interval: float) -> None:
         """Commit streamed events at least every `interval` s, even while the model stalls."""

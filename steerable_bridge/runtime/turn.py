@@ -94,6 +94,8 @@ class RunOutcome:
     usage: Usage
     error_code: str | None = None
     error_message: str | None = None
+    trace_id: str | None = None
+    """The trace the run was recorded under (as in its `run_started`), when traced."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -421,9 +421,8 @@ class AcpAgent:
                 accepts_images=provider.info.accepts_images,
                 route=session.model,
             )
-            outcome = await session.prompt(
-                TurnInput(content=parts), state.emit, cancel=token, provider=provider
-            )
+            turn = TurnInput(content=parts, traceparent=_traceparent(kwargs))
+            outcome = await session.prompt(turn, state.emit, cancel=token, provider=provider)
         except SessionBusy as busy:
             raise errors.session_busy(session_id, busy) from None
         except RouteError as error:
@@ -438,6 +437,7 @@ class AcpAgent:
                 outcome.error_message or "the turn failed",
                 outcome.run_id,
                 ending,
+                trace_id=outcome.trace_id,
             )
         usage = outcome.usage
         return acp.PromptResponse(
@@ -455,6 +455,7 @@ class AcpAgent:
                     "run_id": outcome.run_id,
                     "stop_reason": outcome.stop_reason,
                     **({"event": ending} if ending is not None else {}),
+                    **({"trace_id": outcome.trace_id} if outcome.trace_id else {}),
                 }
             },
         )
@@ -500,3 +501,9 @@ def _run_end(session: Session, run_id: str) -> dict[str, Any] | None:
 def _normalize(path: str) -> str:
     """`path` without `..`, `.` or trailing separators (pure string work, no I/O)."""
     return os.path.normpath(path)
+
+
+def _traceparent(meta: dict[str, Any]) -> str | None:
+    """The caller's W3C trace context from the prompt's `_meta.traceparent`, if a string."""
+    value = meta.get("traceparent")
+    return value if isinstance(value, str) and value else None

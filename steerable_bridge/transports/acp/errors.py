@@ -94,15 +94,24 @@ def route_failed(code: str, message: str) -> RequestError:
 
 
 def run_failed(
-    code: str, message: str, run_id: str, event: dict[str, Any] | None = None
+    code: str,
+    message: str,
+    run_id: str,
+    event: dict[str, Any] | None = None,
+    *,
+    trace_id: str | None = None,
 ) -> RequestError:
     """A turn that failed: the provider's or loop's stable code and its remedy.
 
-    `event` is the run's `run_failed` LoopEvent as JSON (`data.event`, for decoders).
+    `event` is the run's `run_failed` LoopEvent as JSON (`data.event`, for decoders);
+    `trace_id` the trace the run was recorded under (`data.traceId`).
     """
-    if event is None:
-        return _error(RUN_FAILED, code, message, runId=run_id)
-    return _error(RUN_FAILED, code, message, runId=run_id, event=event)
+    extra: dict[str, Any] = {"runId": run_id}
+    if event is not None:
+        extra["event"] = event
+    if trace_id is not None:
+        extra["traceId"] = trace_id
+    return _error(RUN_FAILED, code, message, **extra)
 
 
 def not_supported(method: str, message: str) -> RequestError:

@@ -13,12 +13,15 @@ error body is `{"error": {"code", "message"}}`, the message naming the remedy. T
 lifespan shuts the agent down when the server stops (`Agent.aclose`: model providers'
 pooled HTTP clients, the store); a host that mounts the app without running its lifespan
 calls `agent.aclose()` itself.
+With `metrics` given, `GET /metrics` serves them as Prometheus text (`metered.py`), behind
+the bearer token too.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -36,6 +39,12 @@ from starlette.routing import Route
 from steerable_bridge import __version__
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.transports.agui.inputs import InputError, content_parts, steer_requested
+from steerable_bridge.transports.agui.metered import (
+    HttpMetrics,
+    Produce,
+    metered,
+    metrics_response,
+)
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import EventStream
 from steerable_bridge.transports.agui.threads import Threads
@@ -67,8 +76,10 @@ class _Server:
         max_body: int,
         keepalive_s: float,
         cwd: str | None,
+        metrics: HttpMetrics | None = None,
     ) -> None:
         self.agent = agent
+        self.metrics = metrics
         self.threads = Threads(agent, cwd=cwd)
         self.token = token
         self.max_body = max_body
@@ -90,6 +101,11 @@ class _Server:
         if self.page is None:
             self.page = _chat_page()
         return HTMLResponse(self.page)
+
+    async def metrics_page(self, request: Request) -> Response:
+        if not self._authorized(request) or self.metrics is None:
+            return self._unauthorized()
+        return metrics_response(self.metrics)
 
     def _authorized(self, request: Request) -> bool:
         if self.token is None:
@@ -120,14 +136,18 @@ class _Server:
             chunks.append(chunk)
         return b"".join(chunks)
 
+    def _unauthorized(self) -> Response:
+        return error(
+            401,
+            "unauthorized",
+            "this server needs a bearer token: send 'Authorization: Bearer <token>' with the"
+            " token it was started with (--token or STEERABLE_TOKEN)",
+        )
+
     async def agent_run(self, request: Request) -> Response | EventStream:
+        started = time.perf_counter()
         if not self._authorized(request):
-            return error(
-                401,
-                "unauthorized",
-                "this server needs a bearer token: send 'Authorization: Bearer <token>' with the"
-                " token it was started with (--token or STEERABLE_TOKEN)",
-            )
+            return self._unauthorized()
         try:
             body = await self._body(request)
         except ClientDisconnect:
@@ -151,7 +171,8 @@ class _Server:
         if thread is None:
             return self._busy(run)
         try:
-            prepared = await self.threads.prepare(thread, run)
+            traceparent = request.headers.get("traceparent")
+            prepared = await self.threads.prepare(thread, run, traceparent=traceparent)
         except InputError as err:
             thread.busy = False
             return error(422, err.code, err.message)
@@ -162,8 +183,11 @@ class _Server:
         def release() -> None:
             thread.busy = False
 
+        produce: Produce = prepared.produce
+        if self.metrics is not None:
+            produce = metered(produce, self.metrics, started)
         return EventStream(
-            prepared.produce,
+            produce,
             on_disconnect=prepared.disconnect,
             on_close=release,
             keepalive_s=self.keepalive_s,
@@ -207,9 +231,12 @@ def create_app(
     cors_origins: Sequence[str] = (),
     keepalive_s: float = 15.0,
     cwd: str | None = None,
+    metrics: HttpMetrics | None = None,
 ) -> Starlette:
     """The AG-UI app serving `agent` (see the module docstring)."""
-    server = _Server(agent, token=token, max_body=max_body, keepalive_s=keepalive_s, cwd=cwd)
+    server = _Server(
+        agent, token=token, max_body=max_body, keepalive_s=keepalive_s, cwd=cwd, metrics=metrics
+    )
     middleware = []
     if cors_origins:
         middleware.append(
@@ -217,7 +244,7 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(cors_origins),
                 allow_methods=["GET", "POST"],
-                allow_headers=["Authorization", "Content-Type", "Accept"],
+                allow_headers=["Authorization", "Content-Type", "Accept", "traceparent"],
             )
         )
 
@@ -234,6 +261,7 @@ def create_app(
             Route("/agent", server.agent_run, methods=["POST"]),
             Route("/health", server.health, methods=["GET"]),
             Route("/", server.index, methods=["GET"]),
+            *([Route("/metrics", server.metrics_page, methods=["GET"])] if metrics else []),
         ],
         middleware=middleware,
     )

@@ -10,8 +10,9 @@ The mapping (every event's `timestamp` is its `ts` in integer ms; `M` = `metadat
 
     LoopEvent        AG-UI event(s), carrier first  native fields      | in M.steerable
     run_started      RUN_STARTED                    threadId, runId,   | model,
-                                                    protocolVersion,   | parent_run_id
-                                                    parentRunId (the AG-UI input's)
+                                                    protocolVersion,   | parent_run_id,
+                                                    parentRunId (the   | trace_id
+                                                    AG-UI input's)
     run_finished     MESSAGES_SNAPSHOT (derived),   outcome, usage     | stop_reason, usage,
                      RUN_FINISHED                                      | pending_tool_call_ids,
                                                                        | interrupts
@@ -322,6 +323,8 @@ class AguiRenderer:
         extra = {"model": event.model}
         if event.parent_run_id is not None:
             extra["parent_run_id"] = event.parent_run_id
+        if event.trace_id is not None:
+            extra["trace_id"] = event.trace_id
         return [self._run_started_event(timestamp=event.ts, metadata=_meta(event, extra))]
 
     def _snapshot(self) -> list[BaseEvent]:

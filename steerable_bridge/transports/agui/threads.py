@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ag_ui.core import Message, RunAgentInput
 
@@ -86,10 +86,15 @@ class Threads:
             thread.known |= known_ids(thread_messages(thread.thread_id, session.log.view()))
         return thread.session
 
-    async def prepare(self, thread: Thread, run: RunAgentInput) -> Run:
-        """The run this input asks for; raises `InputError` (nothing sent yet)."""
+    async def prepare(
+        self, thread: Thread, run: RunAgentInput, *, traceparent: str | None = None
+    ) -> Run:
+        """The run this input asks for; raises `InputError` (nothing sent yet).
+        `traceparent` (the request's W3C header) makes the run continue the caller's trace."""
         session = await self.session_of(thread)
         parsed = to_turn(run, thread.known, session.facts.open_calls)
+        if traceparent:
+            parsed = replace(parsed, turn=replace(parsed.turn, traceparent=traceparent))
         return Run(thread, session, run, parsed)
 
 

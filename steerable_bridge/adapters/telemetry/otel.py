@@ -1,0 +1,352 @@
+"""OpenTelemetry traces of turns, with the GenAI semantic conventions: an `Observer`.
+
+`OtelTracing(provider)` watches each turn (`runtime/observe.py`) and turns its LoopEvents
+into spans, all in one trace per run:
+
+    invoke_agent steerable-bridge          run_started → run_finished / run_failed
+      step N                               step_started → step_finished
+        chat MODEL                         model_request → model_response
+        permission TOOL                    permission_requested → permission_resolved
+        execute_tool TOOL                  tool_started → tool_finished
+
+Spans get explicit start and end times (the moment each event is seen, right after the log
+recorded it), so the loop carries no tracing code. Attributes follow the GenAI conventions:
+`gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`,
+`gen_ai.response.model`, `gen_ai.usage.input_tokens` / `output_tokens` /
+`cache_read.input_tokens`, `gen_ai.response.finish_reasons`, `gen_ai.tool.name`,
+`gen_ai.tool.call.id`, `gen_ai.conversation.id`; errors (run_failed, a failed tool, a model
+call cut short) set the span's status to ERROR with `error.type` = the stable code. Message
+content (`gen_ai.input.messages`, `gen_ai.output.messages`, tool arguments and results) is
+recorded only with `capture_content=True`. A caller's W3C `traceparent` makes the run span
+a child of the caller's span; the run's trace id is known before the turn starts.
+
+`OtelTracing.from_env()` builds the SDK pipeline from the standard `OTEL_*` variables only
+(exporter, endpoint, headers, service name, resource, sampler incl. `traceidratio`, batch
+settings). Only the commands import this module, and only when those variables ask for
+traces (`commands/telemetry.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from steerable_bridge import __version__
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.model import ModelRequest
+from steerable_bridge.runtime.observe import RunWatch
+from steerable_bridge.runtime.values import Message, TextPart, ToolContent
+
+__all__ = ["CAPTURE_ENV", "OtelTracing", "capture_requested"]
+
+log = logging.getLogger(__name__)
+
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+AGENT_NAME = "steerable-bridge"
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def capture_requested(env: Mapping[str, str] = os.environ) -> bool:
+    return env.get(CAPTURE_ENV, "").strip().lower() == "true"
+
+
+class OtelTracing:
+    """The tracing observer (see the module docstring)."""
+
+    def __init__(self, provider: TracerProvider, *, capture_content: bool = False) -> None:
+        self.provider = provider
+        self.tracer: Tracer = provider.get_tracer("steerable_bridge", __version__)
+        self.capture_content = capture_content
+
+    @classmethod
+    def from_env(cls) -> OtelTracing:
+        """The SDK pipeline the `OTEL_*` variables describe (OTLP over HTTP by default)."""
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            ConsoleSpanExporter,
+            SpanExporter,
+        )
+
+        provider = SdkTracerProvider(
+            resource=Resource.create({"service.name": AGENT_NAME}).merge(Resource.create())
+        )
+        exporters = [
+            name.strip().lower()
+            for name in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")
+            if name.strip()
+        ]
+        for name in exporters:
+            exporter: SpanExporter
+            if name == "console":
+                exporter = ConsoleSpanExporter(out=sys.stderr)  # stdout may be a protocol
+            elif name == "otlp":
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+                    OTLPSpanExporter,
+                )
+
+                exporter = OTLPSpanExporter()
+            else:
+                raise ValueError(
+                    f"OTEL_TRACES_EXPORTER={name!r} is not supported here; use otlp"
+                    " (OTLP over HTTP), console or none"
+                )
+            provider.add_span_processor(BatchSpanProcessor(exporter))
+        return cls(provider, capture_content=capture_requested())
+
+    def shutdown(self) -> None:
+        """Export what is buffered and stop (call once, when the process ends)."""
+        shutdown = getattr(self.provider, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+
+    def start(self, session_id: str, *, traceparent: str | None = None) -> RunWatch:
+        parent = _PROPAGATOR.extract({"traceparent": traceparent}) if traceparent else None
+        span = self.tracer.start_span(
+            f"invoke_agent {AGENT_NAME}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": AGENT_NAME,
+                "gen_ai.conversation.id": session_id,
+            },
+            start_time=time.time_ns(),
+        )
+        return _RunTrace(self, span)
+
+
+def _route(route: str) -> tuple[str, str]:
+    """`openai:gpt-4o` → (`openai`, `gpt-4o`)."""
+    provider, _, model = route.partition(":")
+    return provider, model or provider
+
+
+def _text(content: tuple[ToolContent, ...]) -> str:
+    return "".join(part.text for part in content if isinstance(part, TextPart))
+
+
+def _message(message: Message) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"type": "text", "content": _text(message.content)})
+    for call in message.tool_calls:
+        parts.append(
+            {"type": "tool_call", "id": call.call_id, "name": call.name,
+             "arguments": call.arguments_json}
+        )  # fmt: skip
+    if message.tool_call_id is not None:
+        parts = [{"type": "tool_call_response", "id": message.tool_call_id,
+                  "response": _text(message.content)}]  # fmt: skip
+    return {"role": message.role, "parts": parts}
+
+
+def _input_messages(request: ModelRequest) -> str:
+    return json.dumps([_message(m) for m in request.messages], ensure_ascii=False)
+
+
+class _RunTrace:
+    """One run's spans; opened and closed as the events arrive."""
+
+    def __init__(self, tracing: OtelTracing, run: Span) -> None:
+        self.tracer = tracing.tracer
+        self.capture = tracing.capture_content
+        self.run = run
+        context = run.get_span_context()
+        self._trace_id = format(context.trace_id, "032x") if context.is_valid else None
+        self.recording = run.is_recording()
+        self.step: Span | None = None
+        self.model: Span | None = None
+        self.tools: dict[str, Span] = {}
+        self.waits: dict[str, Span] = {}
+        self.names: dict[str, str] = {}
+        self.arguments: dict[str, str] = {}
+        self.output: list[str] = []
+        self.ended = False
+
+    @property
+    def trace_id(self) -> str | None:
+        return self._trace_id
+
+    def _child(self, name: str, attributes: dict[str, Any], now: int) -> Span:
+        parent = self.step or self.run
+        return self.tracer.start_span(
+            name,
+            context=trace.set_span_in_context(parent),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=now,
+        )
+
+    def event(self, event: LoopEvent) -> None:
+        if not self.recording or self.ended:
+            return
+        now = time.time_ns()
+        if isinstance(event, ev.RunStarted):
+            provider, model = _route(event.model)
+            self.run.set_attributes(
+                {
+                    "gen_ai.provider.name": provider,
+                    "gen_ai.request.model": model,
+                    "steerable.run_id": event.run_id,
+                }
+            )
+        elif isinstance(event, ev.StepStarted):
+            self.step = self._child(f"step {event.step}", {"steerable.step": event.step}, now)
+        elif isinstance(event, ev.ModelRequestEvent):
+            provider, model = _route(event.request.model)
+            attributes: dict[str, Any] = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider,
+                "gen_ai.request.model": model,
+            }
+            if self.capture:
+                attributes["gen_ai.system_instructions"] = json.dumps(
+                    [{"type": "text", "content": event.request.system}], ensure_ascii=False
+                )
+                attributes["gen_ai.input.messages"] = _input_messages(event.request)
+            self.output = []
+            self.model = self._child(f"chat {model}", attributes, now)
+        elif isinstance(event, ev.TextDelta):
+            if self.capture:
+                self.output.append(event.delta)
+        elif isinstance(event, ev.ToolCallEnd):
+            self.names[event.call_id] = event.name
+            if self.capture:
+                self.arguments[event.call_id] = event.arguments_json
+        elif isinstance(event, ev.ModelResponseEvent):
+            self._model_response(event, now)
+        elif isinstance(event, ev.PermissionRequested):
+            self.waits[event.call_id] = self._child(
+                f"permission {event.tool_name}",
+                {"gen_ai.tool.name": event.tool_name, "gen_ai.tool.call.id": event.call_id},
+                now,
+            )
+        elif isinstance(event, ev.PermissionResolved):
+            wait = self.waits.pop(event.call_id, None) or self._child(
+                f"permission {event.tool_name}",
+                {"gen_ai.tool.name": event.tool_name, "gen_ai.tool.call.id": event.call_id},
+                now,
+            )
+            wait.set_attribute("steerable.permission.outcome", event.outcome)
+            wait.end(end_time=now)
+        elif isinstance(event, ev.ToolStarted):
+            self.tools[event.call_id] = self._tool_span(event.call_id, now)
+        elif isinstance(event, ev.ToolFinished):
+            self._tool_finished(event, now)
+        elif isinstance(event, ev.StepFinished):
+            if self.step is not None:
+                self.step.set_attribute("steerable.finish_reason", event.finish_reason)
+                self.step.end(end_time=now)
+                self.step = None
+        elif isinstance(event, ev.RunFinished):
+            self.run.set_attributes(
+                {
+                    "steerable.stop_reason": event.stop_reason,
+                    "gen_ai.usage.input_tokens": event.usage.prompt_tokens,
+                    "gen_ai.usage.output_tokens": event.usage.completion_tokens,
+                }
+            )
+            self._end(now)
+        elif isinstance(event, ev.RunFailed):
+            if self.model is not None:
+                self.model.set_attribute("error.type", event.code)
+                self.model.set_status(Status(StatusCode.ERROR, event.message))
+            self.run.set_attribute("error.type", event.code)
+            self.run.set_status(Status(StatusCode.ERROR, event.message))
+            self._end(now)
+
+    def _model_response(self, event: ev.ModelResponseEvent, now: int) -> None:
+        span = self.model
+        if span is None:
+            return
+        usage = event.usage
+        span.set_attributes(
+            {
+                "gen_ai.response.finish_reasons": (event.finish_reason,),
+                "gen_ai.usage.input_tokens": usage.prompt_tokens,
+                "gen_ai.usage.output_tokens": usage.completion_tokens,
+                "gen_ai.usage.cache_read.input_tokens": usage.cached_tokens,
+                "gen_ai.usage.reasoning.output_tokens": usage.reasoning_tokens,
+            }
+        )
+        if event.model:
+            span.set_attribute("gen_ai.response.model", event.model)
+        if self.capture:
+            parts: list[dict[str, Any]] = []
+            if self.output:
+                parts.append({"type": "text", "content": "".join(self.output)})
+            parts.extend(
+                {"type": "tool_call", "id": call_id, "name": self.names.get(call_id, ""),
+                 "arguments": arguments}
+                for call_id, arguments in self.arguments.items()
+            )  # fmt: skip
+            span.set_attribute(
+                "gen_ai.output.messages",
+                json.dumps(
+                    [{"role": "assistant", "parts": parts, "finish_reason": event.finish_reason}],
+                    ensure_ascii=False,
+                ),
+            )
+            self.output = []
+        span.end(end_time=now)
+        self.model = None
+
+    def _tool_span(self, call_id: str, now: int) -> Span:
+        name = self.names.get(call_id, "tool")
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call_id,
+        }
+        if self.capture and call_id in self.arguments:
+            attributes["gen_ai.tool.call.arguments"] = self.arguments[call_id]
+        return self._child(f"execute_tool {name}", attributes, now)
+
+    def _tool_finished(self, event: ev.ToolFinished, now: int) -> None:
+        span = self.tools.pop(event.call_id, None)
+        if span is None:  # refused before it ran (unknown tool, bad arguments, cancelled)
+            span = self._tool_span(event.call_id, now)
+        span.set_attribute("steerable.tool.status", event.status)
+        if event.error is not None:
+            span.set_attribute("error.type", event.error.code)
+            span.set_status(Status(StatusCode.ERROR, event.error.message))
+        if self.capture:
+            span.set_attribute("gen_ai.tool.call.result", _text(event.content))
+        self.arguments.pop(event.call_id, None)
+        span.end(end_time=now)
+
+    def _end(self, now: int) -> None:
+        """End every span still open (children first), then the run."""
+        for span in [*self.waits.values(), *self.tools.values()]:
+            span.end(end_time=now)
+        self.waits.clear()
+        self.tools.clear()
+        for open_span in (self.model, self.step):
+            if open_span is not None:
+                open_span.end(end_time=now)
+        self.model = self.step = None
+        self.run.end(end_time=now)
+        self.ended = True
+
+    def close(self) -> None:
+        if self.ended:
+            return
+        if self.recording:
+            self.run.set_status(Status(StatusCode.ERROR, "the turn ended without a final event"))
+            self._end(time.time_ns())
+        else:
+            self.run.end()
+            self.ended = True
