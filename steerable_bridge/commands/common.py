@@ -4,7 +4,8 @@
 `--quality` and `--hooks-module` with their environment fallbacks; `build_agent(args)` turns
 them into an `Agent` with the configured providers, store, quality settings and hooks.
 `add_tool_process_options(parser)` adds what governs the processes tools start
-(`--pass-env`); `command_policy(args)` turns it into the adapters' policy.
+(`--pass-env`, `--sandbox`, `--sandbox-net`); `command_policy(args)` turns them into the
+adapters' policy.
 Mistakes raise `ConfigError`, which the CLI prints as one line with the remedy (exit 2).
 This is the composition root: the only place adapters are chosen.
 """
@@ -134,6 +135,20 @@ def add_tool_process_options(parser: argparse.ArgumentParser) -> None:
         " commands and MCP servers may still see; every other such variable is removed"
         " from their environment (default: $STEERABLE_PASS_ENV, none)",
     )
+    parser.add_argument(
+        "--sandbox",
+        choices=("auto", "require", "off"),
+        default=os.environ.get("STEERABLE_SANDBOX", "auto"),
+        help="run commands in a bubblewrap sandbox (read-only system, writable workspace,"
+        " private /tmp, no network): auto = when bwrap works here (default), require ="
+        " refuse commands without it, off = never ($STEERABLE_SANDBOX)",
+    )
+    parser.add_argument(
+        "--sandbox-net",
+        choices=("deny", "allow"),
+        default=os.environ.get("STEERABLE_SANDBOX_NET", "deny"),
+        help="may sandboxed commands use the network? (default deny; $STEERABLE_SANDBOX_NET)",
+    )
 
 
 def command_policy(args: argparse.Namespace) -> CommandPolicy:
@@ -141,7 +156,15 @@ def command_policy(args: argparse.Namespace) -> CommandPolicy:
     from steerable_bridge.adapters.tools.local_env import CommandPolicy
     from steerable_bridge.adapters.tools.tool_env import parse_pass_env
 
-    return CommandPolicy(pass_env=parse_pass_env(args.pass_env))
+    if args.sandbox not in ("auto", "require", "off"):
+        raise ConfigError(f"STEERABLE_SANDBOX={args.sandbox!r}: use auto, require or off")
+    if args.sandbox_net not in ("deny", "allow"):
+        raise ConfigError(f"STEERABLE_SANDBOX_NET={args.sandbox_net!r}: use deny or allow")
+    return CommandPolicy(
+        pass_env=parse_pass_env(args.pass_env),
+        sandbox=args.sandbox,
+        network=args.sandbox_net == "allow",
+    )
 
 
 def _pace_ms() -> float:

@@ -165,7 +165,7 @@ class _Decoder:
                 executor=meta["executor"],
             )
         if kind == "tool_started":
-            return ev.ToolStarted(**base, call_id=u.tool_call_id)
+            return ev.ToolStarted(**base, call_id=u.tool_call_id, sandbox=meta.get("sandbox"))
         if kind == "tool_output":
             content = [tool_part(c) for c in u.content or ()]
             count = meta["parts"]

@@ -267,7 +267,8 @@ def _run_call(draw: Any, log: _Log, run_id: str, call_id: str) -> None:
         )
         allowed = outcome.startswith("allow")
     if allowed:
-        log.add(draw, ev.ToolStarted, run_id, call_id=call_id)
+        sandbox = draw(st.sampled_from([None, "bwrap", "none", "client"]))
+        log.add(draw, ev.ToolStarted, run_id, call_id=call_id, sandbox=sandbox)
         for _ in range(draw(st.integers(min_value=0, max_value=2))):
             log.add(
                 draw,

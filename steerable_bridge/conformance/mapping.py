@@ -121,7 +121,9 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("tool_call_end", "update", "`tool_call`: pending, kind, title, locations, rawInput",
          ("TOOL_CALL_END",), note="name, arguments_json, tool_kind, title, locations,"
          " executor in metadata"),
-    _row("tool_started", "update", "`tool_call_update` in_progress"),
+    _row("tool_started", "update", "`tool_call_update` in_progress; the command sandbox"
+         " (bwrap / none / client) in `_meta.steerable.sandbox`",
+         note="value.sandbox: bwrap / none / client for tools that run commands, else null"),
     _row("tool_output", "update", "`tool_call_update` with the content so far"),
     _row("tool_finished", "update", "`tool_call_update` completed / failed, content, rawOutput",
          ("TOOL_CALL_RESULT",), note="messageId result-<call_id>, content = its text; status,"

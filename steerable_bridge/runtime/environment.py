@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from steerable_bridge.runtime.values import Sandbox
+
 __all__ = ["CommandResult", "Environment", "EnvironmentError"]
 
 
@@ -24,6 +26,8 @@ class CommandResult:
     timed_out: bool = False
     terminal_id: str | None = None
     """Set when the command ran in a client-side terminal (ACP `terminal/create`)."""
+    sandbox: Sandbox = "none"
+    """What confined it: `bwrap`, `none`, or `client` (the editor's terminal ran it)."""
 
 
 class EnvironmentError(Exception):
@@ -50,3 +54,6 @@ class Environment(Protocol):
         self, command: str, *, cwd: str, timeout_s: float, output_limit: int
     ) -> CommandResult:
         """Run a shell command; kill its whole process group on timeout or cancellation."""
+
+    async def sandbox(self) -> Sandbox:
+        """What `run` would put around a command now (asked before it starts)."""

@@ -34,6 +34,7 @@ from steerable_bridge.runtime.values import (
     Location,
     PermissionOption,
     PlanEntry,
+    Sandbox,
     ToolContent,
     ToolError,
     ToolKind,
@@ -208,6 +209,8 @@ class ToolCallEnd(EventBase):
 class ToolStarted(EventBase):
     kind: Literal["tool_started"] = "tool_started"
     call_id: str
+    sandbox: Sandbox | None = None
+    """For tools that run commands: what confines them (None for every other tool)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

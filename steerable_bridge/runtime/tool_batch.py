@@ -38,6 +38,7 @@ from steerable_bridge.runtime.turn import TurnContext, TurnInput
 from steerable_bridge.runtime.values import (
     Interrupt,
     PlanEntry,
+    Sandbox,
     TextPart,
     ToolCall,
     ToolContent,
@@ -252,8 +253,8 @@ class ToolBatch:
             self.gate.settled()
             return
         results: dict[str, ToolResult | None] = {}
-        for call, _, _ in group:
-            await self.emit(ev.ToolStarted, call_id=call.call_id)
+        for call, tool, _ in group:
+            await self.emit(ev.ToolStarted, call_id=call.call_id, sandbox=await self._sandbox(tool))
 
         async def run_one(call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]) -> None:
             results[call.call_id] = await self._invoke(call, tool, args)
@@ -267,8 +268,16 @@ class ToolBatch:
 
     async def execute(self, call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]) -> None:
         """Run one allowed call: `tool_started`, the handler, `tool_finished`."""
-        await self.emit(ev.ToolStarted, call_id=call.call_id)
+        await self.emit(ev.ToolStarted, call_id=call.call_id, sandbox=await self._sandbox(tool))
         await self._record(call.call_id, await self._invoke(call, tool, args))
+
+    async def _sandbox(self, tool: Tool) -> Sandbox | None:
+        """What will confine the commands `tool` runs (None for tools that run none)."""
+        if tool.sandbox is None:
+            return None
+        with anyio.move_on_after(30):  # a first call may probe the sandbox once
+            return await tool.sandbox(self.ctx.environment)
+        return "none"
 
     async def _invoke(
         self, call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]

@@ -7,6 +7,8 @@ the call with `timeout_s`, and cancels it through the turn's token. A handler re
 failure with a result or by raising `ToolFailure(code, message)`; any other exception is
 caught and logged as code `tool_exception`. `executor="frontend"` marks a tool that the
 client runs (AG-UI frontend tools): the loop streams the call and stops the run for it.
+A tool that runs commands sets `sandbox`, which tells the loop — before the call starts —
+what will confine them; the loop puts that on the `tool_started` event.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict
 from steerable_bridge.runtime.values import (
     Location,
     PlanEntry,
+    Sandbox,
     ToolContent,
     ToolError,
     ToolKind,
@@ -108,6 +111,8 @@ class Tool:
     executor: ToolExecutor = "backend"
     title: Callable[[Mapping[str, Any]], str] | None = None
     locations: Callable[[Mapping[str, Any]], tuple[Location, ...]] | None = None
+    sandbox: Callable[[Environment | None], Awaitable[Sandbox]] | None = None
+    """For tools that run commands: what confines them, given the session's environment."""
 
     @property
     def needs_permission(self) -> bool:

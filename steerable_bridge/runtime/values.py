@@ -29,6 +29,7 @@ __all__ = [
     "PlanEntry",
     "ResourcePart",
     "Role",
+    "Sandbox",
     "TerminalContent",
     "TextPart",
     "ThinkingBlock",
@@ -44,6 +45,10 @@ ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
 """ACP's tool kinds; `read`, `search`, `think` and `fetch` never need permission."""
+
+Sandbox = Literal["bwrap", "none", "client"]
+"""What confines a command: a bubblewrap sandbox, nothing, or the client that ran it (the
+editor's terminal; its confinement is the editor's business)."""
 
 Role = Literal["system", "user", "assistant", "tool"]
 

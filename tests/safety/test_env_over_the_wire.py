@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
+from steerable_bridge.adapters.tools import bwrap
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 from steerable_bridge.adapters.tools.local_env import CommandPolicy
 from steerable_bridge.transports.agui.app import create_app
@@ -48,6 +49,11 @@ async def test_acp_env_shows_no_provider_key(tmp_path: Path, passed: bool) -> No
     assert "PATH=" in wire  # the command did run and its output went over the wire
     assert KEY not in wire
     assert (OTHER in wire) is passed
+    marker = "bwrap" if await bwrap.probe(bwrap.find_bwrap()) else "none"
+    updates = [u for u in run.client.updates_of("tool_call_update") if u.tool_call_id == "e1"]
+    started = [u for u in updates if u.status == "in_progress"]
+    assert started[0].field_meta["steerable"]["sandbox"] == marker
+    assert updates[-1].raw_output["sandbox"] == marker
 
 
 @pytest.mark.parametrize("passed", [False, True])
@@ -69,3 +75,9 @@ async def test_agui_env_shows_no_provider_key(
     assert "PATH=" in wire
     assert KEY not in wire
     assert (OTHER in wire) is passed
+    marker = "bwrap" if await bwrap.probe(bwrap.find_bwrap()) else "none"
+    started = [f for f in frames if f.get("name") == "steerable.tool_started"]
+    assert started[0]["value"]["sandbox"] == marker
+    result = next(f for f in frames if f["type"] == "TOOL_CALL_RESULT")
+    raw = json.loads(result["metadata"]["steerable"]["raw_output_json"])
+    assert raw["sandbox"] == marker

@@ -7,27 +7,51 @@ starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`),
 last `output_limit` bytes of its merged stdout/stderr, and kills the whole group — on
 timeout, on cancellation, and once the command has exited, so nothing it started in the
 background outlives it. Commands get this process's environment without its secrets
-(`tool_env.py`; `policy.pass_env` names the ones to keep). `run_argv` is the same machinery
+(`tool_env.py`; `policy.pass_env` names the ones to keep), and run inside a bubblewrap
+sandbox (`bwrap.py`) as `policy.sandbox` says: `auto` sandboxes when `bwrap` works here
+(probed once; when it does not, a warning is logged once and commands run unconfined),
+`require` refuses to run a command without it, `off` never sandboxes; `policy.network`
+lets sandboxed commands use the network. A sandboxed command's process count is bounded
+(`RLIMIT_NPROC`, and a pids cgroup where this process may create one: `pids_cgroup.py`).
+`sandbox()` says which of `bwrap` / `none` a command will get, and every `CommandResult`
+carries it. `run_argv` is the same machinery
 for tools that run a program directly (ripgrep). Blocking disk calls run in worker threads;
 every wait is bounded.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import anyio
 import anyio.abc
 
+from steerable_bridge.adapters.tools import bwrap, pids_cgroup
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.tool_env import tool_environ
 from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
+from steerable_bridge.runtime.values import Sandbox
 
-__all__ = ["DEFAULT_POLICY", "CommandPolicy", "LocalEnvironment", "is_binary", "run_argv"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "CommandPolicy",
+    "LocalEnvironment",
+    "SandboxMode",
+    "is_binary",
+    "run_argv",
+]
+
+log = logging.getLogger(__name__)
+
+SandboxMode = Literal["auto", "require", "off"]
+_warned_unconfined = False
 
 BINARY_SNIFF_BYTES = 8192
 _KILL_GRACE_S = 0.5
@@ -42,9 +66,13 @@ def is_binary(sample: bytes) -> bool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandPolicy:
-    """How commands run: `pass_env` lists secret-looking variables they may still see."""
+    """How commands run: `pass_env` lists secret-looking variables they may still see;
+    `sandbox` and `network` decide their confinement (see the module docstring)."""
 
     pass_env: frozenset[str] = frozenset()
+    sandbox: SandboxMode = "auto"
+    network: bool = False
+    bwrap_path: str | None = dataclasses.field(default_factory=bwrap.find_bwrap)
 
 
 DEFAULT_POLICY = CommandPolicy()
@@ -76,13 +104,57 @@ class LocalEnvironment:
             raise EnvironmentError(
                 "not_a_directory", f"{cwd} is not a directory; run the command from a folder"
             )
-        return await run_argv(
-            ["/bin/sh", "-c", command],
-            cwd=real_cwd,
-            timeout_s=timeout_s,
-            output_limit=output_limit,
-            env=tool_environ(self.policy.pass_env),
-        )
+        confined = await self.sandbox()
+        policy = self.policy
+        cgroup: str | None = None
+        if confined == "bwrap" and policy.bwrap_path is not None:
+            argv = bwrap.sandboxed_argv(
+                command,
+                bwrap=policy.bwrap_path,
+                cwd=real_cwd,
+                writable=self.workspace.roots,
+                network=policy.network,
+                nproc=bwrap.nproc_limit(),
+            )
+            cgroup = pids_cgroup.open_cgroup(bwrap.NPROC_MARGIN)
+            if cgroup is not None:
+                argv = pids_cgroup.enter_argv(cgroup, argv)
+        elif policy.sandbox == "require":
+            raise EnvironmentError(
+                "sandbox_unavailable",
+                "commands must run in a sandbox (--sandbox require) but bubblewrap cannot"
+                " create one here; install it (Debian: apt-get install bubblewrap), allow"
+                " unprivileged user namespaces, or start with --sandbox auto",
+            )
+        else:
+            argv = ["/bin/sh", "-c", command]
+        try:
+            result = await run_argv(
+                argv,
+                cwd=real_cwd,
+                timeout_s=timeout_s,
+                output_limit=output_limit,
+                env=tool_environ(policy.pass_env),
+            )
+        finally:
+            if cgroup is not None:
+                with anyio.CancelScope(shield=True):
+                    await pids_cgroup.remove_cgroup(cgroup)
+        return dataclasses.replace(result, sandbox=confined)
+
+    async def sandbox(self) -> Sandbox:
+        global _warned_unconfined
+        if self.policy.sandbox == "off":
+            return "none"
+        if await bwrap.probe(self.policy.bwrap_path):
+            return "bwrap"
+        if self.policy.sandbox == "auto" and not _warned_unconfined:
+            _warned_unconfined = True
+            log.warning(
+                "bubblewrap (bwrap) is not usable here, so commands the model runs are NOT"
+                " sandboxed; install bubblewrap, or pass --sandbox off to say that is intended"
+            )
+        return "none"
 
     # -- blocking halves, run in worker threads ----------------------------------------------
 

@@ -31,6 +31,7 @@ from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolH
 from steerable_bridge.runtime.values import (
     DiffContent,
     Location,
+    Sandbox,
     TerminalContent,
     TextPart,
     ToolContent,
@@ -296,6 +297,7 @@ async def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         "timed_out": result.timed_out,
         "truncated": result.truncated,
         "terminal_id": terminal_id,
+        "sandbox": result.sandbox,
     }
     error = None
     if result.timed_out:
@@ -352,6 +354,16 @@ def _bind(handler: ToolHandler, environment: Environment | None) -> ToolHandler:
         return await handler(args, ctx)
 
     return bound
+
+
+def _sandbox_of(bound: Environment | None) -> Callable[[Environment | None], Awaitable[Sandbox]]:
+    """What confines `run_command`: asked of the session's environment, else `bound`."""
+
+    async def which(session: Environment | None) -> Sandbox:
+        environment = session or bound
+        return "none" if environment is None else await environment.sandbox()
+
+    return which
 
 
 def workspace_tools(
@@ -499,6 +511,7 @@ def workspace_tools(
             },
             kind="execute",
             handler=_bind(_run_command, environment),
+            sandbox=_sandbox_of(environment),
             timeout_s=MAX_TIMEOUT_MS / 1000 + 30,
             title=lambda a: f"Run {_short(str(a['command']))}",
             locations=lambda a: where(str(a["cwd"]), None) if a.get("cwd") else (),

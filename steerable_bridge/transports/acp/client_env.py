@@ -6,7 +6,8 @@ the client advertised `fs.readTextFile` / `fs.writeTextFile`, reads and writes g
 advertised `terminal`, commands run in a client terminal: `terminal/create` →
 `terminal/wait_for_exit` (bounded by the command's timeout) → `terminal/output` →
 `terminal/release`, with `terminal/kill` on timeout or cancellation, and the terminal id is
-reported as soon as it exists so the `tool_call_update` can embed it. Whatever the client
+reported as soon as it exists so the `tool_call_update` can embed it; such commands are
+marked `sandbox: client` (their confinement is the editor's business). Whatever the client
 did not advertise falls back to the local environment it wraps. Every request is bounded.
 
 `AcpWorkspaces` is the ACP agent's per-session hook: the composition root hands it a
@@ -29,6 +30,7 @@ from acp import schema as acp
 
 from steerable_bridge.runtime.environment import CommandResult, Environment, EnvironmentError
 from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.values import Sandbox
 
 if TYPE_CHECKING:
     from steerable_bridge.transports.acp.session import AcpSession
@@ -162,7 +164,12 @@ class ClientEnvironment:
             truncated=bool(output.truncated),
             timed_out=not ended,
             terminal_id=terminal_id,
+            sandbox="client",
         )
+
+    async def sandbox(self) -> Sandbox:
+        """`client` when the editor's terminal runs commands, else the local sandbox."""
+        return "client" if self.terminal else await self.fallback.sandbox()
 
     async def _kill(self, terminal_id: str) -> None:
         await self._quietly(self.conn.kill_terminal, terminal_id=terminal_id)

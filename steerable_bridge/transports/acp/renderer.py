@@ -14,7 +14,7 @@ own prompts; live, the client already shows them.
 | user_message (echo_user)     | user_message_chunk, one per content part                      |
 | steer_applied, follow_up_... | user_message_chunk, one per content part (always)             |
 | tool_call_end                | tool_call: status pending, kind, title, locations, rawInput   |
-| tool_started                 | tool_call_update: status in_progress                          |
+| tool_started                 | tool_call_update: status in_progress (`_meta` sandbox)        |
 | tool_output                  | tool_call_update: content = every output part so far          |
 | tool_finished                | tool_call_update: completed / failed (cancelled → failed),    |
 |                              | content (text, diff, terminal, ...), rawOutput                |
@@ -35,6 +35,8 @@ and `run_id` of its event, plus what the ACP payload cannot hold exactly:
 - tool_call_end: `name`, `title` (the ACP title falls back to the name when it is empty),
   `arguments_json` (exact text; rawInput is its parse, or the text itself when it is not
   JSON), `executor`.
+- tool_started: `sandbox` — what confines the command (`bwrap`, `none`, `client`), null
+  for tools that run none.
 - tool_output: `parts` — the event's own content is the last `parts` items of `content`.
 - tool_finished: `status` (completed / failed / cancelled), `error` ({code, message} or
   null), `raw_output_json` (exact text) and `parts` — the event's content is the first
@@ -308,7 +310,7 @@ class AcpRenderer:
                     session_update="tool_call_update",
                     tool_call_id=event.call_id,
                     status="in_progress",
-                    field_meta=meta(),
+                    field_meta=meta(sandbox=event.sandbox),
                 )
             ]
         if isinstance(event, ev.ToolOutput):

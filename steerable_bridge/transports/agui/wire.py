@@ -107,10 +107,12 @@ def _step_finished(event: ev.StepFinished, rid: str) -> bytes | None:
 
 
 def _tool_started(event: ev.ToolStarted, rid: str) -> bytes | None:
+    sandbox = "null" if event.sandbox is None else f'"{event.sandbox}"'
     return (
         f'data: {{"type":"CUSTOM","timestamp":{event.ts},"name":"steerable.tool_started",'
         f'"value":{{"session_id":{_esc(event.session_id)},"run_id":{rid},"seq":{event.seq},'
-        f'"ts":{event.ts},"kind":"tool_started","call_id":{_esc(event.call_id)}}}}}\n\n'
+        f'"ts":{event.ts},"kind":"tool_started","call_id":{_esc(event.call_id)},'
+        f'"sandbox":{sandbox}}}}}\n\n'
     ).encode()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from steerable_bridge.adapters.tools.local_env import LocalEnvironment
+from steerable_bridge.adapters.tools.local_env import CommandPolicy, LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.tools import ToolContext
@@ -40,7 +40,8 @@ def workspace(project: Path) -> Workspace:
 
 @pytest.fixture
 def local_env(workspace: Workspace) -> LocalEnvironment:
-    return LocalEnvironment(workspace)
+    """Unsandboxed, so the tests see host pids; test_sandbox.py covers bwrap."""
+    return LocalEnvironment(workspace, policy=CommandPolicy(sandbox="off"))
 
 
 class Recorder:

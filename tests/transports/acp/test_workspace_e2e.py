@@ -103,6 +103,12 @@ async def test_an_editor_session_reads_writes_runs_and_uses_mcp_tools(tmp_path: 
     )
     terminal = finished["x1"].content[0]
     assert terminal.type == "terminal" and terminal.terminal_id == "term-1"
+    assert finished["x1"].raw_output["sandbox"] == "client"  # the editor's terminal ran it
+    running_ = [
+        u for u in updates if u.session_update == "tool_call_update" and u.status == "in_progress"
+    ]
+    markers = {u.tool_call_id: u.field_meta["steerable"]["sandbox"] for u in running_}
+    assert markers == {"r1": None, "w1": None, "x1": "client", "m1": None}
     assert client.calls.count("terminal/release") == 1
     assert finished["m1"].content[0].content.text == "1 notes"
     starts = {u.tool_call_id: u for u in updates if u.session_update == "tool_call"}
