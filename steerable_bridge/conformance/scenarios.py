@@ -30,6 +30,7 @@ from steerable_bridge.conformance.scenario_tools import scenario_tools
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
 from steerable_bridge.runtime.quality import parse_quality
 from steerable_bridge.runtime.routing import ModelRouter
@@ -213,11 +214,14 @@ def turn_input(turn: Turn) -> TurnInput:
     )
 
 
-def scenario_agent(scenario: Scenario) -> Agent:
-    """An agent on a fresh scripted provider, with the scenario tool set registered."""
-    provider = ScriptedProvider(scenario.script, route=ROUTE)
+def scenario_agent(scenario: Scenario, provider: ModelProvider | None = None) -> Agent:
+    """An agent on a fresh scripted provider, with the scenario tool set registered.
+
+    `provider` replaces the scripted one (still on route `ROUTE`): a real adapter talking to
+    a server that replays the script's rounds in its own wire format."""
+    chosen = provider or ScriptedProvider(scenario.script, route=ROUTE)
     router = ModelRouter()
-    router.register("scripted", lambda model: provider)
+    router.register("scripted", lambda model: chosen)
     router.offer(ROUTE)
     config = AgentConfig(
         model=ROUTE,
@@ -271,9 +275,13 @@ class TurnActions:
                 await result
 
 
-async def run_in_process(scenario: Scenario, *, timeout_s: float = 30.0) -> list[LoopEvent]:
-    """Play the scenario through the runtime; every event of the session's log."""
-    agent = scenario_agent(scenario)
+async def run_in_process(
+    scenario: Scenario, *, timeout_s: float = 30.0, provider: ModelProvider | None = None
+) -> list[LoopEvent]:
+    """Play the scenario through the runtime; every event of the session's log.
+
+    `provider` replaces the scripted model (see `scenario_agent`)."""
+    agent = scenario_agent(scenario, provider)
     session = await agent.new_session("/")
 
     def act(name: str, text: str) -> None:

@@ -68,7 +68,12 @@ API_VERSION = "2023-06-01"
 DRAIN_S = 1.0
 """How long to wait for the end of a body after `message_stop` before dropping the connection."""
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-_RETRY_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+_STREAM_ERROR_CODES = {
+    "overloaded_error": "overloaded",
+    "rate_limit_error": "rate_limited",
+    "api_error": "server_error",
+}
+"""Error events worth a retry (before the first chunk), and the code each fails with."""
 
 
 class _Retryable(ProviderError):
@@ -88,7 +93,7 @@ class AnthropicConfig:
     api_key: str | None = None
     key_env: str = "ANTHROPIC_API_KEY"
     """The variable to name when a key is needed and missing."""
-    context_window: int = 200_000
+    context_window: int | None = 200_000
     max_tokens: int = 8192
     thinking_budget: int | None = None
     cache: CachePolicy = field(default_factory=CachePolicy)
@@ -306,8 +311,8 @@ class AnthropicProvider:
             return decoder.feed(payload)
         except StreamFailure as failure:
             base = self.config.base_url
-            if failure.error_type in _RETRY_STREAM_ERRORS:
-                code = "overloaded" if failure.error_type == "overloaded_error" else "server_error"
+            if failure.error_type in _STREAM_ERROR_CODES:
+                code = _STREAM_ERROR_CODES[failure.error_type]
                 raise _Retryable(
                     code,
                     f"{base} failed mid-stream ({failure.error_type}: {failure.message})"

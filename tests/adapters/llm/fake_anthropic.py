@@ -134,7 +134,8 @@ def from_round(round_: Round, model: str = "claude-test-1") -> Stream:
     if round_.hang:
         return stream
     if round_.error is not None:
-        return stream.error("api_error", f"{round_.error.code}: {round_.error.message}")
+        kind = "rate_limit_error" if round_.error.code == "rate_limited" else "api_error"
+        return stream.error(kind, round_.error.message)
     finish = round_.finish_reason or ("tool_calls" if round_.tool_calls else "end_turn")
     reason = {"tool_calls": "tool_use", "end_turn": "end_turn"}.get(finish, finish)
     return stream.stop(reason, output_tokens=usage.completion_tokens)
