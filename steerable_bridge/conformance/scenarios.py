@@ -154,6 +154,10 @@ def _request_summary(request: dict[str, Any]) -> list[dict[str, Any]]:
     return summary
 
 
+_OMIT_WHEN_NULL = frozenset({"sandbox"})
+"""Optional fields a story leaves out while unset, so stories written before them still hold."""
+
+
 def normalize(events: Sequence[LoopEvent]) -> list[dict[str, Any]]:
     """Run-scoped events as JSON with ids renamed by first use and volatile fields left out."""
     names: dict[str, str] = {}
@@ -170,7 +174,7 @@ def normalize(events: Sequence[LoopEvent]) -> list[dict[str, Any]]:
         data = codec.event_to_jsonable(event)
         item: dict[str, Any] = {}
         for key, value in data.items():
-            if key in _DROP:
+            if key in _DROP or (key in _OMIT_WHEN_NULL and value is None):
                 continue
             if key in _ID_KEYS and isinstance(value, str):
                 value = rename(value)
