@@ -5,12 +5,15 @@ built-in tools with shared state (`update_state`), and serves `create_app` with 
 `--host` / `--port` (127.0.0.1:8000 by default; port 0 picks a free one, and the first two
 lines on stdout give the URLs actually bound). `POST /agent` takes a RunAgentInput and
 streams AG-UI events; `GET /` is the chat page. `--token` (or
-`STEERABLE_TOKEN`) requires `Authorization: Bearer <token>`; `--cors-origin` (repeatable)
-allows browser apps on other origins; `--max-body` bounds a request. `--workspace DIR`
-adds the workspace tools, confined to DIR (and with no permission to ask, the AG-UI approval
-interrupt guards edits and commands). `GET /metrics` serves Prometheus metrics (runs,
-latencies, tokens, open streams, store appends; behind `--token` too). Logs (uvicorn's
-too) go to stderr as `--log-level`, `--log-file` and `--log-format text|json` say
+`STEERABLE_TOKEN`) requires `Authorization: Bearer <token>`, and a `--host` other than
+loopback refuses to start without one unless `--insecure-no-token`; `--cors-origin`
+(repeatable) allows browser apps on other origins, and pages from any other origin are
+refused (403), as are requests whose `Host` is not the bound address, localhost or an
+`--allowed-host` (421, against DNS rebinding); `--max-body` bounds a request.
+`--workspace DIR` adds the workspace tools, confined to DIR (and with no permission to ask,
+the AG-UI approval interrupt guards edits and commands). `GET /metrics` serves Prometheus
+metrics (runs, latencies, tokens, open streams, store appends; behind `--token` too). Logs
+(uvicorn's too) go to stderr as `--log-level`, `--log-file` and `--log-format text|json` say
 (`logs.py`). The standard `OTEL_*` variables turn on OpenTelemetry traces of every run
 (`telemetry.py`). Stops on Ctrl-C.
 """
@@ -66,6 +69,20 @@ def register(subparsers: Any) -> None:
         help="offer workspace tools (read, write, edit, list, glob, grep, run_command) confined"
         " to DIR, which also becomes the sessions' cwd; without it the agent has none",
     )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host is NAME (repeatable; the bound address and"
+        " localhost always work): other names are refused, against DNS rebinding",
+    )
+    parser.add_argument(
+        "--insecure-no-token",
+        action="store_true",
+        help="allow a non-loopback --host without --token (anyone who can reach it can run"
+        " the agent)",
+    )
     add_tool_process_options(parser)
     add_log_options(parser, default_level="info")
     parser.set_defaults(func=main)
@@ -78,12 +95,17 @@ def main(args: argparse.Namespace) -> int:
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.transports.agui.app import create_app
+    from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS, exposure_problem
+    from steerable_bridge.transports.agui.http_errors import json_error_protocol
 
     configure_logging(args)
     if args.max_body < 1:
         raise ConfigError("--max-body must be a positive number of bytes")
     if not 0 <= args.port <= 65535:
         raise ConfigError("--port must be between 0 and 65535")
+    problem = exposure_problem(args.host, token=args.token or None, insecure=args.insecure_no_token)
+    if problem is not None:
+        raise ConfigError(problem)
     tools = builtin_tools(shared_state=True)
     if args.workspace is not None:
         from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
@@ -104,6 +126,8 @@ def main(args: argparse.Namespace) -> int:
         max_body=args.max_body,
         cors_origins=tuple(args.cors_origin),
         cwd=args.cwd,
+        allowed_hosts=(args.host, *args.allowed_host),
+        any_ip_host=args.host in WILDCARD_HOSTS,
     )
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -115,10 +139,17 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"cannot listen on {args.host}:{args.port} ({err.strerror}); pick another --port"
         ) from None
+    sock.listen(2048)  # connections queue from the moment the URL is printed
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
     print(f"steerable-bridge: chat page http://{shown}:{port}/", flush=True)
-    config = uvicorn.Config(app, log_config=None, log_level=args.log_level, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level=args.log_level,
+        lifespan="on",
+        http=json_error_protocol(),
+    )
     uvicorn.Server(config).run(sockets=[sock])
     return 0

@@ -74,3 +74,18 @@ def test_bad_options_exit_2_naming_the_option(args: list[str], message: str) -> 
         check=False,
     )
     assert done.returncode == 2 and message in done.stderr
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.1"])
+def test_a_non_loopback_bind_without_a_token_refuses_to_start(host: str) -> None:
+    env = {k: v for k, v in _env().items() if k != "STEERABLE_TOKEN"}
+    done = subprocess.run(
+        [*COMMAND, "--host", host, "--port", "0", "--storage", "memory"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--token" in done.stderr and "--insecure-no-token" in done.stderr
+    assert done.stdout == ""  # never bound, never printed a URL

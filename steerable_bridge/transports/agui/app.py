@@ -3,13 +3,16 @@
 Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
 `text/event-stream` of AG-UI events; `GET /health` reports status, model and protocol
 version; `GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live
-here, before any run starts: a bearer token when one is configured (401), a body limit
-checked on `Content-Length` and on the bytes actually read (413), JSON and schema
-validation (422 with the errors), and one run per thread (409 — unless the request asks to
+here, before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403)
+is refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer
+token when one is configured (401); the body (`body.py`): `application/json` only (415),
+a size limit checked on `Content-Length` and on the bytes read (413), strict JSON (422);
+schema validation (422 with the errors); and one run per thread (409 — unless the request asks to
 steer with `forwardedProps.steerable.steer: true`, when its message joins the running turn
 at the next step boundary and the response is a short stream: RUN_STARTED, CUSTOM
 `steerable.steer_absorbed`, RUN_FINISHED). CORS is added only for the origins given. Every
-error body is `{"error": {"code", "message"}}`, the message naming the remedy. The app's
+error body is `{"error": {"code", "message"}}`, the message naming the remedy — a bug too
+(500, `internal_error`; the traceback only in the log). The app's
 lifespan shuts the agent down when the server stops (`Agent.aclose`: model providers'
 pooled HTTP clients, the store); a host that mounts the app without running its lifespan
 calls `agent.aclose()` itself.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -38,6 +42,8 @@ from starlette.routing import Route
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.transports.agui.body import BodyError, read_json
+from steerable_bridge.transports.agui.guard import WebGuard
 from steerable_bridge.transports.agui.inputs import InputError, content_parts, steer_requested
 from steerable_bridge.transports.agui.metered import (
     HttpMetrics,
@@ -54,11 +60,24 @@ __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
 DEFAULT_MAX_BODY = 1024 * 1024
 
+log = logging.getLogger(__name__)
+
 
 def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     """The one error body shape: `{"error": {"code", "message", ...}}`."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status, headers)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """The last resort: a bug answers a JSON 500 (the traceback goes to the log only)."""
+    log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error(
+        500,
+        "internal_error",
+        "the server failed on this request (a bug; the log has the details); retry, and"
+        " report it if it repeats",
+    )
 
 
 def _chat_page() -> str:
@@ -115,27 +134,6 @@ class _Server:
             given.strip().encode(), self.token.encode()
         )
 
-    def _too_big(self) -> Response:
-        return error(
-            413,
-            "body_too_large",
-            f"the request body is over {self.max_body} bytes; send less history or start the"
-            " server with a larger --max-body",
-        )
-
-    async def _body(self, request: Request) -> bytes | Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            return self._too_big()
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                return self._too_big()
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     def _unauthorized(self) -> Response:
         return error(
             401,
@@ -149,15 +147,11 @@ class _Server:
         if not self._authorized(request):
             return self._unauthorized()
         try:
-            body = await self._body(request)
+            data = await read_json(request, self.max_body)
         except ClientDisconnect:
             return Response(status_code=400)
-        if isinstance(body, Response):
-            return body
-        try:
-            data = json.loads(body)
-        except ValueError as err:
-            return error(422, "invalid_json", f"the body is not JSON ({err}); send a RunAgentInput")
+        except BodyError as err:
+            return error(err.status, err.code, err.message, **err.extra)
         try:
             run = RunAgentInput.model_validate(data)
         except ValidationError as err:
@@ -232,12 +226,23 @@ def create_app(
     keepalive_s: float = 15.0,
     cwd: str | None = None,
     metrics: HttpMetrics | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    any_ip_host: bool = False,
 ) -> Starlette:
     """The AG-UI app serving `agent` (see the module docstring)."""
     server = _Server(
         agent, token=token, max_body=max_body, keepalive_s=keepalive_s, cwd=cwd, metrics=metrics
     )
     middleware = []
+    if allowed_hosts is not None:  # outermost: nothing runs for a foreign Host or Origin
+        middleware.append(
+            Middleware(
+                WebGuard,
+                allowed_hosts=allowed_hosts,
+                cors_origins=cors_origins,
+                any_ip=any_ip_host,
+            )
+        )
     if cors_origins:
         middleware.append(
             Middleware(
@@ -264,6 +269,7 @@ def create_app(
             *([Route("/metrics", server.metrics_page, methods=["GET"])] if metrics else []),
         ],
         middleware=middleware,
+        exception_handlers={Exception: _internal_error},
     )
     app.state.threads = server.threads
     return app

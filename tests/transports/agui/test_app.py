@@ -25,6 +25,8 @@ from tests.transports.agui.harness import (
 
 pytestmark = pytest.mark.anyio
 
+JSON_TYPE = {"content-type": "application/json"}
+
 
 async def test_health_and_chat_page() -> None:
     async with asgi_client(create_app(agent_for())) as client:
@@ -212,7 +214,7 @@ async def test_body_limit_checks_declared_and_actual_size() -> None:
             yield b"y" * 2000
             yield b'"}'
 
-        streamed = await client.post("/agent", content=chunks())
+        streamed = await client.post("/agent", content=chunks(), headers=JSON_TYPE)
     assert declared.status_code == 413 and declared.json()["error"]["code"] == "body_too_large"
     assert "content-length" not in streamed.request.headers
     assert streamed.status_code == 413
@@ -220,7 +222,7 @@ async def test_body_limit_checks_declared_and_actual_size() -> None:
 
 async def test_invalid_input_is_422_with_the_errors() -> None:
     async with asgi_client(create_app(agent_for())) as client:
-        not_json = await client.post("/agent", content=b"{nope")
+        not_json = await client.post("/agent", content=b"{nope", headers=JSON_TYPE)
         missing, _ = await post(client, {"threadId": "t1", "messages": []})
         bad_resume, _ = await post(
             client,
