@@ -183,8 +183,22 @@ def frames(draw: st.DrawFn) -> bytes:
 @st.composite
 def run_inputs(draw: st.DrawFn) -> Any:
     """A RunAgentInput-shaped value, often valid, often not."""
-    if not draw(st.integers(0, 9)):
+    shape = draw(st.integers(0, 9))
+    if shape == 0:
         return draw(JSON)
+    if shape < 4:  # valid: the agent runs a turn
+        return {
+            "threadId": draw(st.text(min_size=1, max_size=10)),
+            "runId": draw(st.text(min_size=1, max_size=10)),
+            "messages": [
+                {"id": draw(st.text(min_size=1, max_size=6)), "role": "user", "content": text}
+                for text in draw(st.lists(TEXT, min_size=1, max_size=2))
+            ],
+            "state": draw(st.dictionaries(TEXT, JSON, max_size=3)),
+            "tools": [],
+            "context": [],
+            "forwardedProps": draw(st.dictionaries(TEXT, JSON, max_size=2)),
+        }
     body: dict[str, Any] = {}
     fields = {
         "threadId": st.one_of(st.text(min_size=1, max_size=10), NUMBERS, st.none()),

@@ -20,8 +20,10 @@ import selectors
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -244,6 +246,7 @@ class AguiTarget:
         self.extra_args = extra_args
         self._dir = tempfile.TemporaryDirectory(prefix="agui-fuzz-")
         self.stderr_path = Path(self._dir.name) / "stderr.log"
+        self.last_error: dict[str, Any] | None = None
 
     def __enter__(self) -> AguiTarget:
         self._stderr = self.stderr_path.open("wb")
@@ -272,6 +275,9 @@ class AguiTarget:
         selector.close()
         first = self.process.stdout.readline().decode()
         self.url = first.rsplit(" ", 1)[-1].strip()
+        # uvicorn's access log goes to stdout: keep reading it, or the server blocks on it
+        self._drain = threading.Thread(target=self._drain_stdout, daemon=True)
+        self._drain.start()
         self.base = self.url.rsplit("/", 1)[0]
         self.client = httpx.Client(timeout=20.0)
         return self
@@ -287,15 +293,23 @@ class AguiTarget:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
+        self._drain.join(timeout=10)
         self._stderr.close()
         self._dir.cleanup()
+
+    def _drain_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for _line in self.process.stdout:
+            pass
 
     def stderr(self) -> str:
         self._stderr.flush()
         return self.stderr_path.read_text(errors="replace")
 
-    def post(self, body: bytes, headers: dict[str, str]) -> tuple[int, list[str]]:
-        """POST `body` to /agent: the status and the problems seen."""
+    def post(self, body: bytes | Iterable[bytes], headers: dict[str, str]) -> tuple[int, list[str]]:
+        """POST `body` to /agent (bytes, or chunks sent without a length): the status and
+        the problems seen; an error answer's `error` object is kept in `last_error`."""
+        self.last_error = None
         if self.process.poll() is not None:
             return 0, [f"the server died (exit {self.process.returncode})"]
         try:
@@ -311,6 +325,8 @@ class AguiTarget:
             problems += _judge_stream(raw)
         else:
             problems += _judge_error(response.headers.get("content-type", ""), raw, status)
+            if not problems:
+                self.last_error = json.loads(raw)["error"]
         return status, problems
 
 
