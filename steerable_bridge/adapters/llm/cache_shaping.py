@@ -10,12 +10,11 @@ to be dropped) gets no anchors: writing it to the cache costs extra and is never
 `STEERABLE_PROMPT_CACHE_TTL=1h` opts every anchor into the one-hour cache (default five
 minutes); `STEERABLE_PROMPT_CACHE=off` places none, for debugging. OpenAI-compatible
 servers cache prefixes implicitly, so only the Anthropic adapter uses this module. Pure
-data: takes a body, returns a new one, never mutates its input.
+data: takes a body, returns a new one (copying only what it marks), never mutates its input.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -57,23 +56,32 @@ def cache_policy_from_env(env: Mapping[str, str]) -> CachePolicy:
 
 
 def place_anchors(body: Mapping[str, Any], policy: CachePolicy, *, one_off: bool) -> dict[str, Any]:
-    """A copy of a Messages request body with the cache anchors this request should carry."""
-    shaped = copy.deepcopy(dict(body))
+    """A copy of a Messages request body with the cache anchors this request should carry.
+
+    Only the blocks that get an anchor (and the lists holding them) are copied; the rest of
+    the body is shared with the input, which is never changed."""
+    shaped = dict(body)
     if not policy.enabled or one_off:
         return shaped
     marker = policy.marker()
-    system = shaped.get("system")
-    if isinstance(system, list) and system:
-        system[-1]["cache_control"] = dict(marker)
-    tools = shaped.get("tools")
-    if isinstance(tools, list) and tools:
-        tools[-1]["cache_control"] = dict(marker)
-    for turn in reversed(shaped.get("messages") or ()):
-        block = next(
-            (b for b in reversed(turn.get("content") or ()) if b.get("type") not in _NO_ANCHOR),
+    for key in ("system", "tools"):
+        blocks = shaped.get(key)
+        if isinstance(blocks, list) and blocks:
+            shaped[key] = [*blocks[:-1], {**blocks[-1], "cache_control": dict(marker)}]
+    turns = list(shaped.get("messages") or ())
+    for t in range(len(turns) - 1, -1, -1):
+        content = list(turns[t].get("content") or ())
+        i = next(
+            (
+                i
+                for i in range(len(content) - 1, -1, -1)
+                if content[i].get("type") not in _NO_ANCHOR
+            ),
             None,
         )
-        if block is not None:
-            block["cache_control"] = dict(marker)
+        if i is not None:
+            content[i] = {**content[i], "cache_control": dict(marker)}
+            turns[t] = {**turns[t], "content": content}
+            shaped["messages"] = turns
             break
     return shaped

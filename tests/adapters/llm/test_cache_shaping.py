@@ -123,9 +123,14 @@ def test_no_system_and_no_tools_leave_only_the_tail() -> None:
 
 
 def test_place_anchors_never_mutates_its_input() -> None:
-    original = {"system": [{"type": "text", "text": "s"}], "messages": [], "tools": []}
-    place_anchors(original, CachePolicy(), one_off=False)
+    original = {
+        "system": [{"type": "text", "text": "s"}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        "tools": [{"name": "t", "input_schema": {}}],
+    }
+    shaped = place_anchors(original, CachePolicy(), one_off=False)
     assert anchors(original) == []
+    assert anchors(shaped) == [".system[0]", ".messages[0].content[0]", ".tools[0]"]
 
 
 def test_policy_from_env() -> None:
