@@ -15,7 +15,7 @@ repairs a transcript; it only reports.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +120,8 @@ class _Request:
 
 
 class _Checker:
-    def __init__(self) -> None:
+    def __init__(self, lines: Sequence[int] | None = None) -> None:
+        self.lines = lines
         self.findings: list[Finding] = []
         self.where = ""
         self.open: dict[tuple[Sender, object], _Request] = {}
@@ -135,7 +136,7 @@ class _Checker:
     def check(self, index: int, entry: WireMessage) -> None:
         message = entry.message
         method = message.get("method")
-        self.where = f"message {index} ({entry.sender} {method or 'response'})"
+        self.where = f"{self.place(index)} ({entry.sender} {method or 'response'})"
         if message.get("jsonrpc") != "2.0":
             self.report("acp.jsonrpc", "'jsonrpc' must be the string \"2.0\"")
         if isinstance(method, str):
@@ -143,10 +144,20 @@ class _Checker:
                 self.on_request(index, entry.sender, method, message)
             else:
                 self.on_notification(entry.sender, method, message.get("params"))
+        elif message.get("id") is None and "error" in message and "result" not in message:
+            # The answer to a request whose id could not be read (a parse error): JSON-RPC
+            # sends id null; some agents (codex-acp) leave the id out. Either answers no one.
+            self.validate(s.Error, message["error"], "error")
         elif "id" in message:
             self.on_response(entry.sender, message)
         else:
             self.report("acp.jsonrpc", "neither a request, a notification nor a response")
+
+    def place(self, index: int) -> str:
+        """Where message `index` is: its line in the record file when known."""
+        if self.lines is not None and index < len(self.lines):
+            return f"line {self.lines[index]}"
+        return f"message {index}"
 
     # -- framing and schema -----------------------------------------------------------------
 
@@ -349,15 +360,21 @@ class _Checker:
         for (sender, request_id), request in self.open.items():
             self.report(
                 "acp.unanswered",
-                f"{sender} request {request.method} (id {request_id!r}, message"
-                f" {request.index}) never got a response",
+                f"{sender} request {request.method} (id {request_id!r},"
+                f" {self.place(request.index)}) never got a response",
             )
 
 
-def check_acp_transcript(messages: Iterable[object]) -> list[Finding]:
-    """Every rule the transcript breaks, in wire order; empty when it is valid."""
+def check_acp_transcript(
+    messages: Iterable[object], *, lines: Sequence[int] | None = None
+) -> list[Finding]:
+    """Every rule the transcript breaks, in wire order; empty when it is valid.
+
+    `lines` (one per message) are where each message sits in a saved transcript file; the
+    findings then say "line N" instead of "message N" (the index among `messages`).
+    """
     transcript = as_transcript(messages)
-    checker = _Checker()
+    checker = _Checker(lines)
     for index, entry in enumerate(transcript):
         checker.check(index, entry)
     checker.finish(len(transcript))

@@ -215,3 +215,27 @@ def test_transcripts_may_be_wire_messages_or_flat_dicts() -> None:
     flat = [{"sender": e["sender"], **e["message"]} for e in entries]
     assert check_acp_transcript(as_objects) == []
     assert check_acp_transcript(flat) == []
+
+
+def test_a_parse_error_answer_without_an_id_is_recognised() -> None:
+    """JSON-RPC says id null; codex-acp leaves the id out. Neither is a broken message."""
+    parse_error = {"code": -32700, "message": "Parse error"}
+    transcript = valid_transcript()
+    transcript.append(a({"error": parse_error}))
+    transcript.append(a({"id": None, "error": parse_error}))
+    assert check_acp_transcript(transcript) == []
+
+
+def test_session_level_updates_after_every_response_are_legal() -> None:
+    transcript = valid_transcript()
+    transcript.append(update("s1", {"sessionUpdate": "usage_update", "used": 5, "size": 100}))
+    transcript.append(update("s1", {"sessionUpdate": "session_info_update", "title": "t"}))
+    assert check_acp_transcript(transcript) == []
+
+
+def test_findings_name_the_record_files_line_when_given() -> None:
+    transcript = valid_transcript()
+    transcript.append(text("s1", "late"))
+    lines = [n * 2 + 1 for n in range(len(transcript))]  # e.g. raw notes between messages
+    (finding,) = check_acp_transcript(transcript, lines=lines)
+    assert finding.where.startswith(f"line {lines[-1]} ")

@@ -5,8 +5,13 @@ transcript, and offers one method per behaviour: `initialize`, `new_session`, `p
 `cancel`, `unknown_method`, `malformed_json`, `load`, `resume`. Each grades what the agent
 sent — judged on the raw JSON-RPC messages, since the SDK's models are lenient — into
 `checks`, with evidence quoting what came back. Every wait has a deadline from
-`AgentCheckSettings`. A prompt the agent refuses for want of credentials is reported as
-skipped with the agent's own words, not as a failure. Nothing here spawns or kills processes.
+`AgentCheckSettings`. A prompt the agent refuses for want of credentials, or answers with a
+JSON-RPC error from its model (the right way to report an upstream failure), leaves the
+prompt-based checks "could not check" (skipped) with the agent's own words, its error data
+(`data.details` included) and the end of its stderr — not a failure. Session-level updates
+(`available_commands_update`, `session_info_update`, `usage_update`, ...) may come at any
+time, after a response too; only turn content counts as "after the response". Nothing here
+spawns or kills processes.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from asyncio.subprocess import Process
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,6 +29,7 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation, InitializeResponse
 from pydantic import ValidationError
 
+from steerable_bridge.conformance.acp_rules import SESSION_LEVEL_UPDATES
 from steerable_bridge.conformance.validators.report import Check, CheckStatus, CouldNotRun
 from steerable_bridge.conformance.validators.transcript import (
     Transcript,
@@ -47,9 +53,23 @@ LONG_PROMPT = (
     " line, using any tools you have."
 )
 _CREDENTIALS = re.compile(
-    r"credential|api[ _-]?key|auth|token|unauthori[sz]ed|log ?in|sign ?in|forbidden|quota",
+    r"\bcredentials?\b|(?<![a-z])api[ _-]?keys?(?![a-z])|\bunauthori[sz]ed\b|\b401\b"
+    r"|\bauth(entication|orization)? (is )?(required|failed|missing|needed)\b"
+    r"|\b(not|isn't|aren't) (logged|signed) in\b|\b(log|sign) ?in (first|required)\b"
+    r"|\b(please|run|must) [`'\"]?[\w-]* ?(log|sign) ?in\b"
+    r"|\b(missing|invalid|expired|no) (access |auth |api |bearer )?(token|key)s?\b"
+    r"|\baccess token\b|\bauth_required\b",
     re.IGNORECASE,
 )
+"""Words of an agent that lacks credentials. Narrow on purpose: "auth" or "token" alone
+also appear in real errors (a context window of N tokens, an author) that must not be
+skipped."""
+_PROTOCOL_ERRORS = {-32700, -32600, -32601, -32602}
+"""Error codes that blame the request itself: our prompt is valid, so these are failures."""
+_CONTENT_UPDATES = frozenset(
+    {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
+)
+"""Updates that show the turn itself has started (the cancel probe waits for one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +90,23 @@ class _Cancelling(Protocol):
 
 def needs_credentials(error: RequestError) -> bool:
     """Whether a JSON-RPC error says the agent lacks credentials (auth_required or its words)."""
-    text = f"{error} {json.dumps(error.data) if error.data is not None else ''}"
-    return error.code == -32000 or bool(_CREDENTIALS.search(text))
+    return error.code == -32000 or bool(_CREDENTIALS.search(error_text(error)))
+
+
+def error_text(error: RequestError, limit: int = 600) -> str:
+    """The error's message and data as the agent sent them (`data.details` kept whole)."""
+    message = str(error)
+    data = error.data
+    parts = [message]
+    if isinstance(data, dict) and isinstance(data.get("details"), str):
+        parts.append(f"details: {data['details']}")
+        rest = {k: v for k, v in data.items() if k != "details"}
+        if rest:
+            parts.append(json.dumps(rest, ensure_ascii=False))
+    elif data is not None:
+        parts.append(json.dumps(data, ensure_ascii=False))
+    text = "; ".join(p for p in parts if p)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def initialize_response_problems(raw: object) -> list[str]:
@@ -115,8 +150,11 @@ class AgentProbe:
         client: _Cancelling,
         settings: AgentCheckSettings,
         workdir: str,
+        stderr_tail: Callable[[], str] = lambda: "",
     ) -> None:
         self.conn = conn
+        self.stderr_tail = stderr_tail
+        """'; its stderr ends: ...' (or '') — the agent's own account of a failure."""
         self.process = process
         self.transcript = transcript
         self.client = client
@@ -167,8 +205,15 @@ class AgentProbe:
         ]
 
     async def _late_updates(self, session: str, response: int) -> list[TranscriptEntry]:
+        """Turn updates after the response; session-level updates may come at any time."""
         await anyio.sleep(self.settings.quiet_period)
-        return self._updates(session, response + 1) if response >= 0 else []
+        if response < 0:
+            return []
+        return [
+            e
+            for e in self._updates(session, response + 1)
+            if _variant(e) not in SESSION_LEVEL_UPDATES
+        ]
 
     # -- probes ------------------------------------------------------------------------
 
@@ -236,14 +281,27 @@ class AgentProbe:
             with anyio.fail_after(self.settings.prompt_timeout):
                 answer = await self.conn.prompt(session_id=session, prompt=[text_block(PROMPT)])
         except RequestError as err:
-            detail = f"{err} {json.dumps(err.data) if err.data is not None else ''}".strip()
+            detail = error_text(err)
             if needs_credentials(err):
-                reason = f"agent needs credentials it lacks: {detail[:200]}"
+                reason = f"agent needs credentials it lacks: {detail}"
                 self.skip(("agent.prompt", "agent.prompt.nothing_after_response"), reason)
-                return reason
+                return "no prompt ran: the agent needs credentials it lacks (see agent.prompt)"
+            if err.code not in _PROTOCOL_ERRORS:
+                reason = (
+                    f"could not check: the agent answered session/prompt with error {err.code}"
+                    f" (a failure of its own or of its model, reported correctly): {detail}"
+                    + self.stderr_tail()
+                )
+                self.record("agent.prompt", "skipped", reason)
+                self.skip(("agent.prompt.nothing_after_response",), "see agent.prompt")
+                return f"no prompt ran: the agent answered error {err.code} (see agent.prompt)"
             self.record(
-                "agent.prompt", "fail", f"session/prompt answered error {err.code}: {detail[:200]}"
+                "agent.prompt",
+                "fail",
+                f"session/prompt answered error {err.code} to a valid prompt: {detail}"
+                + self.stderr_tail(),
             )
+            self.skip(("agent.prompt.nothing_after_response",), "the prompt failed")
             return "the first prompt failed"
         except (TimeoutError, ValidationError, ConnectionError) as err:
             why = (
@@ -251,7 +309,8 @@ class AgentProbe:
                 if isinstance(err, TimeoutError)
                 else str(err)[:200]
             )
-            self.record("agent.prompt", "fail", f"session/prompt: {why}")
+            self.record("agent.prompt", "fail", f"session/prompt: {why}{self.stderr_tail()}")
+            self.skip(("agent.prompt.nothing_after_response",), "the prompt failed")
             return "the first prompt failed"
         _, response = self._exchange("session/prompt", start, session)
         updates = self._updates(session, start, response if response >= 0 else None)
@@ -272,9 +331,7 @@ class AgentProbe:
 
     def _grade_late(self, check_id: str, late: list[TranscriptEntry]) -> None:
         if late:
-            kinds = ", ".join(
-                str(e.message["params"].get("update", {}).get("sessionUpdate")) for e in late[:5]
-            )
+            kinds = ", ".join(_variant(e) for e in late[:5])
             self.record(
                 check_id, "fail", f"{len(late)} session/update after the response ({kinds})"
             )
@@ -301,11 +358,17 @@ class AgentProbe:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run_prompt)
+            # Wait for the turn's own output (not session news such as the command list,
+            # which many agents send first), or for the turn to end without any.
             began = await self.transcript.wait_for(
-                lambda e: e.sender == "agent" and e.message.get("method") == "session/update",
-                within=self.settings.probe_timeout,
+                lambda e: _is_content(e) or _is_response(e),
+                within=self.settings.prompt_timeout,
                 start=start,
             )
+            if began is not None and not _is_content(began):
+                with anyio.move_on_after(self.settings.probe_timeout):
+                    await done.wait()
+                began = None
             if done.is_set():
                 reason = f"the turn ended ({_stop(answers)}) before session/cancel could be sent"
                 self.skip(
@@ -327,7 +390,11 @@ class AgentProbe:
             self.skip(("agent.cancel.nothing_after_response",), "the prompt never ended")
             return
         stop = _stop(answers)
-        when = "after its first update" if began is not None else "before any update arrived"
+        when = (
+            f"after its first {_variant(began)}"
+            if began is not None
+            else f"with no turn output after {self.settings.prompt_timeout:g} s"
+        )
         self.record(
             "agent.cancel.stop_reason",
             "pass" if stop == "stopReason 'cancelled'" else "fail",
@@ -458,6 +525,7 @@ class AgentProbe:
         if late:
             problems.append(
                 f"{len(late)} replayed update(s) arrived after the session/load response"
+                f" ({', '.join(_variant(e) for e in late[:5])})"
             )
         self.record(
             "agent.session.load",
@@ -501,6 +569,26 @@ class AgentProbe:
             if conversation
             else "resumed without replaying the conversation",
         )
+
+
+def _is_content(entry: TranscriptEntry) -> bool:
+    return (
+        entry.sender == "agent"
+        and entry.message.get("method") == "session/update"
+        and _variant(entry) in _CONTENT_UPDATES
+    )
+
+
+def _is_response(entry: TranscriptEntry) -> bool:
+    message = entry.message
+    return entry.sender == "agent" and "method" not in message and "id" in message
+
+
+def _variant(entry: TranscriptEntry) -> str:
+    """The `sessionUpdate` of a session/update entry."""
+    params = entry.message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return str(update.get("sessionUpdate")) if isinstance(update, dict) else "?"
 
 
 def _stop(answers: list[Any]) -> str:

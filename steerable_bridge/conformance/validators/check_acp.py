@@ -1,15 +1,18 @@
 """`check acp -- CMD ARGS`: spawn any ACP agent and grade it from the client's seat.
 
-`check_acp_agent(command)` starts the agent with the `acp` SDK's client side
-(`spawn_agent_process`, its stderr kept in a temporary file for evidence), records the raw
-transcript, and runs the agent-side checks in order: `initialize` (raw protocolVersion,
+`check_acp_agent(command)` starts the agent as a process group of its own
+(`agent_process.py`, its stderr kept in a temporary file for evidence; the whole group is
+ended when the check ends), connects the `acp` SDK's client side to its pipes, records the
+raw transcript, and runs the agent-side checks in order: `initialize` (raw protocolVersion,
 capability shapes), `session/new`, one prompt (skipped with the agent's own reason when it
 needs credentials it lacks), cancel semantics (stop reason `cancelled`, nothing after the
 response), an unknown method (→ -32601), a malformed JSON line (→ -32700 parse error, and
 the agent still answers afterwards — written as raw bytes around the SDK), `session/load`
 replay if advertised and `session/resume` without replay if advertised. Last, the
-conformance suite's ACP transcript rules run over everything recorded. Raises `CouldNotRun`
-when the agent cannot be started or exits before answering `initialize`.
+conformance suite's ACP transcript rules run over everything recorded; their evidence names
+lines of the `--record` file. Every check that did not run is listed as skipped with the
+reason, so a report always holds the same ids. Raises `CouldNotRun` when the agent cannot be
+started or exits before answering `initialize`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 
-from acp import RequestError, spawn_agent_process
+from acp import RequestError
+from acp.client.connection import ClientSideConnection
 from acp.interfaces import Agent, Client
 from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
@@ -31,6 +35,7 @@ from steerable_bridge.conformance.validators.agent_probes import (
     AgentProbe,
     CouldNotRun,
 )
+from steerable_bridge.conformance.validators.agent_process import agent_process
 from steerable_bridge.conformance.validators.report import Check, Report
 from steerable_bridge.conformance.validators.transcript import Transcript
 
@@ -84,19 +89,27 @@ async def check_acp_agent(
     workdir = tempfile.mkdtemp(prefix="steerable-check-acp-")
     with tempfile.TemporaryFile() as stderr:
         try:
-            async with (
-                spawn_agent_process(
+            async with agent_process(
+                command,
+                env=dict(os.environ if env is None else env),
+                cwd=workdir,
+                stderr=stderr,
+            ) as agent:
+                process = agent.process
+                assert process.stdin is not None and process.stdout is not None
+                conn = ClientSideConnection(
                     cast(Client, client),  # a plain class: unimplemented → method not found
-                    command[0],
-                    *command[1:],
-                    env=dict(os.environ if env is None else env),
-                    cwd=workdir,
-                    transport_kwargs={"stderr": stderr},
+                    process.stdin,
+                    process.stdout,
                     observers=[transcript.observe],
-                ) as (conn, process)
-            ):
-                probe = AgentProbe(conn, process, transcript, client, settings, workdir)
-                checks = await _run_checks(probe, stderr)
+                )
+                try:
+                    probe = AgentProbe(
+                        conn, process, transcript, client, settings, workdir, lambda: _tail(stderr)
+                    )
+                    checks = await _run_checks(probe, stderr)
+                finally:
+                    await conn.close()
         except (FileNotFoundError, PermissionError) as err:
             raise CouldNotRun(f"could not start {command[0]!r}: {err}") from None
         finally:
@@ -104,8 +117,42 @@ async def check_acp_agent(
                 transcript.write_jsonl(record)
             with contextlib.suppress(OSError):
                 os.rmdir(workdir)
+    checks = _with_skips(checks)
     checks.extend(_transcript_rules(transcript))
     return Report("acp-agent-check", " ".join(command), tuple(checks))
+
+
+AGENT_CHECKS = (
+    "agent.initialize",
+    "agent.initialize.schema",
+    "agent.initialize.version",
+    "agent.initialize.capabilities",
+    "agent.session.new",
+    "agent.prompt",
+    "agent.prompt.nothing_after_response",
+    "agent.cancel.stop_reason",
+    "agent.cancel.nothing_after_response",
+    "agent.unknown_method",
+    "agent.unknown_extension_method",
+    "agent.malformed_json.parse_error",
+    "agent.malformed_json.alive",
+    "agent.session.load",
+    "agent.session.resume",
+)
+"""Every agent-side check, in report order; one that did not run is reported as skipped."""
+
+
+def _with_skips(checks: list[Check]) -> list[Check]:
+    """`checks` plus a skipped entry, with the reason, for every check that did not run."""
+    graded = {check.id for check in checks}
+    if "agent.initialize" in graded:
+        why = "not run: initialize did not succeed, so nothing else could be asked"
+    else:
+        why = "not run: an earlier step it depends on did not succeed"
+        graded.add("agent.initialize")  # reported through its .schema / .version parts
+    order = {check_id: n for n, check_id in enumerate(AGENT_CHECKS)}
+    missing = [Check(i, "skipped", why) for i in AGENT_CHECKS if i not in graded]
+    return sorted([*checks, *missing], key=lambda c: order.get(c.id, len(order)))
 
 
 _SESSION_CHECKS = (
@@ -137,6 +184,11 @@ async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
             second = await probe.new_session(record=False)
             if second is not None:
                 await probe.cancel(second)
+            else:
+                probe.skip(
+                    ("agent.cancel.stop_reason", "agent.cancel.nothing_after_response"),
+                    "a second session/new (for the cancel probe) did not succeed",
+                )
     await probe.unknown_method()
     await probe.malformed_json()
     caps = init.agent_capabilities
@@ -169,18 +221,19 @@ def _transcript_rules(transcript: Transcript) -> list[Check]:
 
     # Our deliberate probes (an unknown method, a broken line) and the agent's answers to
     # them are not conversation traffic; the rules would rightly flag the probes themselves.
-    messages = [m for m in transcript.messages() if not _is_probe(m["message"])]
+    kept = [m for m in transcript.messages() if not _is_probe(m["message"])]
+    messages = [{"sender": m["sender"], "message": m["message"]} for m in kept]
     return checks_from_findings(
-        check_acp_transcript(messages),
+        check_acp_transcript(messages, lines=[m["line"] for m in kept]),
         clean_id="transcript.rules",
         clean_evidence=f"{len(messages)} JSON-RPC messages keep every ACP transcript rule",
     )
 
 
 def _is_probe(message: dict[str, Any]) -> bool:
-    request_id = message.get("id", 0)
-    if request_id is None and "error" in message:
-        return True
+    if "error" in message and "method" not in message and message.get("id") is None:
+        return True  # the answer to our broken line: id null, or (codex-acp) no id at all
+    request_id = message.get("id")
     return isinstance(request_id, str) and request_id.startswith(PROBE_ID_PREFIX)
 
 

@@ -115,14 +115,21 @@ class Transcript:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def messages(self) -> list[dict[str, Any]]:
-        """`{"sender", "message"}` dicts in wire order, the shape the conformance rules read.
+    def _all(self) -> list[TranscriptEntry]:
+        """Every entry in record order; responses still held back (never asked) come last."""
+        return [*self._entries, *self._early.values()]
 
-        Raw notes are left out; responses still held back (their request never observed)
-        come last.
+    def messages(self) -> list[dict[str, Any]]:
+        """`{"sender", "message", "line"}` dicts in wire order (the rules read the first two).
+
+        `line` is the message's 1-based line in the file `write_jsonl` writes, so evidence
+        can point into it. Raw notes are left out.
         """
-        entries = [*self._entries, *self._early.values()]
-        return [{"sender": e.sender, "message": e.message} for e in entries if e.raw is None]
+        return [
+            {"sender": e.sender, "message": e.message, "line": n}
+            for n, e in enumerate(self._all(), start=1)
+            if e.raw is None
+        ]
 
     def since(self, index: int) -> list[TranscriptEntry]:
         return self._entries[index:]
@@ -155,7 +162,7 @@ class Transcript:
     def write_jsonl(self, path: str | Path) -> Path:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("".join(e.to_json() + "\n" for e in self._entries), encoding="utf-8")
+        target.write_text("".join(e.to_json() + "\n" for e in self._all()), encoding="utf-8")
         return target
 
 

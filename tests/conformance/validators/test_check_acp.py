@@ -114,3 +114,88 @@ def test_the_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "FAIL    agent.initialize.version" in out
     assert "SKIPPED agent.prompt" in out
     assert report.exists() and report.with_suffix(".xml").exists()
+
+
+CHATTY = str(Path(__file__).with_name("chatty_acp_agent.py"))
+
+
+def _gone(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status  # ended, waiting for init to reap it
+
+
+async def test_legal_session_updates_after_responses_are_not_failures(tmp_path: Path) -> None:
+    """Session-level updates after responses, session news before the turn's first text,
+    a launcher that leaves a child running: all legal, none a failure; the child is ended."""
+    pid_file = tmp_path / "child.pid"
+    record = tmp_path / "transcript.jsonl"
+    report = await check_acp_agent(
+        [sys.executable, CHATTY, "--launcher"],
+        env={**os.environ, "CHATTY_CHILD_PID": str(pid_file)},
+        settings=QUICK,
+        record=record,
+    )
+    # The SDK's agent side drops a broken JSON line without the -32700 JSON-RPC requires:
+    # the one true finding.
+    assert {c.id for c in report.failed} == {"agent.malformed_json.parse_error"}, report.to_text()
+    got = {c.id: c for c in report.checks}
+    for check_id in (
+        "agent.prompt.nothing_after_response",
+        "agent.cancel.stop_reason",
+        "agent.cancel.nothing_after_response",
+        "agent.session.load",
+        "agent.session.resume",
+        "transcript.rules",
+    ):
+        assert got[check_id].status == "pass", got[check_id]
+    assert "after its first agent_message_chunk" in got["agent.cancel.stop_reason"].evidence
+    lines = record.read_text().splitlines()
+    assert any("usage_update" in line for line in lines)  # they were sent, and allowed
+    child = int(pid_file.read_text())
+    assert _gone(child), "the launcher's child outlived the check"
+
+
+async def test_an_upstream_failure_reported_as_an_error_could_not_be_checked() -> None:
+    report = await check_acp_agent([sys.executable, CHATTY, "--upstream-error"], settings=QUICK)
+    got = {c.id: c for c in report.checks}
+    prompt = got["agent.prompt"]
+    assert prompt.status == "skipped" and prompt.evidence.startswith("could not check")
+    assert "provider answered 503: model overloaded" in prompt.evidence  # data.details kept
+    assert got["agent.cancel.stop_reason"].status == "skipped"
+    assert "agent.prompt" not in {c.id for c in report.failed}
+
+
+async def test_every_check_appears_in_the_report_and_skips_say_why() -> None:
+    report = await check_acp_agent([sys.executable, BROKEN, "--needs-login"], settings=QUICK)
+    from steerable_bridge.conformance.validators.check_acp import AGENT_CHECKS
+
+    ids = [c.id for c in report.checks]
+    assert set(AGENT_CHECKS) - {"agent.initialize"} <= set(ids)
+    assert all(c.evidence for c in report.checks if c.status == "skipped")
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "data", "expected"),
+    [
+        (-32000, "Authentication required", None, True),
+        (-32603, "Internal error", {"details": "OPENAI_API_KEY is not set"}, True),
+        (-32603, "request failed", {"details": "401 Unauthorized"}, True),
+        (-32603, "Not logged in · Please run /login", None, True),
+        (-32603, "invalid token", None, True),
+        (-32603, "prompt is 200000 tokens, over the context window", None, False),
+        (-32603, "max_tokens must be positive", None, False),
+        (-32603, "the author field is required", None, False),
+        (-32603, "OAuth callback server crashed", {"details": "EADDRINUSE"}, False),
+    ],
+)
+def test_the_credential_heuristic_is_narrow(
+    code: int, message: str, data: object, expected: bool
+) -> None:
+    from acp import RequestError
+
+    from steerable_bridge.conformance.validators.agent_probes import needs_credentials
+
+    assert needs_credentials(RequestError(code, message, data)) is expected
