@@ -123,6 +123,9 @@ class ModelInfo:
     route: str
     context_window: int | None = None
     accepts_images: bool = False
+    accepts_documents: bool = False
+    """Whether the model reads PDF documents (a `ResourcePart` whose uri is a base64
+    `data:application/pdf` URI)."""
     needs_api_key_env: str | None = None
     """An environment variable the route needs but does not have (None when usable)."""
 

@@ -180,6 +180,7 @@ class AnthropicProvider:
             route=f"anthropic:{config.model}",
             context_window=config.context_window,
             accepts_images=config.accepts_images,
+            accepts_documents=True,
             needs_api_key_env=config.key_env if config.needs_key else None,
         )
 

@@ -3,7 +3,8 @@
 `request_body(request, ...)` turns an immutable `ModelRequest` into the JSON body of a
 streaming `POST /v1/messages` call: the system prompt as a text block, user turns with text,
 image and document blocks, assistant turns with their signed thinking (or redacted thinking)
-blocks first, then text, then `tool_use` blocks, and every run of tool results folded into
+blocks first, then text, then `tool_use` blocks (documents are embedded text, a base64 PDF
+`data:` URI or a PDF URL), and every run of tool results folded into
 the one user turn that must follow the assistant's calls. Consecutive turns of one role are
 merged, since the API wants them alternating. Cache breakpoints are placed afterwards by
 `cache_shaping.py` on the finished body.
@@ -66,6 +67,7 @@ IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The image types the Messages API accepts as base64 sources."""
 
 Block = dict[str, Any]
+_PDF_DATA = "data:application/pdf;base64,"
 
 
 def request_body(
@@ -181,14 +183,27 @@ def _part(part: ToolContent, accepts_images: bool, *, in_result: bool) -> Block:
             "type": "image",
             "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
         }
-    if isinstance(part, ResourcePart) and part.text is not None and not in_result:
-        document: Block = {
-            "type": "document",
-            "source": {"type": "text", "media_type": "text/plain", "data": part.text},
-            "title": part.name or part.uri,
-        }
-        return document
+    if isinstance(part, ResourcePart) and not in_result:
+        source = _document_source(part)
+        if source is not None:
+            title = part.name or (None if part.uri.startswith("data:") else part.uri)
+            return {"type": "document", "source": source, **({"title": title} if title else {})}
     return {"type": "text", "text": _as_text(part)}
+
+
+def _document_source(part: ResourcePart) -> Block | None:
+    """A `document` source for embedded text, a base64 PDF data URI or a PDF on the web."""
+    if part.text is not None:
+        return {"type": "text", "media_type": "text/plain", "data": part.text}
+    if part.uri.startswith(_PDF_DATA):
+        return {
+            "type": "base64",
+            "media_type": "application/pdf",
+            "data": part.uri[len(_PDF_DATA) :],
+        }
+    if part.mime_type == "application/pdf" and part.uri.startswith(("https://", "http://")):
+        return {"type": "url", "url": part.uri}
+    return None
 
 
 def _as_text(part: ToolContent) -> str:
@@ -200,6 +215,8 @@ def _as_text(part: ToolContent) -> str:
     if isinstance(part, ResourcePart):
         if part.text is not None:
             return f'<resource uri="{part.uri}">\n{part.text}\n</resource>'
+        if part.uri.startswith("data:"):
+            return f"[document {part.name or ''} ({part.mime_type or 'binary'}) not shown here]"
         return f"[resource {part.name or ''} {part.uri}]".replace("  ", " ")
     if isinstance(part, DiffContent):
         action = "created" if part.old_text is None else "edited"

@@ -155,6 +155,9 @@ def _as_text(part: ToolContent) -> str:
     if isinstance(part, ResourcePart):
         if part.text is not None:
             return f'<resource uri="{part.uri}">\n{part.text}\n</resource>'
+        if part.uri.startswith("data:"):  # never paste an embedded binary into the prompt
+            kind = part.mime_type or "binary"
+            return f"[document {part.name or ''} ({kind}) not shown to this model]"
         return f"[resource {part.name or ''} {part.uri}]".replace("  ", " ")
     if isinstance(part, DiffContent):
         action = "created" if part.old_text is None else "edited"

@@ -420,6 +420,7 @@ class AcpAgent:
                 read_text=self._reader(state),
                 accepts_images=provider.info.accepts_images,
                 route=session.model,
+                accepts_documents=provider.info.accepts_documents,
             )
             turn = TurnInput(content=parts, traceparent=_traceparent(kwargs))
             outcome = await session.prompt(turn, state.emit, cancel=token, provider=provider)

@@ -5,7 +5,10 @@ text; `image` as an `ImagePart` when the model takes images, else a note saying 
 silent drop); embedded `resource` text as a `ResourcePart` with its text; `resource_link`
 read through the client's `fs/read_text_file` when the client offers it, else from disk
 inside the session's working directory (anything outside it, or unreadable, stays a link
-plus a note that says why). Binary blobs and audio become notes. Every read is bounded.
+plus a note that says why). An embedded PDF becomes a `ResourcePart` with a base64
+`data:application/pdf` URI (its original uri as the name) when the model reads documents;
+other binary blobs, and PDFs for models that do not, and audio become notes. Every read is
+bounded.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ async def prompt_parts(
     read_text: ReadText | None,
     accepts_images: bool,
     route: str,
+    accepts_documents: bool = False,
 ) -> tuple[ContentPart, ...]:
     """The content of one prompt, in block order."""
     parts: list[ContentPart] = []
@@ -132,12 +136,26 @@ async def prompt_parts(
                         route=route,
                     )
                 )
+            elif resource.mime_type == "application/pdf" and accepts_documents:
+                parts.append(
+                    ResourcePart(
+                        uri=f"data:application/pdf;base64,{resource.blob}",
+                        mime_type="application/pdf",
+                        name=resource.uri,
+                    )
+                )
             else:
+                pdf = resource.mime_type == "application/pdf"
                 parts.append(
                     TextPart(
                         text=f"[the attached binary resource {resource.uri}"
                         f" ({resource.mime_type or 'unknown type'}) was left out:"
-                        " only text resources and images can be passed to the model]"
+                        + (
+                            f" the model {route} does not read PDF documents; switch to one"
+                            " that does (an anthropic: route) with /model to include it]"
+                            if pdf
+                            else " only text resources, images and PDFs can be passed to the model]"
+                        )
                     )
                 )
         else:
