@@ -28,7 +28,6 @@ from steerable_bridge.runtime.log import SessionLog, now_ms
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.observe import Observer
 from steerable_bridge.runtime.permissions import Approval
-from steerable_bridge.runtime.pseudo_calls import RecoveringProvider
 from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.registry import PromptSection, Registry, Scope
 from steerable_bridge.runtime.routing import ModelRouter
@@ -95,15 +94,6 @@ class Agent:
         self.hooks: Registry[Hook] = Registry()
         self.calibration = TokenCalibration()
         self._sessions: dict[str, Session] = {}
-
-    def provider(self, route: str) -> ModelProvider:
-        """The provider for `route`, wrapped in pseudo tool-call recovery when the quality
-        layer runs for it. Raises `RouteError`."""
-        provider = self.router.resolve(route)
-        quality = self.config.quality
-        if quality.recover_tool_calls and quality.active_for(route):
-            return RecoveringProvider(provider)
-        return provider
 
     def scope_of(self, session: Session) -> Scope:
         return (session.id,)

@@ -10,7 +10,8 @@
    (`quality.py`) may end it on a budget (`budget_exhausted`) or wrap it up (tools closed);
    snapshot tools and prompt, pass the request through the `pre_step` hooks; log the
    full `model_request`; stream the provider, logging every chunk as text / reasoning /
-   tool-call events; `model_response` and `usage_updated` (plus a `hook_action` when the
+   tool-call events (tool calls the model wrote as text are recovered into real ones,
+   `pseudo_calls.py`); `model_response` and `usage_updated` (plus a `hook_action` when the
    prompt-cache hit rate has collapsed, `cache_drift.py`); run the tool calls in order
    (permission first when needed; parallel-safe calls concurrently, results still logged in
    call order); `step_finished`.
@@ -47,6 +48,7 @@ from steerable_bridge.runtime.hooks import (
 )
 from steerable_bridge.runtime.model import (
     FinishReason,
+    ModelChunk,
     ModelRequest,
     ModelResponse,
     ProviderError,
@@ -55,6 +57,7 @@ from steerable_bridge.runtime.model import (
     ToolCallChunk,
 )
 from steerable_bridge.runtime.projection import project_history
+from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter, text_call_prefix
 from steerable_bridge.runtime.quality import TurnGuard
 from steerable_bridge.runtime.tool_batch import ToolBatch
 from steerable_bridge.runtime.tools import parse_arguments
@@ -244,6 +247,7 @@ class _Turn:
         await self.emit(ev.ModelRequestEvent, step=step, request=request)
         response: ModelResponse | None = None
         assistant_id = self.new_id("msg")
+        recovery = self.text_recovery(request)  # None unless calls written as text count
         with ctx.cancel.scope():
             try:
                 with anyio.fail_after(ctx.settings.model_timeout_s):
@@ -255,10 +259,15 @@ class _Turn:
                                 " this is a bug in the provider adapter",
                             )
                         if isinstance(item, TextChunk):
-                            await self._text(item.delta)
+                            if recovery is None or recovery.plain(item.delta):
+                                await self._text(item.delta)  # the common case, kept cheap
+                            else:
+                                await self._recovered(recovery.feed(item.delta), assistant_id)
                         elif isinstance(item, ReasoningChunk):
                             await self._reasoning(item)
                         elif isinstance(item, ToolCallChunk):
+                            if recovery is not None:  # held text goes before a real call
+                                await self._recovered(recovery.finish(), assistant_id)
                             await self._tool_chunk(item, assistant_id)
                         elif isinstance(item, ModelResponse):
                             response = item
@@ -281,6 +290,8 @@ class _Turn:
                 "provider_protocol",
                 "the model stream ended without a final response (connection cut or adapter bug)",
             )
+        if recovery is not None:
+            await self._recovered(recovery.finish(), assistant_id)
         await self._close_stream()
         calls = [await self._end_call(call_id) for call_id in list(self.streaming_calls)]
         self.usage = self.usage + response.usage
@@ -317,6 +328,20 @@ class _Turn:
             )
         )
         return finish, calls
+
+    def text_recovery(self, request: ModelRequest) -> PseudoCallFilter | None:
+        """A filter that recovers tool calls written as text, when the quality layer runs
+        and the step offers tools (see `pseudo_calls.py`)."""
+        if request.tools and self.guard.active and self.ctx.quality.recover_tool_calls:
+            return PseudoCallFilter(request.tools, id_prefix=text_call_prefix(request))
+        return None
+
+    async def _recovered(self, chunks: list[ModelChunk], assistant_id: str) -> None:
+        for chunk in chunks:
+            if isinstance(chunk, TextChunk):
+                await self._text(chunk.delta)
+            elif isinstance(chunk, ToolCallChunk):
+                await self._tool_chunk(chunk, assistant_id)
 
     async def completion_needs_another_step(self) -> bool:
         """Ask the `before_completion` hooks about this step's answer; True to go on."""

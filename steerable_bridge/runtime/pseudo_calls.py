@@ -1,31 +1,26 @@
 """Pseudo tool-call recovery: calls a model wrote as text become real tool calls.
 
-`RecoveringProvider` wraps a `ModelProvider` (a decorator around the port: the loop does not
-know it is there). When a request offers tools, the text the model streams goes through a
-`PseudoCallFilter`: the streaming stripper (`tool_text.py`) holds back only what may be
-markup, the format parsers (`tool_formats.py`) read each candidate, and a candidate becomes
-`ToolCallChunk`s (with `recovered_from` set to its format) only when every call in it names
-an offered tool and its arguments validate against that tool's schema. Anything else,
-including markup shown inside code and calls to tools that were not offered, is passed on
-as the exact text the model wrote. The loop logs each recovered call as `hook_action`
-`recover_tool_call` and runs it like any other call (permission included).
+When the quality layer runs and a step offers tools, the loop passes the text the model
+streams through a `PseudoCallFilter`: the streaming stripper (`tool_text.py`) holds back
+only what may be markup, the format parsers (`tool_formats.py`) read each candidate, and a
+candidate becomes `ToolCallChunk`s (with `recovered_from` set to its format) only when
+every call in it names an offered tool and its arguments validate against that tool's
+schema. Anything else, including markup shown inside code and calls to tools that were not
+offered, comes out as the exact text the model wrote. The loop logs each recovered call as
+`hook_action` `recover_tool_call` and runs it like any other call (permission included).
+`plain(delta)` is the cheap test for the common case (prose while nothing is held), so the
+loop pays almost nothing for text that holds no markup.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any
 
 from steerable_bridge.runtime.model import (
     ModelChunk,
-    ModelInfo,
-    ModelProvider,
     ModelRequest,
-    ModelResponse,
-    ModelStreamItem,
     TextChunk,
     ToolCallChunk,
     ToolSpec,
@@ -35,7 +30,7 @@ from steerable_bridge.runtime.tool_text import Markup, MarkupStripper, Piece
 from steerable_bridge.runtime.tools import schema_error
 from steerable_bridge.runtime.values import canonical_json
 
-__all__ = ["PseudoCallFilter", "RecoveringProvider"]
+__all__ = ["PseudoCallFilter", "text_call_prefix"]
 
 
 class PseudoCallFilter:
@@ -46,6 +41,10 @@ class PseudoCallFilter:
         self._stripper = MarkupStripper()
         self._prefix = id_prefix
         self.recovered = 0
+
+    def plain(self, delta: str) -> bool:
+        """True when `delta` passes unchanged (no need to call `feed`)."""
+        return self._stripper.plain(delta)
 
     def feed(self, delta: str) -> list[ModelChunk]:
         return self._resolve(self._stripper.feed(delta))
@@ -111,36 +110,7 @@ def _typed(value: Any) -> Any:
         return value
 
 
-class RecoveringProvider:
-    """A provider whose text is searched for tool calls; see the module docstring."""
-
-    def __init__(self, inner: ModelProvider) -> None:
-        self.inner = inner
-
-    @property
-    def info(self) -> ModelInfo:
-        return self.inner.info
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
-        if not request.tools:
-            async for item in self.inner.stream(request):
-                yield item
-            return
-        recovery = PseudoCallFilter(request.tools, id_prefix=_id_prefix(request))
-        async for item in self.inner.stream(request):
-            if isinstance(item, TextChunk):
-                for chunk in recovery.feed(item.delta):
-                    yield chunk
-                continue
-            if isinstance(item, ToolCallChunk | ModelResponse):
-                for chunk in recovery.finish():  # held text goes before a native call or the end
-                    yield chunk
-            if isinstance(item, ModelResponse) and recovery.recovered:
-                item = replace(item, finish_reason="tool_calls")
-            yield item
-
-
-def _id_prefix(request: ModelRequest) -> str:
+def text_call_prefix(request: ModelRequest) -> str:
     """Ids for recovered calls, unique per step of a session and the same on every replay."""
     last = request.messages[-1] if request.messages else None
     seed = f"{len(request.messages)}|{last.role if last else ''}|{last.text if last else ''}"

@@ -105,7 +105,7 @@ class Session:
                     route = self.model
                     await self.catch_up()
                     if provider is None or self.model != route:  # another process switched it
-                        provider = self.agent.provider(self.model)
+                        provider = self.agent.router.resolve(self.model)
                     if on_start is not None:
                         on_start(token)
                     return await self._run(turn, sink, token, provider)

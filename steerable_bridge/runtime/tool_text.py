@@ -234,25 +234,26 @@ class MarkupStripper:
         self._confirmed = False
         self._whole: str | None = None  # "json", "list" or "fence" while a reply may be a call
         self._at_start = whole_reply
+        self._idle = not whole_reply
+        """Nothing held, no open candidate, not in code, past the start: plain text passes."""
 
     # -- public ---------------------------------------------------------------------------
+
+    def plain(self, delta: str) -> bool:
+        """True when `delta` may be shown as it is and leaves the state unchanged (the
+        common case: prose while nothing is held); then `feed` need not be called."""
+        return self._idle and "<" not in delta and "[" not in delta and "`" not in delta
 
     def feed(self, delta: str) -> list[Piece]:
         """Add text; returns what can be decided now, in order."""
         if not delta:
             return []
-        if (
-            not self._buf
-            and self._open is None
-            and not self._at_start
-            and not self._fence
-            and not self._inline
-            and _INTEREST.search(delta) is None
-        ):
-            return [delta]  # the common case: plain prose
+        if self.plain(delta):
+            return [delta]
         self._buf += delta
         out: list[Piece] = []
         self._scan(out)
+        self._idle = not (self._buf or self._open or self._at_start or self._fence or self._inline)
         return out
 
     def finish(self) -> list[Piece]:
@@ -267,6 +268,7 @@ class MarkupStripper:
             out.append(buf)
         self._open = self._balance = None
         self._whole = None
+        self._idle = not (self._at_start or self._fence or self._inline)
         return _merge(out)
 
     # -- scanning -------------------------------------------------------------------------

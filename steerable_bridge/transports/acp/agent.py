@@ -407,7 +407,7 @@ class AcpAgent:
         if reply is not None:
             return reply
         try:
-            provider = self.agent.provider(session.model)
+            provider = self.agent.router.resolve(session.model)
         except RouteError as error:
             raise errors.route_failed(error.code, error.message) from None
         if provider.info.needs_api_key_env:
