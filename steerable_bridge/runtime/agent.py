@@ -25,7 +25,6 @@ from anyio.abc import TaskStatus
 
 from steerable_bridge.runtime.hooks import Hook
 from steerable_bridge.runtime.log import SessionLog, now_ms
-from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.observe import Observer
 from steerable_bridge.runtime.permissions import Approval
 from steerable_bridge.runtime.quality import QualitySettings
