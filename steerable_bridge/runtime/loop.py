@@ -248,6 +248,7 @@ class _Turn:
         response: ModelResponse | None = None
         assistant_id = self.new_id("msg")
         recovery = self.text_recovery(request)  # None unless calls written as text count
+        plain = recovery.plain if recovery is not None else None
         with ctx.cancel.scope():
             try:
                 with anyio.fail_after(ctx.settings.model_timeout_s):
@@ -259,9 +260,9 @@ class _Turn:
                                 " this is a bug in the provider adapter",
                             )
                         if isinstance(item, TextChunk):
-                            if recovery is None or recovery.plain(item.delta):
+                            if plain is None or plain(item.delta):
                                 await self._text(item.delta)  # the common case, kept cheap
-                            else:
+                            elif recovery is not None:
                                 await self._recovered(recovery.feed(item.delta), assistant_id)
                         elif isinstance(item, ReasoningChunk):
                             await self._reasoning(item)

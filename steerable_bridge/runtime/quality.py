@@ -10,8 +10,9 @@ into a bounded, logged outcome instead of a runaway turn:
   the turn wraps up: the next step offers no tools and the model is asked for its answer.
 - **dedup**: a call identical (name and canonical arguments) to one that already completed
   in this turn is not run again; the model gets the earlier result with a note
-  (`hook_action` `dedup`). A call that changes things (not read-only) forgets earlier
-  results, since they may be stale. After `dedup_limit` dedups the turn wraps up.
+  (`hook_action` `dedup`). A call that changes things (not read-only) makes the turn
+  forget the results before it, since they may be stale. After `dedup_limit` dedups the
+  turn wraps up.
 - **error breaker**: after `error_breaker` consecutive failed calls, the rest of the batch
   is skipped with synthetic failed results (`breaker_skipped`) and the model is told why.
 
@@ -179,7 +180,7 @@ class TurnGuard:
             self.consecutive_errors = 0
             if call.kind not in READ_ONLY_KINDS:
                 self._results.clear()  # it may have changed what earlier calls saw
-            elif call.key is not None:
+            if call.key is not None:
                 self._results[call.key] = (event.call_id, event.content)
         elif event.status == "failed":
             code = event.error.code if event.error is not None else ""

@@ -184,6 +184,9 @@ _BY_FIRST: dict[str, tuple[_Opener, ...]] = {
     c: tuple(o for o in _OPENERS if o.text[0] == c) for c in {o.text[0] for o in _OPENERS}
 }
 _INTEREST = re.compile(r"[<\[`\n]")
+_may_open = re.compile("<(?:[tfmi|\uff5c]|$)|\\[(?:T|$)|`").search
+"""Where markup or code may start: `<` or `[` followed by the second character of an
+opener (or by the end of the delta), or a backtick. Checked against `_OPENERS` in tests."""
 
 
 # -- whole-reply candidates ----------------------------------------------------------------
@@ -242,7 +245,9 @@ class MarkupStripper:
     def plain(self, delta: str) -> bool:
         """True when `delta` may be shown as it is and leaves the state unchanged (the
         common case: prose while nothing is held); then `feed` need not be called."""
-        return self._idle and "<" not in delta and "[" not in delta and "`" not in delta
+        return self._idle and (
+            ("<" not in delta and "[" not in delta and "`" not in delta) or _may_open(delta) is None
+        )
 
     def feed(self, delta: str) -> list[Piece]:
         """Add text; returns what can be decided now, in order."""

@@ -175,3 +175,12 @@ async def test_recovery_is_off_when_quality_is_off() -> None:
     _, seen = await prompt(await agent.new_session("/w"))
     assert "".join(e.delta for e in of(seen, ev.TextDelta)) == markup
     assert of(seen, ev.ToolCallEnd) == []
+
+
+def test_the_fast_path_knows_how_every_marker_starts() -> None:
+    from steerable_bridge.runtime.tool_text import _OPENERS, _may_open
+
+    for opener in _OPENERS:
+        assert _may_open("x" + opener.text[:2]) is not None, opener.text
+        assert _may_open("x" + opener.text[0]) is not None, opener.text  # may continue
+    assert _may_open("a < b and [x] <b>") is None

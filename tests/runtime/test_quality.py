@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
 from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import TextPart
@@ -67,7 +68,7 @@ async def test_a_repeated_call_is_answered_from_the_earlier_result_without_runni
     assert_well_formed(seen)
 
 
-async def test_dedup_never_asks_permission_and_forgets_results_after_a_change() -> None:
+async def test_dedup_forgets_results_after_a_change() -> None:
     model = scripted(
         {"tool_calls": [call("c1", "look", text="x")]},
         {"tool_calls": [call("c2", "change", text="y")]},
@@ -79,6 +80,28 @@ async def test_dedup_never_asks_permission_and_forgets_results_after_a_change() 
     _, seen = await prompt(session)
     assert [e.call_id for e in of(seen, ev.ToolStarted)] == ["c1", "c2", "c3"]
     assert actions(seen) == []
+
+
+async def test_a_repeated_call_that_needs_permission_is_not_asked_again() -> None:
+    asked: list[str] = []
+
+    async def ask(request: PermissionRequest) -> PermissionAnswer:
+        asked.append(request.call.call_id)
+        return PermissionAnswer(outcome="allow_once", option_id="allow_once")
+
+    model = scripted(
+        {"tool_calls": [call("c1", "run", text="make")]},
+        {"tool_calls": [call("c2", "run", text="make")]},
+        {"text": "built"},
+    )
+    agent = make_agent(model, tools=[text_tool("run", kind="execute")], quality=ON)
+    session = await agent.new_session("/w")
+    session.policy = StaticPolicy("ask", ask)
+    _, seen = await prompt(session)
+    assert asked == ["c1"]
+    assert [e.call_id for e in of(seen, ev.PermissionRequested)] == ["c1"]
+    assert [e.call_id for e in of(seen, ev.ToolStarted)] == ["c1"]
+    assert actions(seen) == [("dedup", "dedup")]
 
 
 async def test_a_model_stuck_repeating_is_steered_to_a_final_answer_after_three_dedups() -> None:
