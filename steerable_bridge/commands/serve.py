@@ -15,12 +15,18 @@ the AG-UI approval interrupt guards edits and commands). `GET /metrics` serves P
 metrics (runs, latencies, tokens, open streams, store appends; behind `--token` too). Logs
 (uvicorn's too) go to stderr as `--log-level`, `--log-file` and `--log-format text|json` say
 (`logs.py`). The standard `OTEL_*` variables turn on OpenTelemetry traces of every run
-(`telemetry.py`). Stops on Ctrl-C.
+(`telemetry.py`). `--workers N` (or `STEERABLE_WORKERS`) serves the port from N processes
+under uvicorn's supervisor (it restarts a worker that dies): the socket is bound once here
+and inherited, each worker builds its own agent from the same options (`worker_app`, which
+reads them from `STEERABLE_SERVE_OPTIONS`), and they share the store — SQLite or
+PostgreSQL, never `memory` — which keeps a thread's run in one process and carries steer
+and stop requests to it. Stops on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 from typing import Any
@@ -85,17 +91,23 @@ def register(subparsers: Any) -> None:
     )
     add_tool_process_options(parser)
     add_log_options(parser, default_level="info")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("STEERABLE_WORKERS", "1") or "1"),
+        help="processes serving the port, sharing the store (default: $STEERABLE_WORKERS or 1)",
+    )
     parser.set_defaults(func=main)
+
+
+OPTIONS_ENV = "STEERABLE_SERVE_OPTIONS"
+"""How `main` hands the parsed options to the worker processes it starts (JSON)."""
 
 
 def main(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
-    from steerable_bridge.adapters.tools.builtin import builtin_tools
-    from steerable_bridge.commands.telemetry import tracing_observers
-    from steerable_bridge.transports.agui.app import create_app
-    from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS, exposure_problem
+    from steerable_bridge.transports.agui.guard import exposure_problem
     from steerable_bridge.transports.agui.http_errors import json_error_protocol
 
     configure_logging(args)
@@ -106,7 +118,55 @@ def main(args: argparse.Namespace) -> int:
     problem = exposure_problem(args.host, token=args.token or None, insecure=args.insecure_no_token)
     if problem is not None:
         raise ConfigError(problem)
+    if args.workers < 1:
+        raise ConfigError("--workers must be at least 1")
+    if args.workers > 1 and args.storage == "memory":
+        raise ConfigError(
+            "--workers needs a store the workers share: a SQLite file or postgresql://...,"
+            " not --storage memory"
+        )
+    app = build_app(args)  # every mistake in the options is reported here, before serving
+    sock = _bind(args)
+    port = sock.getsockname()[1]
+    shown = f"[{args.host}]" if sock.family == socket.AF_INET6 else args.host
+    print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
+    print(f"steerable-bridge: chat page http://{shown}:{port}/", flush=True)
+    if args.workers == 1:
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            log_level=args.log_level,
+            lifespan="on",
+            http=json_error_protocol(),
+        )
+        uvicorn.Server(config).run(sockets=[sock])
+        return 0
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[OPTIONS_ENV] = json.dumps(_options(args))
+    config = uvicorn.Config(  # by import path: the workers are spawned, not forked
+        f"{__name__}:worker_app",
+        factory=True,
+        workers=args.workers,
+        log_config=None,
+        log_level=args.log_level,
+        lifespan="on",
+        http=f"{__name__}:WorkerHttpProtocol",
+    )
+    Multiprocess(config, sockets=[sock]).run()
+    return 0
+
+
+def build_app(args: argparse.Namespace) -> Any:
+    """The AG-UI app for the parsed options (its agent opens nothing until first used)."""
+    from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
+    from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from steerable_bridge.commands.telemetry import tracing_observers
+    from steerable_bridge.transports.agui.app import create_app
+    from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS
+
     tools = builtin_tools(shared_state=True)
+    cwd = args.cwd
     if args.workspace is not None:
         from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 
@@ -115,20 +175,47 @@ def main(args: argparse.Namespace) -> int:
         names = {tool.name for tool in tools}
         offered = fixed_workspace_tools(args.workspace, policy=command_policy(args))
         tools += tuple(t for t in offered if t.name not in names)
-        args.cwd = args.workspace
+        cwd = args.workspace
     metrics = ServerMetrics()
     observers = [metrics, *tracing_observers()]
     agent = build_agent(args, tools=tools, observers=observers, wrap_store=metrics.timed_store)
-    app = create_app(
+    return create_app(
         agent,
         metrics=metrics,
         token=args.token or None,
         max_body=args.max_body,
         cors_origins=tuple(args.cors_origin),
-        cwd=args.cwd,
+        cwd=cwd,
         allowed_hosts=(args.host, *args.allowed_host),
         any_ip_host=args.host in WILDCARD_HOSTS,
     )
+
+
+def worker_app() -> Any:
+    """A worker's app, from the options `main` left in `STEERABLE_SERVE_OPTIONS`."""
+    raw = os.environ.get(OPTIONS_ENV)
+    if not raw:
+        raise ConfigError(f"{OPTIONS_ENV} is not set; start workers with serve --workers N")
+    args = argparse.Namespace(**json.loads(raw))
+    configure_logging(args)
+    return build_app(args)
+
+
+def __getattr__(name: str) -> Any:
+    """`WorkerHttpProtocol`: the JSON-error HTTP protocol, named by import path for workers."""
+    if name == "WorkerHttpProtocol":
+        from steerable_bridge.transports.agui.http_errors import json_error_protocol
+
+        return json_error_protocol()
+    raise AttributeError(name)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options as JSON-able values (the command's function is not an option)."""
+    return {key: value for key, value in vars(args).items() if not callable(value)}
+
+
+def _bind(args: argparse.Namespace) -> socket.socket:
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -140,16 +227,4 @@ def main(args: argparse.Namespace) -> int:
             f"cannot listen on {args.host}:{args.port} ({err.strerror}); pick another --port"
         ) from None
     sock.listen(2048)  # connections queue from the moment the URL is printed
-    port = sock.getsockname()[1]
-    shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host
-    print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
-    print(f"steerable-bridge: chat page http://{shown}:{port}/", flush=True)
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        log_level=args.log_level,
-        lifespan="on",
-        http=json_error_protocol(),
-    )
-    uvicorn.Server(config).run(sockets=[sock])
-    return 0
+    return sock

@@ -185,6 +185,12 @@ class Agent:
             SessionSignal(session_id=session_id, action="cancel", reason=reason)
         )
 
+    @property
+    def shares_store(self) -> bool:
+        """Whether other processes may use this store too (it carries signals between them),
+        so what this process holds in memory can fall behind it."""
+        return hasattr(self.store, "publish")
+
     async def owner_elsewhere(self, session_id: str) -> str | None:
         """The other process running a turn in the session (as the store names it), or None
         when none does — this process's own turns do not count."""

@@ -7,15 +7,15 @@ here, before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Or
 is refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer
 token when one is configured (401); the body (`body.py`): `application/json` only (415),
 a size limit checked on `Content-Length` and on the bytes read (413), strict JSON (422);
-schema validation (422 with the errors); and one run per thread (409 — unless the request asks to
-steer with `forwardedProps.steerable.steer: true`, when its message joins the running turn
-at the next step boundary and the response is a short stream: RUN_STARTED, CUSTOM
-`steerable.steer_absorbed`, RUN_FINISHED). CORS is added only for the origins given. Every
-error body is `{"error": {"code", "message"}}`, the message naming the remedy — a bug too
-(500, `internal_error`; the traceback only in the log). The app's
-lifespan shuts the agent down when the server stops (`Agent.aclose`: model providers'
-pooled HTTP clients, the store); a host that mounts the app without running its lifespan
-calls `agent.aclose()` itself.
+schema validation (422 with the errors); and one run per thread, in this process or any
+other sharing the store (409 — unless the request asks to steer or stop with
+`forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). CORS is added only for
+the origins given. Every error body is `{"error": {"code", "message"}}`, the message naming
+the remedy — a bug too (500, `internal_error`; the traceback only in the log). The app's
+lifespan relays signals from other processes to the turns this one runs
+(`Agent.relay_signals`) and shuts the agent down when the server stops (`Agent.aclose`:
+model providers' pooled HTTP clients, the store); a host that mounts the app without
+running its lifespan calls `agent.aclose()` itself.
 With `metrics` given, `GET /metrics` serves them as Prometheus text (`metered.py`), behind
 the bearer token too.
 """
@@ -31,7 +31,8 @@ from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
 
-from ag_ui.core import PROTOCOL_VERSION, RunAgentInput, UserMessage
+import anyio
+from ag_ui.core import PROTOCOL_VERSION, RunAgentInput
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -43,18 +44,17 @@ from starlette.routing import Route
 from steerable_bridge import __version__
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.transports.agui.body import BodyError, read_json
+from steerable_bridge.transports.agui.control import Control, Refusal
 from steerable_bridge.transports.agui.guard import WebGuard
-from steerable_bridge.transports.agui.inputs import InputError, content_parts, steer_requested
+from steerable_bridge.transports.agui.inputs import InputError, stop_requested
 from steerable_bridge.transports.agui.metered import (
     HttpMetrics,
     Produce,
     metered,
     metrics_response,
 )
-from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import EventStream
 from steerable_bridge.transports.agui.threads import Threads
-from steerable_bridge.transports.agui.wire import SseEncoder
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -100,6 +100,7 @@ class _Server:
         self.agent = agent
         self.metrics = metrics
         self.threads = Threads(agent, cwd=cwd)
+        self.control = Control(agent, self.threads, keepalive_s=keepalive_s)
         self.token = token
         self.max_body = max_body
         self.keepalive_s = keepalive_s
@@ -163,7 +164,15 @@ class _Server:
             )
         thread = self.threads.claim(run.thread_id)
         if thread is None:
-            return self._busy(run)
+            return await self._busy(run, None)
+        try:
+            owner = await self.agent.owner_elsewhere(run.thread_id)
+        except BaseException:
+            thread.busy = False
+            raise
+        if owner is not None or stop_requested(run):
+            thread.busy = False
+            return await self._busy(run, owner)
         try:
             traceparent = request.headers.get("traceparent")
             prepared = await self.threads.prepare(thread, run, traceparent=traceparent)
@@ -187,34 +196,11 @@ class _Server:
             keepalive_s=self.keepalive_s,
         )
 
-    def _busy(self, run: RunAgentInput) -> Response | EventStream:
-        thread = self.threads.get(run.thread_id)
-        session = thread.session
-        if steer_requested(run) and session is not None and session.running:
-            new = [
-                m for m in run.messages if m.id not in thread.known and isinstance(m, UserMessage)
-            ]
-            content = tuple(part for m in new for part in content_parts(m.content))
-            if content and session.steer(content):
-                thread.known |= {m.id for m in new}
-                renderer = AguiRenderer(thread_id=run.thread_id, run_id=run.run_id)
-                frames = SseEncoder(renderer).encode_models(
-                    renderer.derived_run(
-                        "steerable.steer_absorbed",
-                        {"messageIds": [m.id for m in new], "sessionId": session.id},
-                    )
-                )
-
-                async def produce(write: Any) -> None:
-                    await write(frames)
-
-                return EventStream(produce, keepalive_s=self.keepalive_s)
-        return error(
-            409,
-            "thread_busy",
-            f"thread {run.thread_id} is already running; wait for its RUN_FINISHED, abort it, or"
-            " send forwardedProps.steerable.steer: true to add your message to the running turn",
-        )
+    async def _busy(self, run: RunAgentInput, owner: str | None) -> Response | EventStream:
+        answer = await self.control.answer(run, owner)
+        if isinstance(answer, Refusal):
+            return error(answer.status, answer.code, answer.message)
+        return answer
 
 
 def create_app(
@@ -256,7 +242,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            async with anyio.create_task_group() as tasks:
+                await tasks.start(agent.relay_signals)
+                yield
+                tasks.cancel_scope.cancel()
         finally:
             await agent.aclose()
 

@@ -72,6 +72,15 @@ def steer_requested(run: RunAgentInput) -> bool:
     return isinstance(own, Mapping) and own.get("steer") is True
 
 
+def stop_requested(run: RunAgentInput) -> bool:
+    """True when `forwardedProps.steerable.stop` is true: stop the thread's running turn."""
+    props = run.forwarded_props
+    if not isinstance(props, Mapping):
+        return False
+    own = props.get("steerable")
+    return isinstance(own, Mapping) and own.get("stop") is True
+
+
 def speaks_1_0(run: RunAgentInput) -> bool:
     """True when the client declares AG-UI 1.0 or later in `RunAgentInput.protocolVersion`.
 

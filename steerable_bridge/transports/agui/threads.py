@@ -75,6 +75,14 @@ class Threads:
         return thread
 
     async def session_of(self, thread: Thread) -> Session:
+        """The thread's session, loaded on first use; when other processes share the store,
+        brought up to date with what they appended (their runs were streamed by them)."""
+        if thread.session is not None and self.agent.shares_store:
+            newer = await thread.session.refresh()
+            if newer:
+                thread.sent_seq = max(thread.sent_seq, newer[-1].seq)
+                view = thread.session.log.view()
+                thread.known |= known_ids(thread_messages(thread.thread_id, view))
         if thread.session is None:
             try:
                 session = await self.agent.load_session(thread.thread_id)

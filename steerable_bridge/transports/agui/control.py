@@ -1,0 +1,97 @@
+"""Requests for a thread whose turn is already running — here or in another process.
+
+A `RunAgentInput` for a thread that a run holds does not start a turn. `Control.answer`
+decides what it gets, the same whichever server process the request lands on (several
+`--workers`, or several servers sharing one PostgreSQL):
+
+- `forwardedProps.steerable.stop: true` cancels the running turn (through the store's
+  signals when another process runs it) and answers a short stream — RUN_STARTED, CUSTOM
+  `steerable.stop_requested`, RUN_FINISHED; with no turn running anywhere it is refused
+  (409 `thread_idle`);
+- `forwardedProps.steerable.steer: true` adds the request's new user messages to the running
+  turn at its next step boundary and answers RUN_STARTED, CUSTOM `steerable.steer_absorbed`,
+  RUN_FINISHED;
+- anything else is refused with 409 `thread_busy`, naming the process that runs it when it
+  is another one.
+
+Refusals come back as `Refusal` values; the app turns them into its error body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import RunAgentInput, UserMessage
+
+from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.transports.agui.inputs import content_parts, steer_requested, stop_requested
+from steerable_bridge.transports.agui.renderer import AguiRenderer
+from steerable_bridge.transports.agui.stream import EventStream
+from steerable_bridge.transports.agui.threads import Threads
+from steerable_bridge.transports.agui.wire import SseEncoder
+
+__all__ = ["Control", "Refusal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An HTTP error answer: status, stable code, message naming the remedy."""
+
+    status: int
+    code: str
+    message: str
+
+
+class Control:
+    """Answers requests that reach a running thread (see the module docstring)."""
+
+    def __init__(self, agent: Agent, threads: Threads, *, keepalive_s: float) -> None:
+        self.agent = agent
+        self.threads = threads
+        self.keepalive_s = keepalive_s
+
+    async def answer(self, run: RunAgentInput, owner: str | None) -> EventStream | Refusal:
+        """The answer for `run`, whose thread is busy here (`owner` None) or runs in the
+        process `owner` names — or, for a stop request, may run nowhere."""
+        thread_id = run.thread_id
+        if stop_requested(run):
+            if await self.agent.cancel(thread_id, "stopped by a client's stop request"):
+                return self._short(run, "steerable.stop_requested", {"sessionId": thread_id})
+            return Refusal(
+                409,
+                "thread_idle",
+                f"thread {thread_id} is not running a turn; there is nothing to stop",
+            )
+        if steer_requested(run):
+            thread = self.threads.get(thread_id)
+            if owner is not None:  # learn what the other process has logged
+                await self.threads.session_of(thread)
+            new = [
+                m for m in run.messages if m.id not in thread.known and isinstance(m, UserMessage)
+            ]
+            content = tuple(part for m in new for part in content_parts(m.content))
+            if content and await self.agent.steer(thread_id, content):
+                thread.known |= {m.id for m in new}
+                return self._short(
+                    run,
+                    "steerable.steer_absorbed",
+                    {"messageIds": [m.id for m in new], "sessionId": thread_id},
+                )
+        where = f" in {owner}" if owner is not None else ""
+        return Refusal(
+            409,
+            "thread_busy",
+            f"thread {thread_id} is already running{where}; wait for its RUN_FINISHED, abort it"
+            " or send forwardedProps.steerable.stop: true to stop it, or send"
+            " forwardedProps.steerable.steer: true to add your message to the running turn",
+        )
+
+    def _short(self, run: RunAgentInput, name: str, value: dict[str, Any]) -> EventStream:
+        renderer = AguiRenderer(thread_id=run.thread_id, run_id=run.run_id)
+        frames = SseEncoder(renderer).encode_models(renderer.derived_run(name, value))
+
+        async def produce(write: Any) -> None:
+            await write(frames)
+
+        return EventStream(produce, keepalive_s=self.keepalive_s)
