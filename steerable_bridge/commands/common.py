@@ -329,6 +329,7 @@ def build_agent(
 ) -> Agent:
     """The agent for a command's parsed options, with `tools` registered globally, turns
     watched by `observers`, and its store passed through `wrap_store` (e.g. to time it)."""
+    from steerable_bridge.commands.compaction_env import compaction_from_env
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
     from steerable_bridge.runtime.quality import parse_quality
     from steerable_bridge.runtime.turn import LoopSettings
@@ -345,11 +346,16 @@ def build_agent(
         router.resolve(args.model)
     except RouteError as err:
         raise ConfigError(err.message) from None
+    try:
+        compaction = compaction_from_env()
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     config = AgentConfig(
         model=args.model,
         approval=approval or args.approve,  # type: ignore[arg-type]
         loop=LoopSettings(max_steps=args.max_steps, new_id=new_id),
         quality=quality,
+        compaction=compaction,
     )
     store = build_store(args.storage)
     if wrap_store is not None:

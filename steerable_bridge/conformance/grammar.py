@@ -322,7 +322,19 @@ def _control(draw: Any, log: _Log, run_id: str) -> None:
     elif choice == 1:
         log.add(draw, ev.SoftTimeout, run_id, elapsed_ms=draw(_count), limit_ms=draw(_count))
     elif choice == 2:
-        log.add(draw, ev.Compaction, run_id, summary=draw(_short), through_seq=len(log.events))
+        log.add(
+            draw,
+            ev.Compaction,
+            run_id,
+            summary=draw(_short),
+            through_seq=len(log.events),
+            trigger=draw(st.sampled_from(["pressure", "overflow", "micro", "manual"])),
+            scope=draw(st.sampled_from(["history", "tool_results"])),
+            pre_tokens=draw(_count),
+            post_tokens=draw(_count),
+            fallback=draw(st.booleans()),
+            notice=draw(_short),
+        )
     else:
         log.add(
             draw, ev.BudgetExhausted, run_id, budget="steps", limit=draw(_count), used=draw(_count)

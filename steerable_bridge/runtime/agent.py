@@ -23,6 +23,7 @@ import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
+from steerable_bridge.runtime.compaction import CompactionSettings
 from steerable_bridge.runtime.hooks import Hook
 from steerable_bridge.runtime.log import SessionLog, now_ms
 from steerable_bridge.runtime.observe import Observer
@@ -68,6 +69,7 @@ class AgentConfig:
     approval: Approval = "ask"
     loop: LoopSettings = field(default_factory=lambda: LoopSettings(new_id=new_id))
     quality: QualitySettings = QualitySettings()
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
 
 
 class Agent:

@@ -374,13 +374,35 @@ class SoftTimeout(EventBase):
     limit_ms: int
 
 
+CompactionTrigger = Literal["pressure", "overflow", "micro", "manual"]
+"""What made the runtime compact: the estimate near the window, a provider's context
+overflow error, the periodic micro fold, or the user's `/compact`."""
+
+CompactionScope = Literal["history", "tool_results"]
+"""`history`: every message through `through_seq` becomes `summary`. `tool_results`: only
+tool results through `through_seq` are folded to a one-line stub; the rest stays."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Compaction(EventBase):
-    """History before `through_seq` is replaced, for the model, by `summary`."""
+    """The model's view of the log through `through_seq` is rewritten (see `scope`).
+
+    Events after `through_seq` (the turns kept verbatim) stay as they are. `pre_tokens` and
+    `post_tokens` are the runtime's estimates of the next request before and after the
+    rewrite; `fallback` is true when the summary is the deterministic digest because the
+    model's summary call failed; `notice` (when set) is shown to the model after the summary
+    and to the user, e.g. when the compaction breaker opened.
+    """
 
     kind: Literal["compaction"] = "compaction"
     summary: str
     through_seq: int
+    trigger: CompactionTrigger = "manual"
+    scope: CompactionScope = "history"
+    pre_tokens: int = 0
+    post_tokens: int = 0
+    fallback: bool = False
+    notice: str = ""
 
 
 LoopEvent = (

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import anyio
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.compaction import StepAccess
 from steerable_bridge.runtime.events import StopReason
 from steerable_bridge.runtime.gate import TurnGate
 from steerable_bridge.runtime.hooks import (
@@ -47,6 +48,7 @@ from steerable_bridge.runtime.hooks import (
     StepReport,
 )
 from steerable_bridge.runtime.model import (
+    CONTEXT_OVERFLOW,
     FinishReason,
     ModelChunk,
     ModelRequest,
@@ -112,6 +114,11 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
             )
             if ctx.facts.title is None:
                 await t.emit(ev.SessionInfo, title=_title(turn.content))
+        if turn.compact and ctx.compactor is not None:
+            if not turn.content and not ctx.facts.open_calls:
+                await t.compact_now()
+                return await t.finish("end_turn")
+            ctx.compactor.request()
         step = 0
         while True:
             if ctx.cancel.cancelled:
@@ -182,6 +189,7 @@ class _Turn:
         )
         self.batch = ToolBatch(ctx, turn, self.run_id, self.emit, TurnGate(self.guard, self.hooks))
         self._last_commit = time.monotonic()
+        self._streamed = False
 
     def new_id(self, prefix: str) -> str:
         return self.ctx.settings.new_id(prefix)
@@ -232,12 +240,10 @@ class _Turn:
         """Stream one model call; returns its finish reason and the completed tool calls."""
         ctx = self.ctx
         system = self.snapshot_tools()
-        request = ModelRequest(
-            model=ctx.model,
-            system=system,
-            messages=project_history(ctx.log.view()),
-            tools=tuple(tool.spec() for tool in self.batch.tools.values()),
-        )
+        request = self._request(system)
+        compactor = ctx.compactor
+        if compactor is not None:
+            request = await compactor.before_request(self._step_access(system), request)
         self.step = step
         self.step_text = []
         await self.emit(ev.StepStarted, step=step)
@@ -245,45 +251,26 @@ class _Turn:
         offered = {spec.name for spec in request.tools}
         self.batch.tools = {n: tool for n, tool in self.batch.tools.items() if n in offered}
         await self.emit(ev.ModelRequestEvent, step=step, request=request)
-        response: ModelResponse | None = None
         assistant_id = self.new_id("msg")
-        recovery = self.text_recovery(request)  # None unless calls written as text count
-        plain = recovery.plain if recovery is not None else None
-        with ctx.cancel.scope():
+        try:
+            response = await self._stream(request, assistant_id)
+        except ProviderError as error:
+            if error.code != CONTEXT_OVERFLOW or self._streamed or compactor is None:
+                raise
+            if not compactor.settings.enabled:
+                raise
+            # One bounded compaction pass, then the step is retried once.
+            recovered = await compactor.recover(self._step_access(system), request)
+            if recovered is None:
+                raise _still_overflowing(error, "nothing earlier could be compacted") from None
+            recovered = await self.hooks.pre_step(recovered)
+            await self.emit(ev.ModelRequestEvent, step=step, request=recovered)
             try:
-                with anyio.fail_after(ctx.settings.model_timeout_s):
-                    async for item in ctx.provider.stream(request):
-                        if response is not None:
-                            raise ProviderError(
-                                "provider_protocol",
-                                "the model provider sent data after its final response;"
-                                " this is a bug in the provider adapter",
-                            )
-                        if isinstance(item, TextChunk):
-                            if plain is None or plain(item.delta):
-                                await self._text(item.delta)  # the common case, kept cheap
-                            elif recovery is not None:
-                                await self._recovered(recovery.feed(item.delta), assistant_id)
-                        elif isinstance(item, ReasoningChunk):
-                            await self._reasoning(item)
-                        elif isinstance(item, ToolCallChunk):
-                            if recovery is not None:  # held text goes before a real call
-                                await self._recovered(recovery.finish(), assistant_id)
-                            await self._tool_chunk(item, assistant_id)
-                        elif isinstance(item, ModelResponse):
-                            response = item
-                        else:
-                            raise ProviderError(
-                                "provider_protocol",
-                                f"the model provider sent an unknown item {type(item).__name__}",
-                            )
-            except TimeoutError:
-                raise ProviderError(
-                    "model_timeout",
-                    f"the model did not finish within {ctx.settings.model_timeout_s:g}s;"
-                    " check the model server or raise the timeout",
-                    retryable=True,
-                ) from None
+                response = await self._stream(recovered, assistant_id)
+            except ProviderError as again:
+                if again.code == CONTEXT_OVERFLOW:
+                    raise _still_overflowing(again, "it was compacted once") from None
+                raise
         if ctx.cancel.cancelled:
             return "cancelled", []
         if response is None:
@@ -291,8 +278,6 @@ class _Turn:
                 "provider_protocol",
                 "the model stream ended without a final response (connection cut or adapter bug)",
             )
-        if recovery is not None:
-            await self._recovered(recovery.finish(), assistant_id)
         await self._close_stream()
         calls = [await self._end_call(call_id) for call_id in list(self.streaming_calls)]
         self.usage = self.usage + response.usage
@@ -350,6 +335,88 @@ class _Turn:
         if isinstance(decision, Narrate):
             self.guard.wrapping_up = True
         return decision is not None
+
+    def _request(self, system: str) -> ModelRequest:
+        """This step's request, projected from the log as it is now."""
+        return ModelRequest(
+            model=self.ctx.model,
+            system=system,
+            messages=project_history(self.ctx.log.view()),
+            tools=tuple(tool.spec() for tool in self.batch.tools.values()),
+        )
+
+    def _step_access(self, system: str) -> StepAccess:
+        ctx = self.ctx
+
+        async def emit(**fields: Any) -> None:
+            await self.emit(ev.Compaction, **fields)
+
+        return StepAccess(
+            events=ctx.log.view,
+            rebuild=lambda: self._request(system),
+            emit=emit,
+            provider=ctx.provider,
+            window=ctx.provider.info.context_window,
+            cancel=ctx.cancel,
+        )
+
+    async def compact_now(self) -> bool:
+        """A turn that only compacts (manual `/compact` between turns): True if it did."""
+        compactor = self.ctx.compactor
+        if compactor is None:
+            return False
+        compactor.request()
+        before = compactor.compactions
+        system = self.snapshot_tools()
+        await compactor.before_request(self._step_access(system), self._request(system))
+        return compactor.compactions > before
+
+    async def _stream(self, request: ModelRequest, assistant_id: str) -> ModelResponse | None:
+        """Send `request` and log what streams back; the final response, or None."""
+        ctx = self.ctx
+        response: ModelResponse | None = None
+        self._streamed = False
+        recovery = self.text_recovery(request)  # None unless calls written as text count
+        plain = recovery.plain if recovery is not None else None
+        with ctx.cancel.scope():
+            try:
+                with anyio.fail_after(ctx.settings.model_timeout_s):
+                    async for item in ctx.provider.stream(request):
+                        if response is not None:
+                            raise ProviderError(
+                                "provider_protocol",
+                                "the model provider sent data after its final response;"
+                                " this is a bug in the provider adapter",
+                            )
+                        self._streamed = True
+                        if isinstance(item, TextChunk):
+                            if plain is None or plain(item.delta):
+                                await self._text(item.delta)  # the common case, kept cheap
+                            elif recovery is not None:
+                                await self._recovered(recovery.feed(item.delta), assistant_id)
+                        elif isinstance(item, ReasoningChunk):
+                            await self._reasoning(item)
+                        elif isinstance(item, ToolCallChunk):
+                            if recovery is not None:  # held text goes before a real call
+                                await self._recovered(recovery.finish(), assistant_id)
+                            await self._tool_chunk(item, assistant_id)
+                        elif isinstance(item, ModelResponse):
+                            response = item
+                        else:
+                            raise ProviderError(
+                                "provider_protocol",
+                                f"the model provider sent an unknown item {type(item).__name__}",
+                            )
+            except TimeoutError:
+                raise ProviderError(
+                    "model_timeout",
+                    f"the model did not finish within {ctx.settings.model_timeout_s:g}s;"
+                    " check the model server or raise the timeout",
+                    retryable=True,
+                ) from None
+        if recovery is not None and response is not None and not ctx.cancel.cancelled:
+            await self._recovered(recovery.finish(), assistant_id)
+        return response
 
     async def _text(self, delta: str) -> None:
         if self.open_reasoning is not None:
@@ -485,6 +552,15 @@ class _Turn:
             error_code=code,
             error_message=message,
         )
+
+
+def _still_overflowing(error: ProviderError, why: str) -> ProviderError:
+    return ProviderError(
+        "context_overflow_after_compaction",
+        f"the request still does not fit the model's context window ({why}): {error.message}"
+        " — start a new session, choose a model with a larger window, or ask for smaller"
+        " pieces of work (shorter files, fewer tool results)",
+    )
 
 
 def _title(content: tuple[ContentPart, ...]) -> str:

@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 from steerable_bridge.runtime.values import Message, Usage
 
 __all__ = [
+    "CONTEXT_OVERFLOW",
     "FinishReason",
     "ModelChunk",
     "ModelInfo",
@@ -128,6 +129,11 @@ class ModelInfo:
     `data:application/pdf` URI)."""
     needs_api_key_env: str | None = None
     """An environment variable the route needs but does not have (None when usable)."""
+
+
+CONTEXT_OVERFLOW = "context_overflow"
+"""The `ProviderError` code every adapter uses when the request exceeds the model's context
+window; the loop answers it with one compaction and one retry."""
 
 
 class ProviderError(Exception):

@@ -33,6 +33,9 @@ __all__ = [
     "ProjectionError",
     "SessionFacts",
     "carries_facts",
+    "fold_tool_result",
+    "history_entries",
+    "is_folded",
     "project_history",
     "project_state",
     "session_facts",
@@ -115,35 +118,52 @@ class _Assistant:
 
 def project_history(events: Iterable[LoopEvent]) -> tuple[Message, ...]:
     """The model's view of the conversation, rebuilt from the log."""
-    messages: list[Message] = []
+    return tuple(message for _, message in history_entries(events))
+
+
+FOLDED_MARKER = "[folded tool result:"
+"""How a tool result folded by a `tool_results` compaction starts (it is never folded twice)."""
+
+SUMMARY_HEADER = "Summary of the conversation so far:\n"
+
+
+def history_entries(events: Iterable[LoopEvent]) -> list[tuple[int, Message]]:
+    """`project_history` with the seq each message starts at (a summary: its `through_seq`).
+
+    A `compaction` of scope `history` drops every message that starts at or before its
+    `through_seq` and puts the summary first; messages after it (the turns kept verbatim)
+    stay. Scope `tool_results` folds the tool results through `through_seq` to a stub.
+    """
+    messages: list[tuple[int, Message]] = []
     current: _Assistant | None = None
+    start = 0
 
     def flush() -> None:
         nonlocal current
         if current is not None and (
             current.text or current.calls or current.reasoning or current.thinking
         ):
-            messages.append(current.message())
+            messages.append((start, current.message()))
         current = None
+
+    def begin(message_id: str, seq: int) -> _Assistant:
+        nonlocal current, start
+        if current is None:
+            current = _Assistant(message_id)
+            start = seq
+        return current
 
     for event in events:
         if isinstance(event, ev.TextDelta):
-            if current is None:
-                current = _Assistant(event.message_id)
-            current.text.append(event.delta)
+            begin(event.message_id, event.seq).text.append(event.delta)
         elif isinstance(event, ev.ReasoningDelta):
-            if current is None:
-                current = _Assistant(event.message_id)
-            current.reasoning.append(event.delta)
-            current.block.append(event.delta)
+            assistant = begin(event.message_id, event.seq)
+            assistant.reasoning.append(event.delta)
+            assistant.block.append(event.delta)
         elif isinstance(event, ev.ReasoningEnd):
-            if current is None:
-                current = _Assistant(event.message_id)
-            current.end_reasoning(event)
+            begin(event.message_id, event.seq).end_reasoning(event)
         elif isinstance(event, ev.ToolCallEnd):
-            if current is None:
-                current = _Assistant(f"asst-{event.call_id}")
-            current.calls.append(
+            begin(f"asst-{event.call_id}", event.seq).calls.append(
                 ToolCall(
                     call_id=event.call_id, name=event.name, arguments_json=event.arguments_json
                 )
@@ -152,32 +172,22 @@ def project_history(events: Iterable[LoopEvent]) -> tuple[Message, ...]:
             flush()
         elif isinstance(event, ev.ToolFinished):
             flush()
-            messages.append(_tool_message(event))
+            messages.append((event.seq, _tool_message(event)))
         elif isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
             flush()
-            messages.append(Message(id=event.message_id, role="user", content=event.content))
+            messages.append(
+                (event.seq, Message(id=event.message_id, role="user", content=event.content))
+            )
         elif isinstance(event, ev.HookAction):
             if event.message:
                 flush()
-                messages.append(
-                    Message(
-                        id=f"note-{event.seq}",
-                        role="user",
-                        content=(TextPart(text=event.message),),
-                    )
+                note = Message(
+                    id=f"note-{event.seq}", role="user", content=(TextPart(text=event.message),)
                 )
+                messages.append((event.seq, note))
         elif isinstance(event, ev.Compaction):
             flush()
-            messages.clear()
-            messages.append(
-                Message(
-                    id=f"compaction-{event.seq}",
-                    role="user",
-                    content=(
-                        TextPart(text=f"Summary of the conversation so far:\n{event.summary}"),
-                    ),
-                )
-            )
+            messages = _compact(messages, event)
         elif isinstance(event, _NO_HISTORY):
             continue
         else:
@@ -186,7 +196,56 @@ def project_history(events: Iterable[LoopEvent]) -> tuple[Message, ...]:
                 f" (seq {getattr(event, 'seq', '?')}); upgrade steerable-bridge to read this log"
             )
     flush()
-    return tuple(messages)
+    return messages
+
+
+def _compact(
+    messages: list[tuple[int, Message]], event: ev.Compaction
+) -> list[tuple[int, Message]]:
+    through = event.through_seq
+    if event.scope == "tool_results":
+        folded = [
+            (seq, fold_tool_result(message) if seq <= through else message)
+            for seq, message in messages
+        ]
+        if event.notice:
+            folded.append((event.seq, _notice(event)))
+        return folded
+    text = SUMMARY_HEADER + event.summary
+    if event.notice:
+        text += "\n\n" + event.notice
+    summary = Message(id=f"compaction-{event.seq}", role="user", content=(TextPart(text=text),))
+    return [(through, summary), *((seq, m) for seq, m in messages if seq > through)]
+
+
+def _notice(event: ev.Compaction) -> Message:
+    return Message(
+        id=f"compaction-notice-{event.seq}", role="user", content=(TextPart(text=event.notice),)
+    )
+
+
+def fold_tool_result(message: Message) -> Message:
+    """A tool result reduced to a stub naming its size (already folded ones unchanged)."""
+    if message.role != "tool" or is_folded(message):
+        return message
+    size = sum(len(part.text) for part in message.content if isinstance(part, TextPart))
+    stub = (
+        f"{FOLDED_MARKER} {size} characters of output from an earlier step were removed to"
+        " save context; run the tool again if you need them]"
+    )
+    return Message(
+        id=message.id,
+        role="tool",
+        content=(TextPart(text=stub),),
+        tool_call_id=message.tool_call_id,
+        is_error=message.is_error,
+    )
+
+
+def is_folded(message: Message) -> bool:
+    """True for a tool result a `tool_results` compaction already folded."""
+    first = message.content[0] if message.content else None
+    return isinstance(first, TextPart) and first.text.startswith(FOLDED_MARKER)
 
 
 def _tool_message(event: ev.ToolFinished) -> Message:

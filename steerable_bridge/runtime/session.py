@@ -21,6 +21,7 @@ import anyio
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cache_drift import CacheDriftMonitor
 from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.compaction import Compactor
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.log import SessionLog
 from steerable_bridge.runtime.loop import run_turn
@@ -56,6 +57,7 @@ class Session:
         self.steering = InputQueue()
         self.follow_ups = InputQueue()
         self.cache_drift = CacheDriftMonitor()
+        self.compactor = Compactor(agent.config.compaction, calibration=agent.calibration)
         self._running: CancelToken | None = None
         self._claiming = anyio.Lock()
         """Serialises this session's own claims (a turn, or a record outside one)."""
@@ -137,6 +139,7 @@ class Session:
                 cancel=token,
                 sink=observed.sink,
                 settings=self.agent.config.loop,
+                compactor=self.compactor,
                 snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
                 hooks=self.agent.hooks.snapshot(self.agent.scope_of(self)),
                 quality=self.agent.config.quality,
@@ -195,6 +198,14 @@ class Session:
         if self._running is None:
             return False
         self._running.cancel(reason)
+        return True
+
+    def request_compact(self) -> bool:
+        """Compact at the running turn's next step boundary; False when idle (then run a
+        turn with `TurnInput(compact=True)`, which compacts without calling the model)."""
+        if self._running is None:
+            return False
+        self.compactor.request()
         return True
 
     def steer(self, content: tuple[ContentPart, ...]) -> bool:

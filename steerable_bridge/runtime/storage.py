@@ -28,7 +28,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.events import Compaction, LoopEvent
 
 __all__ = [
     "SessionBusy",
@@ -41,6 +41,7 @@ __all__ = [
     "claim_session",
     "read_tail",
     "session_owner",
+    "tail_start",
 ]
 
 
@@ -149,12 +150,20 @@ def claim_session(store: SessionStore, session_id: str) -> AbstractAsyncContextM
     return cast(AbstractAsyncContextManager[None], claim(session_id))
 
 
+def tail_start(compaction: Compaction, run_start: int) -> int:
+    """The first seq a resume reads, given the newest `history` compaction and the seq of
+    the `run_started` of its run: that run's start, or the first event the compaction kept
+    verbatim (after its `through_seq`) when that lies earlier."""
+    return min(run_start, compaction.through_seq + 1)
+
+
 async def read_tail(store: SessionStore, session_id: str) -> list[LoopEvent]:
     """The store's `read_tail(session_id)` if it has one, otherwise the whole log.
 
-    A tail starts at the newest `compaction` event's run (everything the model still sees)
-    and is preceded by the earlier events that `projection.carries_facts` marks, so
-    `session_facts` over it equals `session_facts` over the whole log.
+    A tail starts at the newest `history` compaction's run, or earlier at the turns it kept
+    verbatim (`tail_start`: everything the model still sees), and is preceded by the
+    earlier events that `projection.carries_facts` marks, so `session_facts` over it equals
+    `session_facts` over the whole log.
     """
     tail = getattr(store, "read_tail", None)
     if tail is None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from steerable_bridge.runtime.cache_drift import CacheDriftMonitor
 from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.compaction import Compactor
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import LoopEvent, StopReason
 from steerable_bridge.runtime.hooks import Hook
@@ -72,6 +73,9 @@ class TurnInput:
     """Tools the client runs itself for this turn (AG-UI `tools`)."""
     traceparent: str | None = None
     """The caller's W3C trace context (AG-UI `traceparent` header, ACP `_meta.traceparent`)."""
+    compact: bool = False
+    """Compact the history first (ACP `/compact`, AG-UI `command: "compact"`); a turn with
+    nothing else to do ends right after the compaction, without a model call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +120,8 @@ class TurnContext:
     cancel: CancelToken
     sink: EventSink | None
     settings: LoopSettings
+    compactor: Compactor | None = None
+    """The session's compaction (breaker state outlives the turn); None: never compact."""
     snapshot: Callable[[], tuple[str, tuple[Tool, ...]]] | None = None
     """Called before every step: the system prompt and tools as registered now, so a change
     made during a step reaches the next one. None: `system` and `tools` hold for the turn."""

@@ -13,6 +13,7 @@ from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
+from steerable_bridge.runtime.compaction import CompactionSettings
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import Approval
 from steerable_bridge.runtime.quality import QualitySettings
@@ -25,8 +26,8 @@ from steerable_bridge.runtime.values import TextPart
 E = TypeVar("E", bound=ev.EventBase)
 
 
-def scripted(*rounds: dict[str, Any], loop: bool = False) -> ScriptedProvider:
-    return ScriptedProvider(Script.model_validate({"rounds": list(rounds), "loop": loop}))
+def scripted(*rounds: dict[str, Any], loop: bool = False, **script: Any) -> ScriptedProvider:
+    return ScriptedProvider(Script.model_validate({"rounds": list(rounds), "loop": loop, **script}))
 
 
 def make_agent(
@@ -37,6 +38,7 @@ def make_agent(
     max_steps: int = 25,
     store: MemoryStore | None = None,
     quality: QualitySettings | None = None,
+    compaction: CompactionSettings | None = None,
     **loop: Any,
 ) -> Agent:
     router = ModelRouter()
@@ -51,6 +53,7 @@ def make_agent(
         approval=approval,
         loop=settings,
         quality=quality or QualitySettings(mode="off"),
+        compaction=compaction or CompactionSettings(),
     )
     agent = Agent(router=router, store=store or MemoryStore(), config=config)
     for tool in tools:

@@ -12,9 +12,10 @@ was yielded*, bounds connect and read waits with
 timeouts, and turns every failure into a `ProviderError` whose message names the remedy.
 The event stream is parsed by httpx-sse (no hand-written SSE framing); each event's
 `data` is one JSON chunk, or `[DONE]`. Payload mapping lives in `openai_wire.py`.
-Error codes: auth_required, auth_failed, model_not_found, bad_request, rate_limited,
-server_error, connection_failed, connect_timeout, read_timeout, connection_lost,
-invalid_response, provider_error, stream_incomplete, http_error.
+Error codes: auth_required, auth_failed, model_not_found, bad_request, context_overflow
+(recognised in `overflow.py`), rate_limited, server_error, connection_failed,
+connect_timeout, read_timeout, connection_lost, invalid_response, provider_error,
+stream_incomplete, http_error.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from httpx_sse import EventSource, SSEError
 
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
+from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.runtime.model import (
+    CONTEXT_OVERFLOW,
     ModelChunk,
     ModelInfo,
     ModelRequest,
@@ -286,6 +289,12 @@ class OpenAICompatProvider:
         if not isinstance(payload, dict):
             return []
         error = payload.get("error")
+        if error and is_context_overflow(0, payload):
+            raise ProviderError(
+                CONTEXT_OVERFLOW,
+                f"the model server says the request does not fit the context window:"
+                f" {_error_text(error)} — compact the session (/compact) or start a new one",
+            )
         if error:
             raise ProviderError(
                 "provider_error",
@@ -295,8 +304,16 @@ class OpenAICompatProvider:
 
     def _status_error(self, reply: httpx.Response, attempt: int) -> ProviderError:
         status = reply.status_code
-        detail = _error_text(_json_or_text(reply))
+        body = _json_or_text(reply)
+        detail = _error_text(body)
         base = self.config.base_url
+        if is_context_overflow(status, body):
+            return ProviderError(
+                CONTEXT_OVERFLOW,
+                f"the request does not fit {self.config.model!r}'s context window (HTTP {status}:"
+                f" {detail}) — compact the session (/compact), start a new one, or set"
+                " STEERABLE_CONTEXT_WINDOW to the server's real window",
+            )
         tries = f" after {attempt + 1} attempts" if attempt else ""
         if status in (401, 403):
             return ProviderError(

@@ -12,8 +12,11 @@ Text and arguments are streamed in `chunk_size`-character pieces with `delay_ms`
 them; `hang: true` blocks after the content until cancelled (for cancel tests); `error`
 raises `ProviderError(code, message)`; `violation` breaks the provider contract on purpose
 (`no_response`, `chunk_after_response`, `two_responses`) so tests can prove the loop
-catches it. Rounds are consumed in order by every provider made from the same script file
-in one process; with `loop: true` they start over, otherwise running out is an error.
+catches it. One-off requests (compaction summaries) take `summary_rounds` instead, and
+`overflow_at` makes the model refuse prompts over that many estimated tokens with
+`context_overflow`, as a server enforcing a small window does. Rounds are consumed in
+order by every provider made from the same script file in one process; with `loop: true`
+they start over, otherwise running out is an error.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from steerable_bridge.runtime.model import (
+    CONTEXT_OVERFLOW,
     FinishReason,
     ModelInfo,
     ModelRequest,
@@ -37,6 +41,7 @@ from steerable_bridge.runtime.model import (
     TextChunk,
     ToolCallChunk,
 )
+from steerable_bridge.runtime.tokens import estimate_request_tokens
 from steerable_bridge.runtime.values import Usage
 
 __all__ = ["Script", "ScriptedProvider", "load_script"]
@@ -85,6 +90,12 @@ class Script(_Strict):
     loop: bool = False
     context_window: int | None = None
     accepts_images: bool = True
+    summary_rounds: list[Round] = Field(default_factory=list)
+    """What one-off requests (compaction summaries) get, in order, starting over at the end;
+    none: such a request fails with `script_no_summary` (the runtime's digest steps in)."""
+    overflow_at: int | None = Field(default=None, ge=1)
+    """Fail any request whose estimated prompt exceeds this many tokens with
+    `context_overflow`, as a server enforcing its window does (no round is consumed)."""
 
 
 def load_script(path: str | Path) -> Script:
@@ -107,6 +118,7 @@ class _Cursor:
     def __init__(self, script: Script) -> None:
         self.script = script
         self.next = 0
+        self.next_summary = 0
 
     def take(self) -> Round:
         rounds = self.script.rounds
@@ -120,6 +132,16 @@ class _Cursor:
             self.next = 0
         round_ = rounds[self.next]
         self.next += 1
+        return round_
+
+    def take_summary(self) -> Round:
+        rounds = self.script.summary_rounds
+        if not rounds:
+            raise ProviderError(
+                "script_no_summary", "the scripted model has no summary_rounds for a summary"
+            )
+        round_ = rounds[self.next_summary % len(rounds)]
+        self.next_summary += 1
         return round_
 
 
@@ -153,7 +175,14 @@ class ScriptedProvider:
         return self._info
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
-        round_ = self._cursor.take()
+        script = self._cursor.script
+        limit = script.overflow_at
+        if limit is not None and (size := estimate_request_tokens(request)) > limit:
+            raise ProviderError(
+                CONTEXT_OVERFLOW,
+                f"the scripted model's window is {limit} tokens; the request has about {size}",
+            )
+        round_ = self._cursor.take_summary() if request.one_off else self._cursor.take()
         delay = round_.delay_ms / 1000
 
         async def pace() -> None:

@@ -13,13 +13,13 @@ an error naming its seq (`corrupt_record`), never skipped. Used by `sqlite.py` a
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import ValidationError
 
 from steerable_bridge.runtime.codec import event_from_json, event_from_jsonable
-from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.events import Compaction, LoopEvent
 from steerable_bridge.runtime.storage import SessionRecord, StoreError
 
 __all__ = [
@@ -66,6 +66,18 @@ def _corrupt(what: str, problem: str) -> StoreError:
         f"{what} cannot be read ({problem}); run `steerable-bridge sessions check` to see"
         " what is damaged and `steerable-bridge sessions export ID` to salvage the rest",
     )
+
+
+def history_compaction(
+    session_id: str, rows: Iterable[tuple[int, int | None, str | bytes]]
+) -> Compaction | None:
+    """The first `history` compaction among `(seq, format, data)` rows read newest first
+    (tool-result folds do not move where a resume starts)."""
+    for seq, found, data in rows:
+        event = decode_event(session_id, seq, found, data)
+        if isinstance(event, Compaction) and event.scope == "history":
+            return event
+    return None
 
 
 def decode_event(session_id: str, seq: int, found: int | None, data: str | bytes) -> LoopEvent:

@@ -23,6 +23,7 @@ from steerable_bridge.runtime.storage import (
     SessionPage,
     SessionRecord,
     StoreError,
+    tail_start,
 )
 
 __all__ = ["MemoryStore"]
@@ -62,16 +63,22 @@ class MemoryStore:
         return [e for e in log if e.seq > after_seq]
 
     async def read_tail(self, session_id: str) -> list[LoopEvent]:
-        """From the run holding the newest compaction on, after the fact-carrying events."""
+        """From `tail_start` of the newest history compaction on, after the fact-carrying
+        events."""
         log = await self.read(session_id)
-        compaction = next(
-            (i for i in range(len(log) - 1, -1, -1) if isinstance(log[i], Compaction)), None
+        index, compaction = next(
+            (
+                (i, e)
+                for i, e in zip(range(len(log) - 1, -1, -1), reversed(log), strict=True)
+                if isinstance(e, Compaction) and e.scope == "history"
+            ),
+            (None, None),
         )
-        if compaction is None:
+        if index is None or compaction is None:
             return log
-        start = next(
-            (i for i in range(compaction, -1, -1) if isinstance(log[i], RunStarted)), compaction
-        )
+        run = next((log[i] for i in range(index, -1, -1) if isinstance(log[i], RunStarted)), None)
+        first = tail_start(compaction, run.seq if run is not None else compaction.seq)
+        start = next(i for i, e in enumerate(log) if e.seq >= first)
         return [e for e in log[:start] if carries_facts(e)] + log[start:]
 
     @asynccontextmanager

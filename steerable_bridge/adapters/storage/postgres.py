@@ -39,7 +39,12 @@ from anyio.abc import TaskStatus
 from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
 from steerable_bridge.adapters.storage.formats import FORMAT as RECORD_FORMAT
-from steerable_bridge.adapters.storage.formats import decode_event, decode_record, format_too_new
+from steerable_bridge.adapters.storage.formats import (
+    decode_event,
+    decode_record,
+    format_too_new,
+    history_compaction,
+)
 from steerable_bridge.adapters.storage.integrity import CheckReport, check_log, salvaged
 from steerable_bridge.adapters.storage.sql import (
     EVENT_COLUMNS,
@@ -66,6 +71,7 @@ from steerable_bridge.runtime.storage import (
     SessionPage,
     SessionRecord,
     StoreError,
+    tail_start,
 )
 
 try:
@@ -312,17 +318,19 @@ class PostgresStore:
         return [decode_event(session_id, seq, found, data) for seq, found, data in rows]
 
     async def read_tail(self, session_id: str) -> list[LoopEvent]:
-        """From the run holding the newest compaction on, after the fact-carrying events."""
+        """From `tail_start` of the newest history compaction on, after the fact-carrying
+        events."""
         async with self._conn() as conn, conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             await self._require(conn, session_id)
             start = -1
-            found = await (await conn.execute(pg(TAIL_COMPACTION), (session_id,))).fetchone()
+            compactions = await conn.execute(pg(TAIL_COMPACTION), (session_id,))
+            found = history_compaction(session_id, [row async for row in compactions])
             if found is not None:
                 run = await (
-                    await conn.execute(pg(TAIL_RUN_START), (session_id, found[0]))
+                    await conn.execute(pg(TAIL_RUN_START), (session_id, found.seq))
                 ).fetchone()
-                start = int(run[0] if run is not None else found[0])
+                start = tail_start(found, int(run[0]) if run is not None else found.seq)
             rows = await (await conn.execute(pg(TAIL_FACTS), (session_id, start))).fetchall()
             rows += await (await conn.execute(pg(TAIL_FROM), (session_id, start))).fetchall()
         return [decode_event(session_id, seq, fmt, data) for seq, fmt, data in rows]

@@ -57,8 +57,11 @@ UPDATE_AFTER_APPEND = (
 INSERT_EVENT = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 READ_AFTER = "SELECT seq, format, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
 TAIL_COMPACTION = (
-    "SELECT seq FROM events WHERE session_id = ? AND kind = 'compaction' ORDER BY seq DESC LIMIT 1"
+    "SELECT seq, format, data FROM events WHERE session_id = ? AND kind = 'compaction'"
+    " ORDER BY seq DESC"
 )
+"""Compactions newest first; the tail starts at the first of scope `history`
+(`formats.history_compaction`)."""
 TAIL_RUN_START = (
     "SELECT seq FROM events WHERE session_id = ? AND kind = 'run_started' AND seq <= ?"
     " ORDER BY seq DESC LIMIT 1"

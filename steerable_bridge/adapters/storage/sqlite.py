@@ -46,6 +46,7 @@ from steerable_bridge.adapters.storage.formats import (
     decode_event,
     decode_record,
     format_too_new,
+    history_compaction,
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
 from steerable_bridge.adapters.storage.sql import (
@@ -70,6 +71,7 @@ from steerable_bridge.runtime.storage import (
     SessionPage,
     SessionRecord,
     StoreError,
+    tail_start,
 )
 
 __all__ = ["SCHEMA_VERSION", "SIGNAL_POLL_S", "SqliteStore", "store_error"]
@@ -423,12 +425,12 @@ def _require(conn: sqlite3.Connection, session_id: str) -> None:
 
 
 def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
-    """The seq a resume reads from: the start of the run holding the newest compaction."""
-    found = conn.execute(TAIL_COMPACTION, (session_id,)).fetchone()
+    """The seq a resume reads from (`tail_start` of the newest history compaction)."""
+    found = history_compaction(session_id, conn.execute(TAIL_COMPACTION, (session_id,)))
     if found is None:
         return -1
-    run = conn.execute(TAIL_RUN_START, (session_id, found[0])).fetchone()
-    return int(run[0] if run is not None else found[0])
+    run = conn.execute(TAIL_RUN_START, (session_id, found.seq)).fetchone()
+    return tail_start(found, int(run[0]) if run is not None else found.seq)
 
 
 def _decode_all(session_id: str, rows: Sequence[tuple[int, int | None, str]]) -> list[LoopEvent]:

@@ -53,7 +53,7 @@ from steerable_bridge.transports.acp.session import (
     EnvironmentChooser,
     keep_runtime_environment,
 )
-from steerable_bridge.transports.acp.slash import SlashCommands
+from steerable_bridge.transports.acp.slash import SlashCommands, is_compact
 
 __all__ = [
     "COMMANDS",
@@ -75,6 +75,10 @@ COMMANDS: tuple[Command, ...] = (
         input_hint="mode id",
     ),
     Command(name="model", description="Switch the model route", input_hint="provider:model"),
+    Command(
+        name="compact",
+        description="Summarize the conversation so far to free the model's context",
+    ),
 )
 
 
@@ -403,9 +407,11 @@ class AcpAgent:
             )
         if state.token is not None or session.running:
             raise errors.session_busy(session_id)
-        reply = await self._slash.handle(state, prompt)
-        if reply is not None:
-            return reply
+        compact = is_compact(prompt)
+        if not compact:
+            reply = await self._slash.handle(state, prompt)
+            if reply is not None:
+                return reply
         try:
             provider = self.agent.router.resolve(session.model)
         except RouteError as error:
@@ -414,15 +420,18 @@ class AcpAgent:
             raise errors.auth_required(provider.info.needs_api_key_env, session.model)
         token = state.token = CancelToken()
         try:
-            parts = await prompt_parts(
-                prompt,
-                cwd=session.cwd,
-                read_text=self._reader(state),
-                accepts_images=provider.info.accepts_images,
-                route=session.model,
-                accepts_documents=provider.info.accepts_documents,
-            )
-            turn = TurnInput(content=parts, traceparent=_traceparent(kwargs))
+            if compact:
+                turn = TurnInput(compact=True, traceparent=_traceparent(kwargs))
+            else:
+                parts = await prompt_parts(
+                    prompt,
+                    cwd=session.cwd,
+                    read_text=self._reader(state),
+                    accepts_images=provider.info.accepts_images,
+                    route=session.model,
+                    accepts_documents=provider.info.accepts_documents,
+                )
+                turn = TurnInput(content=parts, traceparent=_traceparent(kwargs))
             outcome = await session.prompt(turn, state.emit, cancel=token, provider=provider)
         except SessionBusy as busy:
             raise errors.session_busy(session_id, busy) from None
@@ -440,6 +449,8 @@ class AcpAgent:
                 ending,
                 trace_id=outcome.trace_id,
             )
+        if compact:
+            await self._slash.compacted(state, outcome.run_id)
         usage = outcome.usage
         return acp.PromptResponse(
             stop_reason=stop_reason(outcome.stop_reason),

@@ -1,4 +1,5 @@
-"""Slash commands typed in the editor's prompt box: `/help`, `/mode <id>`, `/model <route>`.
+"""Slash commands typed in the editor's prompt box: `/help`, `/mode <id>`, `/model <route>`,
+`/compact`.
 
 The agent advertises them with `available_commands_update` after `session/new` and
 `session/load`; `SlashCommands.handle` intercepts a prompt that is one of them and answers
@@ -6,7 +7,9 @@ without a model turn. `/mode` and `/model` do exactly what `session/set_mode` an
 `session/set_config_option` do (logged `mode_changed` / `config_changed`, then the matching
 update). The short reply is sent as `agent_message_chunk`s *without* `_meta.steerable`: it
 is not a LoopEvent and is not replayed by `session/load`. Anything else starting with `/`
-goes to the model unchanged.
+goes to the model unchanged. `/compact` is a turn of its own (the agent runs
+`TurnInput(compact=True)`: `run_started`, `compaction`, `run_finished`, no model call), after
+which `compacted` sends the same kind of short reply saying what it saved.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING
 from acp import RequestError
 from acp import schema as acp
 
+from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.permissions import MODES
 
 if TYPE_CHECKING:
@@ -24,9 +28,9 @@ if TYPE_CHECKING:
     from steerable_bridge.transports.acp.content import PromptBlock
     from steerable_bridge.transports.acp.session import AcpSession
 
-__all__ = ["SlashCommands", "parse"]
+__all__ = ["SlashCommands", "is_compact", "parse"]
 
-NAMES = ("help", "mode", "model")
+NAMES = ("help", "mode", "model", "compact")
 
 
 def parse(prompt: Sequence[PromptBlock]) -> tuple[str, str] | None:
@@ -40,6 +44,12 @@ def parse(prompt: Sequence[PromptBlock]) -> tuple[str, str] | None:
     if name not in NAMES:
         return None
     return name, argument.strip()
+
+
+def is_compact(prompt: Sequence[PromptBlock]) -> bool:
+    """True when the prompt is `/compact` (which runs as a turn, not as a reply)."""
+    parsed = parse(prompt)
+    return parsed is not None and parsed[0] == "compact"
 
 
 class SlashCommands:
@@ -56,6 +66,8 @@ class SlashCommands:
         if parsed is None:
             return None
         name, argument = parsed
+        if name == "compact":
+            return None  # a turn of its own: the agent runs it
         if name == "help":
             reply = self._help(state)
         elif name == "mode":
@@ -70,6 +82,29 @@ class SlashCommands:
         )
         return acp.PromptResponse(stop_reason="end_turn")
 
+    async def compacted(self, state: AcpSession, run_id: str) -> None:
+        """Tell the user what the `/compact` turn `run_id` did."""
+        done = [
+            e
+            for e in state.session.log.view()
+            if isinstance(e, ev.Compaction) and e.run_id == run_id
+        ]
+        if done:
+            last = done[-1]
+            how = "the digest (the model's summary failed)" if last.fallback else "a summary"
+            reply = (
+                f"Compacted the conversation into {how}: about {last.pre_tokens} tokens"
+                f" before, {last.post_tokens} after. The latest turns stay as they were."
+            )
+        else:
+            reply = "Nothing to compact yet: the conversation is already as short as it gets."
+        await state.send(
+            acp.AgentMessageChunk(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=reply),
+            )
+        )
+
     def _help(self, state: AcpSession) -> str:
         session = state.session
         modes = "\n".join(
@@ -82,7 +117,8 @@ class SlashCommands:
         )
         return (
             "Commands:\n- `/help`: this text\n- `/mode <id>`: switch the permission mode\n"
-            f"- `/model <provider:model>`: switch the model\n\nModes:\n{modes}\n\n"
+            "- `/model <provider:model>`: switch the model\n"
+            f"- `/compact`: summarize the conversation so far\n\nModes:\n{modes}\n\n"
             f"Models:\n{models}\n"
         )
 

@@ -11,6 +11,9 @@ decides what it gets, the same whichever server process the request lands on (se
 - `forwardedProps.steerable.steer: true` adds the request's new user messages to the running
   turn at its next step boundary and answers RUN_STARTED, CUSTOM `steerable.steer_absorbed`,
   RUN_FINISHED;
+- `forwardedProps.steerable.command: "compact"` asks the turn running here to compact at its
+  next step boundary and answers RUN_STARTED, CUSTOM `steerable.compact_requested`,
+  RUN_FINISHED (an unknown command is refused with 422 `unknown_command`);
 - anything else is refused with 409 `thread_busy`, naming the process that runs it when it
   is another one.
 
@@ -25,7 +28,13 @@ from typing import Any
 from ag_ui.core import RunAgentInput, UserMessage
 
 from steerable_bridge.runtime.agent import Agent
-from steerable_bridge.transports.agui.inputs import content_parts, steer_requested, stop_requested
+from steerable_bridge.transports.agui.inputs import (
+    InputError,
+    command_requested,
+    content_parts,
+    steer_requested,
+    stop_requested,
+)
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import EventStream
 from steerable_bridge.transports.agui.threads import Threads
@@ -63,6 +72,13 @@ class Control:
                 "thread_idle",
                 f"thread {thread_id} is not running a turn; there is nothing to stop",
             )
+        try:
+            command = command_requested(run)
+        except InputError as err:
+            return Refusal(422, err.code, err.message)
+        session = self.threads.get(thread_id).session
+        if command == "compact" and session is not None and session.request_compact():
+            return self._short(run, "steerable.compact_requested", {"sessionId": thread_id})
         if steer_requested(run):
             thread = self.threads.get(thread_id)
             if owner is not None:  # learn what the other process has logged

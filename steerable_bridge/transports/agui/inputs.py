@@ -34,6 +34,7 @@ from steerable_bridge.runtime.values import (
 __all__ = [
     "InputError",
     "ParsedRun",
+    "command_requested",
     "content_parts",
     "speaks_1_0",
     "steer_requested",
@@ -65,11 +66,31 @@ class ParsedRun:
 
 def steer_requested(run: RunAgentInput) -> bool:
     """True when `forwardedProps.steerable.steer` is true."""
+    return _own_props(run).get("steer") is True
+
+
+COMMANDS = ("compact",)
+"""What `forwardedProps.steerable.command` may name."""
+
+
+def command_requested(run: RunAgentInput) -> str | None:
+    """`forwardedProps.steerable.command` (`"compact"`), None when absent; raises
+    `InputError` for a command the server does not know."""
+    command = _own_props(run).get("command")
+    if command is None:
+        return None
+    if command not in COMMANDS:
+        raise InputError(
+            "unknown_command",
+            f"forwardedProps.steerable.command {command!r} is not one of: {', '.join(COMMANDS)}",
+        )
+    return str(command)
+
+
+def _own_props(run: RunAgentInput) -> Mapping[str, Any]:
     props = run.forwarded_props
-    if not isinstance(props, Mapping):
-        return False
-    own = props.get("steerable")
-    return isinstance(own, Mapping) and own.get("steer") is True
+    own = props.get("steerable") if isinstance(props, Mapping) else None
+    return own if isinstance(own, Mapping) else {}
 
 
 def stop_requested(run: RunAgentInput) -> bool:
@@ -198,5 +219,6 @@ def to_turn(
         resume=tuple(_resume(run, open_calls)),
         state_json=canonical_json(run.state) if run.state is not None else None,
         client_tools=_frontend_tools(run),
+        compact=command_requested(run) == "compact",
     )
     return ParsedRun(turn=turn, earlier=tuple(users[:-1]), new_ids=frozenset(new_ids))

@@ -20,6 +20,7 @@ from steerable_bridge.runtime.storage import (
     StoreError,
     read_tail,
 )
+from steerable_bridge.runtime.values import TextPart
 from tests.adapters.storage.logs import long_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
@@ -145,6 +146,31 @@ async def test_tail_starts_at_the_compacting_run_and_keeps_facts(store: SessionS
     assert not any(isinstance(e, ev.TextDelta) and e.delta == "old " for e in tail)
     assert session_facts(tail) == session_facts(full)
     assert project_history(tail) == project_history(full)
+
+
+async def test_tail_keeps_the_turns_a_compaction_kept_verbatim(store: SessionStore) -> None:
+    """A compaction in run r3 that keeps r2's answer verbatim: the tail starts inside r2,
+    and a later tool-result fold (scope tool_results) does not move it."""
+    await store.create(record("s1"))
+    full = long_session("s1")
+    r2 = next(e.seq for e in full if isinstance(e, ev.Compaction)) + 1
+    e = list(full)
+
+    def add(cls: type[ev.EventBase], **fields: object) -> None:
+        e.append(cls(session_id="s1", run_id="r3", seq=len(e), ts=5000 + len(e), **fields))  # type: ignore[arg-type]
+
+    add(ev.RunStarted, model="m")
+    add(ev.UserMessage, message_id="u3", content=(TextPart(text="third"),))
+    add(ev.Compaction, summary="all before", through_seq=r2 - 1, trigger="pressure")
+    add(ev.Compaction, summary="", through_seq=r2 + 1, trigger="micro", scope="tool_results")
+    add(ev.RunFinished, stop_reason="end_turn")
+    await store.append("s1", e)
+    tail = await read_tail(store, "s1")
+    assert [x.seq for x in tail if x.seq >= r2] == list(range(r2, len(e)))
+    assert session_facts(tail) == session_facts(e)
+    assert project_history(tail) == project_history(e)
+    texts = [m.text for m in project_history(tail)]
+    assert texts[0].endswith("all before") and texts[1:] == ["new", "third"]
 
 
 async def test_tail_without_compaction_is_the_whole_log(store: SessionStore) -> None:

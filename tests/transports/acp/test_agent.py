@@ -224,7 +224,7 @@ async def test_slash_commands_do_what_they_say(tmp_path: Path) -> None:
         await run.prompt(sid, "/mode accept-edits")
         await run.prompt(sid, "/model demo:default")
         await run.prompt(sid, "/mode nonsense")
-    assert [c.name for c in commands] == ["help", "mode", "model"]
+    assert [c.name for c in commands] == ["help", "mode", "model", "compact"]
     assert help_reply.stop_reason == "end_turn"
     chunks = [u.content.text for u in run.client.updates_of("agent_message_chunk")]
     assert "/mode" in chunks[0] and "accept-edits" in chunks[0]
@@ -312,3 +312,29 @@ async def test_resource_link_is_read_through_the_client_and_images_pass(tmp_path
     assert client.reads == [path]
     assert parts[0].text == "unsaved buffer"
     assert parts[1].type == "image" and parts[1].data == "aGVsbG8="
+
+
+async def test_slash_compact_summarizes_between_turns(tmp_path: Path) -> None:
+    from steerable_bridge.runtime import codec
+
+    rounds = [{"text": "first answer " * 40}, {"text": "second answer"}]
+    summary = [{"text": "SUMMARY of the first turn"}]
+    async with running(tmp_path, rounds, summary_rounds=summary) as run:
+        await run.init(steerable={"events": True})
+        sid = await run.new()
+        await run.prompt(sid, "first question")
+        compacted = await run.prompt(sid, "/compact")
+        nothing = await run.prompt(sid, "/compact")  # nothing new to fold
+        await run.prompt(sid, "second question")
+    assert compacted.stop_reason == "end_turn" and nothing.stop_reason == "end_turn"
+    events = [codec.event_from_jsonable(e) for e in run.client.events]
+    folds = [e for e in events if e.kind == "compaction"]
+    assert len(folds) == 1 and folds[0].trigger == "manual" and not folds[0].fallback
+    assert folds[0].summary == "SUMMARY of the first turn"
+    assert folds[0].post_tokens < folds[0].pre_tokens
+    requests = [e.request for e in events if e.kind == "model_request"]
+    assert len(requests) == 2  # /compact itself made no model request
+    assert requests[-1].messages[0].text.endswith("SUMMARY of the first turn")
+    chunks = [u.content.text for u in run.client.updates_of("agent_message_chunk")]
+    assert any(c.startswith("Compacted the conversation into a summary") for c in chunks)
+    assert any(c.startswith("Nothing to compact yet") for c in chunks)

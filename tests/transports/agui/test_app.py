@@ -294,3 +294,30 @@ async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
     steered = [e for e in decode(wire) if isinstance(e, ev.SteerApplied)]
     assert [p.text for p in steered[0].content] == ["also this"]  # type: ignore[union-attr]
     assert isinstance(httpx, object)
+
+
+async def test_forwarded_command_compact_compacts_the_thread() -> None:
+    provider = scripted(
+        {"text": "long answer " * 40},
+        {"text": "after"},
+        summary_rounds=[{"text": "SUMMARY of the thread"}],
+    )
+    app = create_app(agent_for(provider))
+    compact = {"steerable": {"command": "compact"}}
+    async with asgi_client(app) as client:
+        await post(client, run_input("t1", "r1", [user("u1", "hello")]))
+        _, wire = await post(client, run_input("t1", "r2", [], forwardedProps=compact))
+        _, after = await post(client, run_input("t1", "r3", [user("u2", "and now?")]))
+        bad = await client.post(
+            "/agent",
+            json=run_input("t1", "r4", [], forwardedProps={"steerable": {"command": "nope"}}),
+        )
+    assert types(wire)[0] == "RUN_STARTED" and types(wire)[-1] == "RUN_FINISHED"
+    events = decode(wire)
+    folds = [e for e in events if isinstance(e, ev.Compaction)]
+    assert len(folds) == 1 and folds[0].trigger == "manual"
+    assert folds[0].summary == "SUMMARY of the thread"
+    assert not any(isinstance(e, ev.ModelRequestEvent) for e in events)
+    request = next(e for e in decode(after) if isinstance(e, ev.ModelRequestEvent)).request
+    assert request.messages[0].text.endswith("SUMMARY of the thread")
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "unknown_command"

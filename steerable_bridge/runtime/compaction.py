@@ -1,0 +1,400 @@
+"""Compaction: keep a long session's next request inside the model's context window.
+
+One fold/summarize machinery, four triggers. The loop calls `Compactor.before_request`
+once per step, before it logs the model request, and `Compactor.recover` once when the
+provider answers `context_overflow`:
+
+- *pressure*: the estimated request is over `threshold * window` → summarize;
+- *overflow*: the provider said the request does not fit → one summarize pass, then the
+  loop retries the step once (and fails with `context_overflow_after_compaction` if the
+  retry overflows too);
+- *micro* (opt-in, `micro_every` steps): fold old tool results to stubs, no model call;
+- *manual* (`request()`, from ACP `/compact` or AG-UI `command: "compact"`): summarize at the
+  next step boundary, bypassing the threshold and the breaker, which it resets.
+
+A summarize pass keeps the newest turns verbatim (as many as fit `keep_ratio * window`),
+cutting only where no tool call is open, and replaces everything before the cut by a summary
+the session's model writes (a one-off request, never cached) or, when that call fails, by
+the deterministic digest (`digest.py`). Every rewrite is one logged `compaction` event with
+its trigger and pre/post token estimates, so projection rebuilds exactly what the model saw.
+
+Breakers: three consecutive ineffective pressure compactions (still over the threshold), or
+three rapid refills (pressure again within `refill_window` steps of an effective one), open
+the circuit: pressure stops firing and the tripping compaction carries a notice the model
+and the user see. Overflow recovery stays bounded to one pass per step. The compactor holds
+one session's breaker state in memory; it does no I/O except through the provider it is
+handed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.digest import digest
+from steerable_bridge.runtime.events import CompactionTrigger, LoopEvent
+from steerable_bridge.runtime.model import ModelProvider, ModelRequest, ProviderError, TextChunk
+from steerable_bridge.runtime.projection import (
+    SUMMARY_HEADER,
+    fold_tool_result,
+    history_entries,
+    is_folded,
+)
+from steerable_bridge.runtime.tokens import (
+    TokenCalibration,
+    estimate_message_tokens,
+    estimate_request_tokens,
+    estimate_text_tokens,
+)
+from steerable_bridge.runtime.values import Message, TextPart
+
+__all__ = ["CompactionSettings", "Compactor", "StepAccess"]
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_SYSTEM = (
+    "You compress a conversation between a user and an AI coding assistant so the assistant"
+    " can continue it with less context. Write a faithful summary that keeps: what the user"
+    " asked (the latest request in full), decisions made and why, files read or changed and"
+    " what matters in them, commands run and their outcome, errors met, and what is still"
+    " left to do. Use short headed lists. Do not invent anything. Do not call tools."
+)
+
+_ITEM_TOKENS = 1500
+"""Each folded message is cut to about this many tokens before it goes to the summarizer."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionSettings:
+    """How and when a session compacts. `enabled=False` turns off every automatic trigger."""
+
+    enabled: bool = True
+    threshold: float = 0.8
+    """Pressure fires when the estimated next request exceeds this share of the window."""
+    keep_ratio: float = 0.25
+    """The newest turns kept verbatim may use at most this share of the window."""
+    micro_every: int = 0
+    """Fold old tool results every N steps (0: never)."""
+    micro_keep: int = 3
+    """Tool results the micro fold leaves readable (the newest ones)."""
+    summary_max_tokens: int = 1024
+    summary_timeout_s: float = 120.0
+    max_ineffective: int = 3
+    refill_window: int = 3
+    max_refills: int = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepAccess:
+    """What the compactor may use of the running step (handed in by the loop)."""
+
+    events: Callable[[], Sequence[LoopEvent]]
+    """The session log as it is now."""
+    rebuild: Callable[[], ModelRequest]
+    """The step's request built from the log as it is now."""
+    emit: Callable[..., Awaitable[Any]]
+    """Logs a `compaction` event: `emit(**fields)`."""
+    provider: ModelProvider
+    window: int | None
+    cancel: CancelToken
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    through: int
+    floor: int
+    folded: tuple[Message, ...]
+    kept: tuple[Message, ...]
+
+
+class Compactor:
+    """One session's compaction: its settings, the manual request flag and the breakers."""
+
+    def __init__(
+        self, settings: CompactionSettings, *, calibration: TokenCalibration | None = None
+    ) -> None:
+        self.settings = settings
+        self.calibration = calibration
+        self.steps = 0
+        self.compactions = 0
+        self.micro_compactions = 0
+        self.overflow_recoveries = 0
+        self.ineffective = 0
+        self.refills = 0
+        self.circuit_reason: str | None = None
+        self._last_pressure_step: int | None = None
+        self._last_effective = False
+        self._manual = False
+
+    @property
+    def circuit_open(self) -> bool:
+        return self.circuit_reason is not None
+
+    def request(self) -> None:
+        """Compact at the next step boundary (manual trigger)."""
+        self._manual = True
+
+    @property
+    def requested(self) -> bool:
+        return self._manual
+
+    def estimate(self, request: ModelRequest) -> int:
+        tokens = estimate_request_tokens(request)
+        if self.calibration is not None:
+            return self.calibration.calibrated(request.model, tokens)
+        return tokens
+
+    # -- triggers ---------------------------------------------------------------------------
+
+    async def before_request(self, step: StepAccess, request: ModelRequest) -> ModelRequest:
+        """Called once per step before the request is logged; returns the request to send."""
+        self.steps += 1
+        settings = self.settings
+        if self._manual:
+            self._manual = False
+            self.ineffective = self.refills = 0
+            self.circuit_reason = None
+            return await self._summarize(step, request, "manual")
+        if not settings.enabled:
+            return request
+        if settings.micro_every and self.steps % settings.micro_every == 0:
+            request = await self._micro(step, request)
+        window = step.window
+        if window is None or self.circuit_open:
+            return request
+        if self.estimate(request) <= settings.threshold * window:
+            self.ineffective = 0
+            return request
+        return await self._summarize(step, request, "pressure")
+
+    async def recover(self, step: StepAccess, request: ModelRequest) -> ModelRequest | None:
+        """After a context overflow: one summarize pass; None when nothing could be folded."""
+        before = step.events()
+        rebuilt = await self._summarize(step, request, "overflow")
+        if len(step.events()) == len(before):
+            return None
+        self.overflow_recoveries += 1
+        return rebuilt
+
+    # -- micro fold -------------------------------------------------------------------------
+
+    async def _micro(self, step: StepAccess, request: ModelRequest) -> ModelRequest:
+        entries = history_entries(step.events())
+        readable = [(seq, m) for seq, m in entries if m.role == "tool" and not is_folded(m)]
+        keep = self.settings.micro_keep
+        if len(readable) <= keep:
+            return request
+        through = readable[-keep - 1][0]
+        messages = tuple(fold_tool_result(m) if seq <= through else m for seq, m in entries)
+        pre = self.estimate(request)
+        post = self.estimate(dataclasses.replace(request, messages=messages))
+        await step.emit(
+            summary="",
+            through_seq=through,
+            trigger="micro",
+            scope="tool_results",
+            pre_tokens=pre,
+            post_tokens=post,
+        )
+        self.micro_compactions += 1
+        return step.rebuild()
+
+    # -- summarize --------------------------------------------------------------------------
+
+    async def _summarize(
+        self, step: StepAccess, request: ModelRequest, trigger: CompactionTrigger
+    ) -> ModelRequest:
+        events = step.events()
+        pre = self.estimate(request)
+        window = step.window or pre
+        plan = self._plan(events, budget=int(self.settings.keep_ratio * window))
+        if plan is None:
+            logger.debug("compaction (%s): nothing to fold", trigger)
+            return request
+        summary, fallback = await self._summary(step, request, plan, events, window)
+        if step.cancel.cancelled:
+            return request
+        text = SUMMARY_HEADER + summary
+        summary_message = Message(id="summary", role="user", content=(TextPart(text=text),))
+        post = self.estimate(dataclasses.replace(request, messages=(summary_message, *plan.kept)))
+        notice = self._breakers(trigger, post, window) if trigger == "pressure" else ""
+        if notice:
+            post += estimate_text_tokens(notice)
+        await step.emit(
+            summary=summary,
+            through_seq=plan.through,
+            trigger=trigger,
+            scope="history",
+            pre_tokens=pre,
+            post_tokens=post,
+            fallback=fallback,
+            notice=notice,
+        )
+        self.compactions += 1
+        return step.rebuild()
+
+    def _breakers(self, trigger: CompactionTrigger, post: int, window: int) -> str:
+        """Count this pressure compaction; the notice to log when it opens the circuit."""
+        settings = self.settings
+        effective = post <= settings.threshold * window
+        self.ineffective = 0 if effective else self.ineffective + 1
+        last = self._last_pressure_step
+        if (
+            effective
+            and last is not None
+            and self._last_effective
+            and self.steps - last <= settings.refill_window
+        ):
+            self.refills += 1
+        elif effective:
+            self.refills = 0
+        self._last_pressure_step = self.steps
+        self._last_effective = effective
+        if self.ineffective >= settings.max_ineffective:
+            self.circuit_reason = "consecutive_failures"
+            why = (
+                f"{self.ineffective} compactions in a row left the context over"
+                f" {settings.threshold:.0%} of the window"
+            )
+        elif self.refills >= settings.max_refills:
+            self.circuit_reason = "rapid_refill"
+            why = (
+                f"the context refilled within {settings.refill_window} steps after each of"
+                f" the last {self.refills} compactions"
+            )
+        else:
+            return ""
+        return (
+            f"Note: automatic compaction is paused because {why}. Work in smaller pieces:"
+            " read files in ranges, keep tool output short, and finish the current task"
+            " before starting another. The user can run /compact to compact now."
+        )
+
+    def _plan(self, events: Sequence[LoopEvent], *, budget: int) -> _Plan | None:
+        """Where to cut: the earliest safe cut whose verbatim tail fits `budget` tokens."""
+        floor = -1
+        for event in events:
+            if isinstance(event, ev.Compaction) and event.scope == "history":
+                floor = max(floor, event.through_seq)
+        cuts: list[tuple[int, bool]] = []
+        open_calls: set[str] = set()
+        for event in events:
+            if isinstance(event, _BOUNDARIES) and not open_calls and event.seq - 1 > floor:
+                cuts.append((event.seq - 1, not isinstance(event, ev.StepStarted)))
+            if isinstance(event, ev.ToolCallEnd):
+                open_calls.add(event.call_id)
+            elif isinstance(event, ev.ToolFinished):
+                open_calls.discard(event.call_id)
+        if events and not open_calls and events[-1].seq > floor:
+            cuts.append((events[-1].seq, True))
+        entries = history_entries(events)
+        useful = [
+            (cut, turn) for cut, turn in cuts if any(floor < seq <= cut for seq, _ in entries)
+        ]
+
+        def fits(cut: int) -> bool:
+            return sum(estimate_message_tokens(m) for seq, m in entries if seq > cut) <= budget
+
+        # Whole turns first; a cut inside a turn (at a step) only when no turn cut fits.
+        chosen = next((cut for cut, turn in useful if turn and fits(cut)), None)
+        if chosen is None:
+            chosen = next((cut for cut, _ in useful if fits(cut)), None)
+        if chosen is None and useful:
+            chosen = useful[-1][0]
+        if chosen is None:
+            return None
+        return _Plan(
+            through=chosen,
+            floor=floor,
+            folded=tuple(m for seq, m in entries if seq <= chosen),
+            kept=tuple(m for seq, m in entries if seq > chosen),
+        )
+
+    async def _summary(
+        self,
+        step: StepAccess,
+        request: ModelRequest,
+        plan: _Plan,
+        events: Sequence[LoopEvent],
+        window: int,
+    ) -> tuple[str, bool]:
+        """The model's summary of the folded messages, or the digest when that fails."""
+        settings = self.settings
+        max_out = max(64, min(settings.summary_max_tokens, window // 4))
+        budget = max(200, int(window * 0.7) - max_out - estimate_text_tokens(SUMMARY_SYSTEM))
+        summary_request = ModelRequest(
+            model=request.model,
+            system=SUMMARY_SYSTEM,
+            messages=(
+                Message(
+                    id="compaction-input",
+                    role="user",
+                    content=(TextPart(text=transcript(plan.folded, budget)),),
+                ),
+            ),
+            max_tokens=max_out,
+            one_off=True,
+        )
+        parts: list[str] = []
+        try:
+            with step.cancel.scope(), anyio.fail_after(settings.summary_timeout_s):
+                async for item in step.provider.stream(summary_request):
+                    if isinstance(item, TextChunk):
+                        parts.append(item.delta)
+        except ProviderError as error:
+            logger.warning("compaction summary failed (%s): %s", error.code, error.message)
+            parts = []
+        except TimeoutError:
+            logger.warning("compaction summary timed out after %ss", settings.summary_timeout_s)
+            parts = []
+        text = "".join(parts).strip()
+        if text and not step.cancel.cancelled:
+            return clip_middle(text, max_out * 4), False
+        fallback = digest(events, floor=plan.floor, through=plan.through)
+        return clip_middle(fallback, max_out * 4), True
+
+
+_BOUNDARIES = (ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied, ev.StepStarted, ev.RunStarted)
+"""Events before which the model's history can be cut: no message is half-built there."""
+
+
+def transcript(messages: Sequence[Message], budget_tokens: int) -> str:
+    """The folded messages as plain text for the summarizer, newest kept when over budget."""
+    items: list[str] = []
+    item_chars = max(400, min(_ITEM_TOKENS, budget_tokens // 3) * 4)
+    for message in messages:
+        body = message.text
+        if message.reasoning:
+            body = f"(thinking) {message.reasoning}\n{body}"
+        for call in message.tool_calls:
+            body += f"\n-> {call.name}({call.arguments_json})"
+        label: str = "tool result" if message.role == "tool" else message.role
+        if message.is_error:
+            label += " (error)"
+        items.append(f"[{label}]\n{clip_middle(body.strip(), item_chars)}")
+    total = 0
+    kept: list[str] = []
+    for item in reversed(items):
+        total += len(item) // 4 + 4
+        if total > budget_tokens and kept:
+            kept.append(f"[... {len(items) - len(kept)} earlier messages omitted ...]")
+            break
+        kept.append(item)
+    return "Conversation to summarize:\n\n" + "\n\n".join(reversed(kept))
+
+
+def clip_middle(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters by removing its middle, saying how much."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters omitted ...]\n{text[-tail:]}"
