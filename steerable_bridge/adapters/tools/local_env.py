@@ -6,7 +6,8 @@ larger than `max_file_bytes` must be read in parts and binary files are refused.
 starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`), keeps the
 last `output_limit` bytes of its merged stdout/stderr, and kills the whole group — on
 timeout, on cancellation, and once the command has exited, so nothing it started in the
-background outlives it. Commands get this process's environment without its secrets
+background outlives it; if this process dies first (even by SIGKILL), `deathwatch.py` kills
+the group. Commands get this process's environment without its secrets
 (`tool_env.py`; `policy.pass_env` names the ones to keep), and run inside a bubblewrap
 sandbox (`bwrap.py`) as `policy.sandbox` says: `auto` sandboxes when `bwrap` works here
 (probed once; when it does not, a warning is logged once and commands run unconfined),
@@ -34,6 +35,7 @@ import anyio
 import anyio.abc
 
 from steerable_bridge.adapters.tools import bwrap, pids_cgroup
+from steerable_bridge.adapters.tools.deathwatch import arm, gated
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.tool_env import tool_environ
 from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
@@ -214,10 +216,10 @@ async def run_argv(
     """Run `argv` in its own process group; merged output, last `output_limit` bytes kept."""
     try:
         process = await anyio.open_process(
-            list(argv),
+            gated(list(argv), env),
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -226,6 +228,7 @@ async def run_argv(
         raise EnvironmentError(
             "spawn_failed", f"could not start {argv[0]}: {err.strerror or err}"
         ) from err
+    watch = await arm(process)  # from here the group dies with this process, even by SIGKILL
     buffer = bytearray()
     dropped = False
     eof = anyio.Event()
@@ -261,6 +264,7 @@ async def run_argv(
             if not stopped:
                 await _stop_group(process)
             await _release(process)
+            await watch.release()
     text = bytes(buffer).decode("utf-8", errors="replace")
     return CommandResult(
         exit_code=None if timed_out else process.returncode,
