@@ -162,7 +162,7 @@ class _Server:
                 "the body is not a valid AG-UI RunAgentInput; fix the fields listed in 'details'",
                 details=json.loads(err.json(include_url=False, include_input=False)),
             )
-        thread = self.threads.claim(run.thread_id)
+        thread = await self.threads.claim_settled(run.thread_id)
         if thread is None:
             return await self._busy(run, None)
         try:
@@ -183,8 +183,10 @@ class _Server:
             thread.busy = False
             raise
 
+        holder = thread.holder
+
         def release() -> None:
-            thread.busy = False
+            thread.release(holder)
 
         produce: Produce = prepared.produce
         if self.metrics is not None:

@@ -5,8 +5,10 @@
 it, the message ids the client already has, and the last seq it was sent (events logged
 between runs, such as the earlier user messages of one request, travel right after the next
 RUN_STARTED). `claim(thread_id)` is synchronous, so two requests racing for one thread can
-never both get it; the run releases it when its stream
-closes. `prepare(...)` turns a validated `RunAgentInput` into a `Run` (raising `InputError`
+never both get it; the run releases it when its stream closes — or, when its client
+disconnected, as soon as the cancelled turn is logged, and a request that arrives while that
+cancellation settles waits for it (`claim_settled`, at most `SETTLE_WAIT_S`) instead of
+getting 409. `prepare(...)` turns a validated `RunAgentInput` into a `Run` (raising `InputError`
 before anything is sent), and `Run.produce(write)` runs the turn, renders every LoopEvent
 (`renderer.py`, `wire.py`) and writes it. Sessions use `StaticPolicy(approval, defer=True)`:
 a tool that needs permission ends the run with an interrupt the next run answers.
@@ -19,6 +21,7 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 
+import anyio
 from ag_ui.core import Message, RunAgentInput
 
 from steerable_bridge.runtime import events as ev
@@ -39,6 +42,9 @@ __all__ = ["Run", "Thread", "Threads"]
 
 log = logging.getLogger("steerable_bridge.agui")
 
+SETTLE_WAIT_S = 1.0
+"""How long a request waits for a disconnected run of its thread to finish cancelling."""
+
 
 @dataclass(slots=True)
 class Thread:
@@ -50,6 +56,20 @@ class Thread:
     known: set[str] = field(default_factory=set)
     sent_seq: int = -1
     """The last seq streamed to a client; later events logged between runs go with the next."""
+    holder: object | None = None
+    """The claim that holds the thread (only its holder releases it)."""
+    settled: anyio.Event | None = None
+    """Set when a run whose client disconnected lets go of the thread."""
+
+    def release(self, holder: object | None) -> None:
+        """Let go of the thread, if `holder` still holds it (a stale release is ignored)."""
+        if holder is not self.holder:
+            return
+        self.busy = False
+        self.holder = None
+        if self.settled is not None:
+            self.settled.set()
+            self.settled = None
 
 
 class Threads:
@@ -72,7 +92,17 @@ class Threads:
         if thread.busy:
             return None
         thread.busy = True
+        thread.holder = object()
         return thread
+
+    async def claim_settled(self, thread_id: str) -> Thread | None:
+        """`claim`, but when the run holding the thread lost its client and is cancelling,
+        wait for it to let go (at most `SETTLE_WAIT_S`) instead of failing at once."""
+        thread = self.get(thread_id)
+        if thread.busy and thread.settled is not None:
+            with anyio.move_on_after(SETTLE_WAIT_S):
+                await thread.settled.wait()
+        return self.claim(thread_id)
 
     async def session_of(self, thread: Thread) -> Session:
         """The thread's session, loaded on first use; when other processes share the store,
@@ -113,6 +143,7 @@ class Run:
         self, thread: Thread, session: Session, run: RunAgentInput, parsed: ParsedRun
     ) -> None:
         self.thread = thread
+        self.holder = thread.holder
         self.session = session
         self.input = run
         self.parsed = parsed
@@ -136,6 +167,8 @@ class Run:
     def disconnect(self) -> None:
         """The client went away: cancel the turn now."""
         self.disconnected = True
+        if self.thread.holder is self.holder and self.thread.settled is None:
+            self.thread.settled = anyio.Event()  # a new request waits for the release
         running = self.session.cancel("the AG-UI client disconnected")
         log.info(
             "thread %s run %s: client disconnected; %s",
@@ -200,3 +233,5 @@ class Run:
             (time.monotonic() - started) * 1000,
             " (client disconnected)" if self.disconnected else "",
         )
+        if self.disconnected:  # the cancellation is logged: the thread is free at once
+            self.thread.release(self.holder)

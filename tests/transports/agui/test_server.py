@@ -66,3 +66,40 @@ async def test_disconnect_cancels_the_turn_within_a_second(
     assert isinstance(log[-1], ev.RunFinished)
     assert "client disconnected; cancelling the turn" in caplog.text
     assert "ended cancelled" in caplog.text
+
+
+async def test_a_thread_whose_client_left_takes_the_next_request_at_once() -> None:
+    """Disconnect mid-turn, then POST again on the same thread straight away, 50 times: each
+    new run is taken (waiting, bounded, for the cancellation to settle), never a 409."""
+    hangs = scripted({"text": "working", "tool_calls": [{"id": "c1", "name": "slow"}]}, loop=True)
+    app = create_app(agent_for(hangs, tools=[SLOW]))
+    statuses = []
+    known: list[dict[str, str]] = []
+    async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        for trial in range(50):
+            known.append(user(f"u{trial}", "go"))
+            async with client.stream(
+                "POST", "/agent", json=run_input("t1", f"r{trial}", known)
+            ) as response:
+                statuses.append(response.status_code)
+                if response.status_code != 200:
+                    break
+                async for line in response.aiter_lines():
+                    if "steerable.tool_started" in line:
+                        break
+        session = app.state.threads.get("t1").session
+        await until(lambda: not session.running, 2.0)
+    assert statuses == [200] * 50
+    finished = [e for e in session.log.view() if isinstance(e, ev.RunFinished)]
+    assert [f.stop_reason for f in finished] == ["cancelled"] * 50
+
+
+async def test_a_stale_release_never_frees_the_next_run() -> None:
+    threads = create_app(agent_for()).state.threads
+    first = threads.claim("t1")
+    old = first.holder
+    first.release(old)  # the disconnected run lets go early
+    second = threads.claim("t1")
+    assert second is first and second.holder is not old
+    second.release(old)  # the old stream closes later: ignored
+    assert threads.claim("t1") is None
