@@ -57,6 +57,7 @@ from steerable_bridge.runtime.model import (
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
+    context_window,
 )
 from steerable_bridge.runtime.projection import project_history
 from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter, text_call_prefix
@@ -190,6 +191,7 @@ class _Turn:
         self.batch = ToolBatch(ctx, turn, self.run_id, self.emit, TurnGate(self.guard, self.hooks))
         self._last_commit = time.monotonic()
         self._streamed = False
+        self.window: int | None = None
 
     def new_id(self, prefix: str) -> str:
         return self.ctx.settings.new_id(prefix)
@@ -241,6 +243,7 @@ class _Turn:
         ctx = self.ctx
         system = self.snapshot_tools()
         request = self._request(system)
+        self.window = await context_window(ctx.provider)
         compactor = ctx.compactor
         if compactor is not None:
             request = await compactor.before_request(self._step_access(system), request)
@@ -291,7 +294,7 @@ class _Turn:
         await self.emit(
             ev.UsageUpdated,
             used=response.usage.prompt_tokens + response.usage.completion_tokens,
-            size=ctx.provider.info.context_window,
+            size=self.window,
             cache_read_tokens=response.usage.cached_tokens,
             cache_creation_tokens=response.usage.cache_creation_tokens,
         )
@@ -356,7 +359,7 @@ class _Turn:
             rebuild=lambda: self._request(system),
             emit=emit,
             provider=ctx.provider,
-            window=ctx.provider.info.context_window,
+            window=self.window,
             cancel=ctx.cancel,
         )
 
@@ -368,6 +371,7 @@ class _Turn:
         compactor.request()
         before = compactor.compactions
         system = self.snapshot_tools()
+        self.window = await context_window(self.ctx.provider)
         await compactor.before_request(self._step_access(system), self._request(system))
         return compactor.compactions > before
 

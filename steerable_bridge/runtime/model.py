@@ -36,6 +36,7 @@ __all__ = [
     "TextChunk",
     "ToolCallChunk",
     "ToolSpec",
+    "context_window",
 ]
 
 FinishReason = Literal["end_turn", "tool_calls", "max_tokens", "refusal", "cancelled", "error"]
@@ -144,6 +145,17 @@ class ProviderError(Exception):
         self.code = code
         self.message = message
         self.retryable = retryable
+
+
+async def context_window(provider: ModelProvider) -> int | None:
+    """The route's context window: a provider that can ask its server has an
+    `async discover_window()` (done once per route, cached by the adapter); otherwise
+    `info.context_window`. None: unknown (then only overflow recovery applies)."""
+    discover = getattr(provider, "discover_window", None)
+    if discover is not None:
+        window: int | None = await discover()
+        return window
+    return provider.info.context_window
 
 
 class ModelProvider(Protocol):

@@ -20,6 +20,7 @@ stream_incomplete, http_error.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import logging
@@ -36,6 +37,7 @@ from httpx_sse import EventSource, SSEError
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
+from steerable_bridge.adapters.llm.window import WindowCache, discover_window
 from steerable_bridge.runtime.model import (
     CONTEXT_OVERFLOW,
     ModelChunk,
@@ -59,6 +61,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+WINDOWS = WindowCache()
+"""Context windows found per (base URL, model), shared by every provider of the process."""
 DRAIN_S = 1.0
 """How long to wait for the end of a body after `[DONE]` before dropping the connection."""
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -191,6 +195,22 @@ class OpenAICompatProvider:
     async def aclose(self) -> None:
         """Close the pooled client and its connections."""
         await self.http.aclose()
+
+    async def discover_window(self) -> int | None:
+        """The route's context window: `STEERABLE_CONTEXT_WINDOW`, else what the server
+        reports (asked once per base URL and model per process, see `window.py`)."""
+        config = self.config
+        if config.context_window is not None or config.needs_key:
+            return self._info.context_window
+        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        client = await self.http.client()
+        window = await WINDOWS.get(
+            (config.base_url, config.model),
+            lambda: discover_window(client, config.base_url, config.model, headers=headers),
+        )
+        if window != self._info.context_window:
+            self._info = dataclasses.replace(self._info, context_window=window)
+        return window
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
         config = self.config

@@ -685,7 +685,7 @@ async def test_a_turn_through_the_loop_sends_tool_results_back_in_openai_form() 
         handler=read_file,
     )
     rec = Recorder([ok(TOOL_STREAM), ok(TEXT_STREAM)])
-    agent = make_agent(mock_provider(rec), tools=[tool])
+    agent = make_agent(mock_provider(rec, context_window=8192), tools=[tool])  # no probes
     session = await agent.new_session("/work")
     outcome, seen = await prompt(session, "read both")
     assert outcome.stop_reason == "end_turn"
