@@ -10,7 +10,15 @@ RUN_FINISHED without RUN_ERROR. Prints errors, p50 / p99 / max time to first eve
 p99 time to finish, the wall time, the server's CPU time and its peak RSS (VmHWM). Every
 wait is bounded: each run by `--timeout`, the server start by 30 s. The client shares the
 machine with the server, so on 2 cores both compete for the CPU.
-Run: `uv run python bench/agui_concurrency.py [--runs 1000] [--storage PATH]`.
+With `--model-http TOKENS` the model is `openai:bench` over HTTP instead: `openai_server.py`
+in a process of its own, streaming TOKENS one-token chunks per call, so each run pays for a
+real model connection. `--concurrency C` keeps at most C runs in flight (0: all at once),
+`--server-cpus 0` pins the server (and its workers) with taskset, `--workers N` passes
+`serve --workers N`, and `--src DIR` runs the server from another checkout (PYTHONPATH) to
+compare builds on the same load. The server's CPU time counts its worker processes too, and
+is also printed per run.
+Run: `uv run python bench/agui_concurrency.py [--runs 1000] [--storage PATH]`, e.g.
+`... --runs 300 --concurrency 100 --model-http 20 --server-cpus 0`.
 """
 
 from __future__ import annotations
@@ -102,18 +110,20 @@ async def one_run(port: int, index: int, limit_s: float) -> tuple[float, float] 
 
 
 async def drive(
-    port: int, runs: int, limit_s: float, ramp_s: float = 0.0
+    port: int, runs: int, limit_s: float, ramp_s: float = 0.0, concurrency: int = 0
 ) -> tuple[list[tuple[float, float]], list[str], float]:
     for i in range(10):  # warm up (first-request imports and caches), not measured
         await one_run(port, -1 - i, limit_s)
     results: list[tuple[float, float] | str] = [""] * runs
     started = time.perf_counter()
+    slots = anyio.Semaphore(concurrency or runs)
 
     OPEN[1] = 0
 
     async def task(i: int) -> None:
         await anyio.sleep(ramp_s * i / runs)
-        results[i] = await one_run(port, i, limit_s)
+        async with slots:
+            results[i] = await one_run(port, i, limit_s)
 
     async with anyio.create_task_group() as tg:
         for i in range(runs):
@@ -125,8 +135,27 @@ async def drive(
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of `pid` and of every process below it (workers), live ones only."""
+    total = 0.0
+    for one in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        for child in children:
+            found += [child, *descendants(child)]
+    return found
 
 
 def main() -> None:
@@ -142,16 +171,42 @@ def main() -> None:
     parser.add_argument(
         "--storage", default="memory", help="the server's --storage (memory; or a file path)"
     )
+    parser.add_argument("--concurrency", type=int, default=0, help="runs in flight (0: all)")
+    parser.add_argument(
+        "--model-http", type=int, default=0, metavar="TOKENS", help="model over HTTP (0: off)"
+    )
+    parser.add_argument("--server-cpus", default="", help="taskset CPU list for the server")
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers N (1)")
+    parser.add_argument("--src", default="", help="run the server from this checkout")
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "script.json"
         path.write_text(json.dumps(script(args.delay_ms)))
         env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "0"}
+        if args.src:
+            env["PYTHONPATH"] = args.src
         command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
-        command += ["--model", f"scripted:{path}", "--storage", args.storage]
-        server = subprocess.Popen(
-            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command += ["--storage", args.storage]
+        model_server = None
+        if args.model_http:
+            model_port = free_port()
+            fake = str(Path(__file__).with_name("openai_server.py"))
+            model_server = subprocess.Popen(
+                [sys.executable, fake, "--port", str(model_port), "--tokens", str(args.model_http)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            env["STEERABLE_BASE_URL"] = f"http://127.0.0.1:{model_port}/v1"
+            command += ["--model", "openai:bench"]
+        else:
+            command += ["--model", f"scripted:{path}"]
+        if args.workers > 1:
+            command += ["--workers", str(args.workers)]
+        if args.server_cpus:
+            command = ["taskset", "-c", args.server_cpus, *command]
+        server = subprocess.Popen(  # cwd: not this checkout, or it would shadow --src
+            command, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
             url = f"http://127.0.0.1:{port}"
@@ -166,10 +221,17 @@ def main() -> None:
                     raise SystemExit("the server did not start within 30 s")
                 time.sleep(0.1)
             cpu_before = cpu_seconds(server.pid)
-            good, errors, wall = anyio.run(drive, port, args.runs, args.timeout, args.ramp_s)
+            if args.workers > 1:  # /health answers before every worker is up
+                time.sleep(3)
+            good, errors, wall = anyio.run(
+                drive, port, args.runs, args.timeout, args.ramp_s, args.concurrency
+            )
             rss = peak_rss_mb(server.pid)
             cpu = cpu_seconds(server.pid) - cpu_before
         finally:
+            if model_server is not None:
+                model_server.terminate()
+                model_server.wait(timeout=10)
             server.terminate()
             try:
                 server.wait(timeout=10)
@@ -178,10 +240,13 @@ def main() -> None:
                 server.wait(timeout=10)
     firsts = [g[0] * 1000 for g in good]
     totals = [g[1] * 1000 for g in good]
+    model = f"openai:bench over HTTP ({args.model_http} tokens)" if args.model_http else "scripted"
     print(
-        f"{args.runs} concurrent runs, one server process, loopback, scripted model,"
-        f" storage {args.storage}, chunk delay {args.delay_ms} ms, starts over {args.ramp_s:g} s,"
-        f" at most {OPEN[1]} streams open at once"
+        f"{args.runs} runs ({args.concurrency or 'all'} at once), {args.workers} server"
+        f" process(es){' on CPUs ' + args.server_cpus if args.server_cpus else ''}, loopback,"
+        f" {model} model, storage {args.storage}, chunk delay {args.delay_ms} ms, starts over"
+        f" {args.ramp_s:g} s, at most {OPEN[1]} streams open at once"
+        + (f", server from {args.src}" if args.src else "")
     )
     print(f"errors: {len(errors)}" + (f"  (first: {errors[0]})" if errors else ""))
     if firsts:
@@ -190,6 +255,7 @@ def main() -> None:
         p50, p99 = statistics.median(totals), pct(totals, 0.99)
         print(f"time to RUN_FINISHED: p50 {p50:.1f} ms  p99 {p99:.1f} ms")
     print(f"wall time: {wall:.2f} s   server CPU: {cpu:.2f} s   server peak RSS: {rss:.1f} MB")
+    print(f"server CPU per run: {cpu * 1000 / max(1, args.runs):.1f} ms")
 
 
 if __name__ == "__main__":

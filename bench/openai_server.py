@@ -5,7 +5,9 @@ token each, " w0", " w1", ...), a final chunk with `finish_reason: "stop"` and u
 `[DONE]` — the shape `adapters/llm/openai_compat.py` reads. SSE framing is done by
 sse-starlette (no hand-written framing). `serve_in_thread(tokens)` runs it on 127.0.0.1 on
 a free port in a background thread and returns the base URL and a stop function. It is a
-benchmark fixture, not a model: it ignores the request's content.
+benchmark fixture, not a model: it ignores the request's content. Run on its own
+(`python bench/openai_server.py --port P --tokens N`) it serves until killed, so a benchmark
+can keep its CPU apart from the process it measures.
 """
 
 from __future__ import annotations
@@ -71,3 +73,17 @@ def serve_in_thread(tokens: int) -> tuple[str, Callable[[], None]]:
         thread.join(timeout=10)
 
     return f"http://127.0.0.1:{port}/v1", stop
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="serve the benchmark model on 127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--tokens", type=int, default=20)
+    args = parser.parse_args()
+    uvicorn.run(app(args.tokens), host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
