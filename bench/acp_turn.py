@@ -5,7 +5,9 @@ chunks), spawns `steerable-bridge acp --model openai:bench` pointed at it, and d
 with the ACP SDK's client: `session/new`, then `--turns` prompts. For each turn it times
 `session/prompt` from request to response and counts the `agent_message_chunk`s (tokens)
 and all `session/update`s that arrived. Prints the median tokens/s and updates/s.
-Run: `uv run python bench/acp_turn.py [--tokens 200] [--turns 7]`.
+`--src DIR` runs the agent from another checkout (PYTHONPATH; the agent's working directory
+is then a temporary one, so this checkout does not shadow it) to compare builds.
+Run: `uv run python bench/acp_turn.py [--tokens 200] [--turns 7] [--src DIR]`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,12 +44,16 @@ class Counter:
         return acp.RequestPermissionResponse(outcome=acp.DeniedOutcome(outcome="cancelled"))
 
 
-async def run(base_url: str, turns: int, tokens: int, cwd: str) -> list[tuple[float, int, int]]:
+async def run(
+    base_url: str, turns: int, tokens: int, cwd: str, src: str = ""
+) -> list[tuple[float, int, int]]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OPENAI_"))},
         "STEERABLE_BASE_URL": base_url,
         "STEERABLE_STORAGE": "memory",
     }
+    if src:
+        env["PYTHONPATH"] = src
     counter = Counter()
     results = []
     async with spawn_agent_process(
@@ -80,10 +87,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--turns", type=int, default=7)
+    parser.add_argument("--src", default="", help="run the agent from this checkout")
     args = parser.parse_args()
     base_url, stop = serve_in_thread(args.tokens)
     try:
-        results = asyncio.run(run(base_url, args.turns, args.tokens, os.getcwd()))
+        with tempfile.TemporaryDirectory() as tmp:
+            cwd = tmp if args.src else os.getcwd()
+            results = asyncio.run(run(base_url, args.turns, args.tokens, cwd, args.src))
     finally:
         stop()
     seconds = statistics.median(r[0] for r in results)
