@@ -1,14 +1,15 @@
 """`steerable-bridge sessions list | show ID | export ID | delete ID | check`: stored sessions.
 
-Reads the store `--storage` names (the same default as every other command) without
-running the agent: `list` pages newest first (`--cwd`, `--limit`, `--cursor`), `show`
-prints a session's record, status (idle, running in which process, or interrupted — closed
-on its next load) and conversation, `export` writes its LoopEvents as JSON lines, `delete`
-removes it, `check` verifies a SQLite or PostgreSQL store row by row. Nothing here modifies
-a session except `delete`; `show` never closes an interrupted turn. `export` reads a damaged store
-row by row and salvages every event that still decodes, listing the rest on stderr. `--json`
-makes `list`, `show` and `check` print JSON. Exit status: 0 when all is well, 1 when the
-store or a session has a problem (the message names the remedy), 2 for a usage mistake.
+Reads the store `--storage` names (the same default as every other command) without running
+the agent: `list` pages newest first (`--cwd`, `--limit`, `--cursor`), `show` prints a
+session's record, status (idle, running in which process, or interrupted — closed on its
+next load) and conversation (`--timeline`: each run as a waterfall, `timeline.py`), `export`
+writes its LoopEvents as JSON lines, `delete` removes it, `check` verifies a SQLite or
+PostgreSQL store row by row. Nothing here modifies a session except `delete`; `show` never
+closes an interrupted turn. `export` reads a damaged store row by row and salvages every
+event that still decodes, listing the rest on stderr. `--json` makes `list`, `show` and
+`check` print JSON. Exit status: 0 when all is well, 1 when the store or a session has a
+problem (the message names the remedy), 2 for a usage mistake.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ def register(subparsers: Any) -> None:
     listing.add_argument("--cwd", help="only sessions whose working directory is CWD")
     listing.add_argument("--limit", type=int, default=50, help="sessions per page (50)")
     listing.add_argument("--cursor", help="continue a listing where the previous page ended")
-    action("show", "a session's record, status and conversation", session=True)
+    show = action("show", "a session's record, status and conversation", session=True)
+    show.add_argument(
+        "--timeline",
+        action="store_true",
+        help="draw each run as a waterfall of its steps, model calls, permission waits and"
+        " tools, with durations",
+    )
     export = action("export", "a session's LoopEvents as JSON lines", session=True, as_json=False)
     export.add_argument("-o", "--output", help="write to this file instead of stdout")
     action("delete", "remove a session and its log", session=True, as_json=False)
@@ -106,6 +113,8 @@ async def _show(store: SessionStore, args: argparse.Namespace) -> int:
     record = await store.get(args.session_id)
     if record is None:
         raise SessionNotFound(args.session_id)
+    if args.timeline:
+        return await _timeline(store, args)
     events = await read_tail(store, args.session_id)
     facts = session_facts(events)
     owner = await session_owner(store, args.session_id)
@@ -141,6 +150,27 @@ async def _show(store: SessionStore, args: argparse.Namespace) -> int:
             text += " " + " ".join(f"[call {c.name}]" for c in message.tool_calls)
         text = " ".join(text.split())
         print(f"  {message.role:<9} {text[:100] + ('...' if len(text) > 100 else '')}")
+    return 0
+
+
+async def _timeline(store: SessionStore, args: argparse.Namespace) -> int:
+    from steerable_bridge.commands.timeline import draw, timelines
+
+    runs = timelines(await store.read(args.session_id))
+    if args.json:
+        print(json.dumps([
+            {"run_id": run.run_id, "trace_id": run.trace_id,
+             "rows": [{"depth": r.depth, "label": r.label, "start": r.start, "end": r.end,
+                       "note": r.note} for r in run.rows]}
+            for run in runs
+        ]))  # fmt: skip
+        return 0
+    if not runs:
+        print(f"session {args.session_id} has no runs yet", file=sys.stderr)
+    for number, run in enumerate(runs):
+        if number:
+            print()
+        print("\n".join(draw(run)))
     return 0
 
 

@@ -1,8 +1,9 @@
 // Drives the built-in chat page in headless Chromium (Debian's /usr/bin/chromium) with
 // playwright-core. Usage: node agui_browser.mjs http://127.0.0.1:PORT/ SCREENSHOT.png [stop]
 // Default: sends "think, then use a tool", waits for the streamed reply and the tool call
-// card, asks for a file write and approves it, takes a screenshot, then prints
-// {"reply", "tool", "reasoning", "errors", "approvals", "console"} as JSON on stdout.
+// card, asks for a file write and approves it, opens the first run's timeline, takes a
+// screenshot, then prints {"reply", "tool", "reasoning", "errors", "approvals",
+// "timelines", "timelineOpen", "timelineRows", "console"} as JSON on stdout.
 // With "stop": sends a message to a slow model, presses Stop while the reply streams, and
 // prints {"reply", "notes", "console"}.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -41,8 +42,20 @@ async function chat(page) {
     WAIT,
   );
   await idle(page);
+  // The first run's timeline: collapsed until clicked, then one row per bracket.
+  const first = page.locator("details.timeline").first();
+  const timelineOpen = await first.evaluate((n) => n.open);
+  await first.locator("summary").click();
   await page.screenshot({ path: screenshot, fullPage: true });
   return {
+    timelines: await texts(page, "details.timeline summary"),
+    timelineOpen,
+    timelineRows: await first.evaluate((n) =>
+      [...n.querySelectorAll(".tl-row")].map((r) => ({
+        label: r.querySelector(".tl-label").textContent,
+        duration: r.querySelector(".tl-dur").textContent,
+        width: r.querySelector(".tl-bar").style.width,
+      }))),
     reply: await texts(page, ".msg.assistant"),
     tool: await texts(page, ".tool-call"),
     reasoning: await page.evaluate(() =>

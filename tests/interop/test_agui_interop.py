@@ -104,6 +104,13 @@ async def test_the_chat_page_streams_a_reply_and_a_tool_call_in_chromium(node: s
     assert report["errors"] == []
     assert len(report["approvals"]) == 1 and "approved" in report["approvals"][0]
     assert any("wrote demo-note.txt" in text for text in report["tool"])
+    assert len(report["timelines"]) == 3  # one per run: chat, the interrupted write, resume
+    assert not report["timelineOpen"]  # collapsed until clicked
+    labels = [row["label"] for row in report["timelineRows"]]
+    assert labels[0].startswith("run · end_turn")
+    assert any(label.startswith("tool calculate · completed") for label in labels)
+    assert sum(label.startswith("model ") for label in labels) == 2
+    assert all(row["duration"].endswith(("ms", " s")) for row in report["timelineRows"])
     assert [m for m in report["console"] if m.startswith(("error", "pageerror"))] == []
     assert shot.stat().st_size > 1000
 
