@@ -226,7 +226,8 @@ class Agent:
         await listen_signals(self.store, self.apply_signal, task_status=task_status)
 
     async def aclose(self) -> None:
-        """Shut down: close every open session, then the providers and the store."""
+        """Shut down: close every open session, then the providers, the store and the
+        observers that have an `aclose`."""
         with anyio.CancelScope(shield=True):
             for session_id in list(self._sessions):
                 await self.close_session(session_id)
@@ -234,3 +235,7 @@ class Agent:
             close = getattr(self.store, "aclose", None)
             if close is not None:
                 await close()
+            for observer in self.observers:  # tracing exports what it still buffers
+                close = getattr(observer, "aclose", None)
+                if close is not None:
+                    await close()

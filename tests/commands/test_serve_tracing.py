@@ -98,6 +98,7 @@ def _attributes(span: Any) -> dict[str, Any]:
 
 @pytest.mark.timeout(90)
 def test_serve_exports_the_spans_of_a_tool_run_over_otlp_http(receiver: Receiver) -> None:
+    """The batch delay is a minute, so the spans arriving proves the flush on shutdown too."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OTEL_"))}
     env.update(
         STEERABLE_DEMO_PACE_MS="0",
@@ -106,7 +107,7 @@ def test_serve_exports_the_spans_of_a_tool_run_over_otlp_http(receiver: Receiver
         OTEL_SERVICE_NAME="bridge-under-test",
         OTEL_TRACES_SAMPLER="parentbased_traceidratio",
         OTEL_TRACES_SAMPLER_ARG="1.0",
-        OTEL_BSP_SCHEDULE_DELAY="50",
+        OTEL_BSP_SCHEDULE_DELAY="60000",  # nothing leaves before the server stops
     )
     process = subprocess.Popen(
         [*COMMAND, "--port", "0", "--storage", "memory", "--log-level", "warning"],
@@ -140,11 +141,12 @@ def test_serve_exports_the_spans_of_a_tool_run_over_otlp_http(receiver: Receiver
         assert started["type"] == "RUN_STARTED"
         assert started["metadata"]["steerable"]["trace_id"] == CALLER_TRACE
 
-        wanted = {"invoke_agent steerable-bridge", "chat default", "execute_tool calculate"}
-        assert wanted <= receiver.wait_for(wanted, timeout=30)
+        assert receiver.names() == set()
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        process.terminate()  # a stopping server exports what it still buffers
+        process.wait(timeout=20)
+    wanted = {"invoke_agent steerable-bridge", "chat default", "execute_tool calculate"}
+    assert wanted <= receiver.wait_for(wanted, timeout=10)
     assert set(receiver.paths) == {"/v1/traces"}
     assert set(receiver.headers) == {"bridge"}  # OTEL_EXPORTER_OTLP_HEADERS
     spans = {span.name: (resource, span) for resource, span in receiver.spans}

@@ -125,6 +125,14 @@ class ServerMetrics:
         return TimedStore(store, self.store_append)
 
 
+_TIMED: frozenset[type[ev.EventBase]] = frozenset(
+    {
+        ev.RunStarted, ev.RunFinished, ev.RunFailed, ev.ModelRequestEvent,
+        ev.ModelResponseEvent, ev.ToolCallEnd, ev.ToolStarted, ev.ToolFinished,
+    }
+)  # fmt: skip
+
+
 class _RunMetrics:
     """One turn's watch: remembers when things started, to observe how long they took."""
 
@@ -139,6 +147,8 @@ class _RunMetrics:
         self.tools_started: dict[str, float] = {}
 
     def event(self, event: LoopEvent) -> None:
+        if type(event) not in _TIMED:
+            return
         now = time.perf_counter()
         m = self.m
         if isinstance(event, ev.RunStarted):

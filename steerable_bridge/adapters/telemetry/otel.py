@@ -36,6 +36,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -105,11 +106,12 @@ class OtelTracing:
             provider.add_span_processor(BatchSpanProcessor(exporter))
         return cls(provider, capture_content=capture_requested())
 
-    def shutdown(self) -> None:
-        """Export what is buffered and stop (call once, when the process ends)."""
+    async def aclose(self) -> None:
+        """Export what is buffered and stop; `Agent.aclose` calls it when the server stops
+        (a process ended by a signal never runs the SDK's own exit hook)."""
         shutdown = getattr(self.provider, "shutdown", None)
         if shutdown is not None:
-            shutdown()
+            await anyio.to_thread.run_sync(shutdown)
 
     def start(self, session_id: str, *, traceparent: str | None = None) -> RunWatch:
         parent = _PROPAGATOR.extract({"traceparent": traceparent}) if traceparent else None
@@ -156,6 +158,16 @@ def _input_messages(request: ModelRequest) -> str:
     return json.dumps([_message(m) for m in request.messages], ensure_ascii=False)
 
 
+_BRACKETS: frozenset[type[ev.EventBase]] = frozenset(
+    {
+        ev.RunStarted, ev.RunFinished, ev.RunFailed, ev.StepStarted, ev.StepFinished,
+        ev.ModelRequestEvent, ev.ModelResponseEvent, ev.ToolCallEnd, ev.ToolStarted,
+        ev.ToolFinished, ev.PermissionRequested, ev.PermissionResolved,
+    }
+)  # fmt: skip
+"""The kinds a trace reads; every other event (most of them: deltas) costs one set lookup."""
+
+
 class _RunTrace:
     """One run's spans; opened and closed as the events arrive."""
 
@@ -166,6 +178,8 @@ class _RunTrace:
         context = run.get_span_context()
         self._trace_id = format(context.trace_id, "032x") if context.is_valid else None
         self.recording = run.is_recording()
+        self.run_context = trace.set_span_in_context(run)
+        self.step_context: Any = None
         self.step: Span | None = None
         self.model: Span | None = None
         self.tools: dict[str, Span] = {}
@@ -180,19 +194,24 @@ class _RunTrace:
         return self._trace_id
 
     def _child(self, name: str, attributes: dict[str, Any], now: int) -> Span:
-        parent = self.step or self.run
         return self.tracer.start_span(
             name,
-            context=trace.set_span_in_context(parent),
+            context=self.step_context if self.step is not None else self.run_context,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
             start_time=now,
         )
 
     def event(self, event: LoopEvent) -> None:
-        if not self.recording or self.ended:
+        kind = type(event)
+        if kind not in _BRACKETS:
+            if kind is ev.TextDelta and self.capture and self.model is not None:
+                self.output.append(event.delta)  # type: ignore[union-attr]
             return
-        now = time.time_ns()
+        if self.recording and not self.ended:
+            self._bracket(event, time.time_ns())
+
+    def _bracket(self, event: LoopEvent, now: int) -> None:
         if isinstance(event, ev.RunStarted):
             provider, model = _route(event.model)
             self.run.set_attributes(
@@ -204,6 +223,7 @@ class _RunTrace:
             )
         elif isinstance(event, ev.StepStarted):
             self.step = self._child(f"step {event.step}", {"steerable.step": event.step}, now)
+            self.step_context = trace.set_span_in_context(self.step)
         elif isinstance(event, ev.ModelRequestEvent):
             provider, model = _route(event.request.model)
             attributes: dict[str, Any] = {
@@ -218,9 +238,6 @@ class _RunTrace:
                 attributes["gen_ai.input.messages"] = _input_messages(event.request)
             self.output = []
             self.model = self._child(f"chat {model}", attributes, now)
-        elif isinstance(event, ev.TextDelta):
-            if self.capture:
-                self.output.append(event.delta)
         elif isinstance(event, ev.ToolCallEnd):
             self.names[event.call_id] = event.name
             if self.capture:
