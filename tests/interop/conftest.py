@@ -8,7 +8,10 @@ file so two pytest runs in the same checkout never install over each other (the 
 waits, then finds the install done). Only a missing `node` or `npm` skips the tests, with a
 warning naming what to install; a failed `npm ci` fails them with npm's output, because a
 green run must mean the clients really ran. Install scripts are not run: no package here
-needs one (CopilotKit's only one is a telemetry ping). Interop tests get their `timeout` marker
+needs one (CopilotKit's only one is a telemetry ping). The lock file holds hand-added entries
+(version, os, cpu only) for five platform builds of `@openclaw/fs-safe` 0.12.0 (an acpx
+dependency) that were never published: without them `npm ci` refuses the lock as out of
+sync; a later `npm install` drops them, so add them back after updating the lock. Interop tests get their `timeout` marker
 applied to the test body only, so the one-off install (bounded by its own timeout here)
 does not eat the first test's budget.
 """
