@@ -11,9 +11,10 @@ green run must mean the clients really ran. Install scripts are not run: no pack
 needs one (CopilotKit's only one is a telemetry ping). The lock file holds hand-added entries
 (version, os, cpu only) for five platform builds of `@openclaw/fs-safe` 0.12.0 (an acpx
 dependency) that were never published: without them `npm ci` refuses the lock as out of
-sync; a later `npm install` drops them, so add them back after updating the lock. Interop tests get their `timeout` marker
-applied to the test body only, so the one-off install (bounded by its own timeout here)
-does not eat the first test's budget.
+sync; a later `npm install` drops them, so add them back after updating the lock.
+
+Interop tests get their `timeout` marker applied to the test body only, so the one-off
+install (bounded by its own timeout here) does not eat the first test's budget.
 """
 
 from __future__ import annotations
