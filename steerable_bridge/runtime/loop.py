@@ -61,7 +61,7 @@ from steerable_bridge.runtime.model import (
 )
 from steerable_bridge.runtime.projection import project_history
 from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter, text_call_prefix
-from steerable_bridge.runtime.quality import TurnGuard
+from steerable_bridge.runtime.quality import WATCHED, TurnGuard
 from steerable_bridge.runtime.tool_batch import ToolBatch
 from steerable_bridge.runtime.tools import parse_arguments
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
@@ -223,7 +223,8 @@ class _Turn:
     async def emit(self, cls: type[E], /, **fields: Any) -> E:
         event = self.ctx.log.record(cls, self.run_id, **fields)
         self.ctx.facts.observe(event)  # type: ignore[arg-type]
-        self.guard.observe(event)  # type: ignore[arg-type]
+        if cls in WATCHED:
+            self.guard.observe(event)  # type: ignore[arg-type]
         if self.ctx.sink is not None:
             await self.ctx.sink(event)  # type: ignore[arg-type]
         interval = self.ctx.settings.commit_interval_s

@@ -37,7 +37,7 @@ from steerable_bridge.runtime.tokens import TokenCalibration, estimate_request_t
 from steerable_bridge.runtime.tools import READ_ONLY_KINDS, ToolResult, parse_arguments
 from steerable_bridge.runtime.values import TextPart, ToolContent, ToolError
 
-__all__ = ["QualityMode", "QualitySettings", "TurnGuard", "call_key", "parse_quality"]
+__all__ = ["WATCHED", "QualityMode", "QualitySettings", "TurnGuard", "call_key", "parse_quality"]
 
 E = TypeVar("E", bound=ev.EventBase)
 
@@ -104,6 +104,12 @@ def call_key(name: str, arguments_json: str) -> tuple[str, str] | None:
     return name, json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+WATCHED: frozenset[type[ev.EventBase]] = frozenset(
+    {ev.ToolCallEnd, ev.ToolFinished, ev.ModelRequestEvent, ev.ModelResponseEvent}
+)
+"""The kinds `TurnGuard.observe` reads; the loop skips the call for every other kind."""
+
+
 @dataclass(slots=True)
 class _Call:
     name: str
@@ -157,7 +163,7 @@ class TurnGuard:
     # -- watching the log ------------------------------------------------------------------
 
     def observe(self, event: ev.LoopEvent) -> None:
-        """Fold one logged event into the counters (called for every event of the turn)."""
+        """Fold one logged event into the counters; only kinds in `WATCHED` matter."""
         if isinstance(event, ev.ToolCallEnd):
             self._calls[event.call_id] = _Call(
                 event.name, event.tool_kind, call_key(event.name, event.arguments_json)

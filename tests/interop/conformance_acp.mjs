@@ -2,7 +2,7 @@
 // ACP client (@agentclientprotocol/sdk 2.x).
 //
 // Usage: node conformance_acp.mjs PLAN.json   (env ACP_PYTHON, ACP_TOOLS)
-// PLAN.json: [{name, script, maxSteps, cwd, turns: [{prompt, permission, cancel, steer}]}]
+// PLAN.json: [{name, script, maxSteps, quality, cwd, turns: [{prompt, permission, cancel, steer}]}]
 // For each scenario: spawn the agent, initialize opting in to `_steerable/event`, open a
 // session, send one session/prompt per turn, answer permission requests as the turn says,
 // cancel / steer (`_steerable/steer`) when the trigger kind shows in an update's
@@ -34,6 +34,7 @@ async function replay(scenario) {
       "--model", `scripted:${scenario.script}`,
       "--approve", "ask",
       "--max-steps", String(scenario.maxSteps),
+      "--quality", scenario.quality,
       "--tools-module", ACP_TOOLS,
     ],
     { cwd: scenario.cwd, env: { ...process.env, STEERABLE_DEMO_PACE_MS: "0" }, stdio: ["pipe", "pipe", "ignore"] },

@@ -74,6 +74,7 @@ async def test_the_official_acp_client_replays_every_acp_scenario(
                 "name": scenario.name,
                 "script": str(script),
                 "maxSteps": scenario.max_steps,
+                "quality": scenario.quality,
                 "cwd": str(tmp_path),
                 "turns": turns,
             }
