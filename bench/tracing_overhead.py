@@ -10,7 +10,9 @@ accepts and discards the batches, `OTEL_TRACES_SAMPLER=always_on`). The modes al
 it prints the best events/s (SSE events received per second of wall time), the server's CPU
 time per 1,000 events, and for `on` how many spans the sink received. The overhead figure
 compares the best rounds. Bounded: each run by `--timeout`, each server start by 30 s.
-Run: `uv run python bench/tracing_overhead.py [--runs 400] [--concurrency 20] [--rounds 3]`.
+`--delay-ms` paces the model (0: the server is CPU-bound, the worst case for tracing).
+Run: `uv run python bench/tracing_overhead.py [--runs 400] [--concurrency 20] [--rounds 3]
+[--delay-ms 0]`.
 """
 
 from __future__ import annotations
@@ -166,6 +168,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=60.0, help="per run, seconds")
+    parser.add_argument(
+        "--delay-ms", type=int, default=0, help="scripted model's pause between chunks (0)"
+    )
     args = parser.parse_args()
     sink = Sink()
     results: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
@@ -173,8 +178,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             script = Path(tmp) / "script.json"
             rounds = [
-                {"text": TEXT, "chunk_size": 4, "tool_calls": [CALL]},
-                {"text": TEXT, "chunk_size": 4},
+                {"text": TEXT, "chunk_size": 4, "delay_ms": args.delay_ms, "tool_calls": [CALL]},
+                {"text": TEXT, "chunk_size": 4, "delay_ms": args.delay_ms},
             ]
             script.write_text(json.dumps({"rounds": rounds, "loop": True}))
             for _ in range(args.rounds):
@@ -184,7 +189,8 @@ def main() -> None:
         sink.close()
     print(
         f"{args.runs} runs per round, {args.concurrency} at a time, {args.rounds} rounds per"
-        " mode, one serve process per round, loopback, scripted model with a tool call"
+        " mode, one serve process per round, loopback, scripted model with a tool call,"
+        f" {args.delay_ms} ms between chunks"
     )
     best = {}
     for mode, rows in results.items():

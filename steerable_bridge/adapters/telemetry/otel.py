@@ -289,17 +289,18 @@ class _RunTrace:
         if span is None:
             return
         usage = event.usage
-        span.set_attributes(
-            {
-                "gen_ai.response.finish_reasons": (event.finish_reason,),
-                "gen_ai.usage.input_tokens": usage.prompt_tokens,
-                "gen_ai.usage.output_tokens": usage.completion_tokens,
-                "gen_ai.usage.cache_read.input_tokens": usage.cached_tokens,
-                "gen_ai.usage.reasoning.output_tokens": usage.reasoning_tokens,
-            }
-        )
+        attributes: dict[str, Any] = {
+            "gen_ai.response.finish_reasons": (event.finish_reason,),
+            "gen_ai.usage.input_tokens": usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": usage.completion_tokens,
+        }
+        if usage.cached_tokens:  # each attribute costs the SDK a validation: only real ones
+            attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
+        if usage.reasoning_tokens:
+            attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
         if event.model:
-            span.set_attribute("gen_ai.response.model", event.model)
+            attributes["gen_ai.response.model"] = event.model
+        span.set_attributes(attributes)
         if self.capture:
             parts: list[dict[str, Any]] = []
             if self.output:
