@@ -5,7 +5,10 @@ chunks), spawns `steerable-bridge acp --model openai:bench` pointed at it, and d
 with the ACP SDK's client: `session/new`, then `--turns` prompts. For each turn it times
 `session/prompt` from request to response and counts the `agent_message_chunk`s (tokens)
 and all `session/update`s that arrived. Prints the median tokens/s and updates/s.
-`--src DIR` runs the agent from another checkout (PYTHONPATH; the agent's working directory
+`--agent COMMAND` drives another ACP agent instead (given `STEERABLE_PROVIDER=openai_compat`,
+`STEERABLE_MODEL=bench` and the base URL, as the first version of this system,
+`steerable-sidecar-acp` from `steerable-sidecar==0.6.72`, reads them). `--src DIR` runs the
+agent from another checkout (PYTHONPATH; the agent's working directory
 is then a temporary one, so this checkout does not shadow it) to compare builds.
 Run: `uv run python bench/acp_turn.py [--tokens 200] [--turns 7] [--src DIR]`.
 """
@@ -38,32 +41,33 @@ class Counter:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates += 1
         if isinstance(update, acp.AgentMessageChunk):
-            self.tokens += 1
+            text = getattr(update.content, "text", "")
+            self.tokens += text.count(" w")  # the fake model's tokens: " w0", " w1", ...
 
     async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
         return acp.RequestPermissionResponse(outcome=acp.DeniedOutcome(outcome="cancelled"))
 
 
 async def run(
-    base_url: str, turns: int, tokens: int, cwd: str, src: str = ""
+    base_url: str, turns: int, tokens: int, cwd: str, src: str = "", agent: str = ""
 ) -> list[tuple[float, int, int]]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OPENAI_"))},
         "STEERABLE_BASE_URL": base_url,
         "STEERABLE_STORAGE": "memory",
+        # what another agent command (--agent) reads instead of --model
+        "STEERABLE_PROVIDER": "openai_compat",
+        "STEERABLE_MODEL": "bench",
     }
     if src:
         env["PYTHONPATH"] = src
+    command = [agent] if agent else [sys.executable, "-m", "steerable_bridge.cli", "acp"]
+    command += [] if agent else ["--model", "openai:bench"]
     counter = Counter()
     results = []
     async with spawn_agent_process(
         counter,
-        sys.executable,
-        "-m",
-        "steerable_bridge.cli",
-        "acp",
-        "--model",
-        "openai:bench",
+        *command,
         env=env,
         cwd=cwd,
         transport_kwargs={"stderr": subprocess.DEVNULL},
@@ -88,12 +92,15 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--turns", type=int, default=7)
     parser.add_argument("--src", default="", help="run the agent from this checkout")
+    parser.add_argument(
+        "--agent", default="", help="another ACP agent command (e.g. steerable-sidecar-acp)"
+    )
     args = parser.parse_args()
     base_url, stop = serve_in_thread(args.tokens)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            cwd = tmp if args.src else os.getcwd()
-            results = asyncio.run(run(base_url, args.turns, args.tokens, cwd, args.src))
+            cwd = tmp if args.src or args.agent else os.getcwd()
+            results = asyncio.run(run(base_url, args.turns, args.tokens, cwd, args.src, args.agent))
     finally:
         stop()
     seconds = statistics.median(r[0] for r in results)

@@ -198,13 +198,19 @@ async def test_steer_and_cancel_reach_a_turn_another_process_runs(
     assert await remote.cancel(session.id) is False  # nothing runs any more
 
 
-def test_storage_urls_choose_postgresql_and_refuse_other_schemes(pg_url: str) -> None:
-    assert isinstance(build_store(pg_url), PostgresStore)
-    assert isinstance(build_store(pg_url.replace("postgresql://", "postgres://")), PostgresStore)
+def test_storage_urls_choose_postgresql() -> None:
+    url = "postgresql://me:secret@db:5432/x"
+    assert isinstance(build_store(url), PostgresStore)  # opens nothing until first used
+    assert isinstance(build_store(url.replace("postgresql://", "postgres://")), PostgresStore)
+    assert redact(url) == "postgresql://me:***@db:5432/x"
+
+
+@pytest.mark.parametrize("spec", ["mysql://u:p@db/x", "sqlite://x.db", "HTTPS://host/db"])
+def test_storage_urls_with_other_schemes_are_refused_by_name(spec: str) -> None:
     with pytest.raises(ConfigError) as err:
-        build_store("mysql://u:p@db/x")
-    assert "mysql://" in str(err.value) and "postgresql://" in str(err.value)
-    assert redact("postgresql://me:secret@db:5432/x") == "postgresql://me:***@db:5432/x"
+        build_store(spec)
+    scheme = spec.split("://")[0].lower()
+    assert f"{scheme}://" in str(err.value) and "postgresql://" in str(err.value)
 
 
 async def test_an_unreachable_server_is_a_store_error_naming_the_url() -> None:
