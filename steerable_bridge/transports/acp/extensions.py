@@ -65,7 +65,11 @@ class Extensions:
             log.info("ignoring extension notification _%s", method)
 
     def _cancel_request(self, params: dict[str, Any]) -> None:
-        session_id = self._prompt_requests.get(params.get("id"))
+        request_id = params.get("id")
+        if not isinstance(request_id, str | int | float):  # a list or object is no request id
+            log.debug("$/cancel_request with an id that is no request id: %r", request_id)
+            return
+        session_id = self._prompt_requests.get(request_id)
         if session_id is None:
             log.debug("$/cancel_request for %r: no prompt in flight with that id", params.get("id"))
             return

@@ -85,13 +85,19 @@ def check_frame(line: bytes) -> dict[str, Any] | Refusal:
 def _out_of_range(line: bytes, err: JsonRefused) -> Refusal:
     """A number too large for a double: valid JSON, so a request gets invalid params."""
     try:  # already checked: UTF-8, depth, constants; only the id is needed
-        message = json.loads(line.decode("utf-8"), parse_float=lambda _: 0.0)
+        message = json.loads(line.decode("utf-8"), parse_float=_float_or_none)
     except (ValueError, ArithmeticError, RecursionError):
         message = None
     if _shape_problem(message) is None and "method" in message:
-        request_id = message.get("id")
+        request_id = message.get("id")  # None when the id itself overflowed
         return Refusal(request_id, -32602, f"invalid params: {err.message}", "invalid_params")
     return Refusal(None, -32600, f"invalid request: {err.message}", "invalid_request")
+
+
+def _float_or_none(text: str) -> float | None:
+    """A finite float, or None (never a valid id, so an overflowing id is not echoed)."""
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def _shape_problem(message: Any) -> str | None:

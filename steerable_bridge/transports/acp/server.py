@@ -91,7 +91,7 @@ class GuardedTransport(NdjsonTransport):
             if size > MAX_FRAME_BYTES:
                 await self._refuse(frame_too_large(size))
                 continue
-            line = line.strip()
+            line = line.strip(b" \t\r\n")  # JSON's whitespace only
             if not line:
                 continue
             try:
