@@ -80,9 +80,10 @@ class OtelTracing:
             SpanExporter,
         )
 
-        provider = SdkTracerProvider(
-            resource=Resource.create({"service.name": AGENT_NAME}).merge(Resource.create())
-        )
+        resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+        if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+            resource = resource.merge(Resource({"service.name": AGENT_NAME}))
+        provider = SdkTracerProvider(resource=resource)
         exporters = [
             name.strip().lower()
             for name in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")

@@ -201,3 +201,23 @@ async def test_head_sampling_decides_what_is_exported(sampler: Any, exported: in
     # the trace id still rides in run_started when the trace is not sampled
     trace_id = of(seen, ev.RunStarted)[0].trace_id
     assert trace_id is not None and len(trace_id) == 32 and int(trace_id, 16) != 0
+
+
+def test_from_env_reads_the_content_switch_and_refuses_unknown_exporters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    observer = OtelTracing.from_env()
+    assert observer.capture_content
+    resource = observer.provider.resource  # type: ignore[attr-defined]
+    assert resource.attributes["service.name"] == "from-env"
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false")
+    monkeypatch.delenv("OTEL_SERVICE_NAME")
+    unnamed = OtelTracing.from_env()
+    assert not unnamed.capture_content
+    assert unnamed.provider.resource.attributes["service.name"] == "steerable-bridge"  # type: ignore[attr-defined]
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    with pytest.raises(ValueError, match="OTEL_TRACES_EXPORTER='zipkin'"):
+        OtelTracing.from_env()
