@@ -15,7 +15,8 @@ of times, honouring `retry-after`, but only *before* the first chunk was yielded
 network wait is bounded, and every failure becomes a `ProviderError` whose message names
 the remedy. The event stream is parsed by httpx-sse; payload mapping lives in
 `anthropic_wire.py`. Error codes: auth_required, auth_failed, permission_denied,
-model_not_found, bad_request, context_overflow, rate_limited, overloaded, server_error,
+model_not_found, bad_request, context_overflow (recognised in `overflow.py`; the loop
+compacts and retries), rate_limited, overloaded, server_error,
 connection_failed, connect_timeout, read_timeout, connection_lost, invalid_response,
 provider_error, stream_incomplete, http_error.
 """
@@ -42,7 +43,9 @@ from steerable_bridge.adapters.llm.cache_shaping import (
 )
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.openai_compat import is_loopback
+from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.runtime.model import (
+    CONTEXT_OVERFLOW,
     ModelChunk,
     ModelInfo,
     ModelRequest,
@@ -349,9 +352,9 @@ class AnthropicProvider:
                 f"{base} has no model {self.config.model!r} ({detail}) — check --model"
                 " anthropic:NAME (for example anthropic:claude-sonnet-4-5)",
             )
-        if status == 413 or (status == 400 and "too long" in detail.lower()):
+        if is_context_overflow(status, _json_or_text(reply)):
             return ProviderError(
-                "context_overflow",
+                CONTEXT_OVERFLOW,
                 f"the request does not fit the model's context window ({detail}) — compact or"
                 " start a new session",
             )
@@ -408,6 +411,13 @@ async def _drain(events: AsyncIterator[str]) -> None:
 
 def _tries(attempt: int) -> str:
     return f" after {attempt + 1} attempts" if attempt else ""
+
+
+def _json_or_text(reply: httpx.Response) -> Any:
+    try:
+        return reply.json()
+    except ValueError:
+        return reply.text
 
 
 def _error_detail(reply: httpx.Response) -> tuple[str, str]:

@@ -4,6 +4,8 @@ cache counters reach `model_response` and `usage_updated`."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicConfig, AnthropicProvider
@@ -69,3 +71,28 @@ async def test_thinking_with_tools_round_trips_through_the_log_to_the_next_reque
     assert responses[1].usage.prompt_tokens == 1260
     finished = of(seen, ev.RunFinished)[0]
     assert finished.usage.cache_creation_tokens == 1200 and finished.usage.cached_tokens == 1200
+
+
+async def test_compaction_summaries_are_sent_without_cache_anchors() -> None:
+    from steerable_bridge.runtime.compaction import SUMMARY_SYSTEM
+    from steerable_bridge.runtime.turn import TurnInput
+
+    rec = Recorder([ok(Stream().start(input_tokens=100).text("word " * 150).stop())])
+    provider = AnthropicProvider(
+        AnthropicConfig(model="claude-test", base_url="http://127.0.0.1:9", context_window=1200),
+        transport=mock_transport(rec),
+    )
+    session = await make_agent(provider).new_session("/work")
+    try:
+        for i in range(3):
+            await prompt(session, f"question {i}: " + "detail " * 150)
+        outcome = await session.prompt(TurnInput(compact=True), None)
+    finally:
+        await provider.aclose()
+    assert outcome.error_code is None
+    assert of(list(session.log.view()), ev.Compaction)
+    summaries = [r for r in rec.requests if r["system"][0]["text"] == SUMMARY_SYSTEM]
+    steps = [r for r in rec.requests if r["system"][0]["text"] != SUMMARY_SYSTEM]
+    assert summaries and steps
+    assert all("cache_control" not in json.dumps(r) for r in summaries)  # one-off: no writes
+    assert all(json.dumps(r).count("cache_control") == 2 for r in steps)  # system + tail
