@@ -17,7 +17,8 @@ registry: global, or one session's scope) or loaded from a `--hooks-module` file
 Hooks run in registration order (global first, nearer scopes later). Every decision that
 changes something is logged as a `hook_action` event by `HookRunner`, the per-turn object
 the loop and the tool batch call; a hook that raises is logged and treated as "no change",
-so a buggy hook never breaks a turn. This module never imports an adapter.
+so a buggy hook never breaks a turn; one call may take at most `HOOK_TIMEOUT_S`. This
+module never imports an adapter.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
+
+import anyio
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.model import FinishReason, ModelRequest
@@ -58,6 +61,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 E = TypeVar("E", bound=ev.EventBase)
+
+HOOK_TIMEOUT_S = 30.0
+"""How long one hook call may take; a slower one is logged as `hook_error` and ignored."""
 
 NARRATE_MESSAGE = (
     "Before you finish: tell the user, in a few sentences, what you did in this turn, what"
@@ -181,8 +187,10 @@ class HookRunner:
         context: Callable[[], HookContext],
         *,
         max_completion_retries: int = 2,
+        timeout_s: float = HOOK_TIMEOUT_S,
     ) -> None:
         self.hooks = hooks
+        self.timeout_s = timeout_s
         self.emit = emit
         self.context = context
         self.max_completion_retries = max_completion_retries
@@ -190,7 +198,17 @@ class HookRunner:
 
     async def _run(self, hook: Hook, point: str, fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return await _call(fn, *args, self.context())
+            with anyio.fail_after(self.timeout_s):
+                return await _call(fn, *args, self.context())
+        except TimeoutError:
+            logger.warning("hook %s.%s took over %gs; ignored", hook.name, point, self.timeout_s)
+            await self.emit(
+                ev.HookAction,
+                hook=hook.name,
+                action="hook_error",
+                detail=f"{point} did not answer within {self.timeout_s:g}s; make it faster",
+            )
+            return None
         except Exception as error:  # a broken hook must not break the turn
             logger.exception("hook %s.%s raised; treated as no change", hook.name, point)
             await self.emit(

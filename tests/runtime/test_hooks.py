@@ -209,3 +209,27 @@ async def test_a_session_scoped_hook_does_not_reach_other_sessions() -> None:
     _, seen = await prompt(other)
     assert actions(seen) == []
     assert "model_request" in kinds(seen)
+
+
+async def test_a_hook_that_hangs_is_cut_off_and_logged() -> None:
+    import anyio
+
+    from steerable_bridge.runtime.hooks import HookRunner
+
+    async def hang(request: ModelRequest, ctx: HookContext) -> None:
+        await anyio.sleep_forever()
+
+    logged: list[dict[str, Any]] = []
+
+    async def emit(cls: Any, /, **fields: Any) -> Any:
+        logged.append(fields)
+
+    runner = HookRunner(
+        (Hook(name="slow", pre_step=hang),),
+        emit,
+        lambda: HookContext(session_id="s", run_id="r", step=1, model="m", cwd="/"),
+        timeout_s=0.01,
+    )
+    request = ModelRequest(model="m", system="", messages=())
+    assert await runner.pre_step(request) == request
+    assert logged[0]["action"] == "hook_error" and "did not answer" in logged[0]["detail"]

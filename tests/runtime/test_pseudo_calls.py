@@ -136,6 +136,11 @@ def test_prose_is_released_as_soon_as_it_cannot_be_markup() -> None:
 @pytest.mark.timeout(30)
 async def test_a_text_written_call_runs_through_the_permission_path() -> None:
     from steerable_bridge.runtime import events as ev
+    from steerable_bridge.runtime.permissions import (
+        PermissionAnswer,
+        PermissionRequest,
+        StaticPolicy,
+    )
     from steerable_bridge.runtime.quality import QualitySettings
 
     from .harness import assert_well_formed, make_agent, of, prompt, scripted, text_tool
@@ -143,10 +148,19 @@ async def test_a_text_written_call_runs_through_the_permission_path() -> None:
     markup = '<tool_call>\n{"name": "echo", "arguments": {"text": "hi"}}\n</tool_call>'
     model = scripted({"text": "Let me echo.\n" + markup, "chunk_size": 3}, {"text": "Done."})
     agent = make_agent(
-        model, tools=[text_tool(kind="edit")], approval="all", quality=QualitySettings(mode="on")
+        model, tools=[text_tool(kind="edit")], approval="ask", quality=QualitySettings(mode="on")
     )
     session = await agent.new_session("/w")
+    asked: list[PermissionRequest] = []
+
+    async def ask(request: PermissionRequest) -> PermissionAnswer:
+        asked.append(request)
+        return PermissionAnswer(outcome="allow_once", option_id="allow_once")
+
+    session.policy = StaticPolicy("ask", ask)
     outcome, seen = await prompt(session)
+    assert [r.call.name for r in asked] == ["echo"]
+    assert of(seen, ev.PermissionResolved)[0].outcome == "allow_once"
     assert outcome.stop_reason == "end_turn"
     shown = "".join(e.delta for e in of(seen, ev.TextDelta))
     assert shown == "Let me echo.\nDone."
