@@ -2,8 +2,11 @@
 
 Streams the assistant's text to stdout and shows reasoning, tool activity and the plan
 compactly on stderr; `--jsonl` prints every LoopEvent as one JSON object a line instead.
-With `--approve ask` (the default) a tool that changes things is put to the person at the
-terminal; without a terminal it is refused, and the message says to pass `--approve all`.
+The agent gets the workspace tools (read, write, edit, list, glob, grep, run_command)
+confined to `--cwd` (default: the current directory) unless `--no-workspace` is given.
+With `--approve ask` (the default) an edit or a command is put to the person at the
+terminal first (yes / no / always / never); without a terminal it is refused, and the
+message says to pass `--approve all`; `--approve all` / `none` decide without asking.
 `--session ID` continues a stored session instead of starting one. Exit status: 0 when the
 turn finished, 1 when it failed (the error is on stderr), 2 for a configuration mistake.
 """
@@ -15,7 +18,12 @@ import os
 import sys
 from typing import Any
 
-from steerable_bridge.commands.common import add_agent_options, build_agent
+from steerable_bridge.commands.common import (
+    add_agent_options,
+    add_tool_process_options,
+    build_agent,
+    command_policy,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -23,8 +31,17 @@ def register(subparsers: Any) -> None:
     add_agent_options(parser)
     parser.add_argument("--jsonl", action="store_true", help="print LoopEvents as JSON lines")
     parser.add_argument(
-        "--cwd", type=os.path.abspath, default=os.getcwd(), help="the session's working directory"
+        "--cwd",
+        type=os.path.abspath,
+        default=os.getcwd(),
+        help="the session's working directory; the workspace tools work inside it",
     )
+    parser.add_argument(
+        "--no-workspace",
+        action="store_true",
+        help="offer no workspace tools (only the built-in ones: calculate, update_plan)",
+    )
+    add_tool_process_options(parser)
     parser.add_argument(
         "--session",
         metavar="ID",
@@ -37,6 +54,11 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     import anyio
+
+    from steerable_bridge.commands.common import ConfigError
+
+    if not args.no_workspace and not os.path.isdir(args.cwd):
+        raise ConfigError(f"--cwd {args.cwd} is not a directory; pass a folder")
 
     return anyio.run(_run, args)
 
@@ -53,7 +75,13 @@ async def _run(args: argparse.Namespace) -> int:
     from steerable_bridge.runtime.turn import TurnInput
     from steerable_bridge.runtime.values import TextPart
 
-    agent = build_agent(args, tools=builtin_tools())
+    tools = builtin_tools()
+    if not args.no_workspace:
+        from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
+        names = {tool.name for tool in tools}
+        offered = fixed_workspace_tools(args.cwd, policy=command_policy(args))
+        tools += tuple(t for t in offered if t.name not in names)
+    agent = build_agent(args, tools=tools)
     from steerable_bridge.runtime.session import SessionBusy
     from steerable_bridge.runtime.storage import StoreError
 

@@ -1,8 +1,9 @@
 """The AG-UI HTTP app: `create_app(agent)`, a Starlette app other ASGI apps can mount.
 
 Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
-`text/event-stream` of AG-UI events; `GET /health` reports status, model and protocol
-version; `GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live
+`text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol
+version and the names of the tools the agent offers (the chat page suggests only what they
+can do); `GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live
 here, before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403)
 is refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer
 token when one is configured (401); the body (`body.py`): `application/json` only (415),
@@ -114,6 +115,7 @@ class _Server:
                 "model": self.agent.config.model,
                 "protocolVersion": PROTOCOL_VERSION,
                 "auth": self.token is not None,
+                "tools": sorted(tool.name for tool in self.agent.tools.snapshot()),
             }
         )
 

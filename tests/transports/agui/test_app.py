@@ -33,7 +33,20 @@ async def test_health_and_chat_page() -> None:
         health = (await client.get("/health")).json()
         page = await client.get("/")
     assert health["status"] == "ok" and health["protocolVersion"] == "1.0"
+    assert {"calculate", "update_plan", "update_state", "write_file"} <= set(health["tools"])
     assert page.status_code == 200 and "<html" in page.text.lower()
+    assert 'fetch("health")' in page.text  # suggestions follow the tools offered
+
+
+async def test_health_lists_only_the_tools_this_server_has() -> None:
+    from steerable_bridge.adapters.llm.demo import DemoProvider
+    from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from tests.runtime.harness import make_agent
+
+    agent = make_agent(DemoProvider(pace_ms=0), tools=builtin_tools(shared_state=True))
+    async with asgi_client(create_app(agent)) as client:
+        health = (await client.get("/health")).json()
+    assert "write_file" not in health["tools"] and "calculate" in health["tools"]
 
 
 async def test_a_run_streams_reasoning_tool_call_and_text_and_decodes_to_the_log() -> None:
