@@ -78,6 +78,7 @@ async def _run(args: argparse.Namespace) -> int:
     tools = builtin_tools()
     if not args.no_workspace:
         from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
+
         names = {tool.name for tool in tools}
         offered = fixed_workspace_tools(args.cwd, policy=command_policy(args))
         tools += tuple(t for t in offered if t.name not in names)
