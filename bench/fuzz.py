@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from tests.fuzz.strategies import CONTENT_TYPES, damage, messages, run_inputs  # noqa: E402
-from tests.fuzz.targets import AcpTarget, AguiTarget  # noqa: E402
+from tests.fuzz.targets import TRACEBACK, AcpTarget, AguiTarget  # noqa: E402
 
 
 def pool(strategy: st.SearchStrategy[object], size: int, seed: int) -> list[bytes]:
@@ -70,10 +70,10 @@ def fuzz_acp(total: int, batch: int, rng: random.Random, seeds: list[bytes]) -> 
         unanswered = target.unanswered()
         elapsed = time.perf_counter() - started
         log = target.stderr()
-        tracebacks = log.count("Traceback")
+        tracebacks = log.count(TRACEBACK)
         alive = target.process.poll() is None
     if tracebacks:
-        print(log[log.find("Traceback") - 200 :][:3000], file=sys.stderr)
+        print(log[log.find(TRACEBACK) - 200 :][:3000], file=sys.stderr)
     failures += len(unanswered) + tracebacks + (0 if alive else 1)
     print(
         f"acp: {sent} frames in {elapsed:.1f} s = {sent / elapsed:,.0f} frames/s;"
@@ -101,10 +101,10 @@ def fuzz_agui(total: int, rng: random.Random, seeds: list[bytes]) -> int:
                 print("AG-UI FAILURE", problems[:3], body[:200], file=sys.stderr)
         elapsed = time.perf_counter() - started
         log = target.stderr()
-        tracebacks = log.count("Traceback")
+        tracebacks = log.count(TRACEBACK)
         alive = target.process.poll() is None
     if tracebacks:
-        print(log[log.find("Traceback") - 200 :][:3000], file=sys.stderr)
+        print(log[log.find(TRACEBACK) - 200 :][:3000], file=sys.stderr)
     failures += tracebacks + (0 if alive else 1)
     print(
         f"agui: {total} bodies in {elapsed:.1f} s = {total / elapsed:,.0f} bodies/s;"

@@ -60,14 +60,18 @@ def _refuse_constant(name: str) -> Any:
     raise JsonRefused("non_finite", f"{name} is not JSON; send numbers as finite decimals")
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise JsonRefused(
-            "out_of_range",
-            f"the number {text[:40]} does not fit a 64-bit float; send a smaller one",
-        )
-    return value
+class _Floats:
+    """`parse_float` that notes a number no double holds instead of making it infinite."""
+
+    def __init__(self) -> None:
+        self.overflow: str | None = None
+
+    def __call__(self, text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            self.overflow = self.overflow or text
+            return 0.0
+        return value
 
 
 def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
@@ -85,8 +89,9 @@ def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         text = data
     if nesting_exceeds(text, max_depth):
         raise JsonRefused("too_deep", f"the JSON nests deeper than {max_depth} levels; flatten it")
+    floats = _Floats()
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=floats)
     except JsonRefused:
         raise
     except (ValueError, RecursionError) as err:
@@ -96,6 +101,11 @@ def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
             "lone_surrogate",
             "a string holds a lone UTF-16 surrogate (\\ud800-\\udfff without its pair);"
             " send valid Unicode",
+        )
+    if floats.overflow is not None:  # valid JSON, but no double holds it
+        raise JsonRefused(
+            "out_of_range",
+            f"the number {floats.overflow[:40]} does not fit a 64-bit float; send a smaller one",
         )
     return value
 

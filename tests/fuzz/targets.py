@@ -35,6 +35,9 @@ from steerable_bridge.transports.acp.frames import MAX_FRAME_BYTES
 ACP_CODES = {-32700, -32600, -32601, -32602, -32000, -32002} | set(range(-32019, -32009))
 """Error codes a healthy agent may answer with; -32603 (internal error) is a finding."""
 
+TRACEBACK = "Traceback (most recent call last)"
+"""What a logged traceback starts with (fuzzed ids and names may say "Traceback" alone)."""
+
 MAX_DEPTH = 64
 """The agent's nesting bound (steerable_bridge.runtime.strict_json.MAX_DEPTH)."""
 

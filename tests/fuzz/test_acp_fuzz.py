@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.strategies import frames
-from tests.fuzz.targets import AcpTarget
+from tests.fuzz.targets import TRACEBACK, AcpTarget
 
 CORPUS = json.loads((Path(__file__).parent / "corpus" / "acp_frames.json").read_text())
 
@@ -32,7 +32,7 @@ def agent() -> Iterator[AcpTarget]:
         assert target.unanswered() == {}
         assert target.process.poll() is None, "the agent died"
         stderr = target.stderr()
-        assert "Traceback" not in stderr, stderr[-3000:]
+        assert TRACEBACK not in stderr, stderr[-3000:]
 
 
 def _frame(entry: dict[str, Any]) -> bytes:

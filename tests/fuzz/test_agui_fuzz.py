@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.fuzz.strategies import bodies
-from tests.fuzz.targets import AguiTarget
+from tests.fuzz.targets import TRACEBACK, AguiTarget
 
 CORPUS = json.loads((Path(__file__).parent / "corpus" / "agui_bodies.json").read_text())
 
@@ -33,7 +33,7 @@ def server() -> Iterator[AguiTarget]:
         yield target
         assert target.process.poll() is None, "the server died"
         stderr = target.stderr()
-        assert "Traceback" not in stderr, stderr[-3000:]
+        assert TRACEBACK not in stderr, stderr[-3000:]
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["name"] for e in CORPUS])
