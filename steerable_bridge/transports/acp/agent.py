@@ -479,6 +479,8 @@ class AcpAgent:
             return
         if state.token is not None:
             state.token.cancel("cancelled by the client (session/cancel)")
+        elif await self.agent.owner_elsewhere(session_id) is not None:  # another process
+            await self.agent.cancel(session_id, "cancelled by the client (session/cancel)")
 
     # -- extensions (see extensions.py) ------------------------------------------------------
 

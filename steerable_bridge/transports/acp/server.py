@@ -17,14 +17,17 @@ lacks, each written here because no SDK hook covers it:
 
 Before anything is served, file descriptor 1 is pointed at stderr and the protocol keeps a
 private copy of stdout, so neither a stray `print` nor a child process can corrupt the
-JSON-RPC stream. When the client closes stdin, running turns are cancelled, requests
-already read are answered (within `EOF_GRACE_S`), the agent is shut down (`Agent.aclose`:
-model providers' HTTP clients, the store) and the process exits.
+JSON-RPC stream. While it serves, signals from other processes sharing the store (a cancel
+or steer sent to another server) reach the turns this one runs (`Agent.relay_signals`).
+When the client closes stdin, running turns are cancelled, requests already read are
+answered (within `EOF_GRACE_S`), the agent is shut down (`Agent.aclose`: model providers'
+HTTP clients, the store) and the process exits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import logging
 import os
@@ -220,6 +223,7 @@ async def serve(
     reader, writer = await _protocol_streams()
     transport = GuardedTransport(reader, cast(MessageSender, BatchingSender(writer)))
     mounted: list[AcpWorkspaces] = []
+    relaying = anyio.CancelScope()
     async with anyio.create_task_group() as tg:
 
         def spawn(job: Any) -> None:
@@ -230,6 +234,7 @@ async def serve(
 
             agent = build()
             mounted.extend([workspaces()] if workspaces is not None else [])
+            spawn(functools.partial(_relay, agent, relaying))
             options: dict[str, Any] = {}
             if choose_environment is not None:
                 options["choose_environment"] = choose_environment
@@ -268,9 +273,22 @@ async def serve(
                     await anyio.sleep(0.01)
             for mount in mounted:  # stop MCP servers before their tasks are cancelled
                 await mount.aclose()
+            relaying.cancel()  # before the store closes: the relay would reopen it
             if front.built is not None:
                 with anyio.move_on_after(EOF_GRACE_S, shield=True):
                     await front.built.agent.aclose()
             tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await conn.close()
+
+
+async def _relay(agent: Agent, scope: anyio.CancelScope) -> None:
+    """Apply steer / cancel signals from other processes sharing the store, until `scope`
+    is cancelled; a store that cannot listen costs a warning, not the connection."""
+    from steerable_bridge.runtime.storage import StoreError
+
+    with scope:
+        try:
+            await agent.relay_signals()
+        except StoreError as err:
+            log.warning("steer and cancel from other processes will not arrive: %s", err.message)
