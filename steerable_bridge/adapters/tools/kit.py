@@ -56,7 +56,8 @@ class WorkspaceKit:
         return self._tools + (self.mcp.tools() if self.mcp is not None else ())
 
     async def start_mcp(self, servers: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-        """Start stdio servers given as {name, command, args, env}; messages for failures."""
+        """Connect servers given as {name, transport, command, args, env} (stdio) or {name,
+        transport, url, headers} (http, sse); messages for failures."""
         if not servers:
             return ()
         from steerable_bridge.adapters.tools.mcp import McpServerConfig, McpServers
@@ -70,6 +71,13 @@ class WorkspaceKit:
                 args=tuple(server.get("args", ())),
                 env={**passed_variables(self.policy.pass_env), **server.get("env", {})},
                 cwd=self.workspace.cwd,
+            )
+            if server.get("transport", "stdio") == "stdio"
+            else McpServerConfig(
+                name=str(server["name"]),
+                transport="sse" if server["transport"] == "sse" else "http",
+                url=str(server["url"]),
+                headers=dict(server.get("headers", {})),
             )
             for server in servers
         ]

@@ -1,4 +1,4 @@
-"""MCP servers as tools: start stdio servers with the official `mcp` SDK and offer their tools.
+"""MCP servers as tools: connect to MCP servers with the official `mcp` SDK and offer their tools.
 
 `McpServers(spawn)` holds one session's servers. `start(configs)` launches each server in a
 task handed to `spawn` (the transport's task group owns it), waits — at most
@@ -11,7 +11,9 @@ bounded by `call_timeout_s`. `aclose()` stops every server (the SDK closes stdin
 kills the process group, each step bounded) and waits for their tasks, at most
 `stop_timeout_s`. A server's stderr goes to a temporary file whose tail explains a
 failure. `open_mcp_servers` is the same with its own task group, for commands and tests.
-Only stdio servers are supported: no HTTP client is advertised or attempted.
+A server is reached over stdio (a command this process starts), streamable HTTP (`http`: a
+URL) or the older HTTP+SSE transport (`sse`), each through the SDK's own client transport,
+with the configured headers on every request.
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TextIO, cast
+from typing import Any, Literal, TextIO, cast
 
 import anyio
 import mcp_types
 from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import JsonValue
 
 from steerable_bridge.runtime.strict_json import scrub
@@ -54,15 +59,28 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _MAX_NAME = 64
 
 
+McpTransport = Literal["stdio", "http", "sse"]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class McpServerConfig:
-    """How to start one stdio MCP server (ACP `McpServerStdio`)."""
+    """How to reach one MCP server: a command (stdio) or a URL (`http`, `sse`).
+
+    The ACP shapes `McpServerStdio`, `McpServerHttp` and `McpServerSse`, in plain values.
+    """
 
     name: str
-    command: str
+    transport: McpTransport = "stdio"
+    command: str = ""
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """What to check when it fails: its command, or its URL."""
+        return "its URL and headers" if self.transport != "stdio" else "its command and arguments"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,16 +200,10 @@ class McpServers:
 
     async def _run(self, server: _Server, errlog: TextIO) -> None:
         name = server.config.name
-        params = StdioServerParameters(
-            command=server.config.command,
-            args=list(server.config.args),
-            env=dict(server.config.env) or None,
-            cwd=server.config.cwd,
-        )
         started = False
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout_s) as scope:
-                async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                async with Client(_transport(server.config, errlog), mode="legacy") as client:
                     listed = await _list_all(client)
                     server.client, server.tools, started = client, listed, True
                     scope.deadline = math.inf
@@ -206,8 +218,8 @@ class McpServers:
                     server=name,
                     code="mcp_start_failed",
                     message=f"MCP server {name!r} failed to start: {_describe(error)}"
-                    f"{_stderr_note(_tail(errlog))}; its tools are unavailable — check its"
-                    " command and arguments",
+                    f"{_stderr_note(_tail(errlog))}; its tools are unavailable — check"
+                    f" {server.config.describe()}",
                 )
 
     def _tool(self, server: _Server, tool: mcp_types.Tool) -> Tool:
@@ -252,6 +264,33 @@ class McpServers:
             timeout_s=self.call_timeout_s + 5,
             title=lambda args: f"{label} ({server_name})",
         )
+
+
+def _transport(config: McpServerConfig, errlog: TextIO) -> Any:
+    """The SDK client transport (an async context manager) that reaches `config`'s server."""
+    headers = dict(config.headers)
+    if config.transport == "http":
+        return _streamable_http(config.url, headers)
+    if config.transport == "sse":
+        return sse_client(config.url, headers=headers or None)
+    params = StdioServerParameters(
+        command=config.command,
+        args=list(config.args),
+        env=dict(config.env) or None,
+        cwd=config.cwd,
+    )
+    return stdio_client(params, errlog=errlog)
+
+
+@asynccontextmanager
+async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport over an HTTP client that carries `headers`
+    (the SDK leaves a client it is given open, so this closes it)."""
+    async with (
+        create_mcp_http_client(headers=headers or None) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 async def _list_all(client: Client) -> tuple[mcp_types.Tool, ...]:
@@ -320,7 +359,8 @@ def _timeout_problem(name: str, seconds: float, tail: str = "") -> McpProblem:
         server=name,
         code="mcp_start_timeout",
         message=f"MCP server {name!r} did not answer within {seconds:g}s{_stderr_note(tail)};"
-        " it was stopped and its tools are unavailable — check that it speaks MCP on stdio",
+        " it was stopped and its tools are unavailable — check that it speaks MCP at the"
+        " address given (stdio command, or http / sse URL)",
     )
 
 

@@ -58,7 +58,7 @@ def initialize_response(
                     acp.SessionAdditionalDirectoriesCapabilities() if workspaces else None
                 ),
             ),
-            mcp_capabilities=acp.McpCapabilities(http=False, sse=False),  # stdio only
+            mcp_capabilities=acp.McpCapabilities(http=True, sse=True),  # and stdio, always
         ),
         auth_methods=auth_methods,
     )

@@ -13,8 +13,9 @@ did not advertise falls back to the local environment it wraps. Every request is
 `AcpWorkspaces` is the ACP agent's per-session hook: the composition root hands it a
 `KitFactory` (confinement, local environment, workspace tools, MCP servers — adapters the
 transport never imports), and it mounts a session's kit on session/new, load, resume and
-fork, starts the stdio `mcpServers` (refusing HTTP / SSE ones, which this agent does not
-advertise), tells the user about servers that failed in a visible message, and stops
+fork, connects its `mcpServers` (stdio, and `http` / `sse` ones, as `mcpCapabilities`
+advertises; others are refused), tells the user about servers that failed in a visible
+message, and stops
 everything when the session closes or the connection ends.
 """
 
@@ -39,9 +40,9 @@ __all__ = [
     "AcpWorkspaces",
     "ClientEnvironment",
     "KitFactory",
+    "McpServerSpec",
     "SessionKit",
     "Spawn",
-    "StdioServerSpec",
 ]
 
 log = logging.getLogger("steerable_bridge.acp")
@@ -207,13 +208,18 @@ class ClientEnvironment:
 # -- the per-session hook ------------------------------------------------------------------
 
 
-class StdioServerSpec(TypedDict):
-    """One stdio MCP server as ACP describes it (`McpServerStdio`), in plain values."""
+class McpServerSpec(TypedDict, total=False):
+    """One MCP server as ACP describes it, in plain values: `transport` "stdio" (with
+    `command`, `args`, `env`; ACP `McpServerStdio`), "http" or "sse" (with `url`, `headers`;
+    `McpServerHttp` / `McpServerSse`)."""
 
     name: str
+    transport: str
     command: str
     args: tuple[str, ...]
     env: dict[str, str]
+    url: str
+    headers: dict[str, str]
 
 
 class SessionKit(Protocol):
@@ -226,7 +232,7 @@ class SessionKit(Protocol):
     def tools(self) -> tuple[Tool, ...]:
         """The workspace tools plus the tools of every MCP server that started."""
 
-    async def start_mcp(self, servers: Sequence[StdioServerSpec]) -> tuple[str, ...]:
+    async def start_mcp(self, servers: Sequence[McpServerSpec]) -> tuple[str, ...]:
         """Start MCP servers; returns a message for the user about each one that failed."""
 
     async def aclose(self) -> None:
@@ -237,18 +243,28 @@ KitFactory = Callable[[str, tuple[str, ...], Spawn], SessionKit]
 """(cwd, additional directories, spawn) → the session's kit."""
 
 
-def stdio_specs(servers: Sequence[Any]) -> tuple[list[StdioServerSpec], list[str]]:
-    """Split ACP `mcpServers` into stdio specs and messages about the ones refused."""
-    specs: list[StdioServerSpec] = []
+def mcp_specs(servers: Sequence[Any]) -> tuple[list[McpServerSpec], list[str]]:
+    """Split ACP `mcpServers` into specs this agent connects and messages about the rest."""
+    specs: list[McpServerSpec] = []
     refused: list[str] = []
     for server in servers:
         if isinstance(server, acp.McpServerStdio):
             specs.append(
-                StdioServerSpec(
+                McpServerSpec(
                     name=server.name,
+                    transport="stdio",
                     command=server.command,
                     args=tuple(server.args),
                     env={variable.name: variable.value for variable in server.env},
+                )
+            )
+        elif isinstance(server, acp.HttpMcpServer | acp.SseMcpServer):
+            specs.append(
+                McpServerSpec(
+                    name=server.name,
+                    transport=server.type,
+                    url=server.url,
+                    headers={header.name: header.value for header in server.headers},
                 )
             )
         else:
@@ -256,7 +272,7 @@ def stdio_specs(servers: Sequence[Any]) -> tuple[list[StdioServerSpec], list[str
             name = getattr(server, "name", "?")
             refused.append(
                 f"MCP server {name!r} uses the {kind} transport, which this agent does not"
-                " support (only stdio); its tools are unavailable"
+                " support (stdio, http and sse are); its tools are unavailable"
             )
     return specs, refused
 
@@ -284,7 +300,7 @@ class AcpWorkspaces:
         session.environment = ClientEnvironment(
             state.link.conn, session.id, state.link.capabilities, kit.environment
         )
-        specs, problems = stdio_specs(mcp_servers or ())
+        specs, problems = mcp_specs(mcp_servers or ())
         if specs:
             problems.extend(await kit.start_mcp(specs))
         session.extra_tools = kit.tools()

@@ -61,7 +61,7 @@ async def test_an_editor_session_reads_writes_runs_and_uses_mcp_tools(tmp_path: 
             init = await run.conn.initialize(protocol_version=1, client_capabilities=CAPS)
             assert init.agent_capabilities is not None
             mcp_caps = init.agent_capabilities.mcp_capabilities
-            assert mcp_caps is not None and not mcp_caps.http and not mcp_caps.sse
+            assert mcp_caps is not None and mcp_caps.http and mcp_caps.sse
             created = await run.conn.new_session(
                 cwd=str(project),
                 mcp_servers=[
