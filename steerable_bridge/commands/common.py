@@ -361,6 +361,9 @@ def build_agent(
     if wrap_store is not None:
         store = wrap_store(store)
     agent = Agent(router=router, store=store, config=config, observers=observers)
+    from steerable_bridge.adapters.tools.spill import FileSpill
+
+    agent.spill = FileSpill()  # full text of tool results cut for the model
     for tool in tools:
         agent.tools.register(tool)
     for hook in hooks:

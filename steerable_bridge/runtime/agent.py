@@ -23,8 +23,10 @@ import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
+from steerable_bridge.runtime.bounding import OutputLimits, Spill
 from steerable_bridge.runtime.compaction import CompactionSettings
 from steerable_bridge.runtime.hooks import Hook
+from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.log import SessionLog, now_ms
 from steerable_bridge.runtime.observe import Observer
 from steerable_bridge.runtime.permissions import Approval
@@ -70,6 +72,13 @@ class AgentConfig:
     loop: LoopSettings = field(default_factory=lambda: LoopSettings(new_id=new_id))
     quality: QualitySettings = QualitySettings()
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    output_limits: OutputLimits = OutputLimits()
+    """The largest tool result text the model sees; longer ones are cut in the middle."""
+    max_sessions: int = 256
+    """Idle sessions kept in memory beyond this many are forgotten (oldest first) and
+    reloaded from the store when used again."""
+    session_ttl_s: float = 600.0
+    """An idle session unused this long is forgotten too."""
 
 
 class Agent:
@@ -94,7 +103,12 @@ class Agent:
         self.prompts.register(PromptSection(name="identity", text=IDENTITY))
         self.hooks: Registry[Hook] = Registry()
         self.calibration = TokenCalibration()
-        self._sessions: dict[str, Session] = {}
+        self.spill: Spill | None = None
+        """Keeps the full text of tool results cut to `config.output_limits` (the CLI sets a
+        file store under the state directory); None: the cut middle is not kept."""
+        self._sessions: IdleCache[str, Session] = IdleCache(
+            capacity=config.max_sessions, ttl_s=config.session_ttl_s
+        )
 
     def scope_of(self, session: Session) -> Scope:
         return (session.id,)
@@ -106,6 +120,16 @@ class Agent:
     def get(self, session_id: str) -> Session | None:
         """The session if this process has it open."""
         return self._sessions.get(session_id)
+
+    def keep(self, session: Session) -> None:
+        """Hold `session` in memory (again: a session starting a turn calls this), forgetting
+        idle ones over the cap or past the TTL; forgotten ones reload from the store."""
+        self._sessions.put(session.id, session)
+        self._sessions.sweep(_idle)
+
+    @property
+    def sessions_in_memory(self) -> int:
+        return len(self._sessions)
 
     async def new_session(
         self, cwd: str, *, session_id: str | None = None, model: str | None = None
@@ -124,7 +148,7 @@ class Agent:
         session = Session(
             self, SessionLog(sid, store=self.store), cwd=cwd, model=model or self.config.model
         )
-        self._sessions[sid] = session
+        self.keep(session)
         return session
 
     async def load_session(self, session_id: str) -> Session:
@@ -144,7 +168,7 @@ class Agent:
             with contextlib.suppress(SessionOwned):
                 async with claim_session(self.store, session_id):
                     await session.catch_up()
-        self._sessions[session_id] = session
+        self.keep(session)
         return session
 
     async def list_sessions(
@@ -154,7 +178,7 @@ class Agent:
 
     async def close_session(self, session_id: str) -> bool:
         """Cancel its turn and forget it in memory (the log stays in the store)."""
-        session = self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id)
         if session is None:
             return False
         session.closed = True
@@ -196,7 +220,7 @@ class Agent:
     async def owner_elsewhere(self, session_id: str) -> str | None:
         """The other process running a turn in the session (as the store names it), or None
         when none does — this process's own turns do not count."""
-        session = self._sessions.get(session_id)
+        session = self._sessions.peek(session_id)
         if session is not None and session.running:
             return None
         return await session_owner(self.store, session_id)
@@ -210,7 +234,7 @@ class Agent:
 
     def apply_signal(self, signal: SessionSignal) -> bool:
         """Apply a signal to the session's turn if this process runs it."""
-        session = self._sessions.get(signal.session_id)
+        session = self._sessions.peek(signal.session_id)
         if session is None or not session.running:
             return False
         if signal.action == "cancel":
@@ -229,7 +253,7 @@ class Agent:
         """Shut down: close every open session, then the providers, the store and the
         observers that have an `aclose`."""
         with anyio.CancelScope(shield=True):
-            for session_id in list(self._sessions):
+            for session_id in self._sessions.key_list():
                 await self.close_session(session_id)
             await self.router.aclose()
             close = getattr(self.store, "aclose", None)
@@ -239,3 +263,8 @@ class Agent:
                 close = getattr(observer, "aclose", None)
                 if close is not None:
                     await close()
+
+
+def _idle(session: Session) -> bool:
+    """A session memory may forget: no turn running and nothing waiting to be saved."""
+    return not session.running and not session.log.uncommitted

@@ -101,6 +101,7 @@ class Session:
             raise SessionBusy(self.id)
         token = cancel or CancelToken()
         self._running = token
+        self.agent.keep(self)  # a session forgotten while idle is known again while it runs
         try:
             async with self._claiming, claim_session(self.agent.store, self.id):
                 try:
@@ -140,6 +141,8 @@ class Session:
                 sink=observed.sink,
                 settings=self.agent.config.loop,
                 compactor=self.compactor,
+                output_limits=self.agent.config.output_limits,
+                spill=self.agent.spill,
                 snapshot=lambda: (self.agent.system_prompt(self), self.tools()),
                 hooks=self.agent.hooks.snapshot(self.agent.scope_of(self)),
                 quality=self.agent.config.quality,

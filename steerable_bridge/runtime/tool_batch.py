@@ -24,6 +24,7 @@ import jsonpatch
 from pydantic import JsonValue
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.bounding import bound_content
 from steerable_bridge.runtime.gate import OpenGate, ToolGate
 from steerable_bridge.runtime.permissions import PermissionRequest
 from steerable_bridge.runtime.quality import call_key
@@ -322,9 +323,23 @@ class ToolBatch:
             ev.ToolFinished,
             call_id=call_id,
             status="failed" if result.error is not None else "completed",
-            content=result.content,
+            content=await self.bounded(call_id, result.content),
             raw_output_json=result.raw_output_json,
             error=result.error,
+        )
+
+    async def bounded(
+        self, call_id: str, content: tuple[ToolContent, ...]
+    ) -> tuple[ToolContent, ...]:
+        """The result as the model may see it: oversized text cut in the middle, the full
+        text kept by the session's spill (`bounding.py`)."""
+        ctx = self.ctx
+        return await bound_content(
+            content,
+            ctx.output_limits,
+            spill=ctx.spill,
+            session_id=ctx.log.session_id,
+            call_id=call_id,
         )
 
     async def fail(self, call_id: str, code: str, message: str) -> None:
@@ -379,7 +394,7 @@ class ToolBatch:
                     ev.ToolFinished,
                     call_id=call.call_id,
                     status="failed" if answer.is_error else "completed",
-                    content=answer.content,
+                    content=await self.bounded(call.call_id, answer.content),
                 )
             elif call.call_id in decisions and call.name in self.tools:
                 approved = decisions[call.call_id].approved

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from steerable_bridge.runtime.bounding import OutputLimits, Spill
 from steerable_bridge.runtime.cache_drift import CacheDriftMonitor
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.compaction import Compactor
@@ -121,6 +122,10 @@ class TurnContext:
     sink: EventSink | None
     settings: LoopSettings
     compactor: Compactor | None = None
+    output_limits: OutputLimits = OutputLimits()
+    """The largest tool result text the model sees (`bounding.py`)."""
+    spill: Spill | None = None
+    """Keeps the full text of results cut to `output_limits`; None: the middle is lost."""
     """The session's compaction (breaker state outlives the turn); None: never compact."""
     snapshot: Callable[[], tuple[str, tuple[Tool, ...]]] | None = None
     """Called before every step: the system prompt and tools as registered now, so a change

@@ -39,6 +39,7 @@ def make_agent(
     store: MemoryStore | None = None,
     quality: QualitySettings | None = None,
     compaction: CompactionSettings | None = None,
+    max_sessions: int = 256,
     **loop: Any,
 ) -> Agent:
     router = ModelRouter()
@@ -54,6 +55,7 @@ def make_agent(
         loop=settings,
         quality=quality or QualitySettings(mode="off"),
         compaction=compaction or CompactionSettings(),
+        max_sessions=max_sessions,
     )
     agent = Agent(router=router, store=store or MemoryStore(), config=config)
     for tool in tools:

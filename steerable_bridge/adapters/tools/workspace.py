@@ -26,6 +26,7 @@ from pydantic import JsonValue
 from steerable_bridge.adapters.tools import search
 from steerable_bridge.adapters.tools.builtin import UPDATE_PLAN
 from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.adapters.tools.spill import spilled_path
 from steerable_bridge.runtime.environment import CommandResult, Environment, EnvironmentError
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolHandler, ToolResult
 from steerable_bridge.runtime.values import (
@@ -94,14 +95,19 @@ def _resolve(ctx: ToolContext, path: str) -> str:
 
 
 async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    env = _environment(ctx)
-    real = _resolve(ctx, args["path"])
     line: int | None = args.get("line")
     limit: int | None = args.get("limit")
-    try:
-        text = await env.read_text(real, line=line, limit=limit)
-    except EnvironmentError as err:
-        raise _failure(err) from err
+    spilled = spilled_path(args["path"], ctx.session_id)
+    if spilled is not None:  # a long tool output this session saved (`spill.py`)
+        real = spilled
+        text = await anyio.to_thread.run_sync(_read_lines, spilled, line, limit)
+    else:
+        env = _environment(ctx)
+        real = _resolve(ctx, args["path"])
+        try:
+            text = await env.read_text(real, line=line, limit=limit)
+        except EnvironmentError as err:
+            raise _failure(err) from err
     first = line or 1
     lines = text.splitlines(keepends=True)
     kept: list[str] = []
@@ -131,6 +137,19 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         "truncated": len(kept) < len(lines),
     }
     return ToolResult(content=(TextPart(text=body),), raw_output_json=canonical_json(raw))
+
+
+def _read_lines(path: str, line: int | None, limit: int | None) -> str:
+    first = max(line or 1, 1)
+    kept: list[str] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, text in enumerate(handle, start=1):
+            if number < first:
+                continue
+            if limit is not None and len(kept) >= limit:
+                break
+            kept.append(text)
+    return "".join(kept)
 
 
 async def _old_text(env: Environment, real: str) -> str | None:

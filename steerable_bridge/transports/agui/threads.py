@@ -27,6 +27,7 @@ from ag_ui.core import Message, RunAgentInput
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.model import ProviderError
 from steerable_bridge.runtime.permissions import StaticPolicy
 from steerable_bridge.runtime.routing import RouteError
@@ -78,12 +79,21 @@ class Threads:
     def __init__(self, agent: Agent, *, cwd: str | None = None) -> None:
         self.agent = agent
         self.cwd = cwd or os.getcwd()
-        self._threads: dict[str, Thread] = {}
+        self._threads: IdleCache[str, Thread] = IdleCache(
+            capacity=agent.config.max_sessions, ttl_s=agent.config.session_ttl_s
+        )
+
+    def __len__(self) -> int:
+        return len(self._threads)
 
     def get(self, thread_id: str) -> Thread:
+        """The thread (made on first use). Idle threads over the agent's `max_sessions`, or
+        unused for `session_ttl_s`, are forgotten; their history reloads from the store."""
         thread = self._threads.get(thread_id)
         if thread is None:
-            thread = self._threads[thread_id] = Thread(thread_id)
+            thread = Thread(thread_id)
+            self._threads.put(thread_id, thread)
+            self._threads.sweep(_idle)
         return thread
 
     def claim(self, thread_id: str) -> Thread | None:
@@ -134,6 +144,15 @@ class Threads:
         if traceparent:
             parsed = replace(parsed, turn=replace(parsed.turn, traceparent=traceparent))
         return Run(thread, session, run, parsed)
+
+
+def _idle(thread: Thread) -> bool:
+    session = thread.session
+    return (
+        not thread.busy
+        and thread.settled is None
+        and (session is None or (not session.running and not session.log.uncommitted))
+    )
 
 
 class Run:

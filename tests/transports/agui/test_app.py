@@ -334,3 +334,20 @@ async def test_forwarded_command_compact_compacts_the_thread() -> None:
     request = next(e for e in decode(after) if isinstance(e, ev.ModelRequestEvent)).request
     assert request.messages[0].text.endswith("SUMMARY of the thread")
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "unknown_command"
+
+
+async def test_idle_threads_are_forgotten_and_continue_from_the_store() -> None:
+    from steerable_bridge.adapters.llm.demo import DemoProvider
+    from tests.runtime.harness import make_agent
+
+    agent = make_agent(DemoProvider(pace_ms=0), max_sessions=3)
+    app = create_app(agent)
+    async with asgi_client(app) as client:
+        for n in range(6):
+            await post(client, run_input(f"t{n}", "r1", [user(f"u{n}", f"hello {n}")]))
+        assert len(app.state.threads) <= 3 and agent.sessions_in_memory <= 3
+        _, wire = await post(client, run_input("t0", "r2", [user("u9", "back")]))
+    assert types(wire)[-1] == "RUN_FINISHED"
+    snapshot = [f for f in wire if f["type"] == "MESSAGES_SNAPSHOT"][-1]["messages"]
+    contents = [m.get("content") for m in snapshot if m["role"] == "user"]
+    assert contents == ["hello 0", "back"]  # the forgotten thread kept its history

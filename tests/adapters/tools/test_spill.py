@@ -1,0 +1,49 @@
+"""Spilled tool output: saved under the state directory, readable only by its session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.adapters.tools.spill import FileSpill, spilled_path
+from steerable_bridge.adapters.tools.workspace import workspace_tools
+from steerable_bridge.runtime.tools import ToolContext
+
+pytestmark = pytest.mark.anyio
+
+
+def _ctx(session_id: str, cwd: Path) -> ToolContext:
+    from steerable_bridge.adapters.tools.local_env import LocalEnvironment
+
+    async def nothing(*args: object) -> None:
+        return None
+
+    return ToolContext(
+        session_id=session_id,
+        run_id="r",
+        call_id="c",
+        cwd=str(cwd),
+        environment=LocalEnvironment(Workspace.of(str(cwd))),
+        output=nothing,
+        update_plan=nothing,
+        patch_state=nothing,
+        state=lambda: {},
+    )
+
+
+async def test_read_file_pages_through_its_own_sessions_spill(tmp_path: Path) -> None:
+    spill = FileSpill()  # under $XDG_STATE_HOME, which the test fixture points at tmp
+    path = await spill.save("sess_1", "call/1", "".join(f"line {i}\n" for i in range(100)))
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert spilled_path(path, "sess_1") is not None and spilled_path(path, "sess_2") is None
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    tools = {t.name: t for t in workspace_tools(Workspace.of(str(workspace)))}
+    read = tools["read_file"].handler
+    result = await read({"path": path, "line": 10, "limit": 3}, _ctx("sess_1", workspace))
+    assert "line 9\nline 10\nline 11" in result.content[0].text  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="outside"):
+        await read({"path": path}, _ctx("sess_2", workspace))
