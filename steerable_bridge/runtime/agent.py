@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -103,6 +103,9 @@ class Agent:
         self.prompts.register(PromptSection(name="identity", text=IDENTITY))
         self.hooks: Registry[Hook] = Registry()
         self.calibration = TokenCalibration()
+        self.notes: Callable[[str], Awaitable[str]] | None = None
+        """Reads a cwd's project notes (AGENTS.md and the like) for the system prompt, once
+        per session as it is made or loaded; the CLI sets it, tests may leave it None."""
         self.spill: Spill | None = None
         """Keeps the full text of tool results cut to `config.output_limits` (the CLI sets a
         file store under the state directory); None: the cut middle is not kept."""
@@ -115,7 +118,12 @@ class Agent:
 
     def system_prompt(self, session: Session) -> str:
         sections = self.prompts.snapshot(self.scope_of(session))
-        return "\n\n".join(section.text for section in sections)
+        text = "\n\n".join(section.text for section in sections)
+        return f"{text}\n\n{session.notes}" if session.notes else text
+
+    async def _read_notes(self, session: Session) -> None:
+        if self.notes is not None:
+            session.notes = await self.notes(session.cwd)
 
     def get(self, session_id: str) -> Session | None:
         """The session if this process has it open."""
@@ -148,6 +156,7 @@ class Agent:
         session = Session(
             self, SessionLog(sid, store=self.store), cwd=cwd, model=model or self.config.model
         )
+        await self._read_notes(session)
         self.keep(session)
         return session
 
@@ -162,6 +171,7 @@ class Agent:
         events = await read_tail(self.store, session_id)
         log = SessionLog(session_id, events, store=self.store)
         session = Session(self, log, cwd=record.cwd, model=record.model or self.config.model)
+        await self._read_notes(session)
         if session.facts.running:
             # Open run: either a live process is running it (leave it alone; a later prompt
             # catches up) or its process died (close it, holding the claim).

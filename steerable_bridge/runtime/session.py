@@ -57,6 +57,8 @@ class Session:
         self.steering = InputQueue()
         self.follow_ups = InputQueue()
         self.cache_drift = CacheDriftMonitor()
+        self.notes = ""
+        """Project notes for the system prompt (read by the agent when it makes the session)."""
         self.compactor = Compactor(agent.config.compaction, calibration=agent.calibration)
         self._running: CancelToken | None = None
         self._claiming = anyio.Lock()
