@@ -206,6 +206,15 @@ def markdown() -> str:
         " unchanged. `metadata.steerable` carries stop_reason and pending_tool_call_ids either"
         " way, so decoding is the same.",
         "",
+        "Steering and follow-up, on both wires (logged as `steer_applied` /"
+        " `follow_up_applied`): over ACP the extension methods `_steerable/steer` and"
+        " `_steerable/follow_up` (`{sessionId, text}` → `{taken, reason}`), advertised with the"
+        " event channel in `initialize`'s `agentCapabilities._meta.steerable`; over AG-UI a"
+        " request for the running thread with `forwardedProps.steerable.steer: true` (joins the"
+        " turn at its next step boundary; answered by a short run with CUSTOM"
+        " `steerable.steer_absorbed`) or `forwardedProps.steerable.follow_up: true` (taken when"
+        " the turn would otherwise end; CUSTOM `steerable.follow_up_queued`).",
+        "",
         "| kind | ACP form | ACP rendering | ACP decode | AG-UI events | AG-UI notes |",
         "|---|---|---|---|---|---|",
     ]

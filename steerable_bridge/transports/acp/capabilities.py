@@ -4,9 +4,11 @@ One function, `initialize_response(info, model, workspaces=...)`, shared by the 
 (`front.py`, which answers before the runtime is loaded) and `AcpAgent`. Capabilities are
 honest: `loadSession`; prompts take text, resource links and embedded resources, and images
 only when the default model reads them; sessions can be listed, resumed, closed, deleted and
-forked (plus additional directories when workspaces are mounted); MCP servers over stdio
-only. When the default model needs an API key that is missing, an `env_var` auth method
-names the variable. Imports nothing heavy: it must stay cheap to load.
+forked (plus additional directories when workspaces are mounted); MCP servers over stdio,
+streamable HTTP and SSE. `agentCapabilities._meta.steerable` (`STEERABLE_META`) names this
+agent's extensions: the `_steerable/steer` and `_steerable/follow_up` methods and the
+opt-in event channel. When the default model needs an API key that is missing, an `env_var`
+auth method names the variable. Imports nothing heavy: it must stay cheap to load.
 """
 
 from __future__ import annotations
@@ -19,7 +21,28 @@ from acp import schema as acp
 from steerable_bridge import __version__
 from steerable_bridge.runtime.model import ModelInfo
 
-__all__ = ["initialize_response"]
+__all__ = ["STEERABLE_META", "initialize_response"]
+
+STEERABLE_META: dict[str, Any] = {
+    "steer": {
+        "method": "_steerable/steer",
+        "params": {"sessionId": "string", "text": "string"},
+        "result": {"taken": "boolean", "reason": "string | null"},
+        "description": "add a message to the running turn at its next step boundary",
+    },
+    "follow_up": {
+        "method": "_steerable/follow_up",
+        "params": {"sessionId": "string", "text": "string"},
+        "result": {"taken": "boolean", "reason": "string | null"},
+        "description": "queue a message the running turn takes when it would otherwise end",
+    },
+    "events": {
+        "opt_in": "initialize with _meta: {steerable: {events: true}}",
+        "notification": "_steerable/event",
+        "description": "every LoopEvent of every session, in order",
+    },
+}
+"""What `agentCapabilities._meta.steerable` advertises (see docs/mapping.md)."""
 
 
 def initialize_response(
@@ -59,6 +82,7 @@ def initialize_response(
                 ),
             ),
             mcp_capabilities=acp.McpCapabilities(http=True, sse=True),  # and stdio, always
+            field_meta={"steerable": STEERABLE_META},
         ),
         auth_methods=auth_methods,
     )

@@ -2,6 +2,9 @@
 
 - `_steerable/steer` `{sessionId, text}` → `{taken, reason}`: queue a message for the
   running turn's next step boundary (`Session.steer`); `taken: false` when idle.
+- `_steerable/follow_up` `{sessionId, text}` → `{taken, reason}`: queue a message the
+  running turn takes when it would otherwise end (`Session.follow_up`); `taken: false`
+  when idle. Both are advertised in `initialize`'s `agentCapabilities._meta.steerable`.
 - `session/delete`, `logout` and `$/cancel_request` arrive here renamed under `GAP_PREFIX`
   (see `server.py`): delete goes to the agent, logout is refused with the reason, and
   `$/cancel_request` cancels the `session/prompt` whose request id it names (any other id
@@ -40,7 +43,9 @@ class Extensions:
 
     async def method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "steerable/steer":
-            return self._steer(params)
+            return self._queue(params, "steer")
+        if method == "steerable/follow_up":
+            return self._queue(params, "follow_up")
         if method == GAP_PREFIX + "session/delete":
             return await self._agent.delete_session(params)
         if method == GAP_PREFIX + "logout":
@@ -54,7 +59,8 @@ class Extensions:
             return {}
         raise RequestError(
             errors.METHOD_NOT_FOUND,
-            f"there is no extension method _{method}; this agent offers _steerable/steer",
+            f"there is no extension method _{method}; this agent offers _steerable/steer"
+            " and _steerable/follow_up",
             {"code": "method_not_found", "method": f"_{method}"},
         )
 
@@ -77,14 +83,16 @@ class Extensions:
         if state is not None and state.token is not None:
             state.token.cancel("cancelled by the client ($/cancel_request)")
 
-    def _steer(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _queue(self, params: dict[str, Any], kind: str) -> dict[str, Any]:
         session_id, text = params.get("sessionId"), params.get("text")
         if not isinstance(session_id, str) or not isinstance(text, str) or not text:
             raise errors.invalid_params(
-                "_steerable/steer needs {sessionId: string, text: non-empty string}",
-                stable="invalid_steer",
+                f"_steerable/{kind} needs {{sessionId: string, text: non-empty string}}",
+                stable=f"invalid_{kind}",
             )
-        taken = self._agent.state(session_id).session.steer((TextPart(text=text),))
+        session = self._agent.state(session_id).session
+        content = (TextPart(text=text),)
+        taken = session.steer(content) if kind == "steer" else session.follow_up(content)
         return {
             "taken": taken,
             "reason": None if taken else "no prompt is running; send it as a prompt instead",

@@ -11,6 +11,9 @@ decides what it gets, the same whichever server process the request lands on (se
 - `forwardedProps.steerable.steer: true` adds the request's new user messages to the running
   turn at its next step boundary and answers RUN_STARTED, CUSTOM `steerable.steer_absorbed`,
   RUN_FINISHED;
+- `forwardedProps.steerable.follow_up: true` queues them for when the running turn would
+  otherwise end (it then goes on with them) and answers RUN_STARTED, CUSTOM
+  `steerable.follow_up_queued`, RUN_FINISHED;
 - `forwardedProps.steerable.command: "compact"` asks the turn running here to compact at its
   next step boundary and answers RUN_STARTED, CUSTOM `steerable.compact_requested`,
   RUN_FINISHED (an unknown command is refused with 422 `unknown_command`);
@@ -32,6 +35,7 @@ from steerable_bridge.transports.agui.inputs import (
     InputError,
     command_requested,
     content_parts,
+    follow_up_requested,
     steer_requested,
     stop_requested,
 )
@@ -79,7 +83,8 @@ class Control:
         session = self.threads.get(thread_id).session
         if command == "compact" and session is not None and session.request_compact():
             return self._short(run, "steerable.compact_requested", {"sessionId": thread_id})
-        if steer_requested(run):
+        steer, follow_up = steer_requested(run), follow_up_requested(run)
+        if steer or follow_up:
             thread = self.threads.get(thread_id)
             if owner is not None:  # learn what the other process has logged
                 await self.threads.session_of(thread)
@@ -87,11 +92,12 @@ class Control:
                 m for m in run.messages if m.id not in thread.known and isinstance(m, UserMessage)
             ]
             content = tuple(part for m in new for part in content_parts(m.content))
-            if content and await self.agent.steer(thread_id, content):
+            queue = self.agent.steer if steer else self.agent.follow_up
+            if content and await queue(thread_id, content):
                 thread.known |= {m.id for m in new}
                 return self._short(
                     run,
-                    "steerable.steer_absorbed",
+                    "steerable.steer_absorbed" if steer else "steerable.follow_up_queued",
                     {"messageIds": [m.id for m in new], "sessionId": thread_id},
                 )
         where = f" in {owner}" if owner is not None else ""
@@ -100,7 +106,8 @@ class Control:
             "thread_busy",
             f"thread {thread_id} is already running{where}; wait for its RUN_FINISHED, abort it"
             " or send forwardedProps.steerable.stop: true to stop it, or send"
-            " forwardedProps.steerable.steer: true to add your message to the running turn",
+            " forwardedProps.steerable.steer: true to add your message to the running turn"
+            " (follow_up: true to have it taken when the turn would end)",
         )
 
     def _short(self, run: RunAgentInput, name: str, value: dict[str, Any]) -> EventStream:

@@ -36,6 +36,7 @@ __all__ = [
     "ParsedRun",
     "command_requested",
     "content_parts",
+    "follow_up_requested",
     "speaks_1_0",
     "steer_requested",
     "to_turn",
@@ -67,6 +68,12 @@ class ParsedRun:
 def steer_requested(run: RunAgentInput) -> bool:
     """True when `forwardedProps.steerable.steer` is true."""
     return _own_props(run).get("steer") is True
+
+
+def follow_up_requested(run: RunAgentInput) -> bool:
+    """True when `forwardedProps.steerable.follow_up` is true: queue the new user messages
+    for when the running turn would otherwise end."""
+    return _own_props(run).get("follow_up") is True
 
 
 COMMANDS = ("compact",)

@@ -165,3 +165,32 @@ async def test_steer_reaches_the_running_turn(tmp_path: Path) -> None:
     assert "steer_applied" in [e["kind"] for e in run.client.events]
     assert bad.value.code == -32602
     assert unknown.value.code == -32601
+
+
+async def test_follow_up_is_advertised_and_taken_when_the_turn_would_end(tmp_path: Path) -> None:
+    slow = {"tool_calls": [{"id": "s1", "name": "slow_step", "arguments": {"seconds": 0.5}}]}
+    rounds = [slow, {"text": "first answer"}, {"text": "followed up"}]
+    async with running(tmp_path, rounds, client=Recorder("allow_once")) as run:
+        init = await run.init(steerable={"events": True})
+        sid = await run.new()
+        idle = await run.conn.ext_method("steerable/follow_up", {"sessionId": sid, "text": "x"})
+        results: list[Any] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_prompt_in_background, run, sid, results)
+            await wait_until(lambda: run.client.updates_of("tool_call_update"))
+            taken = await run.conn.ext_method(
+                "steerable/follow_up", {"sessionId": sid, "text": "then summarise"}
+            )
+        with pytest.raises(RequestError) as bad:
+            await run.conn.ext_method("steerable/follow_up", {"text": "no session"})
+    advertised = init.agent_capabilities.field_meta["steerable"]  # type: ignore[union-attr,index]
+    assert advertised["steer"]["method"] == "_steerable/steer"
+    assert advertised["follow_up"]["method"] == "_steerable/follow_up"
+    assert idle["taken"] is False and taken == {"taken": True, "reason": None}
+    assert results[0].stop_reason == "end_turn"
+    chunks = run.client.updates_of("user_message_chunk")
+    assert [u.content.text for u in chunks] == ["then summarise"]
+    assert chunks[0].field_meta["steerable"]["kind"] == "follow_up_applied"
+    text = "".join(u.content.text for u in run.client.updates_of("agent_message_chunk"))
+    assert "followed up" in text
+    assert bad.value.code == -32602

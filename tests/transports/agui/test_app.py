@@ -309,6 +309,42 @@ async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
     assert isinstance(httpx, object)
 
 
+async def test_a_follow_up_request_is_taken_when_the_running_turn_would_end() -> None:
+    slow = scripted(
+        {"text": "abcdefghijklmnopqrst", "chunk_size": 1, "delay_ms": 25}, {"text": "and then"}
+    )
+    app = create_app(agent_for(slow))
+    results: dict[str, Any] = {}
+    async with asgi_client(app) as client:
+
+        async def first() -> None:
+            results["first"] = await post(client, run_input("t1", "r1", [user("u1", "go")]))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await until(
+                lambda: (s := app.state.threads.get("t1").session) is not None and s.running
+            )
+            queued, short = await post(
+                client,
+                run_input(
+                    "t1",
+                    "r2",
+                    [user("u1", "go"), user("u2", "after that, this")],
+                    forwardedProps={"steerable": {"follow_up": True}},
+                ),
+            )
+    assert queued.status_code == 200
+    assert short[1]["name"] == "steerable.follow_up_queued"
+    assert short[1]["value"]["messageIds"] == ["u2"]
+    _, wire = results["first"]
+    assert wire[-1]["type"] == "RUN_FINISHED"
+    applied = [e for e in decode(wire) if isinstance(e, ev.FollowUpApplied)]
+    assert [p.text for p in applied[0].content] == ["after that, this"]  # type: ignore[union-attr]
+    text = "".join(f["delta"] for f in wire if f["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text.endswith("and then")
+
+
 async def test_forwarded_command_compact_compacts_the_thread() -> None:
     provider = scripted(
         {"text": "long answer " * 40},
