@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from steerable_bridge.adapters.storage.formats import FORMAT, decode_event
+from steerable_bridge.adapters.storage.formats import FORMAT, Resolver, decode_event
 from steerable_bridge.adapters.storage.sqlite import SCHEMA_VERSION, store_error
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.storage import StoreError
@@ -153,10 +153,21 @@ def check_log(
         )
 
 
-def salvaged(session_id: str, seq: int, found: int | None, data: str | bytes) -> Salvaged:
-    """One stored row, decoded, or the reason it cannot be."""
+def salvaged(
+    session_id: str,
+    seq: int,
+    found: int | None,
+    data: str | bytes,
+    resolver: Resolver | None = None,
+) -> Salvaged:
+    """One stored row, decoded, or the reason it cannot be. Rows read in seq order through
+    one `resolver` rebuild requests stored by reference from the requests before them."""
     try:
-        return Salvaged(seq=seq, found=found, event=decode_event(session_id, seq, found, data))
+        if resolver is not None:
+            event = resolver.decode((seq, found, data))
+        else:
+            event = decode_event(session_id, seq, found, data)
+        return Salvaged(seq=seq, found=found, event=event)
     except StoreError as err:
         return Salvaged(seq=seq, found=found, problem=err.message)
 
@@ -180,8 +191,9 @@ def _rows(conn: sqlite3.Connection, path: Path, session_id: str) -> Iterator[Sal
         ]
     except sqlite3.DatabaseError:
         ids = _scan_ids(conn, path, session_id)
+    resolver = Resolver(session_id)
     for row_id in ids:
-        yield _salvage_row(conn, session_id, row_id)
+        yield _salvage_row(conn, session_id, row_id, resolver)
 
 
 def _scan_ids(conn: sqlite3.Connection, path: Path, session_id: str) -> list[int]:
@@ -203,7 +215,9 @@ def _scan_ids(conn: sqlite3.Connection, path: Path, session_id: str) -> list[int
     return [row_id for _, row_id in sorted(found)]
 
 
-def _salvage_row(conn: sqlite3.Connection, session_id: str, row_id: int) -> Salvaged:
+def _salvage_row(
+    conn: sqlite3.Connection, session_id: str, row_id: int, resolver: Resolver
+) -> Salvaged:
     try:
         row = conn.execute(
             "SELECT seq, format, data FROM events WHERE id = ?", (row_id,)
@@ -213,4 +227,4 @@ def _salvage_row(conn: sqlite3.Connection, session_id: str, row_id: int) -> Salv
             seq=None, problem=f"session {session_id}: row {row_id} is unreadable: {err}"
         )
     seq, found, data = row
-    return salvaged(session_id, seq, found, data)
+    return salvaged(session_id, seq, found, data, resolver)

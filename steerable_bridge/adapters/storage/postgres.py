@@ -40,7 +40,7 @@ from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
 from steerable_bridge.adapters.storage.formats import FORMAT as RECORD_FORMAT
 from steerable_bridge.adapters.storage.formats import (
-    decode_event,
+    Resolver,
     decode_record,
     format_too_new,
     history_compaction,
@@ -48,6 +48,7 @@ from steerable_bridge.adapters.storage.formats import (
 from steerable_bridge.adapters.storage.integrity import CheckReport, check_log, salvaged
 from steerable_bridge.adapters.storage.sql import (
     EVENT_COLUMNS,
+    FETCH_ROW,
     INSERT_EVENT,
     INSERT_SESSION,
     READ_AFTER,
@@ -57,13 +58,14 @@ from steerable_bridge.adapters.storage.sql import (
     TAIL_FROM,
     TAIL_RUN_START,
     UPDATE_AFTER_APPEND,
-    event_row,
+    event_rows,
     list_query,
     pg,
     session_row,
     update_after_append,
 )
-from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.events import LoopEvent, ModelRequestEvent
+from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.signals import SessionSignal, signal_from_json, signal_to_json
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
@@ -181,6 +183,8 @@ class PostgresStore:
         self.timeout_s = timeout_s
         self.identity = app or f"steerable-bridge pid {os.getpid()} on {socket.gethostname()}"
         self._pool: AsyncConnectionPool[Any] | None = None
+        self._requests: IdleCache[str, ModelRequestEvent] = IdleCache(capacity=256, ttl_s=3600)
+        """Each session's last stored model request: the next one is stored by reference."""
         self._owner_conn: psycopg.AsyncConnection[Any] | None = None
         self._opening = anyio.Lock()
         self._owner_lock = anyio.Lock()
@@ -290,7 +294,8 @@ class PostgresStore:
 
     async def append(self, session_id: str, events: Sequence[LoopEvent]) -> None:
         batch = list(events)
-        rows = [event_row(session_id, e) for e in batch]
+        previous = self._requests.peek(session_id)
+        rows, newest = event_rows(session_id, batch, previous)
         async with self._conn() as conn, conn.transaction():
             cur = await conn.execute(pg(SESSION_ROW) + " FOR UPDATE", (session_id,))
             row = await cur.fetchone()
@@ -309,13 +314,35 @@ class PostgresStore:
                 async with conn.cursor() as many:
                     await many.executemany(pg(INSERT_EVENT), rows)
             await conn.execute(pg(UPDATE_AFTER_APPEND), update_after_append(record, batch, title))
+        if newest is not None and newest is not previous:
+            self._requests.put(session_id, newest)
+            self._requests.sweep(lambda _: True)
+
+    async def _decode_all(
+        self, conn: psycopg.AsyncConnection[Any], session_id: str, rows: list[Any]
+    ) -> list[LoopEvent]:
+        """The rows' events; requests stored by reference are rebuilt, fetching base rows
+        the read did not include."""
+        resolver = Resolver(session_id)
+        while need := resolver.missing(rows):
+            for seq in sorted(need):
+                cur = await conn.execute(pg(FETCH_ROW), (session_id, seq))
+                found = await cur.fetchone()
+                if found is None:
+                    raise StoreError(
+                        "corrupt_record",
+                        f"session {session_id} refers to model request seq {seq}, which is"
+                        " not stored; run `steerable-bridge sessions check`",
+                    )
+                resolver.extra[seq] = (found[0], found[1], found[2])
+        return resolver.decode_all(rows)
 
     async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
         async with self._conn() as conn:
             await self._require(conn, session_id)
             cur = await conn.execute(pg(READ_AFTER), (session_id, after_seq))
             rows = await cur.fetchall()
-        return [decode_event(session_id, seq, found, data) for seq, found, data in rows]
+            return await self._decode_all(conn, session_id, rows)
 
     async def read_tail(self, session_id: str) -> list[LoopEvent]:
         """From `tail_start` of the newest history compaction on, after the fact-carrying
@@ -333,7 +360,7 @@ class PostgresStore:
                 start = tail_start(found, int(run[0]) if run is not None else found.seq)
             rows = await (await conn.execute(pg(TAIL_FACTS), (session_id, start))).fetchall()
             rows += await (await conn.execute(pg(TAIL_FROM), (session_id, start))).fetchall()
-        return [decode_event(session_id, seq, fmt, data) for seq, fmt, data in rows]
+            return await self._decode_all(conn, session_id, rows)
 
     async def _require(self, conn: psycopg.AsyncConnection[Any], session_id: str) -> None:
         cur = await conn.execute("SELECT format FROM sessions WHERE session_id = %s", (session_id,))
@@ -547,7 +574,10 @@ class PostgresStore:
                     "SELECT seq, format, data FROM events WHERE session_id = %s ORDER BY seq",
                     (session_id,),
                 )
-                items = [salvaged(session_id, s, f, d) for s, f, d in await cur.fetchall()]
+                resolver = Resolver(session_id)
+                items = [
+                    salvaged(session_id, s, f, d, resolver) for s, f, d in await cur.fetchall()
+                ]
                 check_log(report, session_id, last_seq, found, items)
             orphans = await (
                 await conn.execute(

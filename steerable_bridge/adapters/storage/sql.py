@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
-from steerable_bridge.runtime.codec import event_to_json
-from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.adapters.storage.formats import FORMAT, encode_event, encode_record
+from steerable_bridge.runtime.events import LoopEvent, ModelRequestEvent
 from steerable_bridge.runtime.projection import carries_facts
 from steerable_bridge.runtime.storage import SessionRecord
 
 __all__ = [
     "EVENT_COLUMNS",
+    "FETCH_ROW",
     "INSERT_EVENT",
     "INSERT_SESSION",
     "READ_AFTER",
@@ -34,6 +34,7 @@ __all__ = [
     "EventRow",
     "appended_record",
     "event_row",
+    "event_rows",
     "list_query",
     "pg",
     "session_row",
@@ -78,8 +79,11 @@ def pg(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-def event_row(session_id: str, event: LoopEvent) -> EventRow:
-    """The `events` row of one event (columns in `EVENT_COLUMNS` order)."""
+def event_row(
+    session_id: str, event: LoopEvent, previous: ModelRequestEvent | None = None
+) -> EventRow:
+    """The `events` row of one event (columns in `EVENT_COLUMNS` order); a model request
+    extending `previous` is stored by reference (`formats.encode_event`)."""
     return (
         session_id,
         event.seq,
@@ -88,8 +92,24 @@ def event_row(session_id: str, event: LoopEvent) -> EventRow:
         event.ts,
         1 if carries_facts(event) else 0,
         FORMAT,
-        event_to_json(event),
+        encode_event(event, previous),
     )
+
+
+def event_rows(
+    session_id: str, batch: Sequence[LoopEvent], previous: ModelRequestEvent | None
+) -> tuple[list[EventRow], ModelRequestEvent | None]:
+    """The rows of a batch, and the session's last model request once it is stored."""
+    rows: list[EventRow] = []
+    for event in batch:
+        rows.append(event_row(session_id, event, previous))
+        if isinstance(event, ModelRequestEvent):
+            previous = event
+    return rows, previous
+
+
+FETCH_ROW = "SELECT seq, format, data FROM events WHERE session_id = ? AND seq = ?"
+"""One row by seq: the base of a request stored by reference that a read did not include."""
 
 
 def session_row(record: SessionRecord) -> tuple[object, ...]:

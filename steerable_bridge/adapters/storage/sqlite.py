@@ -43,13 +43,14 @@ from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
 from steerable_bridge.adapters.storage.formats import (
     FORMAT,
-    decode_event,
+    Resolver,
     decode_record,
     format_too_new,
     history_compaction,
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
 from steerable_bridge.adapters.storage.sql import (
+    FETCH_ROW,
     INSERT_EVENT,
     INSERT_SESSION,
     READ_AFTER,
@@ -59,12 +60,13 @@ from steerable_bridge.adapters.storage.sql import (
     TAIL_FROM,
     TAIL_RUN_START,
     UPDATE_AFTER_APPEND,
-    event_row,
+    event_rows,
     list_query,
     session_row,
     update_after_append,
 )
-from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.events import LoopEvent, ModelRequestEvent
+from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.signals import SessionSignal, signal_from_json, signal_to_json
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
@@ -162,6 +164,8 @@ class SqliteStore:
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._limiter: anyio.CapacityLimiter | None = None
+        self._requests: IdleCache[str, ModelRequestEvent] = IdleCache(capacity=256, ttl_s=3600)
+        """Each session's last stored model request: the next one is stored by reference."""
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -253,8 +257,10 @@ class SqliteStore:
     async def append(self, session_id: str, events: Sequence[LoopEvent]) -> None:
         batch = list(events)
 
+        previous = self._requests.peek(session_id)
+        rows, newest = event_rows(session_id, batch, previous)
+
         def append(conn: sqlite3.Connection) -> None:
-            rows = [event_row(session_id, e) for e in batch]
             with _transaction(conn):
                 row = conn.execute(SESSION_ROW, (session_id,)).fetchone()
                 if row is None:
@@ -268,13 +274,16 @@ class SqliteStore:
                 conn.execute(UPDATE_AFTER_APPEND, update_after_append(record, batch, title))
 
         await self._run(append)
+        if newest is not None and newest is not previous:
+            self._requests.put(session_id, newest)
+            self._requests.sweep(lambda _: True)
 
     async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
         def read(conn: sqlite3.Connection) -> list[LoopEvent]:
             with _transaction(conn, write=False):
                 _require(conn, session_id)
                 rows = conn.execute(READ_AFTER, (session_id, after_seq)).fetchall()
-            return _decode_all(session_id, rows)
+                return _decode_all(conn, session_id, rows)
 
         return await self._run(read)
 
@@ -287,7 +296,7 @@ class SqliteStore:
                 start = _tail_start(conn, session_id)
                 rows = conn.execute(TAIL_FACTS, (session_id, start)).fetchall()
                 rows += conn.execute(TAIL_FROM, (session_id, start)).fetchall()
-            return _decode_all(session_id, rows)
+                return _decode_all(conn, session_id, rows)
 
         return await self._run(read_tail)
 
@@ -433,5 +442,24 @@ def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
     return tail_start(found, int(run[0]) if run is not None else found.seq)
 
 
-def _decode_all(session_id: str, rows: Sequence[tuple[int, int | None, str]]) -> list[LoopEvent]:
-    return [decode_event(session_id, seq, found, data) for seq, found, data in rows]
+def _decode_all(
+    conn: sqlite3.Connection, session_id: str, rows: Sequence[tuple[int, int | None, str]]
+) -> list[LoopEvent]:
+    """The rows' events; requests stored by reference are rebuilt, fetching base rows the
+    read did not include (a tail, or rows after a seq)."""
+    resolver = Resolver(session_id)
+    while need := resolver.missing(rows):
+        for seq in sorted(need):
+            found = conn.execute(FETCH_ROW, (session_id, seq)).fetchone()
+            if found is None:
+                raise _missing_base(session_id, seq)
+            resolver.extra[seq] = (found[0], found[1], found[2])
+    return resolver.decode_all(rows)
+
+
+def _missing_base(session_id: str, seq: int) -> StoreError:
+    return StoreError(
+        "corrupt_record",
+        f"session {session_id} refers to model request seq {seq}, which is not stored; run"
+        " `steerable-bridge sessions check` and `sessions export ID` to salvage the rest",
+    )

@@ -192,3 +192,62 @@ async def test_claim_is_exclusive_and_released_on_exit(store: SessionStore) -> N
             pass
     async with claim("s1"):
         pass
+
+
+async def test_model_requests_read_back_exactly_though_stored_by_reference(
+    store: SessionStore,
+) -> None:
+    """A long tool-using turn, a compaction in the next, and a third turn: every read (all,
+    after a seq, the tail) gives back the very requests the loop logged."""
+    from steerable_bridge.runtime.compaction import CompactionSettings
+    from tests.runtime.harness import make_agent, prompt, scripted
+
+    call = {"tool_calls": [{"id": "c", "name": "echo", "arguments": {"text": "x" * 300}}]}
+    provider = scripted(
+        *[call] * 4,
+        {"text": "done " * 30},
+        {"text": "second"},
+        {"text": "third"},
+        summary_rounds=[{"text": "SUMMARY"}],
+    )
+    from tests.runtime.harness import text_tool
+
+    agent = make_agent(
+        provider,
+        tools=[text_tool("echo")],
+        store=store,  # type: ignore[arg-type]
+        compaction=CompactionSettings(),
+    )
+    session = await agent.new_session("/work")
+    await prompt(session, "first")
+    await prompt(session, "second")
+    from steerable_bridge.runtime.turn import TurnInput
+
+    await session.prompt(TurnInput(compact=True))
+    await prompt(session, "third")
+    logged = list(session.log.view())
+    requests = [e for e in logged if isinstance(e, ev.ModelRequestEvent)]
+    assert len(requests) == 7
+    assert await store.read(session.id) == logged
+    middle = requests[3].seq
+    assert await store.read(session.id, after_seq=middle) == [e for e in logged if e.seq > middle]
+    tail = await read_tail(store, session.id)
+    by_seq = {e.seq: e for e in logged}
+    assert len(tail) < len(logged) and all(by_seq[e.seq] == e for e in tail)
+    assert [e for e in tail if isinstance(e, ev.ModelRequestEvent)][-1] == requests[-1]
+    fresh = await make_agent(provider, store=store).load_session(session.id)  # type: ignore[arg-type]
+    assert list(fresh.log.view()) == tail
+    if isinstance(store, SqliteStore):
+        import sqlite3
+
+        with sqlite3.connect(store.path) as conn:
+            sizes = [
+                len(data)
+                for (data,) in conn.execute(
+                    "SELECT data FROM events WHERE kind = 'model_request' ORDER BY seq"
+                )
+            ]
+        from steerable_bridge.runtime.codec import event_to_json
+
+        full = [len(event_to_json(r)) for r in requests]
+        assert all(sizes[i] < full[i] / 2 for i in (2, 3, 4))  # only what is new is stored

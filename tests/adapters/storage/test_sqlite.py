@@ -113,13 +113,14 @@ async def test_older_formats_go_through_the_upgrade_chain(
 ) -> None:
     await seeded(db, stores)
 
-    def v1_to_v2(data: formats.JsonObject) -> formats.JsonObject:
+    def next_format(data: formats.JsonObject) -> formats.JsonObject:
         if data.get("kind") == "text_delta":
             data["delta"] = data["delta"].upper()
         return data
 
-    monkeypatch.setattr(formats, "FORMAT", 2)
-    monkeypatch.setitem(formats.UPGRADES, 1, v1_to_v2)
+    written = formats.FORMAT  # a later build reads these rows through one more upgrade
+    monkeypatch.setattr(formats, "FORMAT", written + 1)
+    monkeypatch.setitem(formats.UPGRADES, written, next_format)
     events = await open_store(db, stores).read("s1")
     assert [e.delta for e in events if isinstance(e, ev.TextDelta)] == ["X", "X", "X"]
 
