@@ -14,9 +14,10 @@ With `--model-http TOKENS` the model is `openai:bench` over HTTP instead: `opena
 in a process of its own, streaming TOKENS one-token chunks per call, so each run pays for a
 real model connection. `--concurrency C` keeps at most C runs in flight (0: all at once),
 `--server-cpus 0` pins the server (and its workers) with taskset, `--workers N` passes
-`serve --workers N`, and `--src DIR` runs the server from another checkout (PYTHONPATH) to
-compare builds on the same load. The server's CPU time counts its worker processes too, and
-is also printed per run.
+`serve --workers N`, `--src DIR` runs the server from another checkout (PYTHONPATH) to
+compare builds on the same load, and `--peer PYTHON` measures pydantic-ai's AG-UI adapter
+instead (`pydantic_ai_agui.py`, run by a Python that has it). The server's CPU time counts
+its worker processes too, and is also printed per run, with the AG-UI events/s received.
 Run: `uv run python bench/agui_concurrency.py [--runs 1000] [--storage PATH]`, e.g.
 `... --runs 300 --concurrency 100 --model-http 20 --server-cpus 0`.
 """
@@ -47,6 +48,8 @@ def script(delay_ms: int) -> dict[str, object]:
 
 OPEN = [0, 0]
 """Streams open now, and the most open at once."""
+EVENTS = [0]
+"""AG-UI events received by the measured runs."""
 
 
 def free_port() -> int:
@@ -106,6 +109,7 @@ async def one_run(port: int, index: int, limit_s: float) -> tuple[float, float] 
         return data.split(b"\r\n", 1)[0].decode(errors="replace") or "no response"
     if b'"type":"RUN_FINISHED"' not in data or b'"type":"RUN_ERROR"' in data or first is None:
         return "the stream did not end with RUN_FINISHED: " + data[-200:].decode(errors="replace")
+    EVENTS[0] += data.count(b"data: ")
     return first, time.perf_counter() - start
 
 
@@ -119,6 +123,7 @@ async def drive(
     slots = anyio.Semaphore(concurrency or runs)
 
     OPEN[1] = 0
+    EVENTS[0] = 0
 
     async def task(i: int) -> None:
         await anyio.sleep(ramp_s * i / runs)
@@ -178,6 +183,12 @@ def main() -> None:
     parser.add_argument("--server-cpus", default="", help="taskset CPU list for the server")
     parser.add_argument("--workers", type=int, default=1, help="serve --workers N (1)")
     parser.add_argument("--src", default="", help="run the server from this checkout")
+    parser.add_argument(
+        "--peer",
+        default="",
+        metavar="PYTHON",
+        help="measure pydantic-ai's AGUIAdapter instead (pydantic_ai_agui.py run by PYTHON)",
+    )
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
@@ -203,6 +214,9 @@ def main() -> None:
             command += ["--model", f"scripted:{path}"]
         if args.workers > 1:
             command += ["--workers", str(args.workers)]
+        if args.peer:
+            peer = str(Path(__file__).with_name("pydantic_ai_agui.py"))
+            command = [args.peer, peer, "--port", str(port)]
         if args.server_cpus:
             command = ["taskset", "-c", args.server_cpus, *command]
         server = subprocess.Popen(  # cwd: not this checkout, or it would shadow --src
@@ -247,6 +261,7 @@ def main() -> None:
         f" {model} model, storage {args.storage}, chunk delay {args.delay_ms} ms, starts over"
         f" {args.ramp_s:g} s, at most {OPEN[1]} streams open at once"
         + (f", server from {args.src}" if args.src else "")
+        + (", pydantic-ai AGUIAdapter (peer)" if args.peer else "")
     )
     print(f"errors: {len(errors)}" + (f"  (first: {errors[0]})" if errors else ""))
     if firsts:
@@ -256,6 +271,7 @@ def main() -> None:
         print(f"time to RUN_FINISHED: p50 {p50:.1f} ms  p99 {p99:.1f} ms")
     print(f"wall time: {wall:.2f} s   server CPU: {cpu:.2f} s   server peak RSS: {rss:.1f} MB")
     print(f"server CPU per run: {cpu * 1000 / max(1, args.runs):.1f} ms")
+    print(f"AG-UI events received: {EVENTS[0]}, {EVENTS[0] / wall:,.0f} events/s")
 
 
 if __name__ == "__main__":
