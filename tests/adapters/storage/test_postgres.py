@@ -172,14 +172,19 @@ async def test_steer_and_cancel_reach_a_turn_another_process_runs(
     remote = agent_on(opened("two"), [Round(text="unused")])
     session = await runner.new_session("/w")
     started = anyio.Event()
+
+    async def streaming(event: ev.LoopEvent) -> None:
+        """The model is streaming: a steer now waits for the next step boundary (sent any
+        earlier, the first step would take it at once, leaving nothing queued to observe)."""
+        if isinstance(event, ev.TextDelta):
+            started.set()
+
     async with anyio.create_task_group() as tg:
         await tg.start(runner.relay_signals)
         outcome: list[str] = []
 
         async def run() -> None:
-            result = await session.prompt(
-                TurnInput(content=(TextPart(text="go"),)), on_start=lambda token: started.set()
-            )
+            result = await session.prompt(TurnInput(content=(TextPart(text="go"),)), streaming)
             outcome.append(result.stop_reason)
 
         tg.start_soon(run)
