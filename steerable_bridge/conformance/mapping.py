@@ -147,7 +147,8 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("commands_updated", "update", "`available_commands_update`"),
     _row("session_info", "update", "`session_info_update` (title, updatedAt)"),
     _row("usage_updated", "update",
-         "`usage_update` (used, size; cache read / creation tokens in `_meta`)"),
+         "`usage_update` (used, size; cache read / creation tokens in `_meta`; not sent while"
+         " the context window is unknown)"),
     _row("hook_action", "event channel", _CHANNEL),
     _row("budget_exhausted", "event channel", _CHANNEL),
     _row("soft_timeout", "event channel", _CHANNEL),
@@ -164,8 +165,8 @@ def row(kind: str) -> KindMapping:
 
 def acp_exact(event: LoopEvent) -> bool:
     """ACP's editor-facing messages carry this event exactly (no event channel needed)."""
-    if event.kind == "config_changed":
-        return getattr(event, "option_id", None) == "model"
+    if event.kind in ("config_changed", "usage_updated"):
+        return acp_shown(event)
     return _BY_KIND[event.kind].acp_exact
 
 
@@ -173,6 +174,8 @@ def acp_shown(event: LoopEvent) -> bool:
     """An editor sees this event (exactly, or by its meaning) without the event channel."""
     if event.kind == "config_changed":
         return getattr(event, "option_id", None) == "model"
+    if event.kind == "usage_updated":  # `size` is required: no update while it is unknown
+        return bool(getattr(event, "size", None))
     return _BY_KIND[event.kind].acp_shown
 
 

@@ -452,16 +452,19 @@ class AcpAgent:
         if compact:
             await self._slash.compacted(state, outcome.run_id)
         usage = outcome.usage
+        counted = not (outcome.stop_reason == "cancelled" and usage.total_tokens == 0)
         return acp.PromptResponse(
             stop_reason=stop_reason(outcome.stop_reason),
-            usage=acp.Usage(
+            usage=acp.Usage(  # a turn cancelled before its provider counted reports none
                 total_tokens=usage.total_tokens,
                 input_tokens=usage.prompt_tokens,
                 output_tokens=usage.completion_tokens,
                 thought_tokens=usage.reasoning_tokens or None,
                 cached_read_tokens=usage.cached_tokens or None,
                 cached_write_tokens=usage.cache_creation_tokens or None,
-            ),
+            )
+            if counted
+            else None,
             field_meta={
                 "steerable": {
                     "run_id": outcome.run_id,

@@ -197,12 +197,23 @@ class ClientEnvironment:
             ) from None
         except RequestError as error:
             raise EnvironmentError(
-                "client_fs_error", f"the editor could not {what} {subject}: {error}"
+                "client_fs_error", f"the editor could not {what} {subject}: {_said(error)}"
             ) from error
         except ConnectionError as error:
             raise EnvironmentError(
                 "client_gone", f"the editor connection closed while trying to {what} {subject}"
             ) from error
+
+
+def _said(error: RequestError) -> str:
+    """The editor's refusal in its own words: the message, and `data.details` (where
+    editors put the reason, such as "Permission denied for fs/read_text_file") when given."""
+    text = str(error) or f"error {error.code}"
+    data = error.data
+    details = data.get("details") if isinstance(data, dict) else data
+    if isinstance(details, str) and details.strip() and details not in text:
+        text = f"{text} ({details.strip()})"
+    return text
 
 
 # -- the per-session hook ------------------------------------------------------------------

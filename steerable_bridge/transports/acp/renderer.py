@@ -19,7 +19,7 @@ own prompts; live, the client already shows them.
 | tool_finished                | tool_call_update: completed / failed (cancelled → failed),    |
 |                              | content (text, diff, terminal, ...), rawOutput                |
 | plan_updated                 | plan (the whole plan; each replaces the last)                 |
-| usage_updated                | usage_update (size = context window; 0 when unknown)          |
+| usage_updated                | usage_update (size = context window; none when it is unknown) |
 | session_info                 | session_info_update (title, updatedAt = ts as ISO 8601)       |
 | mode_changed                 | current_mode_update                                           |
 | config_changed "model"       | config_option_update (the full option list)                   |
@@ -363,11 +363,13 @@ class AcpRenderer:
                 )
             ]
         if isinstance(event, ev.UsageUpdated):
+            if not event.size:  # the window is unknown: no "used of 0" for editors to draw
+                return []
             return [
                 acp.UsageUpdate(
                     session_update="usage_update",
                     used=event.used,
-                    size=event.size or 0,
+                    size=event.size,
                     field_meta=meta(
                         size=event.size,
                         cache_read_tokens=event.cache_read_tokens,

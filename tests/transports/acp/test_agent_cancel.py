@@ -120,6 +120,7 @@ async def test_cancel_request_cancels_the_prompt_without_a_traceback(tmp_path: P
             run.process.stdin.write((json.dumps(unknown) + "\n").encode())
         await run.assert_quiet_after_prompt()
     assert results[0].stop_reason == "cancelled"
+    assert results[0].usage is None  # text streamed, nothing counted: no zeros reported
     assert "Traceback" not in run.stderr()
 
 

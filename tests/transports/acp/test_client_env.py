@@ -165,3 +165,23 @@ async def test_run_command_embeds_the_terminal_as_soon_as_it_exists(project: Pat
     assert isinstance(result.content[1], TextPart)
     assert result.content[1].text == "via terminal\n[exit code 0]"
     assert result.error is None
+
+
+class RefusingEditor(EditorClient):
+    """An editor that refuses reads the way acpx does: -32603 with the reason in details."""
+
+    async def read_text_file(self, path: str, session_id: str, **kw: Any) -> Any:
+        from acp import RequestError
+
+        raise RequestError.internal_error({"details": "Permission denied for fs/read_text_file"})
+
+
+async def test_an_editors_refusal_keeps_its_reason_for_the_model_and_the_user(
+    project: Path,
+) -> None:
+    app = str(project / "app.py")
+    async with editor_env(project, RefusingEditor({app: "x"})) as env:
+        with pytest.raises(EnvironmentError) as refused:
+            await env.read_text(app)
+    assert refused.value.code == "client_fs_error"
+    assert "Permission denied for fs/read_text_file" in refused.value.message

@@ -139,8 +139,9 @@ def test_session_level_events() -> None:
     assert [(e.content, e.status, e.priority) for e in plan.entries] == [
         ("a", "completed", "medium")
     ]
-    [usage] = r.render(make(ev.UsageUpdated, used=50, size=None))
-    assert (usage.used, usage.size, meta(usage)["size"]) == (50, 0, None)
+    assert r.render(make(ev.UsageUpdated, used=50, size=None)) == []  # window unknown
+    [usage] = r.render(make(ev.UsageUpdated, used=50, size=4096))
+    assert (usage.used, usage.size, meta(usage)["size"]) == (50, 4096, 4096)
     [info] = r.render(make(ev.SessionInfo, title="Fix the bug"))
     assert info.title == "Fix the bug" and info.updated_at == "2023-11-14T22:13:20Z"
     [mode] = r.render(make(ev.ModeChanged, mode_id="read-only"))
