@@ -10,7 +10,7 @@ from hypothesis import given, settings
 
 from steerable_bridge.conformance.agui_wire import render_agui_stream
 from steerable_bridge.conformance.grammar import sessions
-from steerable_bridge.conformance.mapping import MAPPING, markdown, missing_rows, row
+from steerable_bridge.conformance.mapping import MAPPING, acp_shown, markdown, missing_rows, row
 from steerable_bridge.runtime.events import KINDS, LoopEvent
 from steerable_bridge.transports.acp.renderer import AcpRenderer
 
@@ -43,9 +43,10 @@ def test_the_table_says_what_the_renderers_do(events: list[LoopEvent]) -> None:
     for event in events:
         updates = acp.render(event)
         form = row(event.kind).acp_form
-        if form == "update" and event.kind != "config_changed":
-            assert updates, f"{event.kind} should render as a session/update"
-        elif form != "update":
+        if form == "update":  # config_changed and usage_updated show only some events
+            shown = acp_shown(event)
+            assert bool(updates) == shown, f"{event.kind}: shown={shown}, rendered {updates}"
+        else:
             assert not updates, f"{event.kind} should not render as a session/update"
     for raw in render_agui_stream(events):
         steerable = (raw.get("metadata") or {}).get("steerable") or {}
