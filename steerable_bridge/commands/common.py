@@ -24,6 +24,7 @@ from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_rout
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
     from steerable_bridge.adapters.tools.local_env import CommandPolicy
     from steerable_bridge.runtime.agent import Agent
+    from steerable_bridge.runtime.approvals import ApprovalMemory
     from steerable_bridge.runtime.hooks import Hook
     from steerable_bridge.runtime.observe import Observer
     from steerable_bridge.runtime.storage import SessionStore
@@ -34,7 +35,9 @@ __all__ = [
     "add_agent_options",
     "add_storage_option",
     "add_tool_process_options",
+    "approvals_path",
     "build_agent",
+    "build_approvals",
     "build_router",
     "build_store",
     "command_policy",
@@ -279,6 +282,30 @@ STORAGE_SCHEMES = ("postgresql", "postgres")
 """URL schemes `--storage` serves; anything else that looks like a URL is refused by name."""
 
 
+def approvals_path(spec: str) -> str | None:
+    """Where "always" answers per project are kept: `approvals.json` beside a SQLite store,
+    in the default state folder for a PostgreSQL one, nowhere for `memory`."""
+    if spec == "memory":
+        return None
+    if _scheme(spec) is not None:
+        state = os.environ.get("XDG_STATE_HOME", "")
+        base = state if os.path.isabs(state) else os.path.expanduser("~/.local/state")
+        return os.path.join(base, "steerable-bridge", "approvals.json")
+    return os.path.join(
+        os.path.dirname(os.path.abspath(os.path.expanduser(spec))), "approvals.json"
+    )
+
+
+def build_approvals(spec: str) -> ApprovalMemory | None:
+    """The project approvals kept for storage `spec` (see `approvals_path`)."""
+    path = approvals_path(spec)
+    if path is None:
+        return None
+    from steerable_bridge.adapters.storage.approval_file import ApprovalFile
+
+    return ApprovalFile(path)
+
+
 def build_store(spec: str) -> SessionStore:
     """`memory`, a `postgresql://` URL, or the SQLite store at a file path (created on first
     use). A value with any other URL scheme (`mysql://...`) is refused, never taken for a
@@ -369,7 +396,13 @@ def build_agent(
     store = build_store(args.storage)
     if wrap_store is not None:
         store = wrap_store(store)
-    agent = Agent(router=router, store=store, config=config, observers=observers)
+    agent = Agent(
+        router=router,
+        store=store,
+        config=config,
+        observers=observers,
+        approvals=build_approvals(args.storage),
+    )
     from steerable_bridge.adapters.tools.spill import FileSpill
 
     agent.spill = FileSpill()  # full text of tool results cut for the model

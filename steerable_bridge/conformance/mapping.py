@@ -87,10 +87,12 @@ MAPPING: tuple[KindMapping, ...] = (
          ("RUN_STARTED",), note="threadId = session, runId, protocolVersion; model,"
          " parent_run_id and trace_id in metadata", exact=False, meaning=("trace_id",)),
     _row("run_finished", "prompt response", "`stopReason` (max_steps → max_turn_requests,"
-         " interrupted → end_turn), `usage`; the event in `_meta.steerable.event`",
+         " interrupted → end_turn, rejected → cancelled), `usage`; the event in"
+         " `_meta.steerable.event`",
          ("RUN_FINISHED",),
          note="after the derived MESSAGES_SNAPSHOT; outcome success (pendingToolCallIds) /"
-         " interrupt / cancelled (for a 0.0.x client: success without pendingToolCallIds,"
+         " interrupt / cancelled (also for rejected; for a 0.0.x client: success without"
+         " pendingToolCallIds,"
          " no outcome when cancelled), usage; stop_reason, usage, pending_tool_call_ids,"
          " interrupts in metadata",
          exact=True),
@@ -128,7 +130,7 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("tool_finished", "update", "`tool_call_update` completed / failed, content, rawOutput",
          ("TOOL_CALL_RESULT",), note="messageId result-<call_id>, content = its text; status,"
          " content, raw_output_json, error in metadata"),
-    _row("permission_requested", "client request", "`session/request_permission` (4 options);"
+    _row("permission_requested", "client request", "`session/request_permission` (5 options);"
          " the event in `_meta.steerable.event`", exact=True),
     _row("permission_resolved", "client request", "the client's answer to"
          " `session/request_permission`", exact=False, meaning=("call_id", "outcome", "option_id")),

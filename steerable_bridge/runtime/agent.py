@@ -23,6 +23,7 @@ import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
+from steerable_bridge.runtime.approvals import ApprovalMemory
 from steerable_bridge.runtime.bounding import OutputLimits, Spill
 from steerable_bridge.runtime.compaction import CompactionSettings
 from steerable_bridge.runtime.hooks import Hook
@@ -92,10 +93,13 @@ class Agent:
         store: SessionStore,
         config: AgentConfig,
         observers: Sequence[Observer] = (),
+        approvals: ApprovalMemory | None = None,
     ) -> None:
         self.router = router
         self.store = store
         self.config = config
+        self.approvals = approvals
+        """Remembered "always" answers per project, kept across sessions (or None)."""
         self.observers: tuple[Observer, ...] = tuple(observers)
         """Watch every turn (tracing, metrics; see `observe.py`)."""
         self.tools: Registry[Tool] = Registry()

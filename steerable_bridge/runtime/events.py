@@ -41,8 +41,11 @@ from steerable_bridge.runtime.values import (
     Usage,
 )
 
-StopReason = Literal["end_turn", "max_tokens", "max_steps", "refusal", "cancelled", "interrupted"]
-"""Why a turn ended. `interrupted` means it waits for the client (frontend tool, approval)."""
+StopReason = Literal[
+    "end_turn", "max_tokens", "max_steps", "refusal", "cancelled", "interrupted", "rejected"
+]
+"""Why a turn ended. `interrupted` means it waits for the client (frontend tool, approval);
+`rejected` that the user rejected a tool call and asked to stop the turn."""
 
 ToolStatus = Literal["completed", "failed", "cancelled"]
 PermissionOutcome = Literal[

@@ -105,6 +105,8 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     await t.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
     try:
         await t.settle_open_calls()
+        if t.batch.stopped:
+            return await t.finish("rejected")
         if turn.state_json is not None:
             await t.emit(ev.StateSnapshot, state_json=turn.state_json)
         if turn.content:
@@ -138,6 +140,8 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
                 await t.end_step(finish_reason)
                 if ctx.cancel.cancelled:
                     return await t.finish("cancelled")
+                if t.batch.stopped:
+                    return await t.finish("rejected")
                 if t.batch.waiting:
                     return await t.finish("interrupted")
                 continue

@@ -9,7 +9,9 @@ in the log and consulted by the loop before the policy, so they survive a reload
 
 Modes (ACP `session/set_mode`): `default` asks before edit / delete / move / execute tools,
 `accept-edits` allows edits and asks for the rest, `read-only` denies every non-read tool
-without asking. `ModePolicy` implements them over any `Asker`.
+without asking — and network tools (kind `fetch`, which otherwise run without asking).
+Besides the four ACP answers, `reject_stop` ("Reject and stop") rejects the call and ends
+the turn with stop reason `rejected`. `ModePolicy` implements them over any `Asker`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ DEFAULT_OPTIONS: tuple[PermissionOption, ...] = (
     PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
     PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
     PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
+    PermissionOption(option_id="reject_stop", name="Reject and stop", kind="reject_once"),
 )
+"""`reject_stop` rejects the call and ends the turn (stop reason `rejected`)."""
 
 MODES: dict[str, tuple[str, str]] = {
     "default": ("Default", "Ask before editing files or running commands"),
@@ -97,7 +101,7 @@ class StaticPolicy:
         self._defer = defer
 
     def verdict(self, request: PermissionRequest) -> tuple[Verdict, str]:
-        if self.approval == "all":
+        if self.approval == "all" or request.tool_kind == "fetch":
             return "allow", ""
         if self.approval == "none":
             return "deny", "tools that change things are disabled (--approve none)"
@@ -116,8 +120,12 @@ class ModePolicy:
 
     def verdict(self, request: PermissionRequest) -> tuple[Verdict, str]:
         mode = self._mode()
+        if mode == "read-only" and request.tool_kind == "fetch":
+            return "deny", "the session is in read-only mode, which keeps tools off the network"
         if mode == "read-only":
             return "deny", "the session is in read-only mode; switch mode to allow changes"
+        if request.tool_kind == "fetch":
+            return "allow", ""
         if mode == "accept-edits" and request.tool_kind == "edit":
             return "allow", ""
         return "ask", ""

@@ -137,6 +137,7 @@ class Session:
                 tools=self.tools(),
                 policy=self.policy,
                 environment=self.environment,
+                approvals=self.agent.approvals,
                 steering=self.steering,
                 follow_ups=self.follow_ups,
                 cancel=token,

@@ -4,7 +4,11 @@
 completed call, in the order the model made them: an unknown tool or invalid arguments
 become a failed result the model sees next step; a frontend tool is left pending for the
 client; a tool that is not read-only asks the session's permission policy first
-(remembered "always" answers win; `defer` leaves the call open as an approval interrupt);
+(remembered "always" answers win — the session's own, then the project's `ApprovalMemory`;
+`defer` leaves the call open as an approval interrupt), and so does a `fetch` tool, which
+runs without asking unless the policy forbids the network (read-only mode). The answer
+"Reject and stop" (`STOP_OPTION`, or an AG-UI resume with `stop: true`) fails the call,
+skips the rest of the batch and sets `stopped`, so the turn ends `rejected`;
 then the handler runs under the turn's cancel token and the tool's timeout. Consecutive
 parallel-safe, read-only calls run concurrently, with their results still logged in call
 order. Before any of that, the turn's gate (`gate.py`: quality guards and `before_tool`
@@ -24,6 +28,7 @@ import jsonpatch
 from pydantic import JsonValue
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.approvals import approval_key
 from steerable_bridge.runtime.bounding import bound_content
 from steerable_bridge.runtime.gate import OpenGate, ToolGate
 from steerable_bridge.runtime.permissions import PermissionRequest
@@ -56,11 +61,15 @@ E = TypeVar("E", bound=ev.EventBase)
 APPROVAL_SCHEMA = canonical_json(
     {
         "type": "object",
-        "properties": {"approved": {"type": "boolean"}},
+        "properties": {"approved": {"type": "boolean"}, "stop": {"type": "boolean"}},
         "required": ["approved"],
     }
 )
-"""What an approval interrupt's answer must look like (AG-UI `resume[].payload`)."""
+"""What an approval interrupt's answer must look like (AG-UI `resume[].payload`);
+`{"approved": false, "stop": true}` rejects the call and stops the turn."""
+
+STOP_OPTION = "reject_stop"
+"""The option id of "Reject and stop": the call does not run and the turn ends `rejected`."""
 
 
 class Emit(Protocol):
@@ -89,6 +98,8 @@ class ToolBatch:
         self.pending: list[str] = []
         self.interrupts: list[Interrupt] = []
         self.deferred: set[str] = set()
+        self.stopped = False
+        """The user rejected a call and asked to stop the turn (it ends `rejected`)."""
 
     @property
     def waiting(self) -> set[str]:
@@ -99,7 +110,7 @@ class ToolBatch:
         """Decide and run each call in order; consecutive parallel-safe calls run together."""
         group: list[tuple[ev.ToolCallEnd, Tool, dict[str, Any]]] = []
         for call in calls:
-            if self.ctx.cancel.cancelled:
+            if self.ctx.cancel.cancelled or self.stopped:
                 break
             key = call_key(call.name, call.arguments_json)
             if key is not None and any(
@@ -123,6 +134,7 @@ class ToolBatch:
                 and tool.parallel_safe
                 and tool.executor == "backend"
                 and not tool.needs_permission
+                and tool.kind != "fetch"
                 and tool.argument_error(args) is None
             ):
                 group.append((call, tool, args))
@@ -163,21 +175,29 @@ class ToolBatch:
         if tool.executor == "frontend":
             self.pending.append(call.call_id)
             return
-        if tool.needs_permission and not await self._permitted(call, tool):
+        if (tool.needs_permission or tool.kind == "fetch") and not await self._permitted(
+            call, tool, args
+        ):
             return
         await self.execute(call, tool, args)
 
-    async def _permitted(self, call: ev.ToolCallEnd, tool: Tool) -> bool:
-        """True when the call may run; otherwise its result is logged or it was deferred."""
+    async def _permitted(self, call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]) -> bool:
+        """True when the call may run; otherwise its result is logged or it was deferred.
+
+        Fetch tools never ask, but the policy may forbid them (read-only mode)."""
         ctx = self.ctx
         remembered = ctx.facts.always.get(tool.name)
-        if remembered is True:
+        key = approval_key(tool.name, args)
+        if remembered is None and key is not None and ctx.approvals is not None:
+            with anyio.move_on_after(10):
+                remembered = await ctx.approvals.recall(ctx.cwd, key)
+        if remembered is True and tool.needs_permission:
             return True
         if remembered is False:
             await self.fail(
                 call.call_id,
                 "permission_denied",
-                f"the user chose to always reject {tool.name}; do not call it again",
+                f"the user chose to always reject {tool.name} here; do not call it again",
             )
             return False
         request = PermissionRequest(
@@ -187,7 +207,7 @@ class ToolBatch:
             title=call.title,
         )
         verdict, reason = ctx.policy.verdict(request)
-        if verdict == "allow":
+        if verdict == "allow" or (not tool.needs_permission and verdict != "deny"):
             return True
         if verdict == "deny":
             await self.fail(call.call_id, "permission_denied", reason)
@@ -234,9 +254,14 @@ class ToolBatch:
             outcome=answer.outcome,
             option_id=answer.option_id,
         )
+        if answer.outcome in ("allow_always", "reject_always") and key is not None:
+            await self._remember(key, answer.outcome == "allow_always")
         if answer.outcome in ("allow_once", "allow_always"):
             return True
         if ctx.cancel.cancelled:
+            return False
+        if answer.option_id == STOP_OPTION:
+            await self.stop(call.call_id)
             return False
         message = (
             "the user did not allow this call; ask them or try something else"
@@ -245,6 +270,25 @@ class ToolBatch:
         )
         await self.fail(call.call_id, "permission_denied", message)
         return False
+
+    async def _remember(self, key: str, allow: bool) -> None:
+        """Keep an "always" answer for the project too (bounded; a failure is only logged)."""
+        if self.ctx.approvals is None:
+            return
+        try:
+            with anyio.fail_after(10):
+                await self.ctx.approvals.remember(self.ctx.cwd, key, allow)
+        except Exception:
+            log.warning("could not keep the project's approval for %s", key, exc_info=True)
+
+    async def stop(self, call_id: str) -> None:
+        """The user rejected `call_id` and stopped the turn: log its result, end the batch."""
+        self.stopped = True
+        await self.fail(
+            call_id,
+            "permission_denied",
+            "the user rejected this call and stopped the turn; wait for their next message",
+        )
 
     async def _run_group(self, group: list[tuple[ev.ToolCallEnd, Tool, dict[str, Any]]]) -> None:
         if not group:
@@ -397,17 +441,21 @@ class ToolBatch:
                     content=await self.bounded(call.call_id, answer.content),
                 )
             elif call.call_id in decisions and call.name in self.tools:
-                approved = decisions[call.call_id].approved
+                decision = decisions[call.call_id]
+                approved = decision.approved
+                stop = not approved and decision.stop
                 await self.emit(
                     ev.PermissionResolved,
                     call_id=call.call_id,
                     tool_name=call.name,
                     outcome="allow_once" if approved else "reject_once",
-                    option_id="allow_once" if approved else "reject_once",
+                    option_id="allow_once" if approved else STOP_OPTION if stop else "reject_once",
                 )
                 args = parse_arguments(call.arguments_json)
-                if approved and args is not None:
+                if approved and args is not None and not self.stopped:
                     await self.execute(call, self.tools[call.name], args)
+                elif stop or self.stopped:
+                    await self.stop(call.call_id)
                 else:
                     await self.fail(
                         call.call_id, "permission_denied", "the user did not approve this call"

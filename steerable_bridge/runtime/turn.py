@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from steerable_bridge.runtime.approvals import ApprovalMemory
 from steerable_bridge.runtime.bounding import OutputLimits, Spill
 from steerable_bridge.runtime.cache_drift import CacheDriftMonitor
 from steerable_bridge.runtime.cancel import CancelToken
@@ -58,6 +59,8 @@ class ResumeDecision:
 
     call_id: str
     approved: bool
+    stop: bool = False
+    """Rejected, and the user asked to stop the turn (it ends `rejected`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,3 +143,5 @@ class TurnContext:
     """The session's prompt-cache drift monitor (one per session, so streaks span turns)."""
     trace_id: str | None = None
     """The W3C trace id this turn is traced under (see `observe.py`), or None."""
+    approvals: ApprovalMemory | None = None
+    """The project's remembered "always" answers (see `approvals.py`), or None."""

@@ -54,8 +54,10 @@ Updates the agent sends *without* `_meta.steerable` are not LoopEvents: the shor
 the slash commands `/help`, `/mode`, `/model` (`slash.py`), which are not logged or replayed.
 Stop reasons (`stop_reason`): end_turn, max_tokens, refusal, cancelled as is;
 max_steps → max_turn_requests; interrupted (the run waits for a client answer, which ACP
-has no way to give — it cannot happen with ACP's ask-now permissions) → end_turn, with the
-original reason in the response's `_meta.steerable.stop_reason`. The agent also puts the
+has no way to give — it cannot happen with ACP's ask-now permissions) → end_turn; rejected
+(the user picked "Reject and stop") → cancelled, the one ACP reason that says the user
+stopped the turn (end_turn would claim the agent finished, refusal that the model refused);
+the original reason is in the response's `_meta.steerable.stop_reason`. The agent also puts the
 run's closing event (run_finished, or run_failed in the error's `data.event`) in
 `_meta.steerable.event`, so decoders rebuild it exactly.
 """
@@ -118,6 +120,7 @@ _STOP: dict[StopReason, AcpStopReason] = {
     "refusal": "refusal",
     "cancelled": "cancelled",
     "interrupted": "end_turn",
+    "rejected": "cancelled",
 }
 
 ContentBlock = (

@@ -8,7 +8,9 @@ before it; tool messages answering an open frontend call become `ClientToolResul
 are stale and ignored); assistant, system, developer, reasoning and activity messages are
 ignored — the server's log is the record of its own side. `tools` become frontend
 `Tool`s, `resume[]` entries `ResumeDecision`s (interrupt id `approval-<call_id>`, payload
-`{"approved": bool}`, status `cancelled` = refused), `state` the canonical `state_json`.
+`{"approved": bool, "stop"?: bool}` — `stop: true` with `approved: false` rejects the call
+and ends the turn, stop reason `rejected` — status `cancelled` = refused), `state` the
+canonical `state_json`.
 Mistakes raise `InputError` (answered with 422). Pure; no I/O.
 """
 
@@ -193,7 +195,13 @@ def _resume(run: RunAgentInput, open_calls: Mapping[str, ev.ToolCallEnd]) -> lis
                 "invalid_resume",
                 f'resume for {entry.interrupt_id!r} needs payload {{"approved": true|false}}',
             )
-        decisions.append(ResumeDecision(call_id=call_id, approved=approved))
+        stop = payload.get("stop", False) if isinstance(payload, Mapping) else False
+        if not isinstance(stop, bool):
+            raise InputError(
+                "invalid_resume",
+                f'resume for {entry.interrupt_id!r}: "stop" must be true or false',
+            )
+        decisions.append(ResumeDecision(call_id=call_id, approved=approved, stop=stop))
     return decisions
 
 

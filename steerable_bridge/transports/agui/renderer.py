@@ -63,9 +63,10 @@ RUN_ERROR), the second half of the reasoning pairs, and the server's own short s
 form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTOM instead
 (for the run's own start and end, followed or preceded by a derived RUN_* event).
 
-RUN_FINISHED `outcome`: `cancelled` for stop reason `cancelled`; `interrupt` with the
-approval interrupts (id, reason, toolCallId, responseSchema) when there are any; otherwise
-`success`, with `pendingToolCallIds` when frontend tool calls wait for the client. With
+RUN_FINISHED `outcome`: `cancelled` for stop reasons `cancelled` and `rejected` (the user
+stopped the run: "Reject and stop"); `interrupt` with the approval interrupts (id, reason,
+toolCallId, responseSchema) when there are any; otherwise `success`, with
+`pendingToolCallIds` when frontend tool calls wait for the client. With
 `legacy_outcomes=True` (a client that did not declare AG-UI 1.0, such as the 0.0.59 client
 CopilotKit ships, whose outcome schemas are strict) a cancelled run has no `outcome` and a
 success outcome no `pendingToolCallIds`: such clients derive pending calls from the stream
@@ -339,7 +340,7 @@ class AguiRenderer:
             | RunFinishedCancelledOutcome
             | None
         )
-        if event.stop_reason == "cancelled":
+        if event.stop_reason in ("cancelled", "rejected"):  # the user stopped the run
             outcome = None if self.legacy_outcomes else RunFinishedCancelledOutcome()
         elif event.interrupts:
             outcome = RunFinishedInterruptOutcome(

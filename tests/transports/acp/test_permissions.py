@@ -46,7 +46,9 @@ async def test_allow_once_runs_the_edit_and_shows_the_diff(tmp_path: Path) -> No
         "allow_always",
         "reject_once",
         "reject_always",
+        "reject_once",  # "Reject and stop": the turn ends too
     ]
+    assert asked.options[-1].option_id == "reject_stop"
     call = run.client.updates_of("tool_call")[0]
     assert call.title == "Write note.txt" and call.kind == "edit"
     assert [(loc.path, loc.line) for loc in call.locations] == [("note.txt", 1)]
