@@ -69,13 +69,15 @@ async def test_the_official_acp_client_replays_every_acp_scenario(
         script = tmp_path / f"{scenario.name}.script.json"
         script.write_text(scenario.script.model_dump_json(), encoding="utf-8")
         turns = [t.model_dump(mode="json") for t in scenario.turns]
+        project = tmp_path / scenario.name  # one project each: "always" answers are per project
+        project.mkdir()
         plan.append(
             {
                 "name": scenario.name,
                 "script": str(script),
                 "maxSteps": scenario.max_steps,
                 "quality": scenario.quality,
-                "cwd": str(tmp_path),
+                "cwd": str(project),
                 "turns": turns,
             }
         )
