@@ -3,10 +3,12 @@
 `McpServers(spawn)` holds one session's servers. `start(configs)` launches each server in a
 task handed to `spawn` (the transport's task group owns it), waits — at most
 `start_timeout_s` — until it has answered `initialize` and `tools/list`, and returns an
-`McpProblem` for every server that failed or timed out, so the transport can tell the user
-while the session carries on without those tools. `tools()` offers the rest to the model as
-`mcp__<server>__<tool>`: kind `read` (or `fetch` for open-world tools) when the server
-marks a tool read-only, `other` — which always asks permission — otherwise. Each call is
+`McpProblem` for every server that failed or timed out — and one (`mcp_tools_capped`) for
+a server whose tool list was cut to `limits` (`mcp_limits.py`: count, name length, schema
+size) — so the transport can tell the user while the session carries on without them.
+`tools()` offers the rest to the model as `mcp__<server>__<tool>`: kind `read` (or `fetch`
+for open-world tools) when the server marks a tool read-only, `other` — which always asks
+permission — otherwise. Each call is
 bounded by `call_timeout_s`. `aclose()` stops every server (the SDK closes stdin, then
 kills the process group, each step bounded) and waits for their tasks, at most
 `stop_timeout_s`. A server's stderr goes to a temporary file whose tail explains a
@@ -38,6 +40,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import JsonValue
 
+from steerable_bridge.adapters.tools.mcp_limits import McpLimits, cap_tools
 from steerable_bridge.runtime.strict_json import scrub
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import (
@@ -57,6 +60,7 @@ log = logging.getLogger(__name__)
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _MAX_NAME = 64
+DEFAULT_LIMITS = McpLimits()
 
 
 McpTransport = Literal["stdio", "http", "sse"]
@@ -114,6 +118,8 @@ class _Server:
     client: Client | None = None
     tools: tuple[mcp_types.Tool, ...] = ()
     problem: McpProblem | None = None
+    capped: str | None = None
+    """Why some of its tools are not offered (`mcp_limits.py`), or None."""
 
 
 class McpServers:
@@ -128,6 +134,8 @@ class McpServers:
         stop_timeout_s: float = 8.0,
     ) -> None:
         self._spawn = spawn
+        self.limits: McpLimits = DEFAULT_LIMITS
+        """Bounds on each server's tool list; set before `start` to change them."""
         self.start_timeout_s = start_timeout_s
         self.call_timeout_s = call_timeout_s
         self.stop_timeout_s = stop_timeout_s
@@ -165,6 +173,12 @@ class McpServers:
                 server.stop.set()
             if server.problem is not None:
                 problems.append(server.problem)
+            elif server.capped is not None:
+                problems.append(
+                    McpProblem(
+                        server=server.config.name, code="mcp_tools_capped", message=server.capped
+                    )
+                )
         self._tools = tuple(
             self._tool(server, tool)
             for server in self._servers
@@ -204,7 +218,7 @@ class McpServers:
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout_s) as scope:
                 async with Client(_transport(server.config, errlog), mode="legacy") as client:
-                    listed = await _list_all(client)
+                    listed, server.capped = cap_tools(name, await _list_all(client), self.limits)
                     server.client, server.tools, started = client, listed, True
                     scope.deadline = math.inf
                     server.settled.set()

@@ -1,7 +1,8 @@
 """A tiny stdio MCP server for the tests, written with the official SDK (`MCPServer`).
 
 Run as `python mcp_server.py`; `--slow` sleeps before serving (a server that never answers
-in time), `--crash` exits at once with a message on stderr.
+in time), `--crash` exits at once with a message on stderr, `--many` adds 70 small tools
+and one whose input schema is about 40 KB (for the tool-list caps).
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ def word_count(text: str) -> str:
 @server.tool(description="Always fails.")
 def explode() -> str:
     raise ValueError("kaboom")
+
+
+if "--many" in sys.argv:
+    from typing import Literal
+
+    for index in range(70):
+        server.add_tool(lambda: "ok", name=f"extra_{index:02d}", description="A filler tool.")
+    Huge = Literal[tuple(f"choice_number_{i}" for i in range(2000))]  # type: ignore[valid-type]
+
+    def pick(choice: Huge) -> str:  # type: ignore[valid-type]
+        return str(choice)
+
+    server.add_tool(pick, name="huge_schema", description="Takes one of 2,000 choices.")
 
 
 if __name__ == "__main__":

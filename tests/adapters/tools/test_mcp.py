@@ -103,3 +103,41 @@ async def test_closing_stops_the_server_process(tmp_path: Path) -> None:
             pgid = int((tmp_path / "pid").read_text())
             assert live_group_members(pgid)
     assert live_group_members(pgid) == []
+
+
+async def test_a_long_tool_list_is_capped_with_a_note() -> None:
+    with anyio.fail_after(30):
+        async with open_mcp_servers([notes("--many", name="big")]) as (servers, problems):
+            names = [tool.name for tool in servers.tools()]
+    assert len(names) == 64
+    assert "mcp__big__add_note" in names and "mcp__big__huge_schema" not in names
+    assert "mcp__big__extra_60" in names and "mcp__big__extra_61" not in names
+    (problem,) = problems
+    assert problem.code == "mcp_tools_capped"
+    assert "lists 74 tools; 64 are offered" in problem.message
+    assert "9 beyond the first 64" in problem.message
+    assert "1 with an input schema over 16384 bytes (huge_schema)" in problem.message
+
+
+def test_cap_tools_bounds_names_schemas_and_descriptions() -> None:
+    import mcp_types
+
+    from steerable_bridge.adapters.tools.mcp_limits import McpLimits, cap_tools
+
+    def tool(name: str, schema_size: int = 0, description: str = "d") -> mcp_types.Tool:
+        schema = {"type": "object", "description": "x" * schema_size}
+        return mcp_types.Tool(name=name, input_schema=schema, description=description)
+
+    limits = McpLimits(
+        max_tools=2, max_name_chars=10, max_schema_bytes=200, max_description_chars=20
+    )
+    kept, note = cap_tools(
+        "s",
+        [tool("a", description="y" * 50), tool("b" * 11), tool("c", 500), tool("d"), tool("e")],
+        limits,
+    )
+    assert [t.name for t in kept] == ["a", "d"]
+    assert kept[0].description is not None and len(kept[0].description) == 20
+    assert note is not None and "lists 5 tools; 2 are offered" in note
+    assert "1 beyond the first 2 (e)" in note and "name over 10 characters" in note
+    assert cap_tools("s", [tool("a")], limits) == ((tool("a"),), None)
