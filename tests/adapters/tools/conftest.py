@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from steerable_bridge.adapters.tools.local_env import CommandPolicy, LocalEnvironment
@@ -100,3 +101,16 @@ def live_group_members(pgid: int) -> list[int]:
         if pgrp == pgid and state != "Z":
             members.append(int(entry))
     return members
+
+
+async def members_after_kill(pgid: int, within_s: float = 10.0) -> list[int]:
+    """The members of group `pgid` still alive once a kill has had `within_s` to land.
+
+    A SIGKILL takes effect when the kernel next schedules each process, which on a loaded
+    machine is not at once: poll the kernel's state (the event itself) until the group is
+    empty or the bound passes, then return what is left.
+    """
+    with anyio.move_on_after(within_s):
+        while live_group_members(pgid):  # noqa: ASYNC110 - the kernel's state is the event
+            await anyio.sleep(0.01)
+    return live_group_members(pgid)

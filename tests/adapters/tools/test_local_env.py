@@ -9,7 +9,7 @@ import pytest
 
 from steerable_bridge.adapters.tools.local_env import LocalEnvironment, run_argv
 from steerable_bridge.runtime.environment import EnvironmentError
-from tests.adapters.tools.conftest import live_group_members
+from tests.adapters.tools.conftest import live_group_members, members_after_kill
 
 pytestmark = pytest.mark.anyio
 
@@ -115,7 +115,7 @@ async def test_timeout_kills_the_whole_process_group(
     assert anyio.current_time() - started < 5
     assert result.timed_out and result.exit_code is None
     assert "never" not in result.output
-    assert live_group_members(await _group_of(pid_file)) == []
+    assert await members_after_kill(await _group_of(pid_file)) == []
 
 
 async def test_cancelling_a_command_kills_the_whole_process_group(
@@ -141,7 +141,7 @@ async def test_cancelling_a_command_kills_the_whole_process_group(
             assert len(live_group_members(pgid)) >= 2
             tg.cancel_scope.cancel()
     assert outcome == []
-    assert live_group_members(pgid) == []
+    assert await members_after_kill(pgid) == []
 
 
 async def test_background_children_do_not_outlive_a_finished_command(
@@ -156,7 +156,7 @@ async def test_background_children_do_not_outlive_a_finished_command(
             output_limit=1000,
         )
     assert result.exit_code == 0 and result.output == "done\n"
-    assert live_group_members(await _group_of(pid_file)) == []
+    assert await members_after_kill(await _group_of(pid_file)) == []
 
 
 async def test_run_argv_reports_a_missing_program(project: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from steerable_bridge.adapters.tools.mcp import McpServerConfig, mcp_tool_name, open_mcp_servers
 from steerable_bridge.runtime.tools import ToolContext, ToolFailure
 from steerable_bridge.runtime.values import TextPart
-from tests.adapters.tools.conftest import live_group_members
+from tests.adapters.tools.conftest import live_group_members, members_after_kill
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +102,7 @@ async def test_closing_stops_the_server_process(tmp_path: Path) -> None:
             assert problems == () and servers.tools()
             pgid = int((tmp_path / "pid").read_text())
             assert live_group_members(pgid)
-    assert live_group_members(pgid) == []
+    assert await members_after_kill(pgid) == []
 
 
 async def test_a_long_tool_list_is_capped_with_a_note() -> None:

@@ -18,7 +18,7 @@ from steerable_bridge.runtime.environment import EnvironmentError
 from steerable_bridge.runtime.tools import ToolContext
 from steerable_bridge.runtime.values import TerminalContent, TextPart, ToolContent
 from steerable_bridge.transports.acp.client_env import ClientEnvironment
-from tests.adapters.tools.conftest import live_group_members
+from tests.adapters.tools.conftest import members_after_kill
 from tests.transports.acp.editor_client import EditorClient, connected
 
 pytestmark = pytest.mark.anyio
@@ -118,7 +118,7 @@ async def test_a_command_that_times_out_is_killed_then_released(project: Path) -
         "terminal/output",
         "terminal/release",
     ]
-    assert live_group_members(client.pgids[0]) == []
+    assert await members_after_kill(client.pgids[0]) == []
 
 
 async def test_cancelling_a_command_kills_and_releases_its_terminal(project: Path) -> None:
@@ -133,7 +133,7 @@ async def test_cancelling_a_command_kills_and_releases_its_terminal(project: Pat
                     await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
         assert client.calls[-2:] == ["terminal/kill", "terminal/release"]
-    assert live_group_members(client.pgids[0]) == []
+    assert await members_after_kill(client.pgids[0]) == []
 
 
 async def test_run_command_embeds_the_terminal_as_soon_as_it_exists(project: Path) -> None:
