@@ -68,36 +68,40 @@ def check_frame(line: bytes) -> dict[str, Any] | Refusal:
     try:
         message = loads_strict(line)
     except JsonRefused as err:
-        if err.code == "out_of_range":
-            return _out_of_range(line, err)
-        return Refusal(
-            None, -32700, f"parse error: {err.message}; send one JSON-RPC object per line", err.code
-        )
+        if err.code != "out_of_range":
+            return Refusal(
+                None,
+                -32700,
+                f"parse error: {err.message}; send one JSON-RPC object per line",
+                err.code,
+            )
+        # Valid JSON with a number no double holds: read it again with that number as a
+        # marker, so the frame is judged like any other and a request gets invalid params.
+        message = json.loads(line.decode("utf-8"), parse_float=_float_or_overflow)
+        problem = _shape_problem(message)
+        if problem is None and "method" in message:
+            return Refusal(message.get("id"), -32602, f"invalid params: {err.message}", err.code)
+        return _invalid(message, problem or f"invalid request: a response with {err.message}")
     problem = _shape_problem(message)
     if problem is None:
         return message  # type: ignore[no-any-return]
+    return _invalid(message, problem)
+
+
+def _invalid(message: Any, problem: str) -> Refusal:
     # Only a request's own id is echoed: a broken response's id names a request of ours.
     is_request = isinstance(message, dict) and "method" in message
     request_id = message.get("id") if is_request else None
     return Refusal(request_id if valid_id(request_id) else None, -32600, problem, "invalid_request")
 
 
-def _out_of_range(line: bytes, err: JsonRefused) -> Refusal:
-    """A number too large for a double: valid JSON, so a request gets invalid params."""
-    try:  # already checked: UTF-8, depth, constants; only the id is needed
-        message = json.loads(line.decode("utf-8"), parse_float=_float_or_none)
-    except (ValueError, ArithmeticError, RecursionError):
-        message = None
-    if _shape_problem(message) is None and "method" in message:
-        request_id = message.get("id")  # None when the id itself overflowed
-        return Refusal(request_id, -32602, f"invalid params: {err.message}", "invalid_params")
-    return Refusal(None, -32600, f"invalid request: {err.message}", "invalid_request")
+class _Overflow:
+    """Where a number no double holds stood: never a valid id, method or params."""
 
 
-def _float_or_none(text: str) -> float | None:
-    """A finite float, or None (never a valid id, so an overflowing id is not echoed)."""
+def _float_or_overflow(text: str) -> float | _Overflow:
     value = float(text)
-    return value if math.isfinite(value) else None
+    return value if math.isfinite(value) else _Overflow()
 
 
 def _shape_problem(message: Any) -> str | None:
