@@ -151,7 +151,8 @@ async def run_acp(
                 client.session_id = session.session_id
                 for turn in scenario.turns:
                     client.start(turn)
-                    blocks: list[Any] = [s.TextContentBlock(type="text", text=turn.prompt or "")]
+                    text = "/compact" if turn.compact else turn.prompt or ""
+                    blocks: list[Any] = [s.TextContentBlock(type="text", text=text)]
                     try:
                         await conn.prompt(session_id=session.session_id, prompt=blocks)
                     except Exception as error:  # a failed run answers with a JSON-RPC error
@@ -210,6 +211,8 @@ def _run_input(
             message["error"] = answer.text
         messages.append(message)
     data: dict[str, Any] = {"threadId": thread_id, "runId": f"run-{index}", "messages": messages}
+    if turn.compact:
+        data["forwardedProps"] = {"steerable": {"command": "compact"}}
     if turn.frontend_tools:
         data["tools"] = [t.model_dump() for t in turn.frontend_tools]
     if turn.state is not None:

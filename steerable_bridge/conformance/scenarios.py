@@ -100,6 +100,8 @@ class Turn(_Strict):
     cancel: Trigger | None = None
     steer: Trigger | None = None
     follow_up: Trigger | None = None
+    compact: bool = False
+    """Ask for a compaction (ACP `/compact`, AG-UI `forwardedProps.steerable.command`)."""
 
 
 class Scenario(_Strict):
@@ -136,9 +138,21 @@ def load_scenarios(names: Iterable[str] = ()) -> list[Scenario]:
 # -- normalisation ------------------------------------------------------------------------
 
 _ID_KEYS = frozenset({"run_id", "message_id", "parent_message_id", "parent_run_id"})
-_DROP = frozenset({"session_id", "seq", "ts", "elapsed_ms", "trace_id"})
-"""Left out: ids of the store and of traces, and wall-clock measurements
-(`soft_timeout.elapsed_ms`)."""
+_DROP = frozenset(
+    {
+        "session_id",
+        "seq",
+        "ts",
+        "elapsed_ms",
+        "trace_id",
+        "through_seq",
+        "pre_tokens",
+        "post_tokens",
+    }
+)
+"""Left out: ids of the store and of traces, wall-clock measurements
+(`soft_timeout.elapsed_ms`), and what depends on the transport's seq numbering and prompt
+(a compaction's `through_seq` and token estimates)."""
 
 
 def _request_summary(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -215,6 +229,7 @@ def turn_input(turn: Turn) -> TurnInput:
         resume=tuple(ResumeDecision(call_id=a.call_id, approved=a.approved) for a in turn.resume),
         state_json=canonical_json(turn.state) if turn.state is not None else None,
         client_tools=frontend_tools(turn),
+        compact=turn.compact,
     )
 
 

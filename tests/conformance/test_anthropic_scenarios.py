@@ -13,18 +13,23 @@ code, `rate_limited`, is compared as is.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicConfig, AnthropicProvider
+from steerable_bridge.adapters.llm.scripted import ScriptedProvider
 from steerable_bridge.conformance.scenarios import (
+    ROUTE,
     Scenario,
     load_scenarios,
     normalize,
     run_in_process,
 )
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.compaction import SUMMARY_SYSTEM
+from steerable_bridge.runtime.model import ModelRequest
 from tests.adapters.llm.fake_anthropic import Answer, Recorder, from_round, ok, serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -33,11 +38,28 @@ SCENARIOS = load_scenarios()
 SIGNATURE = "sig-scripted"
 
 
-def answers(scenario: Scenario) -> list[Answer]:
+async def answers(scenario: Scenario) -> list[Answer]:
     for round_ in scenario.script.rounds:
         if round_.error is not None:  # streamed as the API's mid-stream `error` event
             assert round_.error.code == "rate_limited", "the fake API can only rate-limit"
-    return [ok(from_round(round_)) for round_ in scenario.script.rounds]
+    rounds = list(scenario.script.rounds)
+    summaries = list(scenario.script.summary_rounds)
+    if not summaries:
+        return [ok(from_round(round_)) for round_ in rounds]
+    # Compaction summaries are one-off calls between the rounds: learn where from the
+    # scripted model, then answer in that order.
+    order: list[bool] = []
+    scripted = ScriptedProvider(scenario.script, route=ROUTE)
+    stream = scripted.stream
+
+    def spy(request: ModelRequest) -> Any:
+        order.append(request.one_off)
+        return stream(request)
+
+    scripted.stream = spy  # type: ignore[method-assign]
+    await run_in_process(scenario, provider=scripted)
+    picked = [summaries.pop(0) if one_off else rounds.pop(0) for one_off in order]
+    return [ok(from_round(round_)) for round_ in picked]
 
 
 def unseal(events: list[ev.LoopEvent]) -> list[ev.LoopEvent]:
@@ -53,7 +75,7 @@ def unseal(events: list[ev.LoopEvent]) -> list[ev.LoopEvent]:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 async def test_scenario_on_the_anthropic_adapter(scenario: Scenario) -> None:
     assert not any(r.violation or r.delay_ms for r in scenario.script.rounds)
-    rec = Recorder(answers(scenario))
+    rec = Recorder(await answers(scenario))
     async with serve(rec) as url:
         provider = AnthropicProvider(
             AnthropicConfig(
@@ -74,7 +96,13 @@ async def test_scenario_on_the_anthropic_adapter(scenario: Scenario) -> None:
             assert item["code"] == want["code"]
             item["message"] = want["message"]
     assert got == expected
-    assert len(rec.requests) == sum(isinstance(e, ev.ModelRequestEvent) for e in events)
+    summaries = sum(
+        isinstance(e, ev.Compaction) and e.scope == "history" and not e.fallback for e in events
+    )
+    assert len(rec.requests) == summaries + sum(isinstance(e, ev.ModelRequestEvent) for e in events)
     for body in rec.requests:
         assert body["model"] == "claude-scenario" and body["stream"] is True
+        if body["system"][-1]["text"] == SUMMARY_SYSTEM:  # one-off: never cached
+            assert "cache_control" not in json.dumps(body)
+            continue
         assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}

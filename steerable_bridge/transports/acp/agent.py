@@ -449,8 +449,6 @@ class AcpAgent:
                 ending,
                 trace_id=outcome.trace_id,
             )
-        if compact:
-            await self._slash.compacted(state, outcome.run_id)
         usage = outcome.usage
         counted = not (outcome.stop_reason == "cancelled" and usage.total_tokens == 0)
         return acp.PromptResponse(

@@ -8,8 +8,8 @@ without a model turn. `/mode` and `/model` do exactly what `session/set_mode` an
 update). The short reply is sent as `agent_message_chunk`s *without* `_meta.steerable`: it
 is not a LoopEvent and is not replayed by `session/load`. Anything else starting with `/`
 goes to the model unchanged. `/compact` is a turn of its own (the agent runs
-`TurnInput(compact=True)`: `run_started`, `compaction`, `run_finished`, no model call), after
-which `compacted` sends the same kind of short reply saying what it saved.
+`TurnInput(compact=True)`: `run_started`, `compaction`, `run_finished`, no model call); it
+sends no reply text, so every update of that turn is a rendered LoopEvent.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.permissions import MODES
 
 if TYPE_CHECKING:
@@ -81,29 +80,6 @@ class SlashCommands:
             )
         )
         return acp.PromptResponse(stop_reason="end_turn")
-
-    async def compacted(self, state: AcpSession, run_id: str) -> None:
-        """Tell the user what the `/compact` turn `run_id` did."""
-        done = [
-            e
-            for e in state.session.log.view()
-            if isinstance(e, ev.Compaction) and e.run_id == run_id
-        ]
-        if done:
-            last = done[-1]
-            how = "the digest (the model's summary failed)" if last.fallback else "a summary"
-            reply = (
-                f"Compacted the conversation into {how}: about {last.pre_tokens} tokens"
-                f" before, {last.post_tokens} after. The latest turns stay as they were."
-            )
-        else:
-            reply = "Nothing to compact yet: the conversation is already as short as it gets."
-        await state.send(
-            acp.AgentMessageChunk(
-                session_update="agent_message_chunk",
-                content=acp.TextContentBlock(type="text", text=reply),
-            )
-        )
 
     def _help(self, state: AcpSession) -> str:
         session = state.session

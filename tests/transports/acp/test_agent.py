@@ -335,6 +335,5 @@ async def test_slash_compact_summarizes_between_turns(tmp_path: Path) -> None:
     requests = [e.request for e in events if e.kind == "model_request"]
     assert len(requests) == 2  # /compact itself made no model request
     assert requests[-1].messages[0].text.endswith("SUMMARY of the first turn")
-    chunks = [u.content.text for u in run.client.updates_of("agent_message_chunk")]
-    assert any(c.startswith("Compacted the conversation into a summary") for c in chunks)
-    assert any(c.startswith("Nothing to compact yet") for c in chunks)
+    runs = [e for e in events if e.kind == "run_finished"]
+    assert len(runs) == 4  # /compact is a turn of its own, even when nothing was folded
