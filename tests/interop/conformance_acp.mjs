@@ -2,7 +2,8 @@
 // ACP client (@agentclientprotocol/sdk 2.x).
 //
 // Usage: node conformance_acp.mjs PLAN.json   (env ACP_PYTHON, ACP_TOOLS)
-// PLAN.json: [{name, script, maxSteps, quality, cwd, turns: [{prompt, permission, cancel, steer}]}]
+// PLAN.json: [{name, script, maxSteps, quality, cwd, turns: [{prompt, permission, cancel, steer,
+//              compact}]}]  (compact: the prompt is `/compact`)
 // For each scenario: spawn the agent, initialize opting in to `_steerable/event`, open a
 // session, send one session/prompt per turn, answer permission requests as the turn says,
 // cancel / steer (`_steerable/steer`) when the trigger kind shows in an update's
@@ -83,7 +84,7 @@ async function replay(scenario) {
       try {
         const answer = await agent.request("session/prompt", {
           sessionId,
-          prompt: [{ type: "text", text: next.prompt ?? "" }],
+          prompt: [{ type: "text", text: next.compact ? "/compact" : next.prompt ?? "" }],
         });
         record.stops.push(answer.stopReason);
       } catch (err) {

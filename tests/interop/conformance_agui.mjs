@@ -3,7 +3,7 @@
 //
 // Usage: node conformance_agui.mjs PLAN.json
 // PLAN.json: [{name, url, threadId, turns: [{prompt, state, frontendTools, toolResults, resume,
-//              steer, cancel}]}]
+//              steer, cancel, compact}]}]
 // Each scenario runs on its own HttpAgent (one thread); a turn adds its messages and runs the
 // agent. Triggers fire on the first event of their kind (`metadata.steerable.kind`, or a
 // CUSTOM `steerable.<kind>`): steer sends the text from a second HttpAgent on the same thread
@@ -52,7 +52,12 @@ async function replay(scenario, index) {
     let error = null;
     try {
       await agent.runAgent(
-        { runId: `run-${index}-${++counter}`, tools: turn.frontendTools ?? [], ...(resume.length ? { resume } : {}) },
+        {
+          runId: `run-${index}-${++counter}`,
+          tools: turn.frontendTools ?? [],
+          ...(resume.length ? { resume } : {}),
+          ...(turn.compact ? { forwardedProps: { steerable: { command: "compact" } } } : {}),
+        },
         {
           onEvent: ({ event }) => {
             events.push(event);

@@ -139,6 +139,7 @@ async def test_http_agent_replays_every_agui_scenario(tmp_path: Path, node: str)
                         "resume": [a.model_dump() for a in t.resume],
                         "steer": t.steer.model_dump() if t.steer else None,
                         "cancel": t.cancel.model_dump() if t.cancel else None,
+                        "compact": t.compact,
                     }
                     for t in s.turns
                 ],
