@@ -1,13 +1,23 @@
-"""Shared test fixtures: async tests run under anyio on asyncio."""
+"""Shared test fixtures: async tests run under anyio on asyncio; under CI (`CI` set, as
+`.ci/run` does) every hypothesis property test is derandomised and has no per-example
+deadline, so a CI run is repeatable and a loaded machine cannot fail it by being slow."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.pg import PgServer, find_bindir
+
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture
