@@ -33,7 +33,6 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
-from httpx_sse import EventSource, SSEError
 
 from steerable_bridge.adapters.llm.anthropic_wire import EventDecoder, StreamFailure, request_body
 from steerable_bridge.adapters.llm.cache_shaping import (
@@ -42,6 +41,14 @@ from steerable_bridge.adapters.llm.cache_shaping import (
     place_anchors,
 )
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
+from steerable_bridge.adapters.llm.http_replies import (
+    attempts,
+    drain,
+    json_or_text,
+    retry_after,
+    sse_data,
+    transport_reason,
+)
 from steerable_bridge.adapters.llm.openai_compat import is_loopback
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.runtime.model import (
@@ -68,7 +75,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
-DRAIN_S = 1.0
 """How long to wait for the end of a body after `message_stop` before dropping the connection."""
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _STREAM_ERROR_CODES = {
@@ -234,13 +240,17 @@ class AnthropicProvider:
                     if reply.status_code != 200:
                         await reply.aread()
                         raise self._status_error(reply, attempt)
-                    events = self._events(reply)
+                    events = sse_data(
+                        reply,
+                        base_url=config.base_url,
+                        hint="check that ANTHROPIC_BASE_URL points at the Anthropic API",
+                    )
                     async for data in events:
                         for chunk in self._decode(decoder, data, attempt):
                             yielded = True
                             yield chunk
                         if decoder.stopped:
-                            await _drain(events)
+                            await drain(events)
                             break
                 break
             except ProviderError as error:
@@ -252,20 +262,20 @@ class AnthropicProvider:
             except httpx.ConnectError as error:
                 raise ProviderError(
                     "connection_failed",
-                    f"could not reach {config.base_url}: {_reason(error)} — check your network"
-                    " or ANTHROPIC_BASE_URL",
+                    f"could not reach {config.base_url}: {transport_reason(error)} — check your"
+                    " network or ANTHROPIC_BASE_URL",
                 ) from None
             except (httpx.RemoteProtocolError, httpx.ReadError) as error:
                 if yielded or attempt >= config.max_retries:
                     raise ProviderError(
                         "connection_lost",
                         f"the connection to {config.base_url} broke mid-answer"
-                        f" ({_reason(error)}); send the prompt again",
+                        f" ({transport_reason(error)}); send the prompt again",
                     ) from None
             except httpx.HTTPError as error:
                 raise ProviderError(
                     "http_error",
-                    f"the request to {config.base_url} failed: {_reason(error)} — check"
+                    f"the request to {config.base_url} failed: {transport_reason(error)} — check"
                     " ANTHROPIC_BASE_URL",
                 ) from None
             attempt += 1
@@ -287,19 +297,6 @@ class AnthropicProvider:
             model=decoder.model or config.model,
         )
 
-    async def _events(self, reply: httpx.Response) -> AsyncIterator[str]:
-        """The `data` of each server-sent event, parsed by httpx-sse."""
-        try:
-            async for event in EventSource(reply).aiter_sse():
-                if event.data:
-                    yield event.data
-        except SSEError as error:
-            raise ProviderError(
-                "invalid_response",
-                f"{self.config.base_url} did not answer with an event stream ({error}); check"
-                " that ANTHROPIC_BASE_URL points at the Anthropic API",
-            ) from None
-
     def _decode(self, decoder: EventDecoder, data: str, attempt: int) -> list[ModelChunk]:
         try:
             payload = json.loads(data)
@@ -320,7 +317,7 @@ class AnthropicProvider:
                 raise _Retryable(
                     code,
                     f"{base} failed mid-stream ({failure.error_type}: {failure.message})"
-                    f"{_tries(attempt)} — the service is busy; send the prompt again later",
+                    f"{attempts(attempt)} — the service is busy; send the prompt again later",
                 ) from None
             raise ProviderError(
                 "invalid_response" if failure.error_type == "invalid_event" else "provider_error",
@@ -352,7 +349,7 @@ class AnthropicProvider:
                 f"{base} has no model {self.config.model!r} ({detail}) — check --model"
                 " anthropic:NAME (for example anthropic:claude-sonnet-4-5)",
             )
-        if is_context_overflow(status, _json_or_text(reply)):
+        if is_context_overflow(status, json_or_text(reply)):
             return ProviderError(
                 CONTEXT_OVERFLOW,
                 f"the request does not fit the model's context window ({detail}) — compact or"
@@ -361,22 +358,22 @@ class AnthropicProvider:
         if status == 429:
             return _Retryable(
                 "rate_limited",
-                f"{base} is rate limiting requests{_tries(attempt)} ({detail}) — wait and send"
+                f"{base} is rate limiting requests{attempts(attempt)} ({detail}) — wait and send"
                 " the prompt again, or check your plan's limits",
-                _retry_after(reply),
+                retry_after(reply),
             )
         if status == 529:
             return _Retryable(
                 "overloaded",
-                f"{base} is overloaded{_tries(attempt)} ({detail}) — send the prompt again in"
+                f"{base} is overloaded{attempts(attempt)} ({detail}) — send the prompt again in"
                 " a minute",
-                _retry_after(reply),
+                retry_after(reply),
             )
         if status in _RETRY_STATUS:
             return _Retryable(
                 "server_error",
-                f"{base} failed{_tries(attempt)} ({detail}) — try again later",
-                _retry_after(reply),
+                f"{base} failed{attempts(attempt)} ({detail}) — try again later",
+                retry_after(reply),
             )
         return ProviderError(
             "bad_request",
@@ -401,25 +398,6 @@ class AnthropicProvider:
         )
 
 
-async def _drain(events: AsyncIterator[str]) -> None:
-    """Read what follows `message_stop` (usually just the end of the body), briefly, so the
-    connection goes back to the pool instead of being closed half-read."""
-    with anyio.move_on_after(DRAIN_S):
-        async for _ in events:
-            pass
-
-
-def _tries(attempt: int) -> str:
-    return f" after {attempt + 1} attempts" if attempt else ""
-
-
-def _json_or_text(reply: httpx.Response) -> Any:
-    try:
-        return reply.json()
-    except ValueError:
-        return reply.text
-
-
 def _error_detail(reply: httpx.Response) -> tuple[str, str]:
     """(error type, message) of an Anthropic error body, shortened."""
     try:
@@ -434,31 +412,6 @@ def _error_detail(reply: httpx.Response) -> tuple[str, str]:
             message = inner.get("message") or json.dumps(inner)
     text = " ".join(str(message).split())
     return error_type, (text[:300] + "...") if len(text) > 300 else (text or "no detail")
-
-
-def _retry_after(reply: httpx.Response) -> float | None:
-    raw = reply.headers.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return None
-
-
-def _reason(error: BaseException) -> str:
-    """A short cause for a transport error ("connection refused", "unknown host", ...)."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(seen, ConnectionResetError):
-            return "connection reset"
-        seen = seen.__cause__ or seen.__context__
-    text = str(error)
-    if "Name or service not known" in text or "nodename" in text or "getaddrinfo" in text:
-        return "unknown host"
-    return text or type(error).__name__
 
 
 def register(router: ModelRouter) -> None:

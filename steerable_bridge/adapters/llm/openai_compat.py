@@ -32,9 +32,15 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
-from httpx_sse import EventSource, SSEError
 
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
+from steerable_bridge.adapters.llm.http_replies import (
+    drain,
+    json_or_text,
+    retry_after,
+    sse_data,
+    transport_reason,
+)
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.window import WindowCache, discover_window
@@ -63,7 +69,6 @@ log = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 WINDOWS = WindowCache()
 """Context windows found per (base URL, model), shared by every provider of the process."""
-DRAIN_S = 1.0
 """How long to wait for the end of a body after `[DONE]` before dropping the connection."""
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -234,14 +239,19 @@ class OpenAICompatProvider:
                     if reply.status_code != 200:
                         await reply.aread()
                         raise self._status_error(reply, attempt)
-                    events = _sse_data(reply, config.base_url)
+                    events = sse_data(
+                        reply,
+                        base_url=config.base_url,
+                        hint="check that STEERABLE_BASE_URL points at an OpenAI-compatible /v1"
+                        " endpoint",
+                    )
                     async for data in events:
                         chunks = self._decode(decoder, data)
                         for chunk in chunks:
                             yielded = True
                             yield chunk
                         if data == "[DONE]":
-                            await _drain(events)
+                            await drain(events)
                             break
                 break
             except ProviderError as error:
@@ -253,21 +263,21 @@ class OpenAICompatProvider:
             except httpx.ConnectError as error:
                 raise ProviderError(
                     "connection_failed",
-                    f"could not reach {config.base_url}: {_reason(error)} — start the model"
-                    " server or set STEERABLE_BASE_URL",
+                    f"could not reach {config.base_url}: {transport_reason(error)} — start the"
+                    " model server or set STEERABLE_BASE_URL",
                 ) from None
             except (httpx.RemoteProtocolError, httpx.ReadError) as error:
                 if yielded or attempt >= config.max_retries:
                     raise ProviderError(
                         "connection_lost",
                         f"the connection to {config.base_url} broke mid-answer"
-                        f" ({_reason(error)}); send the prompt again",
+                        f" ({transport_reason(error)}); send the prompt again",
                     ) from None
                 retry_after = None
             except httpx.HTTPError as error:
                 raise ProviderError(
                     "http_error",
-                    f"the request to {config.base_url} failed: {_reason(error)} — check"
+                    f"the request to {config.base_url} failed: {transport_reason(error)} — check"
                     " STEERABLE_BASE_URL",
                 ) from None
             attempt += 1
@@ -324,7 +334,7 @@ class OpenAICompatProvider:
 
     def _status_error(self, reply: httpx.Response, attempt: int) -> ProviderError:
         status = reply.status_code
-        body = _json_or_text(reply)
+        body = json_or_text(reply)
         detail = _error_text(body)
         base = self.config.base_url
         if is_context_overflow(status, body):
@@ -352,14 +362,14 @@ class OpenAICompatProvider:
                 "rate_limited",
                 f"{base} is rate limiting requests{tries} (HTTP 429: {detail}) — wait and send"
                 " the prompt again, or check your plan's limits",
-                _retry_after(reply),
+                retry_after(reply),
             )
         if status in _RETRY_STATUS:
             return _StatusError(
                 "server_error",
                 f"{base} failed{tries} (HTTP {status}: {detail}) — the model server is in"
                 " trouble; check its log or try again later",
-                _retry_after(reply),
+                retry_after(reply),
             )
         return ProviderError(
             "bad_request",
@@ -384,35 +394,6 @@ class OpenAICompatProvider:
         )
 
 
-async def _drain(events: AsyncIterator[str]) -> None:
-    """Read what follows `[DONE]` (usually just the end of the body), briefly, so the
-    connection goes back to the pool instead of being closed half-read."""
-    with anyio.move_on_after(DRAIN_S):
-        async for _ in events:
-            pass
-
-
-async def _sse_data(reply: httpx.Response, base_url: str) -> AsyncIterator[str]:
-    """The `data` of each server-sent event, parsed by httpx-sse."""
-    try:
-        async for event in EventSource(reply).aiter_sse():
-            if event.data:
-                yield event.data
-    except SSEError as error:
-        raise ProviderError(
-            "invalid_response",
-            f"{base_url} did not answer with an event stream ({error}); check that"
-            " STEERABLE_BASE_URL points at an OpenAI-compatible /v1 endpoint",
-        ) from None
-
-
-def _json_or_text(reply: httpx.Response) -> Any:
-    try:
-        return reply.json()
-    except ValueError:
-        return reply.text
-
-
 def _error_text(value: Any) -> str:
     """The human part of an OpenAI-style error body, shortened."""
     if isinstance(value, dict):
@@ -420,31 +401,6 @@ def _error_text(value: Any) -> str:
         value = (inner.get("message") or json.dumps(inner)) if isinstance(inner, dict) else inner
     text = " ".join(str(value).split())
     return (text[:300] + "...") if len(text) > 300 else (text or "no detail")
-
-
-def _retry_after(reply: httpx.Response) -> float | None:
-    raw = reply.headers.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return None
-
-
-def _reason(error: BaseException) -> str:
-    """A short cause for a transport error ("connection refused", "unknown host", ...)."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(seen, ConnectionResetError):
-            return "connection reset"
-        seen = seen.__cause__ or seen.__context__
-    text = str(error)
-    if "Name or service not known" in text or "nodename" in text or "getaddrinfo" in text:
-        return "unknown host"
-    return text or type(error).__name__
 
 
 def register(router: ModelRouter) -> None:
