@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -86,6 +86,7 @@ async def check_acp_agent(
     transcript = Transcript("client")
     client = CheckerClient()
     checks: list[Check] = []
+    crossed: set[str] = set()
     workdir = tempfile.mkdtemp(prefix="steerable-check-acp-")
     with tempfile.TemporaryFile() as stderr:
         try:
@@ -107,6 +108,7 @@ async def check_acp_agent(
                     probe = AgentProbe(
                         conn, process, transcript, client, settings, workdir, lambda: _tail(stderr)
                     )
+                    crossed = probe.crossed_cancels
                     checks = await _run_checks(probe, stderr)
                 finally:
                     await conn.close()
@@ -118,7 +120,7 @@ async def check_acp_agent(
             with contextlib.suppress(OSError):
                 os.rmdir(workdir)
     checks = _with_skips(checks)
-    checks.extend(_transcript_rules(transcript))
+    checks.extend(_transcript_rules(transcript, crossed))
     return Report("acp-agent-check", " ".join(command), tuple(checks))
 
 
@@ -215,18 +217,33 @@ async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
     return probe.checks
 
 
-def _transcript_rules(transcript: Transcript) -> list[Check]:
+def _transcript_rules(transcript: Transcript, crossed: Set[str] = frozenset()) -> list[Check]:
     from steerable_bridge.conformance.acp_rules import check_acp_transcript
     from steerable_bridge.conformance.validators.report import checks_from_findings
 
     # Our deliberate probes (an unknown method, a broken line) and the agent's answers to
     # them are not conversation traffic; the rules would rightly flag the probes themselves.
-    kept = [m for m in transcript.messages() if not _is_probe(m["message"])]
+    # A session/cancel that crossed the prompt's response (the cancel probe could not
+    # check it) cancelled nothing: the rules must not expect `cancelled` after it.
+    kept = [
+        m
+        for m in transcript.messages()
+        if not _is_probe(m["message"]) and not _crossed_cancel(m["message"], crossed)
+    ]
     messages = [{"sender": m["sender"], "message": m["message"]} for m in kept]
     return checks_from_findings(
         check_acp_transcript(messages, lines=[m["line"] for m in kept]),
         clean_id="transcript.rules",
         clean_evidence=f"{len(messages)} JSON-RPC messages keep every ACP transcript rule",
+    )
+
+
+def _crossed_cancel(message: dict[str, Any], crossed: Set[str]) -> bool:
+    params = message.get("params")
+    return (
+        message.get("method") == "session/cancel"
+        and isinstance(params, dict)
+        and params.get("sessionId") in crossed
     )
 
 
