@@ -5,8 +5,9 @@ agent installed from npm or PyPI (`record.py` beside it re-records them); `repla
 plays the agent's side back. The recordings hold behaviour that used to be misjudged: a
 session-level update after the `session/load` and `session/resume` responses
 (claude-agent-acp), a -32700 answer without an id (codex-acp), a model failure answered as
-a JSON-RPC -32603 with `data.details` (steerable-sidecar). The pinned verdicts hold no
-false failure; README.md beside the fixtures says why each remaining failure is real.
+a JSON-RPC -32603 with `data.details` (steerable-sidecar), a session/cancel that crossed an
+instant turn's `end_turn` response (fast-agent). The pinned verdicts hold no false failure;
+README.md beside the fixtures says why each remaining failure is real.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,8 +32,8 @@ SETTINGS = AgentCheckSettings(
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 
-def test_there_are_recordings_of_three_real_agents() -> None:
-    assert {"claude-agent-acp", "codex-acp", "steerable-sidecar"} <= set(NAMES)
+def test_there_are_recordings_of_four_real_agents() -> None:
+    assert {"claude-agent-acp", "codex-acp", "fast-agent", "steerable-sidecar"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -63,3 +65,31 @@ async def test_the_recordings_hold_the_once_misjudged_behaviour() -> None:
     assert any(m["error"]["code"] == -32700 and "id" not in m for m in codex_errors)
     sidecar = [e["message"] for e in lines("steerable-sidecar") if "error" in e.get("message", {})]
     assert any(m["error"]["code"] == -32603 and m["error"].get("data") for m in sidecar)
+    fast = lines("fast-agent")
+    cancel = next(e for e in fast if e["message"].get("method") == "session/cancel")
+    ended = next(e for e in fast if e["message"].get("result") == {"stopReason": "end_turn"}
+                 and e["message"]["id"] == cancel_prompt_id(fast, cancel))  # fmt: skip
+    assert abs(ended["at"] - cancel["at"]) < 0.01  # the cancel and the response crossed
+
+
+def cancel_prompt_id(entries: list[dict[str, Any]], cancel: dict[str, Any]) -> object:
+    session = cancel["message"]["params"]["sessionId"]
+    return next(
+        e["message"]["id"]
+        for e in entries
+        if e["message"].get("method") == "session/prompt"
+        and e["message"]["params"]["sessionId"] == session
+    )
+
+
+async def test_a_cancel_that_crossed_the_response_could_not_be_checked() -> None:
+    """fast-agent's passthrough turn is over within a millisecond: its `end_turn` was on its
+    way (or read but not yet handled) when session/cancel was sent. That is legal (it owes
+    `cancelled` only for a turn the cancel reached), so neither the probe nor the transcript
+    rules may fail it."""
+    report = await check_acp_agent(
+        [sys.executable, str(REPLAY), str(FIXTURES / "fast-agent.jsonl")], settings=SETTINGS
+    )
+    got = {check.id: check for check in report.checks}
+    assert got["agent.cancel.stop_reason"].status == "skipped", got["agent.cancel.stop_reason"]
+    assert "acp.cancel-stop-reason" not in got
