@@ -43,11 +43,12 @@ from steerable_bridge.adapters.llm.cache_shaping import (
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
+    backoff_delay,
     drain,
     json_or_text,
     retry_after,
     sse_data,
-    transport_reason,
+    transport_error,
 )
 from steerable_bridge.adapters.llm.openai_compat import is_loopback
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
@@ -234,7 +235,7 @@ class AnthropicProvider:
         while True:
             decoder = EventDecoder()
             yielded = False
-            retry_after: float | None = None
+            wait_hint: float | None = None
             try:
                 async with client.stream("POST", self.url, json=body, headers=headers) as reply:
                     if reply.status_code != 200:
@@ -256,33 +257,22 @@ class AnthropicProvider:
             except ProviderError as error:
                 if yielded or not error.retryable or attempt >= config.max_retries:
                     raise
-                retry_after = error.retry_after if isinstance(error, _Retryable) else None
+                wait_hint = error.retry_after if isinstance(error, _Retryable) else None
             except httpx.TimeoutException as error:
                 raise self._timeout_error(error) from None
-            except httpx.ConnectError as error:
-                raise ProviderError(
-                    "connection_failed",
-                    f"could not reach {config.base_url}: {transport_reason(error)} — check your"
-                    " network or ANTHROPIC_BASE_URL",
-                ) from None
-            except (httpx.RemoteProtocolError, httpx.ReadError) as error:
-                if yielded or attempt >= config.max_retries:
-                    raise ProviderError(
-                        "connection_lost",
-                        f"the connection to {config.base_url} broke mid-answer"
-                        f" ({transport_reason(error)}); send the prompt again",
-                    ) from None
             except httpx.HTTPError as error:
-                raise ProviderError(
-                    "http_error",
-                    f"the request to {config.base_url} failed: {transport_reason(error)} — check"
-                    " ANTHROPIC_BASE_URL",
-                ) from None
+                failure = transport_error(
+                    error,
+                    base_url=config.base_url,
+                    unreachable_hint="check your network or ANTHROPIC_BASE_URL",
+                    may_retry=not yielded and attempt < config.max_retries,
+                )
+                if failure is not None:
+                    raise failure from None
             attempt += 1
-            delay = config.backoff_s * 2 ** (attempt - 1)
-            if retry_after is not None:
-                delay = max(delay, retry_after)
-            delay = min(delay, config.max_backoff_s)
+            delay = backoff_delay(
+                attempt, base_s=config.backoff_s, cap_s=config.max_backoff_s, hint_s=wait_hint
+            )
             logger.info("retrying %s in %.2fs (attempt %d)", self.url, delay, attempt + 1)
             await anyio.sleep(delay)
         if decoder.finish_reason is None or not decoder.stopped:

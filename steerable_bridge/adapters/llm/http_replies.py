@@ -22,10 +22,12 @@ from steerable_bridge.runtime.model import ProviderError
 __all__ = [
     "DRAIN_S",
     "attempts",
+    "backoff_delay",
     "drain",
     "json_or_text",
     "retry_after",
     "sse_data",
+    "transport_error",
     "transport_reason",
 ]
 
@@ -92,3 +94,38 @@ def transport_reason(error: BaseException) -> str:
     if "Name or service not known" in text or "nodename" in text or "getaddrinfo" in text:
         return "unknown host"
     return text or type(error).__name__
+
+
+def transport_error(
+    error: httpx.HTTPError, *, base_url: str, unreachable_hint: str, may_retry: bool
+) -> ProviderError | None:
+    """The `ProviderError` for a transport failure (not a timeout), or None to retry.
+
+    A broken connection is retried when `may_retry` (nothing was yielded yet and tries
+    remain); everything else fails at once. `unreachable_hint` is what the user should check
+    ("start the model server or set STEERABLE_BASE_URL").
+    """
+    reason = transport_reason(error)
+    if isinstance(error, httpx.ConnectError):
+        return ProviderError(
+            "connection_failed", f"could not reach {base_url}: {reason} — {unreachable_hint}"
+        )
+    if isinstance(error, httpx.RemoteProtocolError | httpx.ReadError):
+        if may_retry:
+            return None
+        return ProviderError(
+            "connection_lost",
+            f"the connection to {base_url} broke mid-answer ({reason}); send the prompt again",
+        )
+    return ProviderError(
+        "http_error", f"the request to {base_url} failed: {reason} — {unreachable_hint}"
+    )
+
+
+def backoff_delay(attempt: int, *, base_s: float, cap_s: float, hint_s: float | None) -> float:
+    """Seconds to wait before retry `attempt` (1-based): exponential, at least the server's
+    `retry-after` hint, at most `cap_s`."""
+    delay: float = base_s * 2.0 ** (attempt - 1)
+    if hint_s is not None:
+        delay = max(delay, hint_s)
+    return min(delay, cap_s)

@@ -35,11 +35,12 @@ import httpx
 
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
+    backoff_delay,
     drain,
     json_or_text,
     retry_after,
     sse_data,
-    transport_reason,
+    transport_error,
 )
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
@@ -257,37 +258,27 @@ class OpenAICompatProvider:
             except ProviderError as error:
                 if yielded or not error.retryable or attempt >= config.max_retries:
                     raise
-                retry_after = error.retry_after if isinstance(error, _StatusError) else None
+                wait_hint = error.retry_after if isinstance(error, _StatusError) else None
             except httpx.TimeoutException as error:
                 raise self._timeout_error(error) from None
-            except httpx.ConnectError as error:
-                raise ProviderError(
-                    "connection_failed",
-                    f"could not reach {config.base_url}: {transport_reason(error)} — start the"
-                    " model server or set STEERABLE_BASE_URL",
-                ) from None
-            except (httpx.RemoteProtocolError, httpx.ReadError) as error:
-                if yielded or attempt >= config.max_retries:
-                    raise ProviderError(
-                        "connection_lost",
-                        f"the connection to {config.base_url} broke mid-answer"
-                        f" ({transport_reason(error)}); send the prompt again",
-                    ) from None
-                retry_after = None
             except httpx.HTTPError as error:
-                raise ProviderError(
-                    "http_error",
-                    f"the request to {config.base_url} failed: {transport_reason(error)} — check"
-                    " STEERABLE_BASE_URL",
-                ) from None
+                failure = transport_error(
+                    error,
+                    base_url=config.base_url,
+                    unreachable_hint="start the model server or set STEERABLE_BASE_URL",
+                    may_retry=not yielded and attempt < config.max_retries,
+                )
+                if failure is not None:
+                    raise failure from None
+                wait_hint = None
             attempt += 1
-            delay = config.backoff_s * 2 ** (attempt - 1)
-            if retry_after is not None:
-                delay = max(delay, retry_after)
+            delay = backoff_delay(
+                attempt, base_s=config.backoff_s, cap_s=config.max_backoff_s, hint_s=wait_hint
+            )
             log.warning(
                 "%s: attempt %d failed, retrying in %.1f s", config.base_url, attempt, delay
             )
-            await anyio.sleep(min(delay, config.max_backoff_s))
+            await anyio.sleep(delay)
             decoder = ChunkDecoder()
         for chunk in decoder.flush():
             yield chunk
