@@ -11,16 +11,15 @@ prompt-based checks "could not check" (skipped) with the agent's own words, its 
 (`data.details` included) and the end of its stderr — not a failure. Session-level updates
 (`available_commands_update`, `session_info_update`, `usage_update`, ...) may come at any
 time, after a response too; only turn content counts as "after the response". Nothing here
-spawns or kills processes.
+spawns or kills processes; the grading rules themselves (deadlines, credential errors, the
+strict initialize shape, entry classes) are in `agent_grading.py`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from asyncio.subprocess import Process
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -30,6 +29,18 @@ from acp.schema import ClientCapabilities, Implementation, InitializeResponse
 from pydantic import ValidationError
 
 from steerable_bridge.conformance.acp_rules import SESSION_LEVEL_UPDATES
+from steerable_bridge.conformance.validators.agent_grading import (
+    PROTOCOL_ERRORS,
+    AgentCheckSettings,
+    describe_init,
+    error_text,
+    initialize_response_problems,
+    is_content,
+    is_response,
+    needs_credentials,
+    stop_text,
+    variant,
+)
 from steerable_bridge.conformance.validators.report import Check, CheckStatus, CouldNotRun
 from steerable_bridge.conformance.validators.transcript import (
     Transcript,
@@ -52,95 +63,10 @@ LONG_PROMPT = (
     "Take your time: think it through, make a plan, then count from 1 to 500, one number per"
     " line, using any tools you have."
 )
-_CREDENTIALS = re.compile(
-    r"\bcredentials?\b|(?<![a-z])api[ _-]?keys?(?![a-z])|\bunauthori[sz]ed\b|\b401\b"
-    r"|\bauth(entication|orization)? (is )?(required|failed|missing|needed)\b"
-    r"|\b(not|isn't|aren't) (logged|signed) in\b|\b(log|sign) ?in (first|required)\b"
-    r"|\b(please|run|must) [`'\"]?[\w-]* ?(log|sign) ?in\b"
-    r"|\b(missing|invalid|expired|no) (access |auth |api |bearer )?(token|key)s?\b"
-    r"|\baccess token\b|\bauth_required\b",
-    re.IGNORECASE,
-)
-"""Words of an agent that lacks credentials. Narrow on purpose: "auth" or "token" alone
-also appear in real errors (a context window of N tokens, an author) that must not be
-skipped."""
-_PROTOCOL_ERRORS = {-32700, -32600, -32601, -32602}
-"""Error codes that blame the request itself: our prompt is valid, so these are failures."""
-_CONTENT_UPDATES = frozenset(
-    {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
-)
-"""Updates that show the turn itself has started (the cancel probe waits for one)."""
-
-
-@dataclass(frozen=True, slots=True)
-class AgentCheckSettings:
-    """Deadlines (seconds) for each kind of answer the agent owes."""
-
-    init_timeout: float = 20.0
-    prompt_timeout: float = 90.0
-    cancel_timeout: float = 15.0
-    probe_timeout: float = 5.0
-    quiet_period: float = 0.5
-    """How long to keep listening after a response for updates that should not come."""
-    cancel_crossing: float = 0.15
-    """A prompt that ends other than `cancelled` this soon after session/cancel was sent may
-    have ended before the agent read the cancel (the two crossed, which is legal): could not
-    check, rather than fail."""
 
 
 class _Cancelling(Protocol):
     cancelling: set[str]
-
-
-def needs_credentials(error: RequestError) -> bool:
-    """Whether a JSON-RPC error says the agent lacks credentials (auth_required or its words)."""
-    return error.code == -32000 or bool(_CREDENTIALS.search(error_text(error)))
-
-
-def error_text(error: RequestError, limit: int = 600) -> str:
-    """The error's message and data as the agent sent them (`data.details` kept whole)."""
-    message = str(error)
-    data = error.data
-    parts = [message]
-    if isinstance(data, dict) and isinstance(data.get("details"), str):
-        parts.append(f"details: {data['details']}")
-        rest = {k: v for k, v in data.items() if k != "details"}
-        if rest:
-            parts.append(json.dumps(rest, ensure_ascii=False))
-    elif data is not None:
-        parts.append(json.dumps(data, ensure_ascii=False))
-    text = "; ".join(p for p in parts if p)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def initialize_response_problems(raw: object) -> list[str]:
-    """What is wrong with a raw initialize result, judged strictly (the SDK model is lenient)."""
-    if not isinstance(raw, dict):
-        return [f"result must be an object, got {json.dumps(raw)[:80]}"]
-    problems = []
-    version = raw.get("protocolVersion")
-    if not isinstance(version, int) or isinstance(version, bool):
-        problems.append(f"protocolVersion must be an integer, got {version!r}")
-    caps = raw.get("agentCapabilities", {})
-    if not isinstance(caps, dict):
-        problems.append("agentCapabilities must be an object")
-        caps = {}
-    if not isinstance(caps.get("loadSession", False), bool):
-        problems.append("agentCapabilities.loadSession must be a boolean")
-    for key in ("promptCapabilities", "mcpCapabilities", "sessionCapabilities"):
-        if not isinstance(caps.get(key, {}), dict):
-            problems.append(f"agentCapabilities.{key} must be an object")
-    prompt_caps = caps.get("promptCapabilities", {})
-    for key in ("image", "audio", "embeddedContext"):
-        if isinstance(prompt_caps, dict) and not isinstance(prompt_caps.get(key, False), bool):
-            problems.append(f"agentCapabilities.promptCapabilities.{key} must be a boolean")
-    if not isinstance(raw.get("authMethods", []), list):
-        problems.append("authMethods must be a list")
-    try:
-        InitializeResponse.model_validate(raw)
-    except ValidationError as err:
-        problems.append(f"does not validate as InitializeResponse: {str(err)[:160]}")
-    return problems
 
 
 class AgentProbe:
@@ -179,37 +105,6 @@ class AgentProbe:
 
     # -- transcript helpers ------------------------------------------------------------
 
-    def _exchange(self, method: str, start: int, session: str | None = None) -> tuple[int, int]:
-        """Indices of the latest `method` request since `start` and its response (-1 if none)."""
-        entries = self.transcript.entries
-        request = -1
-        for index in range(start, len(entries)):
-            message = entries[index].message
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
-            if (
-                entries[index].sender == "client"
-                and message.get("method") == method
-                and (session is None or (params or {}).get("sessionId") == session)
-            ):
-                request = index
-        if request < 0:
-            return -1, -1
-        match = response_to(entries[request].message.get("id"))
-        for index in range(request + 1, len(entries)):
-            if match(entries[index]):
-                return request, index
-        return request, -1
-
-    def _updates(self, session: str, start: int, end: int | None = None) -> list[TranscriptEntry]:
-        entries = self.transcript.entries[start:end]
-        return [
-            e
-            for e in entries
-            if e.sender == "agent"
-            and e.message.get("method") == "session/update"
-            and (e.message.get("params") or {}).get("sessionId") == session
-        ]
-
     async def _late_updates(self, session: str, response: int) -> list[TranscriptEntry]:
         """Turn updates after the response; session-level updates may come at any time."""
         await anyio.sleep(self.settings.quiet_period)
@@ -217,8 +112,8 @@ class AgentProbe:
             return []
         return [
             e
-            for e in self._updates(session, response + 1)
-            if _variant(e) not in SESSION_LEVEL_UPDATES
+            for e in self.transcript.session_updates(session, response + 1)
+            if variant(e) not in SESSION_LEVEL_UPDATES
         ]
 
     # -- probes ------------------------------------------------------------------------
@@ -246,7 +141,7 @@ class AgentProbe:
         except (RequestError, ValidationError) as err:
             self.record("agent.initialize", "fail", f"initialize failed: {str(err)[:200]}")
             return None
-        _, response = self._exchange("initialize", 0)
+        _, response = self.transcript.exchange("initialize", 0)
         raw = self.transcript.entries[response].message.get("result") if response >= 0 else None
         problems = initialize_response_problems(raw)
         self.record(
@@ -260,7 +155,7 @@ class AgentProbe:
             "pass" if version == PROTOCOL_VERSION else "fail",
             f"asked for protocol {PROTOCOL_VERSION}, agent answered {version!r}",
         )
-        self.record("agent.initialize.capabilities", "pass", _describe(init))
+        self.record("agent.initialize.capabilities", "pass", describe_init(init))
         return init
 
     async def new_session(self, *, record: bool = True) -> str | None:
@@ -292,7 +187,7 @@ class AgentProbe:
                 reason = f"agent needs credentials it lacks: {detail}"
                 self.skip(("agent.prompt", "agent.prompt.nothing_after_response"), reason)
                 return "no prompt ran: the agent needs credentials it lacks (see agent.prompt)"
-            if err.code not in _PROTOCOL_ERRORS:
+            if err.code not in PROTOCOL_ERRORS:
                 reason = (
                     f"could not check: the agent answered session/prompt with error {err.code}"
                     f" (a failure of its own or of its model, reported correctly): {detail}"
@@ -318,8 +213,10 @@ class AgentProbe:
             self.record("agent.prompt", "fail", f"session/prompt: {why}{self.stderr_tail()}")
             self.skip(("agent.prompt.nothing_after_response",), "the prompt failed")
             return "the first prompt failed"
-        _, response = self._exchange("session/prompt", start, session)
-        updates = self._updates(session, start, response if response >= 0 else None)
+        _, response = self.transcript.exchange("session/prompt", start, session)
+        updates = self.transcript.session_updates(
+            session, start, response if response >= 0 else None
+        )
         self.record(
             "agent.prompt",
             "pass",
@@ -337,7 +234,7 @@ class AgentProbe:
 
     def _grade_late(self, check_id: str, late: list[TranscriptEntry]) -> None:
         if late:
-            kinds = ", ".join(_variant(e) for e in late[:5])
+            kinds = ", ".join(variant(e) for e in late[:5])
             self.record(
                 check_id, "fail", f"{len(late)} session/update after the response ({kinds})"
             )
@@ -370,16 +267,18 @@ class AgentProbe:
             # Wait for the turn's own output (not session news such as the command list,
             # which many agents send first), or for the turn to end without any.
             began = await self.transcript.wait_for(
-                lambda e: _is_content(e) or _is_response(e),
+                lambda e: is_content(e) or is_response(e),
                 within=self.settings.prompt_timeout,
                 start=start,
             )
-            if began is not None and not _is_content(began):
+            if began is not None and not is_content(began):
                 with anyio.move_on_after(self.settings.probe_timeout):
                     await done.wait()
                 began = None
             if done.is_set():
-                reason = f"the turn ended ({_stop(answers)}) before session/cancel could be sent"
+                reason = (
+                    f"the turn ended ({stop_text(answers)}) before session/cancel could be sent"
+                )
                 self.skip(
                     ("agent.cancel.stop_reason", "agent.cancel.nothing_after_response"), reason
                 )
@@ -399,9 +298,9 @@ class AgentProbe:
             )
             self.skip(("agent.cancel.nothing_after_response",), "the prompt never ended")
             return
-        stop = _stop(answers)
+        stop = stop_text(answers)
         when = (
-            f"after its first {_variant(began)}"
+            f"after its first {variant(began)}"
             if began is not None
             else f"with no turn output after {self.settings.prompt_timeout:g} s"
         )
@@ -416,13 +315,13 @@ class AgentProbe:
                 f" prompt ended with {stop} {crossed * 1000:.0f} ms later)",
             )
         else:
-            self._grade_stop(stop, when)
-        _, response = self._exchange("session/prompt", start, session)
+            self._gradestop_text(stop, when)
+        _, response = self.transcript.exchange("session/prompt", start, session)
         self._grade_late(
             "agent.cancel.nothing_after_response", await self._late_updates(session, response)
         )
 
-    def _grade_stop(self, stop: str, when: str) -> None:
+    def _gradestop_text(self, stop: str, when: str) -> None:
         self.record(
             "agent.cancel.stop_reason",
             "pass" if stop == "stopReason 'cancelled'" else "fail",
@@ -519,8 +418,10 @@ class AgentProbe:
                 f"session/load failed: {str(err)[:200] or type(err).__name__}",
             )
             return
-        _, response = self._exchange("session/load", start, session)
-        replay = self._updates(session, start, response if response >= 0 else None)
+        _, response = self.transcript.exchange("session/load", start, session)
+        replay = self.transcript.session_updates(
+            session, start, response if response >= 0 else None
+        )
         late = await self._late_updates(session, response)
         kinds = [e.message["params"].get("update", {}) for e in replay]
         user = "".join(
@@ -549,7 +450,7 @@ class AgentProbe:
         if late:
             problems.append(
                 f"{len(late)} replayed update(s) arrived after the session/load response"
-                f" ({', '.join(_variant(e) for e in late[:5])})"
+                f" ({', '.join(variant(e) for e in late[:5])})"
             )
         self.record(
             "agent.session.load",
@@ -572,7 +473,7 @@ class AgentProbe:
             )
             return
         await anyio.sleep(self.settings.quiet_period)
-        replayed = self._updates(session, start)
+        replayed = self.transcript.session_updates(session, start)
         conversation = [
             e
             for e in replayed
@@ -593,57 +494,3 @@ class AgentProbe:
             if conversation
             else "resumed without replaying the conversation",
         )
-
-
-def _is_content(entry: TranscriptEntry) -> bool:
-    return (
-        entry.sender == "agent"
-        and entry.message.get("method") == "session/update"
-        and _variant(entry) in _CONTENT_UPDATES
-    )
-
-
-def _is_response(entry: TranscriptEntry) -> bool:
-    message = entry.message
-    return entry.sender == "agent" and "method" not in message and "id" in message
-
-
-def _variant(entry: TranscriptEntry) -> str:
-    """The `sessionUpdate` of a session/update entry."""
-    params = entry.message.get("params")
-    update = params.get("update") if isinstance(params, dict) else None
-    return str(update.get("sessionUpdate")) if isinstance(update, dict) else "?"
-
-
-def _stop(answers: list[Any]) -> str:
-    if not answers:
-        return "no response"
-    answer = answers[0]
-    if isinstance(answer, Exception):
-        return f"error {answer}"[:120]
-    return f"stopReason {answer.stop_reason!r}"
-
-
-def _describe(init: InitializeResponse) -> str:
-    caps = init.agent_capabilities
-    if caps is None:
-        return "advertises nothing optional"
-    found = []
-    if caps.load_session:
-        found.append("loadSession")
-    prompt = caps.prompt_capabilities
-    if prompt is not None:
-        found.extend(
-            f"prompt.{k}" for k in ("image", "audio", "embedded_context") if getattr(prompt, k)
-        )
-    sessions = caps.session_capabilities
-    if sessions is not None:
-        found.extend(
-            f"session.{k}"
-            for k in ("list", "resume", "close", "fork")
-            if getattr(sessions, k) is not None
-        )
-    methods = [m.id for m in init.auth_methods or [] if hasattr(m, "id")]
-    if methods:
-        found.append(f"authMethods {methods}")
-    return "advertises " + (", ".join(found) or "nothing optional")

@@ -142,6 +142,39 @@ class Transcript:
                 return entry
         return None
 
+    def exchange(self, method: str, start: int, session: str | None = None) -> tuple[int, int]:
+        """Indices of the latest `method` request since `start` and its response (-1 if none)."""
+        entries = self._entries
+        request = -1
+        for index in range(start, len(entries)):
+            message = entries[index].message
+            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            if (
+                entries[index].sender == "client"
+                and message.get("method") == method
+                and (session is None or (params or {}).get("sessionId") == session)
+            ):
+                request = index
+        if request < 0:
+            return -1, -1
+        match = response_to(entries[request].message.get("id"))
+        for index in range(request + 1, len(entries)):
+            if match(entries[index]):
+                return request, index
+        return request, -1
+
+    def session_updates(
+        self, session: str, start: int, end: int | None = None
+    ) -> list[TranscriptEntry]:
+        entries = self._entries[start:end]
+        return [
+            e
+            for e in entries
+            if e.sender == "agent"
+            and e.message.get("method") == "session/update"
+            and (e.message.get("params") or {}).get("sessionId") == session
+        ]
+
     async def wait_for(
         self,
         predicate: Callable[[TranscriptEntry], bool],
