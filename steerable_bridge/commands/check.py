@@ -167,6 +167,6 @@ def add_validate_client_options(parser: argparse.ArgumentParser) -> None:
 
 def run_validate_client(args: argparse.Namespace) -> int:
     """`steerable-bridge acp --validate-client`: the reference agent instead of the real one."""
-    from steerable_bridge.conformance.validators.acp_client import run_client_validator
+    from steerable_bridge.conformance.validators.acp_client_run import run_client_validator
 
     return run_client_validator(args)

@@ -11,28 +11,25 @@ blocks against the prompt capabilities it was offered, `session/set_mode`,
 `session/set_config_option`, and `session/load` (the whole conversation is replayed) /
 `session/resume` (nothing is replayed) when the client uses them — and runs the conformance
 suite's ACP transcript rules over the raw messages. It never writes to stdout itself:
-stdout is the protocol stream.
+stdout is the protocol stream. `acp_client_run.py` serves it as a process.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import secrets
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 from acp import (
     PROTOCOL_VERSION,
     RequestError,
-    run_agent,
     update_agent_message_text,
     update_user_message,
 )
-from acp.interfaces import Agent, Client
+from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
@@ -72,12 +69,7 @@ from steerable_bridge.conformance.validators.report import (
 )
 from steerable_bridge.conformance.validators.transcript import Transcript, TranscriptEntry
 
-__all__ = [
-    "ClientValidator",
-    "main",
-    "run_client_validator",
-    "serve_client_validator",
-]
+__all__ = ["ClientValidator"]
 
 VALIDATOR_NAME = "acp-client-validator"
 
@@ -478,55 +470,3 @@ def _version() -> str:
     from steerable_bridge import __version__
 
     return __version__
-
-
-# -- running it ---------------------------------------------------------------------------
-
-
-async def serve_client_validator(
-    validator: ClientValidator, input_stream: Any = None, output_stream: Any = None
-) -> None:
-    """Run `validator` as an ACP agent on stdio (or the given asyncio streams)."""
-    await run_agent(
-        cast(Agent, validator),  # a plain class on purpose: unimplemented → method not found
-        input_stream,
-        output_stream,
-        use_unstable_protocol=True,
-        observers=[validator.transcript.observe],
-    )
-
-
-def run_client_validator(args: argparse.Namespace) -> int:
-    """Entry point for `steerable-bridge acp --validate-client`: serve until the client leaves."""
-    import anyio
-
-    if getattr(args, "junit", False) and not getattr(args, "report", None):
-        from steerable_bridge.commands.common import ConfigError
-
-        raise ConfigError("--junit needs --report PATH (the XML goes beside the JSON)")
-    settings = ValidatorSettings(
-        person_timeout=args.person_timeout, cancel_timeout=args.cancel_timeout
-    )
-    validator = ClientValidator(settings, report_path=args.report, junit=args.junit)
-    try:
-        anyio.run(serve_client_validator, validator)
-    finally:
-        if validator.last_report is None:
-            validator.finish()
-    if validator.last_report is not None:
-        print(validator.last_report.summary_line(), file=sys.stderr)
-        return validator.last_report.exit_code()
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m steerable_bridge.conformance.validators.acp_client` — the same as the flag."""
-    from steerable_bridge.commands.check import add_validate_client_options
-
-    parser = argparse.ArgumentParser(prog="steerable-bridge-validate-client")
-    add_validate_client_options(parser)
-    return run_client_validator(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,10 +16,8 @@ import pytest
 from acp import connect_to_agent, spawn_agent_process, text_block
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-from steerable_bridge.conformance.validators.acp_client import (
-    ClientValidator,
-    serve_client_validator,
-)
+from steerable_bridge.conformance.validators.acp_client import ClientValidator
+from steerable_bridge.conformance.validators.acp_client_run import serve_client_validator
 from steerable_bridge.conformance.validators.client_session import ValidatorSettings
 from steerable_bridge.conformance.validators.report import Report, report_from_json
 
