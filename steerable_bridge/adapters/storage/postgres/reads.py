@@ -1,0 +1,139 @@
+"""Reading sessions back from PostgreSQL: whole logs, the resume tail, records, the check.
+
+A log is read in seq order and decoded through the record-format rules (`formats.py`): a
+request stored by reference is rebuilt from the request it extends, fetching that base row
+when the read did not include it (a tail, or rows after a seq). The resume tail (`read_tail`,
+the rule in `sql.py`'s `TAIL_*`) is read in one REPEATABLE READ snapshot, so an append
+landing between its queries cannot split it. `check` verifies every row as `sessions
+check` does for SQLite and changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from steerable_bridge.adapters.storage.formats import FORMAT as RECORD_FORMAT
+from steerable_bridge.adapters.storage.formats import (
+    Resolver,
+    decode_record,
+    format_too_new,
+    history_compaction,
+)
+from steerable_bridge.adapters.storage.integrity import CheckReport, check_log, salvaged
+from steerable_bridge.adapters.storage.postgres.schema import SCHEMA_VERSION, stored_version
+from steerable_bridge.adapters.storage.sql import (
+    FETCH_ROW,
+    READ_AFTER,
+    TAIL_COMPACTION,
+    TAIL_FACTS,
+    TAIL_FROM,
+    TAIL_RUN_START,
+    pg,
+)
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.storage import (
+    SessionNotFound,
+    SessionRecord,
+    StoreError,
+    tail_start,
+)
+
+if TYPE_CHECKING:
+    from steerable_bridge.adapters.storage.postgres.driver import Connection
+
+__all__ = ["check", "get_record", "read_after", "read_tail"]
+
+
+async def require(conn: Connection, session_id: str) -> None:
+    """Raise SessionNotFound, or format_too_new for a session from a newer build."""
+    cur = await conn.execute("SELECT format FROM sessions WHERE session_id = %s", (session_id,))
+    row = await cur.fetchone()
+    if row is None:
+        raise SessionNotFound(session_id)
+    if row[0] is not None and row[0] > RECORD_FORMAT:
+        raise format_too_new(f"session {session_id}", row[0])
+
+
+async def decode_all(conn: Connection, session_id: str, rows: list[Any]) -> list[LoopEvent]:
+    """The rows' events; requests stored by reference are rebuilt, fetching base rows
+    the read did not include."""
+    resolver = Resolver(session_id)
+    while need := resolver.missing(rows):
+        for seq in sorted(need):
+            cur = await conn.execute(pg(FETCH_ROW), (session_id, seq))
+            found = await cur.fetchone()
+            if found is None:
+                raise StoreError(
+                    "corrupt_record",
+                    f"session {session_id} refers to model request seq {seq}, which is"
+                    " not stored; run `steerable-bridge sessions check`",
+                )
+            resolver.extra[seq] = (found[0], found[1], found[2])
+    return resolver.decode_all(rows)
+
+
+async def read_after(conn: Connection, session_id: str, after_seq: int) -> list[LoopEvent]:
+    """The session's events after `after_seq`."""
+    await require(conn, session_id)
+    cur = await conn.execute(pg(READ_AFTER), (session_id, after_seq))
+    rows = await cur.fetchall()
+    return await decode_all(conn, session_id, rows)
+
+
+async def read_tail(conn: Connection, session_id: str) -> list[LoopEvent]:
+    """From `tail_start` of the newest history compaction on, after the fact-carrying
+    events."""
+    async with conn.transaction():
+        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        await require(conn, session_id)
+        start = -1
+        compactions = await conn.execute(pg(TAIL_COMPACTION), (session_id,))
+        found = history_compaction(session_id, [row async for row in compactions])
+        if found is not None:
+            run = await (await conn.execute(pg(TAIL_RUN_START), (session_id, found.seq))).fetchone()
+            start = tail_start(found, int(run[0]) if run is not None else found.seq)
+        rows = await (await conn.execute(pg(TAIL_FACTS), (session_id, start))).fetchall()
+        rows += await (await conn.execute(pg(TAIL_FROM), (session_id, start))).fetchall()
+        return await decode_all(conn, session_id, rows)
+
+
+async def get_record(conn: Connection, session_id: str) -> SessionRecord | None:
+    """The session's record, or None."""
+    cur = await conn.execute(
+        "SELECT format, data FROM sessions WHERE session_id = %s", (session_id,)
+    )
+    row = await cur.fetchone()
+    return None if row is None else decode_record(session_id, row[0], row[1])
+
+
+async def check(conn: Connection, where: str, *, limit: int = 200) -> CheckReport:
+    """Verify every row; changes nothing."""
+    report = CheckReport(path=where)
+    version = await stored_version(conn)
+    if version != SCHEMA_VERSION:
+        report.problems.append(
+            f"schema version {version}; this build uses {SCHEMA_VERSION}"
+            + (" (upgrade steerable-bridge)" if version > SCHEMA_VERSION else "")
+        )
+        return report
+    sessions = await (
+        await conn.execute("SELECT session_id, last_seq, format FROM sessions ORDER BY session_id")
+    ).fetchall()
+    for session_id, last_seq, found in sessions:
+        cur = await conn.execute(
+            "SELECT seq, format, data FROM events WHERE session_id = %s ORDER BY seq",
+            (session_id,),
+        )
+        resolver = Resolver(session_id)
+        items = [salvaged(session_id, s, f, d, resolver) for s, f, d in await cur.fetchall()]
+        check_log(report, session_id, last_seq, found, items)
+    orphans = await (
+        await conn.execute(
+            "SELECT count(*) FROM events e WHERE NOT EXISTS"
+            " (SELECT 1 FROM sessions s WHERE s.session_id = e.session_id)"
+        )
+    ).fetchone()
+    if orphans and orphans[0]:
+        report.problems.append(f"{orphans[0]} events belong to no session")
+    del report.problems[limit:]
+    return report
