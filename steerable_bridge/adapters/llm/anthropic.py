@@ -11,7 +11,8 @@ on first use, kept across steps and turns, closed by `aclose()` when the agent s
 after `message_stop` the rest of the body is drained briefly so the connection goes back
 to the pool). A request is retried on 429,
 529 (overloaded), 5xx, a dropped connection or a retryable `error` event a bounded number
-of times, honouring `retry-after`, but only *before* the first chunk was yielded. Every
+of times, honouring `retry-after`, but only *before* the first chunk was yielded (the loop
+in `retrying.py`, shared with the OpenAI-compatible provider). Every
 network wait is bounded, and every failure becomes a `ProviderError` whose message names
 the remedy. The event stream is parsed by httpx-sse; payload mapping lives in
 `anthropic_wire.py`. Error codes: auth_required, auth_failed, permission_denied,
@@ -24,14 +25,12 @@ provider_error, stream_incomplete, http_error.
 from __future__ import annotations
 
 import json
-import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
 import httpx
 
 from steerable_bridge.adapters.llm.anthropic_wire import EventDecoder, StreamFailure, request_body
@@ -43,15 +42,14 @@ from steerable_bridge.adapters.llm.cache_shaping import (
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
-    backoff_delay,
     drain,
     json_or_text,
     retry_after,
     sse_data,
-    transport_error,
 )
 from steerable_bridge.adapters.llm.openai_compat import is_loopback
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
+from steerable_bridge.adapters.llm.retrying import RetryableError, RetryPolicy, stream_with_retries
 from steerable_bridge.runtime.model import (
     CONTEXT_OVERFLOW,
     ModelChunk,
@@ -72,11 +70,9 @@ __all__ = [
     "register",
 ]
 
-logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
-"""How long to wait for the end of a body after `message_stop` before dropping the connection."""
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _STREAM_ERROR_CODES = {
     "overloaded_error": "overloaded",
@@ -84,14 +80,6 @@ _STREAM_ERROR_CODES = {
     "api_error": "server_error",
 }
 """Error events worth a retry (before the first chunk), and the code each fails with."""
-
-
-class _Retryable(ProviderError):
-    """A failure worth another attempt, with the server's `retry-after` (seconds)."""
-
-    def __init__(self, code: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(code, message, retryable=True)
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,6 +174,16 @@ class AnthropicProvider:
             ),
             transport=transport,
         )
+        self._retry = RetryPolicy(
+            base_url=config.base_url,
+            max_retries=config.max_retries,
+            backoff_s=config.backoff_s,
+            max_backoff_s=config.max_backoff_s,
+            connect_timeout_s=config.connect_timeout_s,
+            read_timeout_s=config.read_timeout_s,
+            unreachable_hint="check your network or ANTHROPIC_BASE_URL",
+            slow_hint="the service may be overloaded; try again",
+        )
         self._info = ModelInfo(
             route=f"anthropic:{config.model}",
             context_window=config.context_window,
@@ -231,50 +229,34 @@ class AnthropicProvider:
         if config.api_key:
             headers["x-api-key"] = config.api_key
         client = await self.http.client()
-        attempt = 0
-        while True:
-            decoder = EventDecoder()
-            yielded = False
-            wait_hint: float | None = None
-            try:
-                async with client.stream("POST", self.url, json=body, headers=headers) as reply:
-                    if reply.status_code != 200:
-                        await reply.aread()
-                        raise self._status_error(reply, attempt)
-                    events = sse_data(
-                        reply,
-                        base_url=config.base_url,
-                        hint="check that ANTHROPIC_BASE_URL points at the Anthropic API",
-                    )
-                    async for data in events:
-                        for chunk in self._decode(decoder, data, attempt):
-                            yielded = True
-                            yield chunk
-                        if decoder.stopped:
-                            await drain(events)
-                            break
-                break
-            except ProviderError as error:
-                if yielded or not error.retryable or attempt >= config.max_retries:
-                    raise
-                wait_hint = error.retry_after if isinstance(error, _Retryable) else None
-            except httpx.TimeoutException as error:
-                raise self._timeout_error(error) from None
-            except httpx.HTTPError as error:
-                failure = transport_error(
-                    error,
-                    base_url=config.base_url,
-                    unreachable_hint="check your network or ANTHROPIC_BASE_URL",
-                    may_retry=not yielded and attempt < config.max_retries,
-                )
-                if failure is not None:
-                    raise failure from None
-            attempt += 1
-            delay = backoff_delay(
-                attempt, base_s=config.backoff_s, cap_s=config.max_backoff_s, hint_s=wait_hint
+
+        def attempt(tries: int) -> AsyncGenerator[ModelStreamItem, None]:
+            return self._attempt(client, body, headers, tries)
+
+        async for item in stream_with_retries(attempt, self._retry):
+            yield item
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], tries: int
+    ) -> AsyncGenerator[ModelStreamItem, None]:
+        """One try: the answer's chunks, then its `ModelResponse`."""
+        config = self.config
+        decoder = EventDecoder()
+        async with client.stream("POST", self.url, json=body, headers=headers) as reply:
+            if reply.status_code != 200:
+                await reply.aread()
+                raise self._status_error(reply, tries)
+            events = sse_data(
+                reply,
+                base_url=config.base_url,
+                hint="check that ANTHROPIC_BASE_URL points at the Anthropic API",
             )
-            logger.info("retrying %s in %.2fs (attempt %d)", self.url, delay, attempt + 1)
-            await anyio.sleep(delay)
+            async for data in events:
+                for chunk in self._decode(decoder, data, tries):
+                    yield chunk
+                if decoder.stopped:
+                    await drain(events)
+                    break
         if decoder.finish_reason is None or not decoder.stopped:
             raise ProviderError(
                 "stream_incomplete",
@@ -304,7 +286,7 @@ class AnthropicProvider:
             base = self.config.base_url
             if failure.error_type in _STREAM_ERROR_CODES:
                 code = _STREAM_ERROR_CODES[failure.error_type]
-                raise _Retryable(
+                raise RetryableError(
                     code,
                     f"{base} failed mid-stream ({failure.error_type}: {failure.message})"
                     f"{attempts(attempt)} — the service is busy; send the prompt again later",
@@ -346,21 +328,21 @@ class AnthropicProvider:
                 " start a new session",
             )
         if status == 429:
-            return _Retryable(
+            return RetryableError(
                 "rate_limited",
                 f"{base} is rate limiting requests{attempts(attempt)} ({detail}) — wait and send"
                 " the prompt again, or check your plan's limits",
                 retry_after(reply),
             )
         if status == 529:
-            return _Retryable(
+            return RetryableError(
                 "overloaded",
                 f"{base} is overloaded{attempts(attempt)} ({detail}) — send the prompt again in"
                 " a minute",
                 retry_after(reply),
             )
         if status in _RETRY_STATUS:
-            return _Retryable(
+            return RetryableError(
                 "server_error",
                 f"{base} failed{attempts(attempt)} ({detail}) — try again later",
                 retry_after(reply),
@@ -369,22 +351,6 @@ class AnthropicProvider:
             "bad_request",
             f"{base} rejected the request ({detail}) — check that the model supports this"
             " request (tools, images, thinking)",
-        )
-
-    def _timeout_error(self, error: httpx.TimeoutException) -> ProviderError:
-        config = self.config
-        if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
-            return ProviderError(
-                "connect_timeout",
-                f"could not connect to {config.base_url} within {config.connect_timeout_s:g}s"
-                " — check your network or ANTHROPIC_BASE_URL",
-                retryable=True,
-            )
-        return ProviderError(
-            "read_timeout",
-            f"{config.base_url} sent nothing for {config.read_timeout_s:g}s — the service may"
-            " be overloaded; try again",
-            retryable=True,
         )
 
 

@@ -8,7 +8,7 @@ to `OPENAI_API_KEY`; not needed when the base URL is loopback), `STEERABLE_MODEL
 `httpx.AsyncClient` (`http_client.PooledClient`: built on first use, kept alive across
 steps and turns, closed by `aclose()` when the agent shuts down), retries 429 / 5xx /
 dropped connections with exponential backoff a bounded number of times *before any chunk
-was yielded*, bounds connect and read waits with
+was yielded* (`retrying.py`), bounds connect and read waits with
 timeouts, and turns every failure into a `ProviderError` whose message names the remedy.
 The event stream is parsed by httpx-sse (no hand-written SSE framing); each event's
 `data` is one JSON chunk, or `[DONE]`. Payload mapping lives in `openai_wire.py`.
@@ -23,27 +23,25 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import json
-import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
 import httpx
 
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
-    backoff_delay,
+    attempts,
     drain,
     json_or_text,
     retry_after,
     sse_data,
-    transport_error,
 )
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
+from steerable_bridge.adapters.llm.retrying import RetryableError, RetryPolicy, stream_with_retries
 from steerable_bridge.adapters.llm.window import WindowCache, discover_window
 from steerable_bridge.runtime.model import (
     CONTEXT_OVERFLOW,
@@ -65,21 +63,10 @@ __all__ = [
     "register",
 ]
 
-log = logging.getLogger(__name__)
-
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 WINDOWS = WindowCache()
 """Context windows found per (base URL, model), shared by every provider of the process."""
-"""How long to wait for the end of a body after `[DONE]` before dropping the connection."""
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
-
-class _StatusError(ProviderError):
-    """An HTTP error status worth retrying, with the server's `Retry-After` (seconds)."""
-
-    def __init__(self, code: str, message: str, retry_after: float | None) -> None:
-        super().__init__(code, message, retryable=True)
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,6 +170,16 @@ class OpenAICompatProvider:
             ),
             transport=transport,
         )
+        self._retry = RetryPolicy(
+            base_url=config.base_url,
+            max_retries=config.max_retries,
+            backoff_s=config.backoff_s,
+            max_backoff_s=config.max_backoff_s,
+            connect_timeout_s=config.connect_timeout_s,
+            read_timeout_s=config.read_timeout_s,
+            unreachable_hint="start the model server or set STEERABLE_BASE_URL",
+            slow_hint="the model server may be overloaded or loading the model; try again",
+        )
         self._info = ModelInfo(
             route=f"openai:{config.model}",
             context_window=config.context_window,
@@ -231,55 +228,34 @@ class OpenAICompatProvider:
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
         client = await self.http.client()
+
+        def attempt(tries: int) -> AsyncGenerator[ModelStreamItem, None]:
+            return self._attempt(client, body, headers, tries)
+
+        async for item in stream_with_retries(attempt, self._retry):
+            yield item
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], tries: int
+    ) -> AsyncGenerator[ModelStreamItem, None]:
+        """One try: the answer's chunks, then its `ModelResponse`."""
+        config = self.config
         decoder = ChunkDecoder()
-        attempt = 0
-        while True:
-            yielded = False
-            try:
-                async with client.stream("POST", self.url, json=body, headers=headers) as reply:
-                    if reply.status_code != 200:
-                        await reply.aread()
-                        raise self._status_error(reply, attempt)
-                    events = sse_data(
-                        reply,
-                        base_url=config.base_url,
-                        hint="check that STEERABLE_BASE_URL points at an OpenAI-compatible /v1"
-                        " endpoint",
-                    )
-                    async for data in events:
-                        chunks = self._decode(decoder, data)
-                        for chunk in chunks:
-                            yielded = True
-                            yield chunk
-                        if data == "[DONE]":
-                            await drain(events)
-                            break
-                break
-            except ProviderError as error:
-                if yielded or not error.retryable or attempt >= config.max_retries:
-                    raise
-                wait_hint = error.retry_after if isinstance(error, _StatusError) else None
-            except httpx.TimeoutException as error:
-                raise self._timeout_error(error) from None
-            except httpx.HTTPError as error:
-                failure = transport_error(
-                    error,
-                    base_url=config.base_url,
-                    unreachable_hint="start the model server or set STEERABLE_BASE_URL",
-                    may_retry=not yielded and attempt < config.max_retries,
-                )
-                if failure is not None:
-                    raise failure from None
-                wait_hint = None
-            attempt += 1
-            delay = backoff_delay(
-                attempt, base_s=config.backoff_s, cap_s=config.max_backoff_s, hint_s=wait_hint
+        async with client.stream("POST", self.url, json=body, headers=headers) as reply:
+            if reply.status_code != 200:
+                await reply.aread()
+                raise self._status_error(reply, tries)
+            events = sse_data(
+                reply,
+                base_url=config.base_url,
+                hint="check that STEERABLE_BASE_URL points at an OpenAI-compatible /v1 endpoint",
             )
-            log.warning(
-                "%s: attempt %d failed, retrying in %.1f s", config.base_url, attempt, delay
-            )
-            await anyio.sleep(delay)
-            decoder = ChunkDecoder()
+            async for data in events:
+                for chunk in self._decode(decoder, data):
+                    yield chunk
+                if data == "[DONE]":
+                    await drain(events)
+                    break
         for chunk in decoder.flush():
             yield chunk
         if decoder.finish_reason is None:
@@ -335,7 +311,7 @@ class OpenAICompatProvider:
                 f" {detail}) — compact the session (/compact), start a new one, or set"
                 " STEERABLE_CONTEXT_WINDOW to the server's real window",
             )
-        tries = f" after {attempt + 1} attempts" if attempt else ""
+        tries = attempts(attempt)
         if status in (401, 403):
             return ProviderError(
                 "auth_failed",
@@ -349,14 +325,14 @@ class OpenAICompatProvider:
                 f" (HTTP 404: {detail}) — check --model openai:NAME and STEERABLE_BASE_URL",
             )
         if status == 429:
-            return _StatusError(
+            return RetryableError(
                 "rate_limited",
                 f"{base} is rate limiting requests{tries} (HTTP 429: {detail}) — wait and send"
                 " the prompt again, or check your plan's limits",
                 retry_after(reply),
             )
         if status in _RETRY_STATUS:
-            return _StatusError(
+            return RetryableError(
                 "server_error",
                 f"{base} failed{tries} (HTTP {status}: {detail}) — the model server is in"
                 " trouble; check its log or try again later",
@@ -366,22 +342,6 @@ class OpenAICompatProvider:
             "bad_request",
             f"{base} rejected the request (HTTP {status}: {detail}) — check that the model"
             " supports this request (tools, images) and the server's log",
-        )
-
-    def _timeout_error(self, error: httpx.TimeoutException) -> ProviderError:
-        config = self.config
-        if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
-            return ProviderError(
-                "connect_timeout",
-                f"could not connect to {config.base_url} within {config.connect_timeout_s:g}s"
-                " — check the address in STEERABLE_BASE_URL and that the server is up",
-                retryable=True,
-            )
-        return ProviderError(
-            "read_timeout",
-            f"{config.base_url} sent nothing for {config.read_timeout_s:g}s — the model server"
-            " may be overloaded or loading the model; try again",
-            retryable=True,
         )
 
 
