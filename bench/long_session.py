@@ -4,8 +4,12 @@
    a file (a `--tool-bytes` tool output) and answers. The model enforces a `--window`-token
    context (scripted `overflow_at`, as a server answering `context_length_exceeded`) and
    reports it, so compaction keeps every request inside it. At 50, 150 and 300 turns it
-   prints the bytes the store holds for the session, the payload bytes (user text, answer
-   text, tool output) and their ratio, and the compactions so far.
+   prints the bytes the store holds for the session (the `data` column of its event rows:
+   the record bodies), the payload bytes (user text, answer text, tool output) and their
+   ratio, and the compactions so far. A second ratio, `table / payload`, counts the whole
+   `events` table instead: every page SQLite uses for its rows (all columns, the row
+   headers, free space in pages) and its three indexes (`dbstat`); the file holds only
+   this session, so it is what the session costs on disk.
 2. Load: `Agent.load_session` of the 300-turn session in a fresh agent and store (tail
    first: from the newest compaction), best of five, in ms.
 3. Memory: `steerable-bridge serve` (demo model, SQLite storage) takes `--threads` runs on
@@ -80,6 +84,17 @@ def _payload(events: list[ev.LoopEvent]) -> int:
     return total
 
 
+def _table(path: Path) -> int:
+    """Bytes of every page of the events table and its indexes (`dbstat`)."""
+    names = ("events", "events_by_seq", "events_by_kind", "events_with_facts")
+    with sqlite3.connect(path) as conn:
+        row = conn.execute(
+            f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({', '.join('?' * len(names))})",
+            names,
+        ).fetchone()
+    return int(row[0] or 0)
+
+
 def _stored(path: Path, session_id: str) -> int:
     with sqlite3.connect(path) as conn:
         row = conn.execute(
@@ -108,7 +123,7 @@ async def storage(turns: int, window: int, tool_bytes: int, db: Path) -> str:
     agent = _agent(store, provider, output)
     session = await agent.new_session("/work")
     print(f"storage: window {window} tokens, tool output {tool_bytes} bytes per turn")
-    print("  turns  stored bytes  payload bytes  ratio  compactions  failed")
+    print("  turns  stored bytes  payload bytes  ratio  compactions  failed  table / payload")
     failed = 0
     for turn in range(1, turns + 1):
         text = f"turn {turn}: read the file again"
@@ -118,9 +133,10 @@ async def storage(turns: int, window: int, tool_bytes: int, db: Path) -> str:
             events = await store.read(session.id)
             stored, payload = _stored(db, session.id), _payload(events)
             folds = sum(isinstance(e, ev.Compaction) for e in events)
+            table = _table(db)
             print(
                 f"  {turn:5d}  {stored:12,d}  {payload:13,d}  {stored / payload:5.2f}"
-                f"  {folds:11d}  {failed:6d}"
+                f"  {folds:11d}  {failed:6d}  {table:,d} / {payload:,d} = {table / payload:.2f}"
             )
     await agent.aclose()
     return session.id

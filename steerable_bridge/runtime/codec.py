@@ -19,9 +19,10 @@ __all__ = ["event_from_json", "event_from_jsonable", "event_to_json", "event_to_
 _ADAPTER: TypeAdapter[LoopEvent] = TypeAdapter(Annotated[LoopEvent, Field(discriminator="kind")])
 
 
-def event_to_json(event: LoopEvent) -> str:
-    """Compact JSON text of one event."""
-    return _ADAPTER.dump_json(event).decode()
+def event_to_json(event: LoopEvent, *, exclude: dict[Any, Any] | None = None) -> str:
+    """Compact JSON text of one event; `exclude` (pydantic's nested form) leaves fields out
+    (a store's body without the fields it keeps elsewhere, see `adapters/storage/formats.py`)."""
+    return _ADAPTER.dump_json(event, exclude=exclude).decode()
 
 
 def event_from_json(text: str | bytes) -> LoopEvent:

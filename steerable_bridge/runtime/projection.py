@@ -33,6 +33,7 @@ __all__ = [
     "ProjectionError",
     "SessionFacts",
     "carries_facts",
+    "event_message",
     "fold_tool_result",
     "history_entries",
     "is_folded",
@@ -75,6 +76,9 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
 )
 """Kinds that never change the model's history (they are still logged and rendered)."""
 
+
+_OWN_MESSAGE = (ev.ToolFinished, ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied)
+"""Kinds that are one message of the history each."""
 
 _STREAMING: frozenset[type[ev.EventBase]] = frozenset(
     {ev.TextDelta, ev.ReasoningDelta, ev.ToolCallDelta}
@@ -170,21 +174,13 @@ def history_entries(events: Iterable[LoopEvent]) -> list[tuple[int, Message]]:
             )
         elif isinstance(event, ev.ModelResponseEvent | ev.RunFinished | ev.RunFailed):
             flush()
-        elif isinstance(event, ev.ToolFinished):
+        elif isinstance(event, _OWN_MESSAGE):
             flush()
-            messages.append((event.seq, _tool_message(event)))
-        elif isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
-            flush()
-            messages.append(
-                (event.seq, Message(id=event.message_id, role="user", content=event.content))
-            )
+            messages.append((event.seq, _own_message(event)))
         elif isinstance(event, ev.HookAction):
             if event.message:
                 flush()
-                note = Message(
-                    id=f"note-{event.seq}", role="user", content=(TextPart(text=event.message),)
-                )
-                messages.append((event.seq, note))
+                messages.append((event.seq, _own_message(event)))
         elif isinstance(event, ev.Compaction):
             flush()
             messages = _compact(messages, event)
@@ -209,13 +205,17 @@ def _compact(
             for seq, message in messages
         ]
         if event.notice:
-            folded.append((event.seq, _notice(event)))
+            folded.append((event.seq, _own_message(event)))
         return folded
+    summary = _own_message(event)
+    return [(through, summary), *((seq, m) for seq, m in messages if seq > through)]
+
+
+def _summary(event: ev.Compaction) -> Message:
     text = SUMMARY_HEADER + event.summary
     if event.notice:
         text += "\n\n" + event.notice
-    summary = Message(id=f"compaction-{event.seq}", role="user", content=(TextPart(text=text),))
-    return [(through, summary), *((seq, m) for seq, m in messages if seq > through)]
+    return Message(id=f"compaction-{event.seq}", role="user", content=(TextPart(text=text),))
 
 
 def _notice(event: ev.Compaction) -> Message:
@@ -246,6 +246,37 @@ def is_folded(message: Message) -> bool:
     """True for a tool result a `tool_results` compaction already folded."""
     first = message.content[0] if message.content else None
     return isinstance(first, TextPart) and first.text.startswith(FOLDED_MARKER)
+
+
+def event_message(event: LoopEvent) -> Message | None:
+    """The one message `event` adds to the model's history by itself, exactly as
+    `history_entries` puts it there (None for events that add none, or only together with
+    others, like the deltas of an assistant message). A store may keep such a message as a
+    reference to the event's seq (`adapters/storage/references.py`)."""
+    if isinstance(event, _OWN_MESSAGE):
+        return _own_message(event)
+    if isinstance(event, ev.HookAction):
+        return _own_message(event) if event.message else None
+    if isinstance(event, ev.Compaction):
+        return _own_message(event) if event.scope == "history" or event.notice else None
+    return None
+
+
+def _own_message(
+    event: ev.ToolFinished
+    | ev.UserMessage
+    | ev.SteerApplied
+    | ev.FollowUpApplied
+    | ev.HookAction
+    | ev.Compaction,
+) -> Message:
+    if isinstance(event, ev.ToolFinished):
+        return _tool_message(event)
+    if isinstance(event, ev.HookAction):
+        return Message(id=f"note-{event.seq}", role="user", content=(TextPart(text=event.message),))
+    if isinstance(event, ev.Compaction):
+        return _summary(event) if event.scope == "history" else _notice(event)
+    return Message(id=event.message_id, role="user", content=event.content)
 
 
 def _tool_message(event: ev.ToolFinished) -> Message:

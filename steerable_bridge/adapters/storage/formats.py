@@ -6,49 +6,61 @@ build's version decodes directly; a row without a stamp (written before stamps e
 format 0) or with an older one is upgraded step by step in memory — the stored row is never
 rewritten, the log stays append-only; a row from a newer build is refused with
 `format_too_new`, naming the remedy (upgrade steerable-bridge). A row that does not decode is
-an error naming its seq (`corrupt_record`), never skipped. Used by `sqlite.py` and the
-`sessions` command; it must never write anything.
+an error naming its seq (`corrupt_record`), never skipped. Used by the durable stores and
+the `sessions` command; it must never write anything.
 
-Format 2 stores a model request by reference (`encode_event`): when its history extends an
-earlier request of the session, the row holds only the new messages, that request's seq,
-and digests of the system prompt and tools (the text only when it changed), so a long
-session's log grows with what is new rather than with the whole history every step.
-`Resolver` rebuilds the exact request from the rows it has read (fetching a base row a tail
-read did not include); `decode_event` alone refuses such a row.
+The formats: 1 is an event's full JSON. 2 adds model requests stored by reference. 3 (this
+build) keeps in the data column only the event's *body* (`encode_body`): the envelope
+fields the row already has as columns (session id, run id, seq, ts, kind) and every field
+equal to its default are left out, and put back on read from the columns and the dataclass
+defaults — so changing a field's default needs a new format whose upgrade writes the old
+default in. Model requests stored by reference (formats 2 and 3) are rebuilt by
+`references.Resolver`; `decode_event` alone refuses them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
+import typing
 from collections.abc import Callable, Iterable
-from typing import Any
+from functools import lru_cache
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from steerable_bridge.runtime.codec import event_from_json, event_from_jsonable, event_to_json
-from steerable_bridge.runtime.events import Compaction, LoopEvent, ModelRequestEvent
-from steerable_bridge.runtime.model import ToolSpec
+from steerable_bridge.runtime.events import Compaction, LoopEvent
 from steerable_bridge.runtime.storage import SessionRecord, StoreError
 
 __all__ = [
     "FORMAT",
-    "REF_KEY",
     "UPGRADES",
-    "Resolver",
+    "Row",
+    "check_readable",
+    "corrupt",
     "decode_event",
     "decode_record",
-    "encode_event",
+    "encode_body",
     "encode_record",
     "format_too_new",
+    "history_compaction",
+    "is_reference",
+    "with_envelope",
 ]
 
-FORMAT = 2
+FORMAT = 3
 """The record format this build writes and the newest it reads."""
 
-REF_KEY = "request_ref"
-"""The key of a model request stored by reference (format 2)."""
+BODY_FORMAT = 3
+"""The first format whose rows hold only an event's body (`encode_body`)."""
+
+REF_KEYS = {2: "request_ref", 3: "refs"}
+"""The key that marks a model request stored by reference, per format."""
+
+Row = tuple[int, int | None, str, str, int, "str | bytes"]
+"""One stored event as the stores read it: seq, format, kind, run id, ts, data
+(`sql.ROW_COLUMNS`)."""
 
 JsonObject = dict[str, Any]
 
@@ -63,7 +75,17 @@ def _v1_to_v2(data: JsonObject) -> JsonObject:
     return data
 
 
-UPGRADES: dict[int, Callable[[JsonObject], JsonObject]] = {0: _v0_to_v1, 1: _v1_to_v2}
+def _v2_to_v3(data: JsonObject) -> JsonObject:
+    """A format-2 event (envelope included, defaults written out) is a valid format-3 event
+    with its envelope put back: nothing to change."""
+    return data
+
+
+UPGRADES: dict[int, Callable[[JsonObject], JsonObject]] = {
+    0: _v0_to_v1,
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+}
 """`UPGRADES[n]` turns format-n JSON into format n + 1; a new format adds one entry."""
 
 
@@ -75,13 +97,21 @@ def format_too_new(what: str, found: int) -> StoreError:
     )
 
 
+def check_readable(what: str, found: int | None) -> int:
+    """The row's format (0 when unstamped); raises `format_too_new` past this build's."""
+    version = 0 if found is None else found
+    if version > FORMAT:
+        raise format_too_new(what, version)
+    return version
+
+
 def _upgrade(data: JsonObject, found: int) -> JsonObject:
     for version in range(found, FORMAT):
         data = UPGRADES[version](data)
     return data
 
 
-def _corrupt(what: str, problem: str) -> StoreError:
+def corrupt(what: str, problem: str) -> StoreError:
     return StoreError(
         "corrupt_record",
         f"{what} cannot be read ({problem}); run `steerable-bridge sessions check` to see"
@@ -89,148 +119,138 @@ def _corrupt(what: str, problem: str) -> StoreError:
     )
 
 
-def history_compaction(
-    session_id: str, rows: Iterable[tuple[int, int | None, str | bytes]]
-) -> Compaction | None:
-    """The first `history` compaction among `(seq, format, data)` rows read newest first
-    (tool-result folds do not move where a resume starts)."""
-    for seq, found, data in rows:
-        event = decode_event(session_id, seq, found, data)
+# -- bodies: what a format-3 row keeps ------------------------------------------------------
+
+_ENVELOPE = ("session_id", "run_id", "seq", "ts", "kind")
+
+
+_DEFAULTED: dict[type, tuple[tuple[str, object], ...]] = {}
+
+
+def _defaulted(cls: type) -> tuple[tuple[str, object], ...]:
+    """`cls`'s fields that have a default, with it; tags (`kind`, `type`: a one-value
+    Literal) are never left out, since they say which variant a nested value is."""
+    known = _DEFAULTED.get(cls)
+    if known is not None:
+        return known
+    hints = typing.get_type_hints(cls)
+    found: list[tuple[str, object]] = []
+    for field in dataclasses.fields(cls):
+        hint = hints[field.name]
+        if typing.get_origin(hint) is Literal and len(typing.get_args(hint)) == 1:
+            continue
+        if field.default is not dataclasses.MISSING:
+            found.append((field.name, field.default))
+        elif field.default_factory is not dataclasses.MISSING:
+            found.append((field.name, field.default_factory()))
+    _DEFAULTED[cls] = tuple(found)
+    return _DEFAULTED[cls]
+
+
+def _omitted(value: object, spec: dict[Any, Any]) -> dict[Any, Any]:
+    """Add to `spec` (a pydantic `exclude`) every field of the dataclass `value`, at any
+    depth, that equals its default."""
+    for name, default in _defaulted(type(value)):
+        if getattr(value, name) == default:
+            spec[name] = True
+    for field in dataclasses.fields(value):  # type: ignore[arg-type]
+        if field.name in spec:
+            continue
+        item = getattr(value, field.name)
+        if dataclasses.is_dataclass(item):
+            inner = _omitted(item, {})
+            if inner:
+                spec[field.name] = inner
+        elif isinstance(item, tuple) and item and dataclasses.is_dataclass(item[0]):
+            parts = {i: _omitted(part, {}) for i, part in enumerate(item)}
+            parts = {i: inner for i, inner in parts.items() if inner}
+            if parts:
+                spec[field.name] = parts
+    return spec
+
+
+def encode_body(event: LoopEvent) -> str:
+    """The format-3 data of `event`: its JSON without the envelope and without fields equal
+    to their default (`with_envelope` and the decoder put both back)."""
+    spec = _omitted(event, dict.fromkeys(_ENVELOPE, True))
+    return event_to_json(event, exclude=spec)
+
+
+@lru_cache(maxsize=4096)
+def _quoted(text: str) -> str:
+    return json.dumps(text)
+
+
+def with_envelope(session_json: str, row: Row) -> str:
+    """A format-3 row's event JSON: its body with the envelope from the row's columns.
+    `session_json` is the session id as a JSON string."""
+    seq, _, kind, run_id, ts, data = row
+    body = data if isinstance(data, str) else data.decode()
+    if body[:1] != "{":
+        raise ValueError("the stored body is not a JSON object")
+    head = (
+        f'{{"session_id":{session_json},"run_id":{_quoted(run_id)},"seq":{seq:d},'
+        f'"ts":{ts:d},"kind":{_quoted(kind)}'
+    )
+    return head + "}" if body == "{}" else head + "," + body[1:]
+
+
+def is_reference(row: Row) -> bool:
+    """Whether a row holds a model request stored by reference (formats 2 and 3)."""
+    found, kind, data = row[1], row[2], row[5]
+    key = REF_KEYS.get(found or 0)
+    if kind != "model_request" or key is None:
+        return False
+    marker = f'"{key}":'
+    return marker in data if isinstance(data, str) else marker.encode() in data
+
+
+def history_compaction(session_id: str, rows: Iterable[Row]) -> Compaction | None:
+    """The first `history` compaction among rows read newest first (tool-result folds do
+    not move where a resume starts)."""
+    for row in rows:
+        event = decode_event(session_id, row)
         if isinstance(event, Compaction) and event.scope == "history":
             return event
     return None
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def _tools_digest(tools: tuple[ToolSpec, ...]) -> str:
-    return _digest(json.dumps([[t.name, t.description, t.parameters_json] for t in tools]))
-
-
-def encode_event(event: LoopEvent, previous: ModelRequestEvent | None = None) -> str:
-    """The JSON a store keeps for `event`. A model request whose messages extend those of
-    `previous` (an earlier request of the session) is stored by reference."""
-    if not isinstance(event, ModelRequestEvent) or previous is None:
-        return event_to_json(event)
-    old, new = previous.request, event.request
-    prefix = len(old.messages)
-    if previous.seq >= event.seq or new.messages[:prefix] != old.messages:
-        return event_to_json(event)
-    ref: JsonObject = {"base_seq": previous.seq, "prefix": prefix}
-    slim = dataclasses.replace(new, messages=new.messages[prefix:])
-    if new.system == old.system:
-        slim = dataclasses.replace(slim, system="")
-        ref["system"] = _digest(new.system)
-    if new.tools == old.tools:
-        slim = dataclasses.replace(slim, tools=())
-        ref["tools"] = _tools_digest(new.tools)
-    text = event_to_json(dataclasses.replace(event, request=slim))
-    return f'{text[:-1]},"{REF_KEY}":{json.dumps(ref, separators=(",", ":"))}}}'
-
-
-def is_reference(data: str | bytes) -> bool:
-    """Whether a row holds a model request stored by reference."""
-    marker = f'"{REF_KEY}":'
-    return marker in data if isinstance(data, str) else marker.encode() in data
-
-
-Row = tuple[int, int | None, str | bytes]
-
-
-class Resolver:
-    """Decodes one session's rows in seq order, rebuilding requests stored by reference
-    from the requests it has seen; `missing(rows)` names base rows to fetch first."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        self.requests: dict[int, ModelRequestEvent] = {}
-        self.extra: dict[int, Row] = {}
-
-    def missing(self, rows: Iterable[Row]) -> set[int]:
-        """Seqs of base requests neither among `rows`, nor seen, nor fetched."""
-        have = {row[0] for row in rows} | set(self.requests) | set(self.extra)
-        need: set[int] = set()
-        for row in [*rows, *self.extra.values()]:
-            base = self._base(row)
-            if base is not None and base not in have:
-                need.add(base)
-        return need
-
-    def _base(self, row: Row) -> int | None:
-        if not is_reference(row[2]):
-            return None
-        loaded = json.loads(row[2])
-        ref = loaded.get(REF_KEY) if isinstance(loaded, dict) else None
-        return int(ref["base_seq"]) if isinstance(ref, dict) else None
-
-    def decode(self, row: Row) -> LoopEvent:
-        """One row's event (rows must come in seq order, bases first)."""
-        seq, found, data = row
-        if not is_reference(data):
-            event = decode_event(self.session_id, seq, found, data)
-        else:
-            event = self._rebuild(seq, found, data)
-        if isinstance(event, ModelRequestEvent):
-            self.requests[seq] = event
-        return event
-
-    def decode_all(self, rows: Iterable[Row]) -> list[LoopEvent]:
-        return [self.decode(row) for row in rows]
-
-    def _rebuild(self, seq: int, found: int | None, data: str | bytes) -> LoopEvent:
-        what = f"event seq {seq} of session {self.session_id}"
-        version = 0 if found is None else found
-        if version > FORMAT:
-            raise format_too_new(what, version)
-        try:
-            loaded = json.loads(data)
-            ref = loaded.pop(REF_KEY)
-            base_seq, prefix = int(ref["base_seq"]), int(ref["prefix"])
-            if base_seq not in self.requests and base_seq in self.extra:
-                self.decode(self.extra.pop(base_seq))
-            base = self.requests[base_seq].request
-            slim = event_from_jsonable(loaded)
-        except KeyError:
-            raise _corrupt(what, "the request it extends cannot be read") from None
-        except (ValidationError, ValueError, TypeError, UnicodeDecodeError) as err:
-            raise _corrupt(what, _short(err)) from None
-        if not isinstance(slim, ModelRequestEvent) or prefix > len(base.messages):
-            raise _corrupt(what, "its request reference does not fit the request it extends")
-        request = slim.request
-        system = base.system if "system" in ref else request.system
-        tools = base.tools if "tools" in ref else request.tools
-        if ("system" in ref and ref["system"] != _digest(system)) or (
-            "tools" in ref and ref["tools"] != _tools_digest(tools)
-        ):
-            raise _corrupt(what, "the system prompt or tools it refers to do not match")
-        messages = base.messages[:prefix] + request.messages
-        full = dataclasses.replace(request, messages=messages, system=system, tools=tools)
-        return dataclasses.replace(slim, request=full)
-
-
-def decode_event(session_id: str, seq: int, found: int | None, data: str | bytes) -> LoopEvent:
+def decode_event(session_id: str, row: Row) -> LoopEvent:
     """The event stored in one row, upgraded to this build's format; raises StoreError."""
-    what = f"event seq {seq} of session {session_id}"
-    version = 0 if found is None else found
-    if version > FORMAT:
-        raise format_too_new(what, version)
-    if is_reference(data):
-        raise _corrupt(what, "it is a request stored by reference; read it with its session")
+    seq, found = row[0], row[1]
     try:
-        if version == FORMAT:
-            event = event_from_json(data)
-        else:
-            loaded = json.loads(data)
-            if not isinstance(loaded, dict):
-                raise ValueError("not a JSON object")
-            event = event_from_jsonable(_upgrade(loaded, version))
+        if found == FORMAT and not is_reference(row):  # the common case, kept lean
+            event = event_from_json(with_envelope(_quoted(session_id), row))
+            if event.seq == seq and event.session_id == session_id:
+                return event
+            raise ValueError(f"its JSON says session {event.session_id} seq {event.seq}")
     except (ValidationError, ValueError, UnicodeDecodeError) as err:
-        raise _corrupt(what, _short(err)) from None
+        raise corrupt(f"event seq {seq} of session {session_id}", short(err)) from None
+    what = f"event seq {seq} of session {session_id}"
+    version = check_readable(what, found)
+    if is_reference(row):
+        raise corrupt(what, "it is a request stored by reference; read it with its session")
+    try:
+        if version >= BODY_FORMAT:
+            event = event_from_jsonable(upgraded(with_envelope(_quoted(session_id), row), version))
+        else:
+            event = event_from_jsonable(upgraded(row[5], version))
+    except (ValidationError, ValueError, UnicodeDecodeError) as err:
+        raise corrupt(what, short(err)) from None
     if event.seq != seq or event.session_id != session_id:
-        raise _corrupt(what, f"its JSON says session {event.session_id} seq {event.seq}")
+        raise corrupt(what, f"its JSON says session {event.session_id} seq {event.seq}")
     return event
+
+
+def upgraded(data: str | bytes | JsonObject, version: int) -> JsonObject:
+    """Format-`version` event JSON (envelope included) upgraded to this build's format."""
+    loaded = json.loads(data) if isinstance(data, str | bytes) else data
+    if not isinstance(loaded, dict):
+        raise ValueError("not a JSON object")
+    return _upgrade(loaded, version)
+
+
+# -- session records ------------------------------------------------------------------------
 
 
 def encode_record(record: SessionRecord) -> str:
@@ -268,9 +288,9 @@ def decode_record(session_id: str, found: int | None, data: str) -> SessionRecor
             model=_opt_str(fields.get("model")),
         )
     except (ValueError, KeyError, TypeError) as err:
-        raise _corrupt(what, _short(err)) from None
+        raise corrupt(what, short(err)) from None
     if record.session_id != session_id:
-        raise _corrupt(what, f"its JSON names session {record.session_id}")
+        raise corrupt(what, f"its JSON names session {record.session_id}")
     return record
 
 
@@ -278,6 +298,6 @@ def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _short(err: Exception) -> str:
+def short(err: Exception) -> str:
     text = " ".join(str(err).split())
     return text if len(text) <= 200 else text[:197] + "..."

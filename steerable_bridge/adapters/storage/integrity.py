@@ -18,7 +18,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from steerable_bridge.adapters.storage.formats import FORMAT, Resolver, decode_event
+from steerable_bridge.adapters.storage.formats import FORMAT, Row, decode_event
+from steerable_bridge.adapters.storage.references import Resolver
+from steerable_bridge.adapters.storage.sql import ROW_COLUMNS
 from steerable_bridge.adapters.storage.sqlite import SCHEMA_VERSION, store_error
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.storage import StoreError
@@ -153,20 +155,12 @@ def check_log(
         )
 
 
-def salvaged(
-    session_id: str,
-    seq: int,
-    found: int | None,
-    data: str | bytes,
-    resolver: Resolver | None = None,
-) -> Salvaged:
+def salvaged(session_id: str, row: Row, resolver: Resolver | None = None) -> Salvaged:
     """One stored row, decoded, or the reason it cannot be. Rows read in seq order through
-    one `resolver` rebuild requests stored by reference from the requests before them."""
+    one `resolver` rebuild requests stored by reference from the rows before them."""
+    seq, found = row[0], row[1]
     try:
-        if resolver is not None:
-            event = resolver.decode((seq, found, data))
-        else:
-            event = decode_event(session_id, seq, found, data)
+        event = resolver.decode(row) if resolver is not None else decode_event(session_id, row)
         return Salvaged(seq=seq, found=found, event=event)
     except StoreError as err:
         return Salvaged(seq=seq, found=found, problem=err.message)
@@ -219,12 +213,9 @@ def _salvage_row(
     conn: sqlite3.Connection, session_id: str, row_id: int, resolver: Resolver
 ) -> Salvaged:
     try:
-        row = conn.execute(
-            "SELECT seq, format, data FROM events WHERE id = ?", (row_id,)
-        ).fetchone()
+        row = conn.execute(f"SELECT {ROW_COLUMNS} FROM events WHERE id = ?", (row_id,)).fetchone()
     except sqlite3.DatabaseError as err:
         return Salvaged(
             seq=None, problem=f"session {session_id}: row {row_id} is unreadable: {err}"
         )
-    seq, found, data = row
-    return salvaged(session_id, seq, found, data, resolver)
+    return salvaged(session_id, row, resolver)

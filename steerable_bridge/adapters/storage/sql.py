@@ -3,28 +3,30 @@
 The SQLite (`sqlite.py`) and PostgreSQL (`postgres.py`) stores keep the same two tables —
 `sessions` (one row per session: indexed columns plus its record JSON) and `events` (one
 row per LoopEvent: session id, seq, kind, run id, ts, a fact-carrying flag, the record
-format and the event JSON) — so the rows are built here once (`event_row`,
-`appended_record`), and the queries are written once in SQLite's `?` style; PostgreSQL
-takes them through `pg()`, which switches the placeholders to `%s`. The resume tail rule
-(start at the run holding the newest `compaction`, after the fact-carrying events) lives in
-`TAIL_*`. Nothing here opens a connection.
+format and the event's body, `formats.py`) — so the rows are built here once
+(`event_rows`, `appended_record`), every read selects `ROW_COLUMNS`, and the queries are
+written once in SQLite's `?` style; PostgreSQL takes them through `pg()`, which switches the
+placeholders to `%s`. The resume tail rule (start at the run holding the newest
+`compaction`, after the fact-carrying events) lives in `TAIL_*`. Nothing here opens a
+connection.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from steerable_bridge.adapters.storage.formats import FORMAT, encode_event, encode_record
-from steerable_bridge.runtime.events import LoopEvent, ModelRequestEvent
+from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
+from steerable_bridge.adapters.storage.references import RequestWriter
+from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.projection import carries_facts
 from steerable_bridge.runtime.storage import SessionRecord
 
 __all__ = [
     "EVENT_COLUMNS",
-    "FETCH_ROW",
     "INSERT_EVENT",
     "INSERT_SESSION",
     "READ_AFTER",
+    "ROW_COLUMNS",
     "SESSION_ROW",
     "TAIL_COMPACTION",
     "TAIL_FACTS",
@@ -33,8 +35,8 @@ __all__ = [
     "UPDATE_AFTER_APPEND",
     "EventRow",
     "appended_record",
-    "event_row",
     "event_rows",
+    "fetch_rows",
     "list_query",
     "pg",
     "session_row",
@@ -56,9 +58,11 @@ UPDATE_AFTER_APPEND = (
     " WHERE session_id = ?"
 )
 INSERT_EVENT = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-READ_AFTER = "SELECT seq, format, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
+ROW_COLUMNS = "seq, format, kind, run_id, ts, data"
+"""What every read selects: a `formats.Row`."""
+READ_AFTER = f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
 TAIL_COMPACTION = (
-    "SELECT seq, format, data FROM events WHERE session_id = ? AND kind = 'compaction'"
+    f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = ? AND kind = 'compaction'"
     " ORDER BY seq DESC"
 )
 """Compactions newest first; the tail starts at the first of scope `history`
@@ -68,10 +72,9 @@ TAIL_RUN_START = (
     " ORDER BY seq DESC LIMIT 1"
 )
 TAIL_FACTS = (
-    "SELECT seq, format, data FROM events WHERE session_id = ? AND facts = 1 AND seq < ?"
-    " ORDER BY seq"
+    f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = ? AND facts = 1 AND seq < ? ORDER BY seq"
 )
-TAIL_FROM = "SELECT seq, format, data FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq"
+TAIL_FROM = f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq"
 
 
 def pg(sql: str) -> str:
@@ -79,37 +82,33 @@ def pg(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-def event_row(
-    session_id: str, event: LoopEvent, previous: ModelRequestEvent | None = None
-) -> EventRow:
-    """The `events` row of one event (columns in `EVENT_COLUMNS` order); a model request
-    extending `previous` is stored by reference (`formats.encode_event`)."""
-    return (
-        session_id,
-        event.seq,
-        event.kind,
-        event.run_id,
-        event.ts,
-        1 if carries_facts(event) else 0,
-        FORMAT,
-        encode_event(event, previous),
-    )
-
-
 def event_rows(
-    session_id: str, batch: Sequence[LoopEvent], previous: ModelRequestEvent | None
-) -> tuple[list[EventRow], ModelRequestEvent | None]:
-    """The rows of a batch, and the session's last model request once it is stored."""
-    rows: list[EventRow] = []
-    for event in batch:
-        rows.append(event_row(session_id, event, previous))
-        if isinstance(event, ModelRequestEvent):
-            previous = event
-    return rows, previous
+    session_id: str, batch: Sequence[LoopEvent], writer: RequestWriter
+) -> list[EventRow]:
+    """The `events` rows of a batch (columns in `EVENT_COLUMNS` order); `writer` is the
+    session's, and stores model requests by reference (`references.py`)."""
+    return [
+        (
+            session_id,
+            event.seq,
+            event.kind,
+            event.run_id,
+            event.ts,
+            1 if carries_facts(event) else 0,
+            FORMAT,
+            writer.body(event),
+        )
+        for event in batch
+    ]
 
 
-FETCH_ROW = "SELECT seq, format, data FROM events WHERE session_id = ? AND seq = ?"
-"""One row by seq: the base of a request stored by reference that a read did not include."""
+def fetch_rows(count: int) -> str:
+    """`count` rows by seq (parameters: the session id, then the seqs): rows that requests
+    stored by reference need and a read did not include."""
+    marks = ", ".join("?" * count)
+    return (
+        f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = ? AND seq IN ({marks}) ORDER BY seq"
+    )
 
 
 def session_row(record: SessionRecord) -> tuple[object, ...]:

@@ -43,14 +43,14 @@ from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
 from steerable_bridge.adapters.storage.formats import (
     FORMAT,
-    Resolver,
+    Row,
     decode_record,
     format_too_new,
     history_compaction,
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
+from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
 from steerable_bridge.adapters.storage.sql import (
-    FETCH_ROW,
     INSERT_EVENT,
     INSERT_SESSION,
     READ_AFTER,
@@ -61,11 +61,12 @@ from steerable_bridge.adapters.storage.sql import (
     TAIL_RUN_START,
     UPDATE_AFTER_APPEND,
     event_rows,
+    fetch_rows,
     list_query,
     session_row,
     update_after_append,
 )
-from steerable_bridge.runtime.events import LoopEvent, ModelRequestEvent
+from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.signals import SessionSignal, signal_from_json, signal_to_json
 from steerable_bridge.runtime.storage import (
@@ -164,8 +165,8 @@ class SqliteStore:
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._limiter: anyio.CapacityLimiter | None = None
-        self._requests: IdleCache[str, ModelRequestEvent] = IdleCache(capacity=256, ttl_s=3600)
-        """Each session's last stored model request: the next one is stored by reference."""
+        self._writers: IdleCache[str, RequestWriter] = IdleCache(capacity=256, ttl_s=3600)
+        """Each session's `RequestWriter`: its next model request is stored by reference."""
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -256,9 +257,8 @@ class SqliteStore:
 
     async def append(self, session_id: str, events: Sequence[LoopEvent]) -> None:
         batch = list(events)
-
-        previous = self._requests.peek(session_id)
-        rows, newest = event_rows(session_id, batch, previous)
+        writer = self._writers.pop(session_id) or RequestWriter()
+        rows = event_rows(session_id, batch, writer)
 
         def append(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
@@ -273,10 +273,9 @@ class SqliteStore:
                 conn.executemany(INSERT_EVENT, rows)
                 conn.execute(UPDATE_AFTER_APPEND, update_after_append(record, batch, title))
 
-        await self._run(append)
-        if newest is not None and newest is not previous:
-            self._requests.put(session_id, newest)
-            self._requests.sweep(lambda _: True)
+        await self._run(append)  # a failed append forgets the writer: it saw rows not stored
+        self._writers.put(session_id, writer)
+        self._writers.sweep(lambda _: True)
 
     async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
         def read(conn: sqlite3.Connection) -> list[LoopEvent]:
@@ -442,24 +441,23 @@ def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
     return tail_start(found, int(run[0]) if run is not None else found.seq)
 
 
-def _decode_all(
-    conn: sqlite3.Connection, session_id: str, rows: Sequence[tuple[int, int | None, str]]
-) -> list[LoopEvent]:
-    """The rows' events; requests stored by reference are rebuilt, fetching base rows the
-    read did not include (a tail, or rows after a seq)."""
+def _decode_all(conn: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> list[LoopEvent]:
+    """The rows' events; requests stored by reference are rebuilt, fetching the rows they
+    refer to that the read did not include (a tail, or rows after a seq)."""
     resolver = Resolver(session_id)
     while need := resolver.missing(rows):
-        for seq in sorted(need):
-            found = conn.execute(FETCH_ROW, (session_id, seq)).fetchone()
-            if found is None:
-                raise _missing_base(session_id, seq)
-            resolver.extra[seq] = (found[0], found[1], found[2])
+        seqs = sorted(need)
+        found = conn.execute(fetch_rows(len(seqs)), (session_id, *seqs)).fetchall()
+        resolver.extra.update((row[0], row) for row in found)
+        if len(found) < len(seqs):
+            absent = min(set(seqs) - {row[0] for row in found})
+            raise _missing_row(session_id, absent)
     return resolver.decode_all(rows)
 
 
-def _missing_base(session_id: str, seq: int) -> StoreError:
+def _missing_row(session_id: str, seq: int) -> StoreError:
     return StoreError(
         "corrupt_record",
-        f"session {session_id} refers to model request seq {seq}, which is not stored; run"
+        f"session {session_id} refers to event seq {seq}, which is not stored; run"
         " `steerable-bridge sessions check` and `sessions export ID` to salvage the rest",
     )

@@ -3,6 +3,7 @@ real server the tests start, see tests/pg.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -251,3 +252,106 @@ async def test_model_requests_read_back_exactly_though_stored_by_reference(
 
         full = [len(event_to_json(r)) for r in requests]
         assert all(sizes[i] < full[i] / 2 for i in (2, 3, 4))  # only what is new is stored
+
+
+async def _tool_session(store: SessionStore) -> list[ev.LoopEvent]:
+    """Two tool-using turns, a manual compaction, a third turn: the logged events."""
+    from steerable_bridge.runtime.compaction import CompactionSettings
+    from steerable_bridge.runtime.turn import TurnInput
+    from tests.runtime.harness import make_agent, prompt, scripted, text_tool
+
+    call = {"tool_calls": [{"id": "c", "name": "echo", "arguments": {"text": "x" * 300}}]}
+    provider = scripted(
+        call, call, {"text": "one"}, call, {"text": "two"}, {"text": "three"},
+        summary_rounds=[{"text": "SUMMARY"}],
+    )  # fmt: skip
+    agent = make_agent(
+        provider,
+        tools=[text_tool("echo")],
+        store=store,  # type: ignore[arg-type]
+        compaction=CompactionSettings(),
+    )
+    session = await agent.new_session("/work")
+    await prompt(session, "first")
+    await prompt(session, "second")
+    await session.prompt(TurnInput(compact=True))
+    await prompt(session, "third")
+    return list(session.log.view())
+
+
+async def test_a_tail_read_fetches_the_rows_its_requests_refer_to_before_the_tail(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that keeps its base across a compaction (as a log another process wrote
+    can) makes the tail's first request refer to rows before the tail: the read fetches
+    them and gives back the logged requests exactly."""
+    from steerable_bridge.adapters.storage.references import RequestWriter
+
+    body = RequestWriter.body
+
+    def keep_base(self: RequestWriter, event: ev.LoopEvent) -> str:
+        previous, sources = self.previous, dict(self.sources)
+        text = body(self, event)
+        if isinstance(event, ev.Compaction):
+            self.previous, self.sources = previous, sources
+        return text
+
+    monkeypatch.setattr(RequestWriter, "body", keep_base)
+    logged = await _tool_session(store)
+    tail = await read_tail(store, store_id := logged[0].session_id)
+    assert len(tail) < len(logged)
+    by_seq = {e.seq: e for e in logged}
+    assert tail == [by_seq[e.seq] for e in tail]
+    assert [e for e in tail if isinstance(e, ev.ModelRequestEvent)]
+    assert await store.read(store_id, after_seq=tail[-3].seq) == logged[-2:]
+    assert await store.read(store_id) == logged
+
+
+async def test_a_log_of_mixed_record_formats_reads_back_exactly(store: SessionStore) -> None:
+    """Rows written by earlier builds (unstamped, format 1, format 2 requests by reference)
+    among format-3 rows: every read gives back the logged events."""
+    if isinstance(store, MemoryStore):
+        pytest.skip("the memory store keeps events, not rows")
+    from steerable_bridge.runtime.codec import event_to_json
+
+    logged = await _tool_session(store)
+    sid = logged[0].session_id
+    requests = [e for e in logged if isinstance(e, ev.ModelRequestEvent)]
+    older: dict[int, tuple[int | None, str]] = {}
+    for number, event in enumerate(logged[:-12]):
+        if not isinstance(event, ev.ModelRequestEvent):
+            older[event.seq] = (None if number % 2 else 1, event_to_json(event))
+    first, second = requests[0], requests[1]
+    older[first.seq] = (2, event_to_json(first))
+    prefix = len(first.request.messages)
+    slim = json.loads(event_to_json(second))
+    slim["request"]["messages"] = slim["request"]["messages"][prefix:]
+    slim["request_ref"] = {"base_seq": first.seq, "prefix": prefix}
+    older[second.seq] = (2, json.dumps(slim))
+    await _rewrite(store, sid, older)
+    assert await store.read(sid) == logged
+    tail = await read_tail(store, sid)
+    by_seq = {e.seq: e for e in logged}
+    assert len(tail) < len(logged) and tail == [by_seq[e.seq] for e in tail]
+
+
+async def _rewrite(store: SessionStore, sid: str, rows: dict[int, tuple[int | None, str]]) -> None:
+    """Put older-format data into some rows, as the build that wrote them would have."""
+    sql = "UPDATE events SET format = ?, data = ? WHERE session_id = ? AND seq = ?"
+    params = [(found, data, sid, seq) for seq, (found, data) in rows.items()]
+    if isinstance(store, SqliteStore):
+        import sqlite3
+
+        with sqlite3.connect(store.path) as conn:
+            conn.executemany(sql, params)
+        return
+    import psycopg
+
+    url = store.url  # type: ignore[attr-defined]
+    async with (
+        await psycopg.AsyncConnection.connect(
+            url, autocommit=True, options="-c search_path=steerable"
+        ) as conn,
+        conn.cursor() as cur,
+    ):
+        await cur.executemany(sql.replace("?", "%s"), params)

@@ -17,6 +17,7 @@ from steerable_bridge.adapters.storage.integrity import check_store, salvage_eve
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
+from steerable_bridge.runtime.codec import event_to_json
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.storage import SessionBusy, SessionOwned, SessionRecord, StoreError
 from steerable_bridge.runtime.turn import TurnInput
@@ -93,16 +94,22 @@ async def test_file_uses_wal_and_every_row_is_format_stamped(
     assert rows(db, "SELECT DISTINCT format FROM events") == [(formats.FORMAT,)]
     assert rows(db, "SELECT format FROM sessions") == [(formats.FORMAT,)]
     data = json.loads(str(rows(db, "SELECT data FROM events WHERE seq = 1")[0][0]))
-    assert data["kind"] == "text_delta" and data["seq"] == 1
+    assert data == {"message_id": "m", "delta": "x"}  # the envelope is in the columns
+    assert rows(db, "SELECT kind, run_id, ts FROM events WHERE seq = 1") == [
+        ("text_delta", "r", 11)
+    ]
 
 
 async def test_unstamped_rows_are_upgraded_in_memory_not_rewritten(
     db: Path, stores: list[SqliteStore]
 ) -> None:
     await seeded(db, stores)
-    execute(db, "UPDATE events SET format = NULL WHERE seq = 1")
+    first = open_store(db, stores)
+    old = (await first.read("s1"))[1]
+    execute(db, "UPDATE events SET format = NULL, data = ? WHERE seq = 1", event_to_json(old))
     execute(db, "UPDATE sessions SET format = NULL")
     fresh = open_store(db, stores)
+    assert await fresh.read("s1") == await first.read("s1")
     assert [e.seq for e in await fresh.read("s1")] == [0, 1, 2]
     assert (await fresh.get("s1")) is not None
     assert rows(db, "SELECT format FROM events WHERE seq = 1") == [(None,)]

@@ -1,8 +1,8 @@
 """Reading sessions back from PostgreSQL: whole logs, the resume tail, records, the check.
 
 A log is read in seq order and decoded through the record-format rules (`formats.py`): a
-request stored by reference is rebuilt from the request it extends, fetching that base row
-when the read did not include it (a tail, or rows after a seq). The resume tail (`read_tail`,
+request stored by reference is rebuilt (`references.py`), fetching the rows it refers to
+when the read did not include them (a tail, or rows after a seq). The resume tail (`read_tail`,
 the rule in `sql.py`'s `TAIL_*`) is read in one REPEATABLE READ snapshot, so an append
 landing between its queries cannot split it. `check` verifies every row as `sessions
 check` does for SQLite and changes nothing.
@@ -14,20 +14,21 @@ from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.adapters.storage.formats import FORMAT as RECORD_FORMAT
 from steerable_bridge.adapters.storage.formats import (
-    Resolver,
     decode_record,
     format_too_new,
     history_compaction,
 )
 from steerable_bridge.adapters.storage.integrity import CheckReport, check_log, salvaged
 from steerable_bridge.adapters.storage.postgres.schema import SCHEMA_VERSION, stored_version
+from steerable_bridge.adapters.storage.references import Resolver
 from steerable_bridge.adapters.storage.sql import (
-    FETCH_ROW,
     READ_AFTER,
+    ROW_COLUMNS,
     TAIL_COMPACTION,
     TAIL_FACTS,
     TAIL_FROM,
     TAIL_RUN_START,
+    fetch_rows,
     pg,
 )
 from steerable_bridge.runtime.events import LoopEvent
@@ -55,20 +56,21 @@ async def require(conn: Connection, session_id: str) -> None:
 
 
 async def decode_all(conn: Connection, session_id: str, rows: list[Any]) -> list[LoopEvent]:
-    """The rows' events; requests stored by reference are rebuilt, fetching base rows
-    the read did not include."""
+    """The rows' events; requests stored by reference are rebuilt, fetching the rows
+    they refer to that the read did not include."""
     resolver = Resolver(session_id)
     while need := resolver.missing(rows):
-        for seq in sorted(need):
-            cur = await conn.execute(pg(FETCH_ROW), (session_id, seq))
-            found = await cur.fetchone()
-            if found is None:
-                raise StoreError(
-                    "corrupt_record",
-                    f"session {session_id} refers to model request seq {seq}, which is"
-                    " not stored; run `steerable-bridge sessions check`",
-                )
-            resolver.extra[seq] = (found[0], found[1], found[2])
+        seqs = sorted(need)
+        cur = await conn.execute(pg(fetch_rows(len(seqs))), (session_id, *seqs))
+        found = await cur.fetchall()
+        resolver.extra.update((row[0], row) for row in found)
+        if len(found) < len(seqs):
+            absent = min(set(seqs) - {row[0] for row in found})
+            raise StoreError(
+                "corrupt_record",
+                f"session {session_id} refers to event seq {absent}, which is not stored;"
+                " run `steerable-bridge sessions check`",
+            )
     return resolver.decode_all(rows)
 
 
@@ -121,11 +123,11 @@ async def check(conn: Connection, where: str, *, limit: int = 200) -> CheckRepor
     ).fetchall()
     for session_id, last_seq, found in sessions:
         cur = await conn.execute(
-            "SELECT seq, format, data FROM events WHERE session_id = %s ORDER BY seq",
+            f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = %s ORDER BY seq",
             (session_id,),
         )
         resolver = Resolver(session_id)
-        items = [salvaged(session_id, s, f, d, resolver) for s, f, d in await cur.fetchall()]
+        items = [salvaged(session_id, row, resolver) for row in await cur.fetchall()]
         check_log(report, session_id, last_seq, found, items)
     orphans = await (
         await conn.execute(

@@ -34,6 +34,7 @@ from steerable_bridge.adapters.storage.postgres.driver import (
 )
 from steerable_bridge.adapters.storage.postgres.ownership import AdvisoryLocks
 from steerable_bridge.adapters.storage.postgres.schema import migrate
+from steerable_bridge.adapters.storage.references import RequestWriter
 from steerable_bridge.adapters.storage.sql import (
     INSERT_SESSION,
     event_rows,
@@ -41,7 +42,7 @@ from steerable_bridge.adapters.storage.sql import (
     pg,
     session_row,
 )
-from steerable_bridge.runtime.events import LoopEvent, ModelRequestEvent
+from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.signals import SessionSignal
 from steerable_bridge.runtime.storage import SessionPage, SessionRecord, StoreError
@@ -69,8 +70,8 @@ class PostgresStore:
         self.timeout_s = timeout_s
         self.identity = app or _identity()
         self._pool: psycopg_pool.AsyncConnectionPool[Any] | None = None
-        self._requests: IdleCache[str, ModelRequestEvent] = IdleCache(capacity=256, ttl_s=3600)
-        """Each session's last stored model request: the next one is stored by reference."""
+        self._writers: IdleCache[str, RequestWriter] = IdleCache(capacity=256, ttl_s=3600)
+        """Each session's `RequestWriter`: its next model request is stored by reference."""
         self._opening = anyio.Lock()
         self._pid = os.getpid()
         self._locks = self._new_locks()
@@ -159,13 +160,12 @@ class PostgresStore:
 
     async def append(self, session_id: str, events: Sequence[LoopEvent]) -> None:
         batch = list(events)
-        previous = self._requests.peek(session_id)
-        rows, newest = event_rows(session_id, batch, previous)
+        writer = self._writers.pop(session_id) or RequestWriter()
+        rows = event_rows(session_id, batch, writer)  # a failed append forgets the writer
         async with self._conn() as conn:
             await appends.append_rows(conn, session_id, batch, rows)
-        if newest is not None and newest is not previous:
-            self._requests.put(session_id, newest)
-            self._requests.sweep(lambda _: True)
+        self._writers.put(session_id, writer)
+        self._writers.sweep(lambda _: True)
 
     async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
         async with self._conn() as conn:

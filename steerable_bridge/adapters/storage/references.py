@@ -1,0 +1,319 @@
+"""Model requests stored by reference, and their exact rebuilding on read.
+
+Every model request repeats the history its session already logged: the messages of the
+previous request, the tool results and user prompts just logged as events. `RequestWriter`
+(one per session, in the store that appends) stores a request's messages as a list of
+items (record format 3): a JSON object is a message written out; `[a, b]` stands for the
+messages a..b-1 of the base request (`refs.base`, the session's previous request); an
+integer is the seq of an event whose own message (`projection.event_message`: a tool result,
+a user prompt, a hook's note, a compaction summary) it is. A reference is written only when
+the message it stands for is equal to the one in the request, so the rebuilt request is the
+logged one, exactly. A system prompt and tools equal to the base's are kept as digests.
+Format 2's `request_ref` (a base and a prefix length) still reads.
+
+Reads stay bounded: the first request after a history compaction has no base (a chain of
+bases never crosses a compaction), and event references only name events after the newest
+history compaction's `through_seq`, so a store's tail read (which starts at or before
+`through_seq + 1`) holds every row its requests need. `Resolver` rebuilds requests from the
+rows a store read, and names (`missing`) the rows a partial read did not include so the
+store can fetch them (a read after a seq, a log another process wrote). Nothing here
+touches a database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from steerable_bridge.adapters.storage.formats import (
+    BODY_FORMAT,
+    FORMAT,
+    REF_KEYS,
+    Row,
+    check_readable,
+    corrupt,
+    decode_event,
+    encode_body,
+    is_reference,
+    short,
+    upgraded,
+    with_envelope,
+)
+from steerable_bridge.runtime.codec import event_from_jsonable
+from steerable_bridge.runtime.events import Compaction, LoopEvent, ModelRequestEvent
+from steerable_bridge.runtime.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.projection import event_message
+from steerable_bridge.runtime.values import Message
+
+__all__ = ["MAX_SOURCES", "RequestWriter", "Resolver"]
+
+MAX_SOURCES = 4096
+"""Messages of recent events a writer remembers per session (the oldest go first)."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _tools_digest(tools: tuple[ToolSpec, ...]) -> str:
+    return _digest(json.dumps([[t.name, t.description, t.parameters_json] for t in tools]))
+
+
+def _key(message: Message) -> Message | None:
+    """The message as a dict key (None when one of its values cannot be hashed)."""
+    try:
+        hash(message)
+    except TypeError:
+        return None
+    return message
+
+
+class RequestWriter:
+    """One session's write side: the last stored request and the messages recent events
+    added. `body(event)` is the data column of each event appended, in seq order; a
+    store drops the writer when an append fails (the next request is then written whole)."""
+
+    def __init__(self) -> None:
+        self.next_seq: int | None = None
+        self.previous: ModelRequestEvent | None = None
+        """The base of the next request (None: the next one is a root)."""
+        self.sources: dict[Message, int] = {}
+        """Messages that events after the newest history compaction added, by value."""
+
+    def body(self, event: LoopEvent) -> str:
+        if self.next_seq is not None and event.seq != self.next_seq:
+            self.previous, self.sources = None, {}  # events written elsewhere came between
+        self.next_seq = event.seq + 1
+        if isinstance(event, ModelRequestEvent):
+            text = self._request(event)
+            self.previous = event
+            return text
+        if isinstance(event, Compaction):
+            through = event.through_seq
+            if event.scope == "history":
+                self.previous = None
+            self.sources = {m: s for m, s in self.sources.items() if s > through}
+        message = event_message(event)
+        if message is not None and _key(message) is not None:
+            self.sources.pop(message, None)
+            self.sources[message] = event.seq
+            if len(self.sources) > MAX_SOURCES:
+                del self.sources[next(iter(self.sources))]
+        return encode_body(event)
+
+    def _request(self, event: ModelRequestEvent) -> str:
+        new = event.request
+        old = self.previous.request if self.previous is not None else None
+        items: list[Any] = []
+        literal: list[Message] = []
+        refs: dict[str, Any] = {}
+        start = 0
+        if old is not None and old.messages and new.messages[: len(old.messages)] == old.messages:
+            items.append([0, len(old.messages)])
+            start = len(old.messages)
+        index: dict[Message, int] | None = None
+        for message in new.messages[start:]:
+            last = items[-1] if items else None
+            if (
+                old is not None
+                and isinstance(last, list)
+                and last[1] < len(old.messages)
+                and old.messages[last[1]] == message
+            ):
+                last[1] += 1
+                continue
+            key = _key(message)
+            seq = self.sources.get(key) if key is not None else None
+            if seq is not None:
+                items.append(seq)
+                continue
+            if old is not None and key is not None:
+                if index is None:
+                    index = {}
+                    for i, m in enumerate(old.messages):
+                        if _key(m) is not None:
+                            index.setdefault(m, i)
+                j = index.get(key)
+                if j is not None:
+                    items.append([j, j + 1])
+                    continue
+            items.append(None)
+            literal.append(message)
+        slim = dataclasses.replace(new, messages=tuple(literal))
+        if old is not None:
+            if new.system == old.system:
+                slim = dataclasses.replace(slim, system="")
+                refs["system"] = _digest(new.system)
+            if new.tools == old.tools:
+                slim = dataclasses.replace(slim, tools=())
+                refs["tools"] = _tools_digest(new.tools)
+            if refs or any(isinstance(item, list) for item in items):
+                refs["base"] = self.previous.seq if self.previous is not None else None
+        if not refs and all(item is None for item in items):
+            return encode_body(event)
+        body = json.loads(encode_body(dataclasses.replace(event, request=slim)))
+        written = iter(body["request"].get("messages", ()))
+        body["request"]["messages"] = [next(written) if i is None else i for i in items]
+        body[REF_KEYS[FORMAT]] = refs
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+class Resolver:
+    """Decodes one session's rows in seq order, rebuilding requests stored by reference.
+    `missing(rows)` names rows the read did not include that they refer to; put those in
+    `extra` before decoding."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._session_json = json.dumps(session_id)
+        self.requests: dict[int, ModelRequest] = {}
+        self.messages: dict[int, Message] = {}
+        self.extra: dict[int, Row] = {}
+        self._parsed: dict[int, dict[str, Any]] = {}
+
+    def missing(self, rows: Iterable[Row]) -> set[int]:
+        """Seqs the rows (and the fetched `extra`) refer to that neither they nor the rows
+        decoded so far hold."""
+        rows = list(rows)
+        have = {row[0] for row in rows} | self.extra.keys() | self.requests.keys()
+        have |= self.messages.keys()
+        need: set[int] = set()
+        for row in [*rows, *self.extra.values()]:
+            if is_reference(row):
+                need |= {seq for seq in self._refers_to(row) if seq not in have}
+        return need
+
+    def decode_all(self, rows: Iterable[Row]) -> list[LoopEvent]:
+        """The rows' events, in their order (seq order); `extra` rows are decoded where
+        their seq falls and left out of the result."""
+        rows = list(rows)
+        if not self.extra:
+            return [self.decode(row) for row in rows]
+        wanted = {row[0] for row in rows}
+        merged = sorted([*rows, *(r for s, r in self.extra.items() if s not in wanted)])
+        self.extra.clear()
+        events = [self.decode(row) for row in merged]
+        return [event for event in events if event.seq in wanted]
+
+    def decode(self, row: Row) -> LoopEvent:
+        """One row's event (rows must come in seq order)."""
+        event = self._rebuild(row) if is_reference(row) else decode_event(self.session_id, row)
+        if isinstance(event, ModelRequestEvent):
+            self.requests[event.seq] = event.request
+        message = event_message(event)
+        if message is not None:
+            self.messages[event.seq] = message
+        return event
+
+    def _what(self, seq: int) -> str:
+        return f"event seq {seq} of session {self.session_id}"
+
+    def _parse(self, row: Row) -> dict[str, Any]:
+        seq = row[0]
+        parsed = self._parsed.get(seq)
+        if parsed is None:
+            found = check_readable(self._what(seq), row[1])
+            try:
+                text = with_envelope(self._session_json, row) if found >= BODY_FORMAT else row[5]
+                parsed = upgraded(text, found)
+                if not isinstance(parsed.get(REF_KEYS[found], {}), dict):
+                    raise ValueError("its request reference is not an object")
+            except (ValueError, UnicodeDecodeError) as err:
+                raise corrupt(self._what(seq), short(err)) from None
+            self._parsed[seq] = parsed
+        return parsed
+
+    def _refers_to(self, row: Row) -> set[int]:
+        parsed, found = self._parse(row), row[1] or 0
+        ref = parsed.get(REF_KEYS[found])
+        if ref is None:
+            return set()
+        try:
+            if found < BODY_FORMAT:
+                return {int(ref["base_seq"])}
+            seqs = {int(ref["base"])} if ref.get("base") is not None else set()
+            items = parsed.get("request", {}).get("messages", ())
+            return seqs | {int(i) for i in items if isinstance(i, int)}
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise corrupt(self._what(row[0]), short(err)) from None
+
+    def _rebuild(self, row: Row) -> LoopEvent:
+        seq, found = row[0], row[1] or 0
+        what = self._what(seq)
+        parsed = self._parse(row)
+        self._parsed.pop(seq, None)
+        stored: dict[str, Any] | None = parsed.pop(REF_KEYS[found], None)
+        ref = stored or {}
+        try:
+            old = found < BODY_FORMAT
+            base_seq = ref.get("base_seq" if old else "base")
+            base = self._base(seq, base_seq) if base_seq is not None else None
+            items = None
+            if stored is not None and not old:
+                items = parsed["request"].get("messages", [])
+            if items is not None:
+                parsed["request"]["messages"] = [i for i in items if isinstance(i, dict)]
+            slim = event_from_jsonable(parsed)
+            if not isinstance(slim, ModelRequestEvent):
+                raise ValueError("it is not a model request")
+            messages = slim.request.messages
+            if items is not None:
+                messages = self._messages(seq, items, messages, base)
+            elif stored is not None:  # format 2: a prefix of the base, then what is new
+                prefix = int(ref["prefix"])
+                if base is None or not 0 <= prefix <= len(base.messages):
+                    raise ValueError("its prefix does not fit the request it extends")
+                messages = base.messages[:prefix] + messages
+        except KeyError as err:
+            raise corrupt(what, f"it refers to {err}, which cannot be read") from None
+        except (ValidationError, ValueError, TypeError, AttributeError) as err:
+            raise corrupt(what, short(err)) from None
+        if slim.seq != seq or slim.session_id != self.session_id:
+            raise corrupt(what, f"its JSON says session {slim.session_id} seq {slim.seq}")
+        request = slim.request
+        system = base.system if base is not None and "system" in ref else request.system
+        tools = base.tools if base is not None and "tools" in ref else request.tools
+        if base is None and ("system" in ref or "tools" in ref):
+            raise corrupt(what, "it refers to the system prompt or tools of no request")
+        if ("system" in ref and ref["system"] != _digest(system)) or (
+            "tools" in ref and ref["tools"] != _tools_digest(tools)
+        ):
+            raise corrupt(what, "the system prompt or tools it refers to do not match")
+        full = dataclasses.replace(request, messages=messages, system=system, tools=tools)
+        return dataclasses.replace(slim, request=full)
+
+    def _base(self, seq: int, base_seq: object) -> ModelRequest:
+        if not isinstance(base_seq, int) or base_seq >= seq:
+            raise ValueError(f"its base {base_seq!r} is not an earlier seq")
+        return self.requests[base_seq]
+
+    def _messages(
+        self,
+        seq: int,
+        items: list[Any],
+        written: tuple[Message, ...],
+        base: ModelRequest | None,
+    ) -> tuple[Message, ...]:
+        literal = iter(written)
+        messages: list[Message] = []
+        for item in items:
+            if isinstance(item, dict):
+                messages.append(next(literal))
+            elif isinstance(item, int) and not isinstance(item, bool) and 0 <= item < seq:
+                messages.append(self.messages[item])
+            elif (
+                isinstance(item, list)
+                and base is not None
+                and len(item) == 2
+                and all(isinstance(i, int) and not isinstance(i, bool) for i in item)
+                and 0 <= item[0] < item[1] <= len(base.messages)
+            ):
+                messages.extend(base.messages[item[0] : item[1]])
+            else:
+                raise ValueError(f"message item {item!r} refers to nothing it can read")
+        return tuple(messages)
