@@ -16,8 +16,12 @@ real model connection. `--concurrency C` keeps at most C runs in flight (0: all 
 `--server-cpus 0` pins the server (and its workers) with taskset, `--workers N` passes
 `serve --workers N`, `--src DIR` runs the server from another checkout (PYTHONPATH) to
 compare builds on the same load, and `--peer PYTHON` measures pydantic-ai's AG-UI adapter
-instead (`pydantic_ai_agui.py`, run by a Python that has it). The server's CPU time counts
-its worker processes too, and is also printed per run, with the AG-UI events/s received.
+instead (`pydantic_ai_agui.py`, run by a Python that has it). `--otel` turns tracing on in
+the server the way an operator would (`OTEL_EXPORTER_OTLP_ENDPOINT` pointed at an OTLP/HTTP
+sink in this process that accepts and discards the batches, `OTEL_TRACES_SAMPLER=always_on`);
+without it no `OTEL_*` variable reaches the server, so tracing is off. The server's CPU time
+counts its worker processes too, and is also printed per run, with the AG-UI events/s
+received.
 Run: `uv run python bench/agui_concurrency.py [--runs 1000] [--storage PATH]`, e.g.
 `... --runs 300 --concurrency 100 --model-http 20 --server-cpus 0`.
 """
@@ -38,6 +42,7 @@ from pathlib import Path
 
 import anyio
 import httpx
+from tracing_overhead import Sink
 
 TEXT = "Hello from the scripted model, streamed in small pieces."
 
@@ -184,6 +189,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="serve --workers N (1)")
     parser.add_argument("--src", default="", help="run the server from this checkout")
     parser.add_argument(
+        "--otel", action="store_true", help="trace every run (100 %% sampling) to a local sink"
+    )
+    parser.add_argument(
         "--peer",
         default="",
         metavar="PYTHON",
@@ -194,7 +202,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "script.json"
         path.write_text(json.dumps(script(args.delay_ms)))
-        env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "0"}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env["STEERABLE_DEMO_PACE_MS"] = "0"
+        sink = None
+        if args.otel:
+            sink = Sink()
+            env.update(
+                OTEL_EXPORTER_OTLP_ENDPOINT=sink.url,
+                OTEL_TRACES_SAMPLER="always_on",
+                OTEL_SERVICE_NAME="bench",
+            )
         if args.src:
             env["PYTHONPATH"] = args.src
         command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
@@ -252,6 +269,8 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait(timeout=10)
+            if sink is not None:  # after the server: a stopping server exports what it holds
+                sink.close()
     firsts = [g[0] * 1000 for g in good]
     totals = [g[1] * 1000 for g in good]
     model = f"openai:bench over HTTP ({args.model_http} tokens)" if args.model_http else "scripted"
@@ -262,6 +281,7 @@ def main() -> None:
         f" {args.ramp_s:g} s, at most {OPEN[1]} streams open at once"
         + (f", server from {args.src}" if args.src else "")
         + (", pydantic-ai AGUIAdapter (peer)" if args.peer else "")
+        + (", tracing on (100 % sampling, OTLP/HTTP to a local sink)" if args.otel else "")
     )
     print(f"errors: {len(errors)}" + (f"  (first: {errors[0]})" if errors else ""))
     if firsts:
@@ -272,6 +292,9 @@ def main() -> None:
     print(f"wall time: {wall:.2f} s   server CPU: {cpu:.2f} s   server peak RSS: {rss:.1f} MB")
     print(f"server CPU per run: {cpu * 1000 / max(1, args.runs):.1f} ms")
     print(f"AG-UI events received: {EVENTS[0]}, {EVENTS[0] / wall:,.0f} events/s")
+    if args.otel:
+        assert sink is not None
+        print(f"OTLP sink received {sink.requests} export requests, {sink.bytes:,} bytes")
 
 
 if __name__ == "__main__":

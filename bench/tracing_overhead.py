@@ -10,7 +10,8 @@ accepts and discards the batches, `OTEL_TRACES_SAMPLER=always_on`). The modes al
 it prints the best events/s (SSE events received per second of wall time), the server's CPU
 time per 1,000 events, and for `on` how many spans the sink received. The overhead figure
 compares the best rounds. Bounded: each run by `--timeout`, each server start by 30 s.
-`--delay-ms` paces the model (0: the server is CPU-bound, the worst case for tracing).
+`--delay-ms` paces the model (0: the server is CPU-bound, the worst case for tracing);
+`--src DIR` runs the server from another checkout (PYTHONPATH), to compare builds.
 Run: `uv run python bench/tracing_overhead.py [--runs 400] [--concurrency 20] [--rounds 3]
 [--delay-ms 0]`.
 """
@@ -128,6 +129,8 @@ def measure(mode: str, args: argparse.Namespace, script: Path, sink: Sink) -> tu
     """(events/s, server CPU ms per 1,000 events) of one round in `mode`."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "STEERABLE_"))}
+    if args.src:
+        env["PYTHONPATH"] = args.src
     if mode == "on":
         env.update(
             OTEL_EXPORTER_OTLP_ENDPOINT=sink.url,
@@ -137,7 +140,9 @@ def measure(mode: str, args: argparse.Namespace, script: Path, sink: Sink) -> tu
     command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
     command += ["--model", f"scripted:{script}", "--storage", "memory", "--log-level", "error"]
     quiet = subprocess.DEVNULL
-    server = subprocess.Popen(command, env=env, stdout=quiet, stderr=quiet)
+    server = subprocess.Popen(  # cwd: not this checkout, or it would shadow --src
+        command, env=env, cwd=script.parent, stdout=quiet, stderr=quiet
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -171,6 +176,7 @@ def main() -> None:
     parser.add_argument(
         "--delay-ms", type=int, default=0, help="scripted model's pause between chunks (0)"
     )
+    parser.add_argument("--src", default="", help="run the server from this checkout")
     args = parser.parse_args()
     sink = Sink()
     results: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
@@ -190,7 +196,7 @@ def main() -> None:
     print(
         f"{args.runs} runs per round, {args.concurrency} at a time, {args.rounds} rounds per"
         " mode, one serve process per round, loopback, scripted model with a tool call,"
-        f" {args.delay_ms} ms between chunks"
+        f" {args.delay_ms} ms between chunks" + (f", server from {args.src}" if args.src else "")
     )
     best = {}
     for mode, rows in results.items():

@@ -10,7 +10,10 @@ into spans, all in one trace per run:
         execute_tool TOOL                  tool_started → tool_finished
 
 Spans get explicit start and end times (the moment each event is seen, right after the log
-recorded it), so the loop carries no tracing code. Attributes follow the GenAI conventions:
+recorded it), so the loop carries no tracing code. They are recorded as plain values and
+handed to the provider's span processors as the SDK's `ReadableSpan`s when each ends
+(`recorded.py`): the SDK's live span API costs tens of microseconds a span, this a few,
+and events that open or close no span cost one set lookup. Attributes follow the GenAI conventions:
 `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`,
 `gen_ai.response.model`, `gen_ai.usage.input_tokens` / `output_tokens` /
 `cache_read.input_tokens`, `gen_ai.response.finish_reasons`, `gen_ai.tool.name`,
@@ -37,11 +40,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
+from opentelemetry.sdk.trace import Tracer as SdkTracer
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from steerable_bridge import __version__
+from steerable_bridge.adapters.telemetry.recorded import OpenSpan, RecordedTrace, SpanPipeline
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelRequest
@@ -55,6 +61,7 @@ log = logging.getLogger(__name__)
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 AGENT_NAME = "steerable-bridge"
 _PROPAGATOR = TraceContextTextMapPropagator()
+SCOPE = InstrumentationScope("steerable_bridge", __version__)
 
 
 def capture_requested(env: Mapping[str, str] = os.environ) -> bool:
@@ -66,14 +73,16 @@ class OtelTracing:
 
     def __init__(self, provider: TracerProvider, *, capture_content: bool = False) -> None:
         self.provider = provider
-        self.tracer: Tracer = provider.get_tracer("steerable_bridge", __version__)
+        tracer = provider.get_tracer(SCOPE.name, SCOPE.version)
+        if not isinstance(tracer, SdkTracer):  # e.g. OTEL_SDK_DISABLED: nothing to record
+            raise ValueError("tracing needs the OpenTelemetry SDK's TracerProvider")
+        self.pipeline = SpanPipeline(tracer, SCOPE)
         self.capture_content = capture_content
 
     @classmethod
     def from_env(cls) -> OtelTracing:
         """The SDK pipeline the `OTEL_*` variables describe (OTLP over HTTP by default)."""
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
         from opentelemetry.sdk.trace.export import (
             BatchSpanProcessor,
             ConsoleSpanExporter,
@@ -83,7 +92,7 @@ class OtelTracing:
         resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
         if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
             resource = resource.merge(Resource({"service.name": AGENT_NAME}))
-        provider = SdkTracerProvider(resource=resource)
+        provider = TracerProvider(resource=resource)
         exporters = [
             name.strip().lower()
             for name in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")
@@ -116,18 +125,17 @@ class OtelTracing:
 
     def start(self, session_id: str, *, traceparent: str | None = None) -> RunWatch:
         parent = _PROPAGATOR.extract({"traceparent": traceparent}) if traceparent else None
-        span = self.tracer.start_span(
+        trace = self.pipeline.start_trace(
             f"invoke_agent {AGENT_NAME}",
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes={
+            {
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": AGENT_NAME,
                 "gen_ai.conversation.id": session_id,
             },
-            start_time=time.time_ns(),
+            parent,
+            time.time_ns(),
         )
-        return _RunTrace(self, span)
+        return _RunTrace(self, trace)
 
 
 def _route(route: str) -> tuple[str, str]:
@@ -170,38 +178,33 @@ _BRACKETS: frozenset[type[ev.EventBase]] = frozenset(
 
 
 class _RunTrace:
-    """One run's spans; opened and closed as the events arrive."""
+    """One run's spans; opened and closed as the events arrive (see `recorded.py`)."""
 
-    def __init__(self, tracing: OtelTracing, run: Span) -> None:
-        self.tracer = tracing.tracer
+    def __init__(self, tracing: OtelTracing, trace: RecordedTrace) -> None:
+        self.trace = trace
         self.capture = tracing.capture_content
-        self.run = run
-        context = run.get_span_context()
-        self._trace_id = format(context.trace_id, "032x") if context.is_valid else None
-        self.recording = run.is_recording()
-        self.run_context = trace.set_span_in_context(run)
-        self.step_context: Any = None
-        self.step: Span | None = None
-        self.model: Span | None = None
-        self.tools: dict[str, Span] = {}
-        self.waits: dict[str, Span] = {}
+        self.run = trace.root
+        context = trace.root_context
+        self._trace_id = (
+            format(context.trace_id, "032x") if context is not None and context.is_valid else None
+        )
+        self.step: OpenSpan | None = None
+        self.model: OpenSpan | None = None
+        self.tools: dict[str, OpenSpan] = {}
+        self.waits: dict[str, OpenSpan] = {}
         self.names: dict[str, str] = {}
         self.arguments: dict[str, str] = {}
         self.output: list[str] = []
-        self.ended = False
+        self.ended = self.run is None  # not sampled: nothing to record
 
     @property
     def trace_id(self) -> str | None:
         return self._trace_id
 
-    def _child(self, name: str, attributes: dict[str, Any], now: int) -> Span:
-        return self.tracer.start_span(
-            name,
-            context=self.step_context if self.step is not None else self.run_context,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=now,
-        )
+    def _child(self, name: str, attributes: dict[str, Any], now: int) -> OpenSpan:
+        parent = self.step if self.step is not None else self.run
+        assert parent is not None
+        return self.trace.child(name, parent, attributes, now)
 
     def event(self, event: LoopEvent) -> None:
         kind = type(event)
@@ -209,22 +212,19 @@ class _RunTrace:
             if kind is ev.TextDelta and self.capture and self.model is not None:
                 self.output.append(event.delta)  # type: ignore[union-attr]
             return
-        if self.recording and not self.ended:
+        if not self.ended:
             self._bracket(event, time.time_ns())
 
     def _bracket(self, event: LoopEvent, now: int) -> None:
+        run = self.run
+        assert run is not None
         if isinstance(event, ev.RunStarted):
             provider, model = _route(event.model)
-            self.run.set_attributes(
-                {
-                    "gen_ai.provider.name": provider,
-                    "gen_ai.request.model": model,
-                    "steerable.run_id": event.run_id,
-                }
-            )
+            run.attributes["gen_ai.provider.name"] = provider
+            run.attributes["gen_ai.request.model"] = model
+            run.attributes["steerable.run_id"] = event.run_id
         elif isinstance(event, ev.StepStarted):
             self.step = self._child(f"step {event.step}", {"steerable.step": event.step}, now)
-            self.step_context = trace.set_span_in_context(self.step)
         elif isinstance(event, ev.ModelRequestEvent):
             provider, model = _route(event.request.model)
             attributes: dict[str, Any] = {
@@ -257,32 +257,28 @@ class _RunTrace:
                 {"gen_ai.tool.name": event.tool_name, "gen_ai.tool.call.id": event.call_id},
                 now,
             )
-            wait.set_attribute("steerable.permission.outcome", event.outcome)
-            wait.end(end_time=now)
+            wait.attributes["steerable.permission.outcome"] = event.outcome
+            self.trace.end(wait, now)
         elif isinstance(event, ev.ToolStarted):
             self.tools[event.call_id] = self._tool_span(event.call_id, now)
         elif isinstance(event, ev.ToolFinished):
             self._tool_finished(event, now)
         elif isinstance(event, ev.StepFinished):
             if self.step is not None:
-                self.step.set_attribute("steerable.finish_reason", event.finish_reason)
-                self.step.end(end_time=now)
+                self.step.attributes["steerable.finish_reason"] = event.finish_reason
+                self.trace.end(self.step, now)
                 self.step = None
         elif isinstance(event, ev.RunFinished):
-            self.run.set_attributes(
-                {
-                    "steerable.stop_reason": event.stop_reason,
-                    "gen_ai.usage.input_tokens": event.usage.prompt_tokens,
-                    "gen_ai.usage.output_tokens": event.usage.completion_tokens,
-                }
-            )
+            run.attributes["steerable.stop_reason"] = event.stop_reason
+            run.attributes["gen_ai.usage.input_tokens"] = event.usage.prompt_tokens
+            run.attributes["gen_ai.usage.output_tokens"] = event.usage.completion_tokens
             self._end(now)
         elif isinstance(event, ev.RunFailed):
             if self.model is not None:
-                self.model.set_attribute("error.type", event.code)
-                self.model.set_status(Status(StatusCode.ERROR, event.message))
-            self.run.set_attribute("error.type", event.code)
-            self.run.set_status(Status(StatusCode.ERROR, event.message))
+                self.model.attributes["error.type"] = event.code
+                self.model.status = Status(StatusCode.ERROR, event.message)
+            run.attributes["error.type"] = event.code
+            run.status = Status(StatusCode.ERROR, event.message)
             self._end(now)
 
     def _model_response(self, event: ev.ModelResponseEvent, now: int) -> None:
@@ -290,18 +286,16 @@ class _RunTrace:
         if span is None:
             return
         usage = event.usage
-        attributes: dict[str, Any] = {
-            "gen_ai.response.finish_reasons": (event.finish_reason,),
-            "gen_ai.usage.input_tokens": usage.prompt_tokens,
-            "gen_ai.usage.output_tokens": usage.completion_tokens,
-        }
-        if usage.cached_tokens:  # each attribute costs the SDK a validation: only real ones
+        attributes = span.attributes
+        attributes["gen_ai.response.finish_reasons"] = (event.finish_reason,)
+        attributes["gen_ai.usage.input_tokens"] = usage.prompt_tokens
+        attributes["gen_ai.usage.output_tokens"] = usage.completion_tokens
+        if usage.cached_tokens:  # only the counts a response has
             attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
         if usage.reasoning_tokens:
             attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
         if event.model:
             attributes["gen_ai.response.model"] = event.model
-        span.set_attributes(attributes)
         if self.capture:
             parts: list[dict[str, Any]] = []
             if self.output:
@@ -311,18 +305,15 @@ class _RunTrace:
                  "arguments": arguments}
                 for call_id, arguments in self.arguments.items()
             )  # fmt: skip
-            span.set_attribute(
-                "gen_ai.output.messages",
-                json.dumps(
-                    [{"role": "assistant", "parts": parts, "finish_reason": event.finish_reason}],
-                    ensure_ascii=False,
-                ),
+            attributes["gen_ai.output.messages"] = json.dumps(
+                [{"role": "assistant", "parts": parts, "finish_reason": event.finish_reason}],
+                ensure_ascii=False,
             )
             self.output = []
-        span.end(end_time=now)
+        self.trace.end(span, now)
         self.model = None
 
-    def _tool_span(self, call_id: str, now: int) -> Span:
+    def _tool_span(self, call_id: str, now: int) -> OpenSpan:
         name = self.names.get(call_id, "tool")
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
@@ -338,34 +329,28 @@ class _RunTrace:
         span = self.tools.pop(event.call_id, None)
         if span is None:  # refused before it ran (unknown tool, bad arguments, cancelled)
             span = self._tool_span(event.call_id, now)
-        span.set_attribute("steerable.tool.status", event.status)
+        span.attributes["steerable.tool.status"] = event.status
         if event.error is not None:
-            span.set_attribute("error.type", event.error.code)
-            span.set_status(Status(StatusCode.ERROR, event.error.message))
+            span.attributes["error.type"] = event.error.code
+            span.status = Status(StatusCode.ERROR, event.error.message)
         if self.capture:
-            span.set_attribute("gen_ai.tool.call.result", _text(event.content))
+            span.attributes["gen_ai.tool.call.result"] = _text(event.content)
         self.arguments.pop(event.call_id, None)
-        span.end(end_time=now)
+        self.trace.end(span, now)
 
     def _end(self, now: int) -> None:
         """End every span still open (children first), then the run."""
-        for span in [*self.waits.values(), *self.tools.values()]:
-            span.end(end_time=now)
+        for span in [*self.waits.values(), *self.tools.values(), self.model, self.step, self.run]:
+            if span is not None:
+                self.trace.end(span, now)
         self.waits.clear()
         self.tools.clear()
-        for open_span in (self.model, self.step):
-            if open_span is not None:
-                open_span.end(end_time=now)
         self.model = self.step = None
-        self.run.end(end_time=now)
         self.ended = True
 
     def close(self) -> None:
         if self.ended:
             return
-        if self.recording:
-            self.run.set_status(Status(StatusCode.ERROR, "the turn ended without a final event"))
-            self._end(time.time_ns())
-        else:
-            self.run.end()
-            self.ended = True
+        assert self.run is not None
+        self.run.status = Status(StatusCode.ERROR, "the turn ended without a final event")
+        self._end(time.time_ns())

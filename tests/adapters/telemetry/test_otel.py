@@ -8,10 +8,11 @@ import json
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, TraceIdRatioBased
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, TraceIdRatioBased
 from opentelemetry.trace import StatusCode
 
 from steerable_bridge.adapters.telemetry.otel import OtelTracing
@@ -221,3 +222,59 @@ def test_from_env_reads_the_content_switch_and_refuses_unknown_exporters(
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
     with pytest.raises(ValueError, match="OTEL_TRACES_EXPORTER='zipkin'"):
         OtelTracing.from_env()
+
+
+async def test_a_caller_that_did_not_sample_is_followed_and_nothing_is_exported() -> None:
+    observer, exporter = tracing(sampler=ParentBased(ALWAYS_ON))
+    agent = make_agent(scripted({"text": "hi"}))
+    agent.observers = (observer,)
+    session = await agent.new_session("/tmp")
+    from steerable_bridge.runtime.turn import TurnInput
+    from steerable_bridge.runtime.values import TextPart
+
+    outcome = await session.prompt(
+        TurnInput(content=(TextPart(text="hi"),), traceparent=f"00-{PARENT_TRACE}-{PARENT_SPAN}-00")
+    )
+    assert outcome.trace_id == PARENT_TRACE
+    assert exporter.get_finished_spans() == ()
+
+
+async def test_exported_spans_are_sampled_share_the_resource_and_scope_and_end_children_first() -> (
+    None
+):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "svc"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = make_agent(scripted({"tool_calls": [call("c1", "echo", text="x")]}, {"text": "ok"}),
+                       tools=[text_tool("echo")])  # fmt: skip
+    agent.observers = (OtelTracing(provider),)
+    session = await agent.new_session("/tmp")
+    await prompt(session)
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 6
+    assert spans[-1].name == "invoke_agent steerable-bridge"  # the run ends last
+    ended = [span.context.span_id for span in spans]
+    for span in spans:
+        assert span.context.trace_flags.sampled
+        assert span.resource.attributes["service.name"] == "svc"
+        assert span.instrumentation_scope is not None
+        assert span.instrumentation_scope.name == "steerable_bridge"
+        if span.parent is not None:  # a parent ends after its children
+            assert ended.index(span.parent.span_id) > ended.index(span.context.span_id)
+    assert len(set(ended)) == 6
+
+
+async def test_attribute_length_limit_from_the_environment_is_applied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "12")
+    observer, exporter = tracing(capture_content=True)
+    agent = make_agent(scripted({"text": "a reply longer than twelve characters"}))
+    agent.observers = (observer,)
+    session = await agent.new_session("/tmp")
+    await prompt(session, "a question longer than twelve characters")
+    chat = by_name(exporter.get_finished_spans())["chat m"]
+    assert chat.attributes is not None
+    assert len(str(chat.attributes["gen_ai.input.messages"])) == 12
+    assert len(str(chat.attributes["gen_ai.output.messages"])) == 12
+    assert chat.attributes["gen_ai.request.model"] == "m"
