@@ -103,11 +103,9 @@ class OtelTracing:
             if name == "console":
                 exporter = ConsoleSpanExporter(out=sys.stderr)  # stdout may be a protocol
             elif name == "otlp":
-                from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-                    OTLPSpanExporter,
-                )
+                from steerable_bridge.adapters.telemetry.otlp import OtlpSpanExporter
 
-                exporter = OTLPSpanExporter()
+                exporter = OtlpSpanExporter()
             else:
                 raise ValueError(
                     f"OTEL_TRACES_EXPORTER={name!r} is not supported here; use otlp"

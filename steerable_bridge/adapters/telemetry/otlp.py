@@ -1,0 +1,158 @@
+"""The OTLP/HTTP span exporter `serve` and `acp` use: the SDK's, with a quicker encoder.
+
+`OtlpSpanExporter` is the OpenTelemetry `OTLPSpanExporter` (endpoint, headers, timeout,
+compression, TLS, retries and back-off all from the standard `OTEL_EXPORTER_OTLP_*`
+variables, sent by its own HTTP client) with one step replaced: turning a batch of spans
+into the `ExportTraceServiceRequest` protobuf. The SDK's encoder builds every attribute as
+a free-standing message and copies it into its parent, and hashes the resource (a JSON
+dump) once per span: about 20 µs a span, as much as the rest of tracing together on a busy
+server, and paid under the GIL the server's event loop needs. `encode_spans` here fills the
+same opentelemetry-proto messages in place (3-5 µs a span); the tests hold its bytes equal
+to the SDK encoder's for every kind of span this project makes. A batch holding anything
+it does not handle (span events, links) goes through the SDK's own encoder, and so does
+every batch if the installed exporter is not the shape this module knows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+__all__ = ["OtlpSpanExporter", "encode_spans"]
+
+log = logging.getLogger(__name__)
+
+_HAS_IS_REMOTE = 0x100  # SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
+_IS_REMOTE = 0x200  # SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
+
+
+class _Unsupported(Exception):
+    """The batch holds something left to the SDK's encoder."""
+
+
+def _value(target: AnyValue, value: Any) -> None:
+    """Fill `target` as the SDK's encoder would encode `value`."""
+    if value is None:
+        target.SetInParent()  # present and empty, as the SDK sends it
+    elif isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    elif isinstance(value, int):
+        target.int_value = value
+    elif isinstance(value, float):
+        target.double_value = value
+    elif isinstance(value, bytes):
+        target.bytes_value = value
+    elif isinstance(value, Sequence):
+        values = target.array_value.values
+        for item in value:
+            _value(values.add(), item)
+    elif isinstance(value, Mapping):
+        pairs = target.kvlist_value.values
+        for key, item in value.items():
+            _value(pairs.add(key=str(key)).value, item)
+    else:
+        raise _Unsupported(f"attribute value of type {type(value).__name__}")
+
+
+def _attributes(target: Any, attributes: Mapping[str, Any] | None) -> None:
+    if attributes:
+        add = target.add
+        for key, value in attributes.items():
+            _value(add(key=key).value, value)
+
+
+def _span(target: PbSpan, span: ReadableSpan) -> None:
+    if span.events or span.links:
+        raise _Unsupported("span events or links")
+    context = span.context
+    assert context is not None
+    target.trace_id = context.trace_id.to_bytes(16, "big")
+    target.span_id = context.span_id.to_bytes(8, "big")
+    if context.trace_state is not None:
+        target.trace_state = ",".join(f"{k}={v}" for k, v in context.trace_state.items())
+    parent = span.parent
+    flags = _HAS_IS_REMOTE
+    if parent is not None:
+        target.parent_span_id = parent.span_id.to_bytes(8, "big")
+        if parent.is_remote:
+            flags |= _IS_REMOTE
+    target.name = span.name
+    target.kind = PbSpan.SpanKind.ValueType(span.kind.value + 1)  # INTERNAL 0 → 1, ...
+    if span.start_time is not None:
+        target.start_time_unix_nano = span.start_time
+    if span.end_time is not None:
+        target.end_time_unix_nano = span.end_time
+    _attributes(target.attributes, span.attributes)
+    if span.dropped_attributes:
+        target.dropped_attributes_count = span.dropped_attributes
+    status = target.status
+    status.SetInParent()
+    status.code = span.status.status_code.value  # type: ignore[assignment]
+    if span.status.description is not None:
+        status.message = span.status.description
+    target.flags = flags
+
+
+def encode_spans(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
+    """The OTLP request for `spans`: the SDK encoder's message, built more cheaply."""
+    groups: dict[Resource, dict[InstrumentationScope | None, list[ReadableSpan]]] = {}
+    for span in spans:
+        groups.setdefault(span.resource, {}).setdefault(
+            span.instrumentation_scope or None, []
+        ).append(span)
+    request = ExportTraceServiceRequest()
+    for resource, scopes in groups.items():
+        resource_spans = request.resource_spans.add()
+        resource_spans.resource.SetInParent()
+        _attributes(resource_spans.resource.attributes, resource.attributes)
+        for scope, members in scopes.items():
+            scope_spans = resource_spans.scope_spans.add()
+            scope_spans.scope.SetInParent()
+            if scope is not None:
+                scope_spans.scope.name = scope.name
+                if scope.version is not None:
+                    scope_spans.scope.version = scope.version
+                _attributes(scope_spans.scope.attributes, scope.attributes)
+                if scope.schema_url:
+                    scope_spans.schema_url = scope.schema_url
+            add = scope_spans.spans.add
+            for span in members:
+                _span(add(), span)
+        if resource.schema_url:
+            resource_spans.schema_url = resource.schema_url
+    return request
+
+
+class OtlpSpanExporter(OTLPSpanExporter):
+    """`OTLPSpanExporter` with `encode_spans` above (see the module docstring)."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        client = getattr(self, "_client", None)
+        metrics = getattr(self, "_metrics", None)
+        if client is None or metrics is None or getattr(self, "_shutdown", True):
+            return super().export(spans)  # not the exporter this was written against
+        try:
+            data = encode_spans(spans).SerializePartialToString()
+        except _Unsupported:
+            return super().export(spans)
+        limit = getattr(self, "_max_request_size", 0) or 0
+        if 0 < limit < len(data):
+            return super().export(spans)  # the SDK drops it and says why
+        with metrics.export_operation(len(spans)) as result:
+            outcome = client.export(data)
+            if not outcome.success:
+                result.error = outcome.error
+                return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
