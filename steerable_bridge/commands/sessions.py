@@ -224,8 +224,15 @@ async def _missing(store: SessionStore, session_id: str) -> bool:
 
 
 async def _delete(store: SessionStore, args: argparse.Namespace) -> int:
+    from steerable_bridge.adapters.tools.spill import FileSpill
+
     if not await store.delete(args.session_id):
         print(f"session {args.session_id} does not exist; nothing deleted", file=sys.stderr)
+        return 1
+    try:
+        await FileSpill().forget(args.session_id)  # the full tool outputs it kept
+    except OSError as err:
+        print(f"deleted {args.session_id}, but not its spilled outputs: {err}", file=sys.stderr)
         return 1
     print(f"deleted {args.session_id}", file=sys.stderr)
     return 0

@@ -3,18 +3,19 @@
 Transports hold one `Agent` and ask it for sessions: `new_session(cwd)`,
 `load_session(id)` (from memory, or rebuilt from the store's tail — closing a turn a crash
 left open, unless a live process still runs it), `list_sessions`, `close_session`,
-`delete_session`. The CLI builds it with the adapters the user configured; the runtime
-never imports an adapter itself. `steer`, `follow_up` and `cancel` reach a session's running
-turn in this process, or — when another process sharing the store runs it — through the
-store's signals (`signals.py`), which `relay_signals()` (run by the transport for as long as
-it serves) applies to the turns this process runs. `aclose()` shuts it down: running turns
-are cancelled, the router closes its providers (their pooled HTTP clients) and the store
-its connections.
+`delete_session` (which also removes the tool outputs its spill kept). The CLI builds it
+with the adapters the user configured; the runtime never imports an adapter itself.
+`steer`, `follow_up` and `cancel` reach a session's running turn in this process, or — when
+another process sharing the store runs it — through the store's signals (`signals.py`),
+which `relay_signals()` (run by the transport for as long as it serves) applies to the
+turns this process runs. `aclose()` shuts it down: running turns are cancelled, the router
+closes its providers (their pooled HTTP clients) and the store its connections.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ from steerable_bridge.runtime.tokens import TokenCalibration
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import LoopSettings
 from steerable_bridge.runtime.values import ContentPart
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Agent", "AgentConfig", "new_id"]
 
@@ -201,8 +204,16 @@ class Agent:
         return True
 
     async def delete_session(self, session_id: str) -> bool:
+        """Forget the session, remove its log from the store and the full tool outputs its
+        spill kept; False when the store had no such session."""
         await self.close_session(session_id)
-        return await self.store.delete(session_id)
+        deleted = await self.store.delete(session_id)
+        if deleted and self.spill is not None:
+            try:
+                await self.spill.forget(session_id)
+            except OSError as err:
+                log.warning("session %s deleted, but its spilled outputs stay: %s", session_id, err)
+        return deleted
 
     # -- reaching a running turn, here or in another process ---------------------------------
 

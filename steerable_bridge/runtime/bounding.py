@@ -35,9 +35,13 @@ class Spill(Protocol):
 
     `save(session_id, call_id, text)` stores it and returns a path the session's
     `read_file` can read (with `line` / `limit` to page through), or raises `OSError`.
+    `forget(session_id)` removes everything kept for the session (when it is deleted);
+    nothing kept is not an error.
     """
 
     async def save(self, session_id: str, call_id: str, text: str) -> str: ...
+
+    async def forget(self, session_id: str) -> None: ...
 
 
 def cut_middle(text: str, limits: OutputLimits) -> tuple[str, int, int] | None:

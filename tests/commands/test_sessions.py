@@ -324,7 +324,12 @@ def test_list_pages_newest_first_show_export_delete(
     exported = [event_from_json(line) for line in capsys.readouterr().out.splitlines()]
     assert exported == stored(db, ids[0])
 
+    from steerable_bridge.adapters.tools.spill import FileSpill
+
+    spill = FileSpill()  # under $XDG_STATE_HOME, which the test fixture points at tmp
+    kept = [anyio.run(spill.save, sid, "c1", "full output") for sid in ids[:2]]
     assert main(["sessions", "delete", ids[0], "--storage", str(db)]) == 0
+    assert not Path(kept[0]).parent.exists() and Path(kept[1]).exists()  # its outputs too
     assert main(["sessions", "show", ids[0], "--storage", str(db)]) == 1
     assert "session_not_found" in capsys.readouterr().err
 

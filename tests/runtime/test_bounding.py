@@ -26,6 +26,9 @@ class MemorySpill:
         self.saved[(session_id, call_id)] = text
         return f"/spill/{session_id}/{call_id}.txt"
 
+    async def forget(self, session_id: str) -> None:
+        self.saved = {key: text for key, text in self.saved.items() if key[0] != session_id}
+
 
 async def test_a_huge_result_is_cut_in_the_middle_and_kept_in_full() -> None:
     async def dump(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -33,7 +36,7 @@ async def test_a_huge_result_is_cut_in_the_middle_and_kept_in_full() -> None:
 
     tool = Tool(name="dump", description="dump", kind="read", handler=dump)
     provider = scripted(
-        {"tool_calls": [{"id": "c1", "name": "dump", "arguments": {}}]}, {"text": "done"}
+        {"tool_calls": [{"id": "c1", "name": "dump", "arguments": {}}]}, {"text": "done"}, loop=True
     )
     agent = make_agent(provider, tools=[tool])
     spill = agent.spill = MemorySpill()
@@ -47,6 +50,11 @@ async def test_a_huge_result_is_cut_in_the_middle_and_kept_in_full() -> None:
     assert "row 0\n" in text and "row 9999\n" in text and "row 5000\n" not in text
     assert len(text.splitlines()) <= 2003 and len(text.encode()) <= 50_000
     assert spill.saved[(session.id, "c1")] == HUGE
+    other = await agent.new_session("/work")
+    await prompt(other, "go")
+    assert await agent.delete_session(session.id)
+    assert not any(sid == session.id for sid, _ in spill.saved)  # deleted with its session
+    assert (other.id, "c1") in spill.saved
 
 
 async def test_small_results_and_non_text_pass_unchanged() -> None:

@@ -5,13 +5,15 @@
 root is `$XDG_STATE_HOME/steerable-bridge/spill` (else `~/.local/state/...`), beside the
 session store. `read_file` reads such a path for the session that owns it
 (`spilled_path`), with `line` / `limit` paging, even though it lies outside the workspace;
-another session's spill stays out of reach.
+another session's spill stays out of reach. `forget(session_id)` removes the session's
+folder when the session is deleted (`Agent.delete_session`, `sessions delete`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import anyio
@@ -48,6 +50,17 @@ class FileSpill:
 
         await anyio.to_thread.run_sync(write)
         return str(path)
+
+    async def forget(self, session_id: str) -> None:
+        """Remove the session's spilled outputs (raises OSError when they stay)."""
+        folder = self.root / _name(session_id)
+
+        def remove() -> None:
+            if folder.is_symlink() or not folder.is_dir():
+                return  # never follow a link out of the spill root
+            shutil.rmtree(folder)
+
+        await anyio.to_thread.run_sync(remove)
 
 
 def spilled_path(path: str, session_id: str, root: Path | None = None) -> str | None:

@@ -47,3 +47,27 @@ async def test_read_file_pages_through_its_own_sessions_spill(tmp_path: Path) ->
     assert "line 9\nline 10\nline 11" in result.content[0].text  # type: ignore[union-attr]
     with pytest.raises(Exception, match="outside"):
         await read({"path": path}, _ctx("sess_2", workspace))
+
+
+async def test_forget_removes_one_sessions_spill_and_nothing_else(tmp_path: Path) -> None:
+    spill = FileSpill(tmp_path / "spill")
+    mine = await spill.save("sess_1", "c1", "one")
+    await spill.save("sess_1", "c2", "two")
+    theirs = await spill.save("sess_2", "c1", "three")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    (tmp_path / "spill" / "sess_3").symlink_to(outside)
+    await spill.forget("sess_1")
+    await spill.forget("sess_3")  # a link is not followed out of the spill root
+    await spill.forget("never_spilled")
+    assert _left(mine, tmp_path / "spill" / "sess_1", theirs, outside / "keep.txt") == [
+        False,
+        False,
+        True,
+        True,
+    ]
+
+
+def _left(*paths: str | Path) -> list[bool]:
+    return [Path(path).exists() for path in paths]
