@@ -366,6 +366,7 @@ def build_agent(
     """The agent for a command's parsed options, with `tools` registered globally, turns
     watched by `observers`, and its store passed through `wrap_store` (e.g. to time it)."""
     from steerable_bridge.commands.compaction_env import compaction_from_env
+    from steerable_bridge.commands.limits_env import limits_from_env
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
     from steerable_bridge.runtime.quality import parse_quality
     from steerable_bridge.runtime.turn import LoopSettings
@@ -384,6 +385,7 @@ def build_agent(
         raise ConfigError(err.message) from None
     try:
         compaction = compaction_from_env()
+        limits = limits_from_env()
     except ValueError as err:
         raise ConfigError(str(err)) from None
     config = AgentConfig(
@@ -392,6 +394,9 @@ def build_agent(
         loop=LoopSettings(max_steps=args.max_steps, new_id=new_id),
         quality=quality,
         compaction=compaction,
+        output_limits=limits.output_limits,
+        max_sessions=limits.max_sessions,
+        session_ttl_s=limits.session_ttl_s,
     )
     store = build_store(args.storage)
     if wrap_store is not None:
