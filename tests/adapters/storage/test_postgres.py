@@ -3,6 +3,7 @@ ownership between processes, format and schema versions, signals, check, and --s
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 
 import anyio
@@ -10,13 +11,19 @@ import psycopg
 import pytest
 
 from steerable_bridge.adapters.llm.scripted import Round, Script, ScriptedProvider
+from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
 from steerable_bridge.adapters.storage.postgres import PostgresStore, redact
 from steerable_bridge.commands.common import ConfigError, build_store
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.signals import SessionSignal
-from steerable_bridge.runtime.storage import SessionOwned, SessionRecord, StoreError
+from steerable_bridge.runtime.storage import (
+    SessionNotFound,
+    SessionOwned,
+    SessionRecord,
+    StoreError,
+)
 from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.adapters.storage.logs import long_session
@@ -139,6 +146,79 @@ async def test_a_large_batch_goes_through_copy_and_reads_back(
     await store.append("s1", [text("s1", i) for i in range(500)])
     await store.append("s1", [text("s1", 500)])
     assert [e.seq for e in await store.read("s1", after_seq=495)] == list(range(496, 501))
+
+
+async def test_an_append_is_one_statement_that_keeps_every_column_and_the_record(
+    opened: Callable[[str], PostgresStore], pg_url: str
+) -> None:
+    """Run ids and deltas holding the characters the packed parameters split on, a title
+    set mid-batch: read back exactly, and the session row's JSON is what encode_record
+    writes for the updated record."""
+    store = opened("one")
+    await store.create(SessionRecord(session_id="s1", cwd="/w", created_at=1, updated_at=1))
+    odd = "run,1\x1e\x1f\u00e9"
+    batch: list[ev.LoopEvent] = [
+        ev.TextDelta(session_id="s1", run_id=odd, seq=0, ts=5, message_id="m", delta="a\x1eb,c"),
+        ev.SessionInfo(session_id="s1", run_id="", seq=1, ts=6, title="Trip, planned"),
+        ev.TextDelta(session_id="s1", run_id=odd, seq=2, ts=7, message_id="m", delta="\u00e9"),
+    ]
+    await store.append("s1", batch)
+    await store.append("s1", [text("s1", 3)])
+    assert await store.read("s1") == [*batch, text("s1", 3)]
+    expected = SessionRecord(
+        session_id="s1", cwd="/w", created_at=1, updated_at=13, title="Trip, planned"
+    )
+    assert await store.get("s1") == expected
+    with psycopg.connect(pg_url, options="-c search_path=steerable") as conn:
+        row = conn.execute("SELECT data, format, last_seq, title FROM sessions").fetchone()
+        kinds = conn.execute("SELECT kind, run_id, facts FROM events ORDER BY seq").fetchall()
+    assert row is not None
+    assert json.loads(row[0]) == json.loads(encode_record(expected))
+    assert row[1:] == (FORMAT, 3, "Trip, planned")
+    assert kinds == [("text_delta", odd, 0), ("session_info", "", 1), ("text_delta", odd, 0),
+                     ("text_delta", "r", 0)]  # fmt: skip
+
+
+async def test_concurrent_appends_to_one_session_never_interleave_or_duplicate(
+    opened: Callable[[str], PostgresStore],
+) -> None:
+    """Two processes race to append the same seqs: each batch is written whole or refused
+    with seq_conflict, and the log holds exactly the batches that were accepted."""
+    one, two = opened("one"), opened("two")
+    await one.create(record("s1"))
+    accepted: list[list[int]] = []
+    refused: list[str] = []
+
+    async def write(store: PostgresStore, first: int, size: int) -> None:
+        seqs = list(range(first, first + size))
+        try:
+            await store.append("s1", [text("s1", seq) for seq in seqs])
+        except StoreError as err:
+            refused.append(err.code)
+        else:
+            accepted.append(seqs)
+
+    async with anyio.create_task_group() as tg:
+        for first in range(0, 200, 10):
+            tg.start_soon(write, one, first, 20)
+            tg.start_soon(write, two, first + 5, 20)
+    stored = [e.seq for e in await one.read("s1")]
+    assert sorted(seq for seqs in accepted for seq in seqs) == stored
+    assert stored == sorted(set(stored)) and refused and set(refused) == {"seq_conflict"}
+
+
+async def test_an_append_to_a_session_from_a_newer_build_is_refused(
+    opened: Callable[[str], PostgresStore], pg_url: str
+) -> None:
+    store = opened("one")
+    await store.create(record("s1"))
+    execute(pg_url, "UPDATE sessions SET format = 99")
+    for batch in ([text("s1", 0)], []):
+        with pytest.raises(StoreError) as err:
+            await store.append("s1", batch)
+        assert err.value.code == "format_too_new"
+    with pytest.raises(SessionNotFound):
+        await store.append("nope", [])
 
 
 async def test_signals_reach_a_listening_process_inline_and_through_the_table(
