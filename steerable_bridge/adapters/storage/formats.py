@@ -47,6 +47,7 @@ __all__ = [
     "history_compaction",
     "is_reference",
     "with_envelope",
+    "with_envelopes",
 ]
 
 FORMAT = 3
@@ -147,25 +148,41 @@ def _defaulted(cls: type) -> tuple[tuple[str, object], ...]:
     return _DEFAULTED[cls]
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+_LEAVES = (str, int, float, bool, type(None))
+"""Values that hold no dataclass (most fields): `_omitted` passes them at once."""
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    known = _FIELDS.get(cls)
+    if known is None:
+        known = _FIELDS[cls] = tuple(field.name for field in dataclasses.fields(cls))
+    return known
+
+
 def _omitted(value: object, spec: dict[Any, Any]) -> dict[Any, Any]:
     """Add to `spec` (a pydantic `exclude`) every field of the dataclass `value`, at any
     depth, that equals its default."""
-    for name, default in _defaulted(type(value)):
+    cls = type(value)
+    for name, default in _defaulted(cls):
         if getattr(value, name) == default:
             spec[name] = True
-    for field in dataclasses.fields(value):  # type: ignore[arg-type]
-        if field.name in spec:
+    for name in _field_names(cls):
+        if name in spec:
             continue
-        item = getattr(value, field.name)
+        item = getattr(value, name)
+        if isinstance(item, _LEAVES):
+            continue
         if dataclasses.is_dataclass(item):
             inner = _omitted(item, {})
             if inner:
-                spec[field.name] = inner
+                spec[name] = inner
         elif isinstance(item, tuple) and item and dataclasses.is_dataclass(item[0]):
             parts = {i: _omitted(part, {}) for i, part in enumerate(item)}
             parts = {i: inner for i, inner in parts.items() if inner}
             if parts:
-                spec[field.name] = parts
+                spec[name] = parts
     return spec
 
 
@@ -193,6 +210,30 @@ def with_envelope(session_json: str, row: Row) -> str:
         f'"ts":{ts:d},"kind":{_quoted(kind)}'
     )
     return head + "}" if body == "{}" else head + "," + body[1:]
+
+
+def with_envelopes(session_json: str, rows: Iterable[Row]) -> list[str]:
+    """`with_envelope` of each row (a bulk read, `decoding.py`), quoting each distinct
+    kind and run id once. A seq or ts column that is not an integer makes text that does
+    not decode to the row's event, which the caller must check."""
+    quoted: dict[str, str] = {}
+    texts: list[str] = []
+    add = texts.append
+    for seq, _, kind, run_id, ts, data in rows:
+        body = data if isinstance(data, str) else data.decode()
+        if body[:1] != "{":
+            raise ValueError("the stored body is not a JSON object")
+        run = quoted.get(run_id) or quoted.setdefault(run_id, json.dumps(run_id))
+        name = quoted.get(kind) or quoted.setdefault(kind, json.dumps(kind))
+        if body != "{}":
+            add(
+                f'{{"session_id":{session_json},"run_id":{run},"seq":{seq},"ts":{ts},"kind":{name},{body[1:]}'
+            )
+        else:
+            add(
+                f'{{"session_id":{session_json},"run_id":{run},"seq":{seq},"ts":{ts},"kind":{name}}}'
+            )
+    return texts
 
 
 def is_reference(row: Row) -> bool:

@@ -203,12 +203,17 @@ class Resolver:
     def decode(self, row: Row) -> LoopEvent:
         """One row's event (rows must come in seq order)."""
         event = self._rebuild(row) if is_reference(row) else decode_event(self.session_id, row)
+        self.remember(event)
+        return event
+
+    def remember(self, event: LoopEvent) -> None:
+        """Note what later rows may refer to in an event decoded elsewhere (in bulk,
+        `decoding.py`) or here: its request, its message."""
         if isinstance(event, ModelRequestEvent):
             self.requests[event.seq] = event.request
         message = event_message(event)
         if message is not None:
             self.messages[event.seq] = message
-        return event
 
     def _what(self, seq: int) -> str:
         return f"event seq {seq} of session {self.session_id}"

@@ -41,6 +41,7 @@ from anyio.abc import TaskStatus
 
 from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
+from steerable_bridge.adapters.storage.decoding import decode_rows, plain_rows
 from steerable_bridge.adapters.storage.formats import (
     FORMAT,
     Row,
@@ -445,14 +446,15 @@ def _decode_all(conn: sqlite3.Connection, session_id: str, rows: Sequence[Row]) 
     """The rows' events; requests stored by reference are rebuilt, fetching the rows they
     refer to that the read did not include (a tail, or rows after a seq)."""
     resolver = Resolver(session_id)
-    while need := resolver.missing(rows):
+    plain = plain_rows(rows)
+    while not all(plain) and (need := resolver.missing(rows)):
         seqs = sorted(need)
         found = conn.execute(fetch_rows(len(seqs)), (session_id, *seqs)).fetchall()
         resolver.extra.update((row[0], row) for row in found)
         if len(found) < len(seqs):
             absent = min(set(seqs) - {row[0] for row in found})
             raise _missing_row(session_id, absent)
-    return resolver.decode_all(rows)
+    return decode_rows(resolver, rows, plain)
 
 
 def _missing_row(session_id: str, seq: int) -> StoreError:

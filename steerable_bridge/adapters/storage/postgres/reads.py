@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from steerable_bridge.adapters.storage.decoding import decode_rows, plain_rows
 from steerable_bridge.adapters.storage.formats import FORMAT as RECORD_FORMAT
 from steerable_bridge.adapters.storage.formats import (
     decode_record,
@@ -45,10 +46,12 @@ if TYPE_CHECKING:
 __all__ = ["check", "get_record", "read_after", "read_tail"]
 
 
-async def require(conn: Connection, session_id: str) -> None:
-    """Raise SessionNotFound, or format_too_new for a session from a newer build."""
-    cur = await conn.execute("SELECT format FROM sessions WHERE session_id = %s", (session_id,))
-    row = await cur.fetchone()
+_SESSION_FORMAT = "SELECT format FROM sessions WHERE session_id = %s"
+
+
+def _required(session_id: str, row: tuple[int | None] | None) -> None:
+    """Raise SessionNotFound, or format_too_new for a session from a newer build, given
+    the session's `_SESSION_FORMAT` row."""
     if row is None:
         raise SessionNotFound(session_id)
     if row[0] is not None and row[0] > RECORD_FORMAT:
@@ -57,9 +60,10 @@ async def require(conn: Connection, session_id: str) -> None:
 
 async def decode_all(conn: Connection, session_id: str, rows: list[Any]) -> list[LoopEvent]:
     """The rows' events; requests stored by reference are rebuilt, fetching the rows
-    they refer to that the read did not include."""
+    they refer to that the read did not include (one query per level of reference)."""
     resolver = Resolver(session_id)
-    while need := resolver.missing(rows):
+    plain = plain_rows(rows)
+    while not all(plain) and (need := resolver.missing(rows)):
         seqs = sorted(need)
         cur = await conn.execute(pg(fetch_rows(len(seqs))), (session_id, *seqs))
         found = await cur.fetchall()
@@ -71,31 +75,40 @@ async def decode_all(conn: Connection, session_id: str, rows: list[Any]) -> list
                 f"session {session_id} refers to event seq {absent}, which is not stored;"
                 " run `steerable-bridge sessions check`",
             )
-    return resolver.decode_all(rows)
+    return decode_rows(resolver, rows, plain)
 
 
 async def read_after(conn: Connection, session_id: str, after_seq: int) -> list[LoopEvent]:
-    """The session's events after `after_seq`."""
-    await require(conn, session_id)
-    cur = await conn.execute(pg(READ_AFTER), (session_id, after_seq))
-    rows = await cur.fetchall()
+    """The session's events after `after_seq` (one round trip, pipelined; more only for
+    rows that requests stored by reference need)."""
+    async with conn.pipeline():
+        head = await conn.execute(_SESSION_FORMAT, (session_id,))
+        found = await conn.execute(pg(READ_AFTER), (session_id, after_seq))
+        _required(session_id, await head.fetchone())
+        rows = await found.fetchall()
     return await decode_all(conn, session_id, rows)
 
 
 async def read_tail(conn: Connection, session_id: str) -> list[LoopEvent]:
     """From `tail_start` of the newest history compaction on, after the fact-carrying
-    events."""
-    async with conn.transaction():
+    events, in one snapshot: two round trips when the session has no compaction, three
+    when it has (pipelined), more only for rows that requests stored by reference need."""
+    async with conn.pipeline(), conn.transaction():
         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        await require(conn, session_id)
-        start = -1
+        head = await conn.execute(_SESSION_FORMAT, (session_id,))
         compactions = await conn.execute(pg(TAIL_COMPACTION), (session_id,))
-        found = history_compaction(session_id, [row async for row in compactions])
+        _required(session_id, await head.fetchone())
+        found = history_compaction(session_id, await compactions.fetchall())
+        rows: list[Any] = []
+        start = -1
         if found is not None:
             run = await (await conn.execute(pg(TAIL_RUN_START), (session_id, found.seq))).fetchone()
             start = tail_start(found, int(run[0]) if run is not None else found.seq)
-        rows = await (await conn.execute(pg(TAIL_FACTS), (session_id, start))).fetchall()
-        rows += await (await conn.execute(pg(TAIL_FROM), (session_id, start))).fetchall()
+            facts = await conn.execute(pg(TAIL_FACTS), (session_id, start))
+        after = await conn.execute(pg(TAIL_FROM), (session_id, start))
+        if found is not None:
+            rows = await facts.fetchall()
+        rows += await after.fetchall()
         return await decode_all(conn, session_id, rows)
 
 

@@ -1,0 +1,82 @@
+"""Decoding many stored rows at once: one parser call for a run of complete events.
+
+A durable store reads a log back as rows (`formats.Row`: seq, format, kind, run id, ts,
+data) in seq order. Most rows hold a complete event body in this build's record format;
+those get their envelope back from their columns (`formats.with_envelopes`), are joined into
+one JSON array and validated by one pydantic call (`codec.events_from_json`), which costs
+about half of decoding them one by one. Every other row — an older format that needs
+upgrading, a model request stored by reference — goes through the session's `Resolver`
+one at a time, in order, so references resolve exactly as `Resolver.decode_all` resolves
+them; the events decoded in bulk are handed to the Resolver (`remember`), as later
+references may point at them. A bulk call that fails, or that yields an event whose seq or
+session does not match its row, is redone row by row, so a damaged row is reported by the
+same `corrupt_record` error, naming its seq. Used by `sqlite.py` and `postgres/reads.py`;
+it never touches a connection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from steerable_bridge.adapters.storage import formats
+from steerable_bridge.adapters.storage.formats import Row, is_reference, with_envelopes
+from steerable_bridge.adapters.storage.references import Resolver
+from steerable_bridge.runtime.codec import events_from_json
+from steerable_bridge.runtime.events import LoopEvent
+
+__all__ = ["decode_rows", "plain_rows"]
+
+
+def plain_rows(rows: Sequence[Row]) -> list[bool]:
+    """For each row, whether it holds a complete event body of this build's format (one
+    that decodes on its own, in bulk); the others need the Resolver, perhaps other rows."""
+    current = formats.FORMAT  # read now: a test may stand in for a later build
+    return [row[1] == current and not is_reference(row) for row in rows]
+
+
+def decode_rows(
+    resolver: Resolver, rows: Sequence[Row], plain: Sequence[bool] | None = None
+) -> list[LoopEvent]:
+    """The events of `rows` (one session's, in seq order; `plain` is `plain_rows(rows)` if
+    the caller has it), as `resolver.decode_all(rows)` gives them: rows the resolver holds
+    in `extra` are decoded where their seq falls and left out of the result."""
+    if resolver.extra:
+        wanted = {row[0] for row in rows}
+        merged = sorted([*rows, *(r for s, r in resolver.extra.items() if s not in wanted)])
+        resolver.extra.clear()
+        return [event for event in decode_rows(resolver, merged) if event.seq in wanted]
+    if plain is None:
+        plain = plain_rows(rows)
+    events: list[LoopEvent] = []
+    start = 0
+    for index, row in enumerate(rows):
+        if plain[index]:
+            continue
+        if start < index:
+            events += _bulk(resolver, rows[start:index])
+        events.append(resolver.decode(row))
+        start = index + 1
+    if start < len(rows):
+        events += _bulk(resolver, rows[start:])
+    return events
+
+
+def _bulk(resolver: Resolver, rows: Sequence[Row]) -> list[LoopEvent]:
+    """Complete event bodies of this build's format, decoded in one call."""
+    if len(rows) == 1:
+        return [resolver.decode(rows[0])]
+    session_json = json.dumps(resolver.session_id)
+    try:
+        events = events_from_json("[" + ",".join(with_envelopes(session_json, rows)) + "]")
+    except (ValidationError, ValueError, UnicodeDecodeError):
+        events = []
+    if [event.seq for event in events] != [row[0] for row in rows] or {
+        event.session_id for event in events
+    } != {resolver.session_id}:
+        return [resolver.decode(row) for row in rows]  # names the damaged row
+    for event in events:
+        resolver.remember(event)
+    return events
