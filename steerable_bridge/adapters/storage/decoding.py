@@ -38,33 +38,40 @@ def plain_rows(rows: Sequence[Row]) -> list[bool]:
 
 
 def decode_rows(
-    resolver: Resolver, rows: Sequence[Row], plain: Sequence[bool] | None = None
+    resolver: Resolver,
+    rows: Sequence[Row],
+    plain: Sequence[bool] | None = None,
+    *,
+    final: bool = False,
 ) -> list[LoopEvent]:
     """The events of `rows` (one session's, in seq order; `plain` is `plain_rows(rows)` if
     the caller has it), as `resolver.decode_all(rows)` gives them: rows the resolver holds
-    in `extra` are decoded where their seq falls and left out of the result."""
+    in `extra` are decoded where their seq falls and left out of the result. `final`: the
+    caller decodes nothing more with `resolver`, so events after the last row that needs
+    it are not noted in it (nothing could refer to them)."""
     if resolver.extra:
         wanted = {row[0] for row in rows}
         merged = sorted([*rows, *(r for s, r in resolver.extra.items() if s not in wanted)])
         resolver.extra.clear()
-        return [event for event in decode_rows(resolver, merged) if event.seq in wanted]
+        events = decode_rows(resolver, merged, final=final)
+        return [event for event in events if event.seq in wanted]
     if plain is None:
         plain = plain_rows(rows)
-    events: list[LoopEvent] = []
+    events = []
     start = 0
     for index, row in enumerate(rows):
         if plain[index]:
             continue
         if start < index:
-            events += _bulk(resolver, rows[start:index])
+            events += _bulk(resolver, rows[start:index], remember=True)
         events.append(resolver.decode(row))
         start = index + 1
     if start < len(rows):
-        events += _bulk(resolver, rows[start:])
+        events += _bulk(resolver, rows[start:], remember=not final)
     return events
 
 
-def _bulk(resolver: Resolver, rows: Sequence[Row]) -> list[LoopEvent]:
+def _bulk(resolver: Resolver, rows: Sequence[Row], *, remember: bool) -> list[LoopEvent]:
     """Complete event bodies of this build's format, decoded in one call."""
     if len(rows) == 1:
         return [resolver.decode(rows[0])]
@@ -77,6 +84,7 @@ def _bulk(resolver: Resolver, rows: Sequence[Row]) -> list[LoopEvent]:
         event.session_id for event in events
     } != {resolver.session_id}:
         return [resolver.decode(row) for row in rows]  # names the damaged row
-    for event in events:
-        resolver.remember(event)
+    if remember:
+        for event in events:
+            resolver.remember(event)
     return events

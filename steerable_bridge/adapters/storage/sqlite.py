@@ -454,7 +454,7 @@ def _decode_all(conn: sqlite3.Connection, session_id: str, rows: Sequence[Row]) 
         if len(found) < len(seqs):
             absent = min(set(seqs) - {row[0] for row in found})
             raise _missing_row(session_id, absent)
-    return decode_rows(resolver, rows, plain)
+    return decode_rows(resolver, rows, plain, final=True)
 
 
 def _missing_row(session_id: str, seq: int) -> StoreError:

@@ -63,6 +63,7 @@ def test_bulk_decoding_gives_the_events_one_by_one_decoding_gives() -> None:
     rows[4] = (full.seq, 2, full.kind, full.run_id, full.ts, event_to_json(full))
     assert plain_rows(rows).count(False) == 3
     assert decode_rows(Resolver(SID), rows) == Resolver(SID).decode_all(rows) == log
+    assert decode_rows(Resolver(SID), rows, final=True) == log
     as_bytes = [(*row[:5], str(row[5]).encode()) for row in rows]
     assert decode_rows(Resolver(SID), as_bytes) == log
 

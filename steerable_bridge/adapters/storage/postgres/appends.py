@@ -7,10 +7,11 @@ update happened. The update's row lock serialises concurrent appends to one sess
 second writer waits for the first and then finds the seq condition false, so nothing of
 its batch is written. When nothing was written, one more query says why: no such session,
 a record from a newer build (`format_too_new`), or a seq at or below the stored one
-(`seq_conflict`, `appending.py`). Seqs within the batch are checked before sending, the
-rows are built beforehand (`sql.event_rows`), and arrays go in binary, so no JSON is
-escaped or parsed on the way. The session record's JSON is rebuilt in SQL from its
-columns, with the keys `formats.encode_record` writes.
+(`seq_conflict`, `appending.py`). Seqs within the batch are checked before sending and the
+rows are built beforehand (`sql.event_rows`); the columns travel packed in a few binary
+text parameters (see `APPEND`), so no JSON is escaped or parsed on the way and psycopg
+dumps no per-row values. The session record's JSON is rebuilt in SQL from its columns,
+with the keys `formats.encode_record` writes (a test compares the two).
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ The columns travel packed, not as arrays of Python values, which psycopg would d
 element at a time: numbers as comma-separated text, facts as a string of 0s and 1s, kind
 and run id as 1-based positions in `names` (the batch's few distinct strings), and the
 event JSON texts joined by the record separator U+001E, which JSON text never holds raw
-(control characters inside strings are escaped)."""
+(control characters inside strings are escaped). Were one to hold it, the split would
+yield a row more than the others, whose NULL columns the table refuses: the append fails
+whole, nothing is misfiled."""
 
 _RECORD_SEPARATOR = "\x1e"
 

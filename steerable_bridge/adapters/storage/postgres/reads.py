@@ -75,7 +75,7 @@ async def decode_all(conn: Connection, session_id: str, rows: list[Any]) -> list
                 f"session {session_id} refers to event seq {absent}, which is not stored;"
                 " run `steerable-bridge sessions check`",
             )
-    return decode_rows(resolver, rows, plain)
+    return decode_rows(resolver, rows, plain, final=True)
 
 
 async def read_after(conn: Connection, session_id: str, after_seq: int) -> list[LoopEvent]:
