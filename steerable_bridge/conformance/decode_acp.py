@@ -138,6 +138,9 @@ class _Decoder:
     ) -> LoopEvent | None:
         if kind == "text_delta":
             return ev.TextDelta(**base, message_id=u.message_id, delta=u.content.text)
+        if kind == "compaction":  # the text is only its headline; the event is in _meta
+            fields = {k: v for k, v in meta.items() if k not in ("kind", "seq", "ts", "run_id")}
+            return codec.event_from_jsonable({**base, "kind": kind, **fields})
         if kind == "reasoning_delta":
             return ev.ReasoningDelta(**base, message_id=u.message_id, delta=u.content.text)
         if kind in ("user_message", "steer_applied", "follow_up_applied"):

@@ -154,7 +154,9 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("hook_action", "event channel", _CHANNEL),
     _row("budget_exhausted", "event channel", _CHANNEL),
     _row("soft_timeout", "event channel", _CHANNEL),
-    _row("compaction", "event channel", _CHANNEL),
+    _row("compaction", "update", "`agent_message_chunk` (messageId compaction-<seq>): its"
+         " headline, e.g. \"Compacted 3 turns: 6,120 → 1,450 tokens.\" (the reply to"
+         " `/compact`); every field in `_meta.steerable`"),
 )  # fmt: skip
 
 _BY_KIND: dict[str, KindMapping] = {m.kind: m for m in MAPPING}

@@ -227,6 +227,9 @@ class Compactor:
         notice = self._breakers(trigger, post, window) if trigger == "pressure" else ""
         if notice:
             post += estimate_text_tokens(notice)
+        turns = sum(
+            isinstance(e, ev.UserMessage) and plan.floor < e.seq <= plan.through for e in events
+        )
         await step.emit(
             summary=summary,
             through_seq=plan.through,
@@ -236,6 +239,7 @@ class Compactor:
             post_tokens=post,
             fallback=fallback,
             notice=notice,
+            turns=turns,
         )
         self.compactions += 1
         return step.rebuild()

@@ -394,7 +394,9 @@ class Compaction(EventBase):
     `post_tokens` are the runtime's estimates of the next request before and after the
     rewrite; `fallback` is true when the summary is the deterministic digest because the
     model's summary call failed; `notice` (when set) is shown to the model after the summary
-    and to the user, e.g. when the compaction breaker opened.
+    and to the user, e.g. when the compaction breaker opened; `turns` counts the user turns
+    folded into the summary (0 for a fold of tool results, or a cut inside one turn).
+    `headline` is the line a user is shown for it.
     """
 
     kind: Literal["compaction"] = "compaction"
@@ -406,6 +408,25 @@ class Compaction(EventBase):
     post_tokens: int = 0
     fallback: bool = False
     notice: str = ""
+    turns: int = 0
+
+    @property
+    def headline(self) -> str:
+        """What happened, for the user: e.g. `Compacted 3 turns: 6,120 → 1,450 tokens.`"""
+        tokens = f"{self.pre_tokens:,} → {self.post_tokens:,} tokens"
+        if self.scope == "tool_results":
+            text = f"Folded old tool results: {tokens}."
+        else:
+            plural = "s" if self.turns != 1 else ""
+            what = f"{self.turns} turn{plural}" if self.turns else "the conversation so far"
+            reason = {
+                "pressure": "The context window was nearly full: compacted",
+                "overflow": "The model's context window overflowed: compacted",
+            }.get(self.trigger, "Compacted")
+            text = f"{reason} {what}: {tokens}."
+            if self.fallback:
+                text += " The summary is a digest of those turns (the model could not write one)."
+        return f"{text}\n\n{self.notice}" if self.notice else text
 
 
 LoopEvent = (

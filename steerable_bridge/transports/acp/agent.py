@@ -440,6 +440,8 @@ class AcpAgent:
         finally:
             if state.token is token:
                 state.token = None
+        if compact and outcome.stop_reason == "end_turn":
+            await self._slash.after_compact(state, outcome.run_id)
         ending = _run_end(session, outcome.run_id)
         if outcome.stop_reason is None:
             raise errors.run_failed(

@@ -24,6 +24,8 @@ own prompts; live, the client already shows them.
 | mode_changed                 | current_mode_update                                           |
 | config_changed "model"       | config_option_update (the full option list)                   |
 | commands_updated             | available_commands_update                                     |
+| compaction                   | agent_message_chunk: its `headline` and a blank line          |
+|                              | (messageId `compaction-<seq>`), e.g. the reply to `/compact`  |
 | run_finished / run_failed    | nothing here: the session/prompt response (`stop_reason`)     |
 | every other kind             | nothing (only the opt-in `_steerable/event` channel has them) |
 
@@ -45,6 +47,9 @@ and `run_id` of its event, plus what the ACP payload cannot hold exactly:
   `cache_creation_tokens` (prompt tokens the provider's cache served / stored).
   config_changed: `option_id`, `value`.
 - session_info: `title` (may be null).
+- compaction: every field of the event (`summary`, `through_seq`, `trigger`, `scope`,
+  `pre_tokens`, `post_tokens`, `fallback`, `notice`, `turns`); the text is only its
+  headline.
 
 Content parts map text → text block, image → image block, resource with text → embedded
 `resource`, resource without text → `resource_link`, diff → `diff`, terminal → `terminal`.
@@ -71,6 +76,7 @@ from typing import Any, Literal
 
 from acp import schema as acp
 
+from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent, StopReason
 from steerable_bridge.runtime.permissions import MODES
@@ -269,6 +275,18 @@ class AcpRenderer:
                     content=acp.TextContentBlock(type="text", text=event.delta),
                     message_id=event.message_id,
                     field_meta=meta(),
+                )
+            ]
+        if isinstance(event, ev.Compaction):
+            fields = codec.event_to_jsonable(event)
+            for key in ("session_id", "run_id", "seq", "ts", "kind"):
+                del fields[key]
+            return [
+                acp.AgentMessageChunk(
+                    session_update="agent_message_chunk",
+                    content=acp.TextContentBlock(type="text", text=event.headline + "\n\n"),
+                    message_id=f"compaction-{event.seq}",
+                    field_meta=meta(**fields),
                 )
             ]
         if isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):

@@ -8,8 +8,10 @@ without a model turn. `/mode` and `/model` do exactly what `session/set_mode` an
 update). The short reply is sent as `agent_message_chunk`s *without* `_meta.steerable`: it
 is not a LoopEvent and is not replayed by `session/load`. Anything else starting with `/`
 goes to the model unchanged. `/compact` is a turn of its own (the agent runs
-`TurnInput(compact=True)`: `run_started`, `compaction`, `run_finished`, no model call); it
-sends no reply text, so every update of that turn is a rendered LoopEvent.
+`TurnInput(compact=True)`: `run_started`, `compaction`, `run_finished`, no model call); its
+reply is the rendered `compaction` event (an `agent_message_chunk` with the event's
+headline, "Compacted 3 turns: 6,120 → 1,450 tokens.", and the event in `_meta`). When
+there was nothing to fold, `after_compact` says so in a short reply like `/help`'s.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 from acp import RequestError
 from acp import schema as acp
 
+from steerable_bridge.runtime.events import Compaction
 from steerable_bridge.runtime.permissions import MODES
 
 if TYPE_CHECKING:
@@ -27,7 +30,11 @@ if TYPE_CHECKING:
     from steerable_bridge.transports.acp.content import PromptBlock
     from steerable_bridge.transports.acp.session import AcpSession
 
-__all__ = ["SlashCommands", "is_compact", "parse"]
+__all__ = ["NOTHING_TO_COMPACT", "SlashCommands", "is_compact", "parse"]
+
+NOTHING_TO_COMPACT = (
+    "Nothing to compact: everything since the last compaction fits in the turns kept verbatim."
+)
 
 NAMES = ("help", "mode", "model", "compact")
 
@@ -80,6 +87,21 @@ class SlashCommands:
             )
         )
         return acp.PromptResponse(stop_reason="end_turn")
+
+    async def after_compact(self, state: AcpSession, run_id: str) -> None:
+        """Tell the user when their `/compact` turn found nothing to fold (a compaction
+        answers for itself: its rendered event is the reply)."""
+        for event in reversed(state.session.log.view()):
+            if event.run_id != run_id:
+                break
+            if isinstance(event, Compaction):
+                return
+        await state.send(
+            acp.AgentMessageChunk(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=NOTHING_TO_COMPACT),
+            )
+        )
 
     def _help(self, state: AcpSession) -> str:
         session = state.session

@@ -337,3 +337,18 @@ async def test_slash_compact_summarizes_between_turns(tmp_path: Path) -> None:
     assert requests[-1].messages[0].text.endswith("SUMMARY of the first turn")
     runs = [e for e in events if e.kind == "run_finished"]
     assert len(runs) == 4  # /compact is a turn of its own, even when nothing was folded
+    from steerable_bridge.transports.acp.slash import NOTHING_TO_COMPACT
+
+    replies = [
+        u
+        for u in run.client.updates_of("agent_message_chunk")
+        if not u.content.text.startswith(("first", "second"))
+    ]
+    fold = folds[0]
+    assert fold.turns == 1
+    assert [u.content.text for u in replies] == [
+        f"Compacted 1 turn: {fold.pre_tokens:,} → {fold.post_tokens:,} tokens.\n\n",
+        NOTHING_TO_COMPACT,
+    ]
+    assert replies[0].message_id == f"compaction-{fold.seq}"
+    assert _meta(replies[0])["summary"] == fold.summary and replies[1].field_meta is None
