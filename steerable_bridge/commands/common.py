@@ -346,15 +346,6 @@ def _scheme(spec: str) -> str | None:
     return None
 
 
-async def _project_notes(cwd: str) -> str:
-    """AGENTS.md and the like for a session's system prompt, read off the event loop."""
-    import anyio
-
-    from steerable_bridge.adapters.tools.notes import read_project_notes
-
-    return await anyio.to_thread.run_sync(read_project_notes, cwd)
-
-
 def build_agent(
     args: argparse.Namespace,
     *,
@@ -408,10 +399,11 @@ def build_agent(
         observers=observers,
         approvals=build_approvals(args.storage),
     )
+    from steerable_bridge.adapters.tools.notes import ProjectNotes
     from steerable_bridge.adapters.tools.spill import FileSpill
 
     agent.spill = FileSpill()  # full text of tool results cut for the model
-    agent.notes = _project_notes
+    agent.notes = ProjectNotes().read  # AGENTS.md and the like, read off the event loop
     for tool in tools:
         agent.tools.register(tool)
     for hook in hooks:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
-from steerable_bridge.adapters.tools.notes import read_project_notes
+from steerable_bridge.adapters.tools.notes import ProjectNotes, read_project_notes
 from steerable_bridge.runtime import events as ev
 from tests.runtime.harness import make_agent, of, prompt, scripted
 
@@ -52,3 +53,27 @@ async def test_the_notes_reach_the_logged_request(tmp_path: Path) -> None:
     (request,) = of(seen, ev.ModelRequestEvent)
     assert "<project-notes>" in request.request.system
     assert "Never touch vendor/." in request.request.system
+
+
+@pytest.mark.anyio
+async def test_sessions_made_together_share_one_read(tmp_path: Path) -> None:
+    cwd = str(_project(tmp_path))
+    now = [0.0]
+    reader = ProjectNotes(fresh_s=2.0, clock=lambda: now[0])
+    texts: list[str] = []
+
+    async def one() -> None:
+        texts.append(await reader.read(cwd))
+
+    async with anyio.create_task_group() as tg:  # a burst of new sessions in one folder
+        for _ in range(20):
+            tg.start_soon(one)
+    assert reader.reads == 1 and len(set(texts)) == 1 and "vendor/" in texts[0]
+    (Path(cwd) / "CLAUDE.md").write_text("Edited.\n", encoding="utf-8")
+    now[0] = 1.0
+    assert "Edited." not in await reader.read(cwd)  # still fresh: reused
+    now[0] = 2.5
+    assert "Edited." in await reader.read(cwd)  # stale: read again
+    assert reader.reads == 2
+    assert await reader.read(str(tmp_path / "elsewhere")) == ""
+    assert reader.reads == 3
