@@ -38,6 +38,7 @@ from steerable_bridge.commands.common import (
     build_agent,
     command_policy,
 )
+from steerable_bridge.commands.heap import settle_startup_heap
 from steerable_bridge.commands.logs import add_log_options, configure_logging
 
 
@@ -139,7 +140,9 @@ def main(args: argparse.Namespace) -> int:
             lifespan="on",
             http=json_error_protocol(),
         )
-        uvicorn.Server(config).run(sockets=[sock])
+        server = uvicorn.Server(config)
+        settle_startup_heap()
+        server.run(sockets=[sock])
         return 0
     from uvicorn.supervisors import Multiprocess
 
@@ -198,7 +201,9 @@ def worker_app() -> Any:
         raise ConfigError(f"{OPTIONS_ENV} is not set; start workers with serve --workers N")
     args = argparse.Namespace(**json.loads(raw))
     configure_logging(args)
-    return build_app(args)
+    app = build_app(args)
+    settle_startup_heap()
+    return app
 
 
 def __getattr__(name: str) -> Any:
