@@ -153,21 +153,24 @@ class Session:
                 cache_drift=self.cache_drift,
                 trace_id=observed.trace_id,
             )
+            done = anyio.Event()
             async with anyio.create_task_group() as flusher:
-                flusher.start_soon(self._flush_every, context.settings.commit_interval_s)
+                flusher.start_soon(self._flush_every, context.settings.commit_interval_s, done)
                 try:
                     outcome = await run_turn(context, turn)
                 finally:
-                    flusher.cancel_scope.cancel()
+                    done.set()  # the flusher returns on its own: no cancellation to unwind
             if observed.trace_id is None:
                 return outcome
             return dataclasses.replace(outcome, trace_id=observed.trace_id)
 
-    async def _flush_every(self, interval: float) -> None:
-        """Commit streamed events at least every `interval` s, even while the model stalls."""
-        while True:
-            await anyio.sleep(interval)
-            if self.log.uncommitted:
+    async def _flush_every(self, interval: float, done: anyio.Event) -> None:
+        """Commit streamed events at least every `interval` s, even while the model stalls,
+        until `done` is set."""
+        while not done.is_set():
+            with anyio.move_on_after(interval):
+                await done.wait()
+            if self.log.uncommitted and not done.is_set():
                 with anyio.CancelScope(shield=True):
                     await self.log.commit()
 

@@ -1,28 +1,40 @@
 """The SSE response: an ASGI callable that runs a producer and streams what it writes.
 
-`EventStream(produce, on_disconnect=...)` sends the `text/event-stream` head, then runs
-`produce(write)` inside a task group of its own together with two helpers: a watcher that
-reads the request channel and calls `on_disconnect()` the moment the client goes away (the
-transport uses it to cancel the turn, so cancellation takes milliseconds, not the next
-write), and a keep-alive that sends an SSE comment every `keepalive_s` so proxies keep an
-idle stream open. `write(data)` never raises and never yields while its queue has room: a
-writer task sends what piled up as one body chunk, so a burst of events costs one socket
-write, and a slow client only makes the producer wait (bounded) once `buffer_frames` are
-queued. After a disconnect, a failed send or a send the client does not take within
-`send_timeout_s`, data is dropped and the disconnect reported once. The helpers end with the
-producer; `on_close()` runs last, whatever happened.
-Frames are bytes the caller already encoded (`wire.py`); this module adds no framing.
+`EventStream(produce, on_disconnect=...)` runs `produce(write)` together with two helpers in
+a task group of its own, and sends the `text/event-stream` head with the first frame: a
+watcher that reads the request channel and calls `on_disconnect()` the moment the client
+goes away (the transport uses it to cancel the turn, so cancellation takes milliseconds, not
+the next write), and a writer. `write(data)` never raises and never yields while fewer than
+`buffer_frames` frames wait: it queues the frame, and the writer sends what piled up as one
+body chunk, so a burst of events costs one socket write; a slow client only makes the
+producer wait (bounded) once the queue is full. The writer also sends an SSE comment when
+nothing was written for `keepalive_s`, so proxies keep an idle stream open. After a
+disconnect, a failed send or a send the client does not take within `send_timeout_s`, data
+is dropped and the disconnect reported once. The helpers end with the producer without being
+cancelled where the server allows it (a cancelled task costs an exception and a traceback,
+garbage a busy server collects in pauses every stream waits through): the writer drains and
+returns, and the watcher returns when the server reports the response complete (uvicorn
+does); `on_close()` runs once, right after the last body went out (before the client can
+send a next request on the connection), or last, whatever happened. Until the first frame
+nothing is sent, so a producer that finds it must not run after all (it lost a race for its
+session) raises `StreamRefused(response)` before writing, and the client gets that response
+(a 409) instead of a stream. Frames are bytes the caller already encoded (`wire.py`); this
+module adds no framing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 
 import anyio
-from starlette.types import Message, Receive, Scope, Send
+import anyio.lowlevel
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["KEEPALIVE", "EventStream", "Write"]
+__all__ = ["KEEPALIVE", "EventStream", "StreamRefused", "Write"]
+
+log = logging.getLogger(__name__)
 
 Write = Callable[[bytes], Awaitable[None]]
 KEEPALIVE = b": keep-alive\n\n"
@@ -31,6 +43,14 @@ HEADERS = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+
+
+class StreamRefused(Exception):
+    """Raised by a producer before its first write: answer `response` instead."""
+
+    def __init__(self, response: ASGIApp) -> None:
+        super().__init__("the stream was refused before it began")
+        self.response = response
 
 
 class EventStream:
@@ -52,80 +72,127 @@ class EventStream:
         self._on_close = on_close
         self._keepalive_s = keepalive_s
         self._send_timeout_s = send_timeout_s
+        self._buffer_frames = buffer_frames
         self._headers = HEADERS + (headers or [])
-        self._tx, self._rx = anyio.create_memory_object_stream[bytes](buffer_frames)
+        self._queued: list[bytes] = []
+        self._wake: anyio.Event | None = None
+        """Set to wake the writer (it waits for frames, or for the producer's end)."""
+        self._room: anyio.Event | None = None
+        """Set by the writer when it took the queue (a producer waits on it when full)."""
+        self._produced = False
+        self._headed = False
+        self._complete = False
+        self._closed = False
         self.disconnected = False
 
     def _lost(self) -> None:
         if not self.disconnected:
             self.disconnected = True
             self._on_disconnect()
+            self._notify()
+
+    def _notify(self) -> None:
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            wake.set()
+        room, self._room = self._room, None
+        if room is not None:
+            room.set()
 
     async def _write(self, data: bytes) -> None:
         """Queue a frame without yielding; wait (bounded) only when the queue is full."""
         if self.disconnected or not data:
             return
-        try:
-            self._tx.send_nowait(data)
-            return
-        except anyio.WouldBlock:
-            pass
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return
-        with anyio.move_on_after(self._send_timeout_s) as waited:
-            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await self._tx.send(data)
-        if waited.cancelled_caught:
-            self._lost()
+        if len(self._queued) >= self._buffer_frames:
+            room = self._room = self._room or anyio.Event()
+            with anyio.move_on_after(self._send_timeout_s):
+                await room.wait()
+            if len(self._queued) >= self._buffer_frames:
+                self._lost()  # the client took nothing for send_timeout_s
+            if self.disconnected:
+                return
+        self._queued.append(data)
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            wake.set()
 
     async def _writer(self, send: Send) -> None:
-        """Send queued frames, joining whatever has piled up into one body chunk."""
-        async with self._rx:
-            async for first in self._rx:
-                parts = [first]
-                while True:
-                    try:
-                        parts.append(self._rx.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                if self.disconnected:
-                    continue
-                sent = False
-                with anyio.move_on_after(self._send_timeout_s), contextlib.suppress(OSError):
-                    body = b"".join(parts)
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
-                    sent = True
-                if not sent:
-                    self._lost()
+        """Send queued frames, joining whatever has piled up into one body chunk; an SSE
+        comment after `keepalive_s` without frames. Returns once the producer is done and
+        everything it wrote went out (or the client is gone)."""
+        while not self.disconnected:
+            if not self._queued:
+                if self._produced:
+                    return
+                wake = self._wake = anyio.Event()
+                with anyio.move_on_after(self._keepalive_s):
+                    await wake.wait()
+                idle = not self._queued and not self._produced and not self.disconnected
+                if idle and self._headed:  # before the first frame the stream is not open
+                    self._queued.append(KEEPALIVE)
+                continue
+            body = b"".join(self._queued)
+            self._queued = []
+            room, self._room = self._room, None
+            if room is not None:
+                room.set()
+            sent = False
+            with anyio.move_on_after(self._send_timeout_s), contextlib.suppress(OSError):
+                await self._head(send)
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+                sent = True
+            if not sent:
+                self._lost()
+
+    async def _head(self, send: Send) -> None:
+        if not self._headed:
+            self._headed = True
+            await send({"type": "http.response.start", "status": 200, "headers": self._headers})
 
     async def _watch(self, receive: Receive) -> None:
         while True:
             message: Message = await receive()
             if message["type"] == "http.disconnect":
-                self._lost()
+                if not self._complete:  # after the last body it means "response complete"
+                    self._lost()
                 return
 
-    async def _keepalive(self) -> None:
-        while True:
-            await anyio.sleep(self._keepalive_s)
-            await self._write(KEEPALIVE)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused: StreamRefused | None = None
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": self._headers})
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, receive)
-                tg.start_soon(self._keepalive)
                 async with anyio.create_task_group() as writing:
                     writing.start_soon(self._writer, send)
                     try:
                         await self._produce(self._write)
+                    except StreamRefused as refusal:
+                        refused = refusal
                     finally:
-                        self._tx.close()
+                        self._produced = True
+                        self._notify()
+                if refused is not None and not self._headed:
+                    self._complete = True
+                    await refused.response(scope, receive, send)
+                elif not self.disconnected:
+                    if refused is not None:
+                        log.error("a stream was refused after it began; it ends here")
+                    self._complete = True
+                    with anyio.move_on_after(self._send_timeout_s), contextlib.suppress(OSError):
+                        await self._head(send)
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    # The client may send its next request the moment it reads the end:
+                    # close (free the thread) before yielding to the loop even once.
+                    self._close()
+                    # uvicorn wakes the watcher with http.disconnect now; let it return
+                    # before ending whatever is still waiting by cancellation.
+                    await anyio.lowlevel.cancel_shielded_checkpoint()
                 tg.cancel_scope.cancel()
-            if not self.disconnected:
-                with anyio.move_on_after(self._send_timeout_s), contextlib.suppress(OSError):
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            self._tx.close()
+            self._produced = True
+            self._close()
+
+    def _close(self) -> None:
+        if not self._closed:
+            self._closed = True
             self._on_close()

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_events_arrive_while_the_turn_runs_with_keepalive_comments() -> None:
     slow = scripted({"text": "abcdefghij", "chunk_size": 1, "delay_ms": 40})
-    app = create_app(agent_for(slow), keepalive_s=0.05)
+    app = create_app(agent_for(slow), keepalive_s=0.02)  # sent in the 40 ms pauses
     async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
         started = time.monotonic()
         first_at = None
