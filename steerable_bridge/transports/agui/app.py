@@ -1,24 +1,25 @@
 """The AG-UI HTTP app: `create_app(agent)`, a Starlette app other ASGI apps can mount.
 
 Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
-`text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol
-version and the names of the tools the agent offers (the chat page suggests only what they
-can do); `GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live
-here, before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403)
-is refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer
-token when one is configured (401); the body (`body.py`): `application/json` only (415),
-a size limit checked on `Content-Length` and on the bytes read (413), strict JSON (422);
-schema validation (422 with the errors); and one run per thread, in this process or any
-other sharing the store (409 — unless the request asks to steer or stop with
-`forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). CORS is added only for
-the origins given. Every error body is `{"error": {"code", "message"}}`, the message naming
-the remedy — a bug too (500, `internal_error`; the traceback only in the log). The app's
-lifespan relays signals from other processes to the turns this one runs
+`text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version
+and the names of the tools the agent offers (the chat page suggests only what they can do);
+`GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live here,
+before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403) is
+refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer token
+when one is configured (401); the body (`body.py`): `application/json` only (415), a size
+limit checked on `Content-Length` and on the bytes read (413), strict JSON (422); schema
+validation (422 with the errors); and one run per thread, in this process or any other
+sharing the store (409 — unless the request asks to steer or stop with
+`forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). The run's own claim on
+the session decides, before anything is sent: a request that passed the check but lost the
+session to another process in the meantime gets the same 409, not a stream. CORS is added
+only for the origins given. Every error body is `{"error": {"code", "message"}}`, the
+message naming the remedy — a bug too (500, `internal_error`; the traceback only in the
+log). The app's lifespan relays signals from other processes to the turns this one runs
 (`Agent.relay_signals`) and shuts the agent down when the server stops (`Agent.aclose`:
-model providers' pooled HTTP clients, the store); a host that mounts the app without
-running its lifespan calls `agent.aclose()` itself.
-With `metrics` given, `GET /metrics` serves them as Prometheus text (`metered.py`), behind
-the bearer token too.
+model providers' pooled HTTP clients, the store); a host that mounts the app without running
+its lifespan calls `agent.aclose()` itself. With `metrics` given, `GET /metrics` serves them
+as Prometheus text (`metered.py`), behind the bearer token too.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from starlette.routing import Route
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.storage import SessionBusy, SessionOwned
 from steerable_bridge.transports.agui.body import BodyError, read_json
 from steerable_bridge.transports.agui.control import Control, Refusal
 from steerable_bridge.transports.agui.guard import WebGuard
@@ -54,7 +56,7 @@ from steerable_bridge.transports.agui.metered import (
     metered,
     metrics_response,
 )
-from steerable_bridge.transports.agui.stream import EventStream
+from steerable_bridge.transports.agui.stream import EventStream, StreamRefused, Write
 from steerable_bridge.transports.agui.threads import Threads
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
@@ -190,7 +192,15 @@ class _Server:
         def release() -> None:
             thread.release(holder)
 
-        produce: Produce = prepared.produce
+        async def run_or_refuse(write: Write) -> None:
+            try:
+                await prepared.produce(write)
+            except SessionBusy as err:  # lost the session to another process since the check
+                thread.release(holder)
+                owner = err.owner if isinstance(err, SessionOwned) else None
+                raise StreamRefused(await self._busy(run, owner)) from None
+
+        produce: Produce = run_or_refuse
         if self.metrics is not None:
             produce = metered(produce, self.metrics, started)
         return EventStream(

@@ -176,6 +176,8 @@ class Run:
         self.encoder = SseEncoder(self.renderer)
         self.stop_reason: str | None = None
         self.disconnected = False
+        self.wrote = False
+        """Whether a frame was written (before that, a lost race is answered with a 409)."""
 
     def messages(self) -> list[Message]:
         """The thread for MESSAGES_SNAPSHOT; the ids it holds are known from now on."""
@@ -199,6 +201,7 @@ class Run:
     async def produce(self, write: Write) -> None:
         started = time.monotonic()
         self.thread.known |= self.parsed.new_ids
+        recorded: set[str] = set()
 
         async def sink(event: LoopEvent) -> None:
             self.thread.sent_seq = max(self.thread.sent_seq, event.seq)
@@ -211,11 +214,13 @@ class Run:
             except Exception:  # an unencodable event must not end the turn; it stays logged
                 log.exception("thread %s: could not encode seq %s", event.session_id, event.seq)
                 return
+            self.wrote = True
             await write(data)
 
         try:
             for message_id, content in self.parsed.earlier:
                 await self.session.record(ev.UserMessage, message_id=message_id, content=content)
+                recorded.add(message_id)
             view = self.session.log.view()
             first = len(view)
             while first > 0 and view[first - 1].seq > self.thread.sent_seq:
@@ -229,6 +234,9 @@ class Run:
                 self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
             )
         except SessionBusy as err:
+            if not self.wrote:  # another process took the session since the check: a 409
+                self.thread.known -= self.parsed.new_ids - recorded
+                raise
             await write(self.encoder.encode_models(self.renderer.derived_error(err.code, str(err))))
         except Exception as err:
             log.exception("thread %s run %s failed", self.thread.thread_id, self.input.run_id)
