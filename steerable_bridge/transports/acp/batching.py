@@ -1,17 +1,18 @@
 """`BatchingSender`: every JSON-RPC frame sent in one event-loop tick leaves in one `write`.
 
-A drop-in for the ACP SDK's `MessageSender` (the object its NDJSON transport sends
-through). The SDK's sender queues each frame, writes it and waits for the write before the
-next, so a turn streaming 200 tokens costs 200+ `write` syscalls and as many task
-switches. Here `send` encodes the frame, appends it to a buffer and returns without
-yielding; the first frame of a tick schedules one flush (`loop.call_soon`) that joins the
-buffer and writes it once, so everything the loop renders from one model chunk — and
-frames from other sessions in the same tick — goes out together, in the order sent. Back
-pressure is kept: when the pipe's write buffer passes `HIGH_WATER` bytes, `send` waits
-(`drain`) until the client reads. A pipe that broke makes the next `send` raise
-`ConnectionResetError`, which the session code treats as a lost client. Written here
-because the SDK has no hook to batch writes. Frames are strict JSON in UTF-8 (no NaN, no
-lone surrogates: see `_encode`).
+A drop-in for the ACP SDK's `MessageSender` (the object its NDJSON transport sends through).
+The SDK's sender queues each frame, writes it and waits for the write before the next, so a
+turn streaming 200 tokens costs 200+ `write` syscalls and as many task switches. Here `send`
+encodes the frame, appends it to a buffer and returns without yielding; the first frame of a
+tick schedules one flush (`loop.call_soon`) that joins the buffer and writes it once, so
+everything the loop renders from one model chunk — and frames from other sessions in the
+same tick — goes out together, in the order sent. Back pressure is kept: when the pipe's
+write buffer passes `HIGH_WATER` bytes, `send` waits (`drain`) until the client reads — at
+most `send_timeout_s`, then it raises `TimeoutError` (a client that stopped reading), so a
+caller needs no timer of its own per frame. A pipe that broke makes the next `send` raise
+`ConnectionResetError`, which the session code treats as a lost client. Written here because
+the SDK has no hook to batch writes. Frames are strict JSON in UTF-8 (no NaN, no lone
+surrogates: see `_encode`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import asyncio
 import json
 import logging
 from typing import Any
+
+import anyio
 
 from steerable_bridge.runtime.strict_json import scrub
 
@@ -47,8 +50,9 @@ def _encode(payload: dict[str, Any]) -> bytes:
 class BatchingSender:
     """Buffers frames and writes each tick's frames with one `write` (see module docstring)."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, *, send_timeout_s: float = 30.0) -> None:
         self._writer = writer
+        self.send_timeout_s = send_timeout_s
         self._buffer: list[bytes] = []
         self._size = 0
         self._scheduled = False
@@ -70,9 +74,10 @@ class BatchingSender:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
         if self._pending() > HIGH_WATER:
-            async with self._drain:
-                self._flush()
-                await self._wait_drained()
+            with anyio.fail_after(self.send_timeout_s):
+                async with self._drain:
+                    self._flush()
+                    await self._wait_drained()
 
     def _pending(self) -> int:
         size = getattr(self._writer.transport, "get_write_buffer_size", None)

@@ -98,3 +98,12 @@ async def test_a_closed_reader_is_reported_as_a_lost_connection() -> None:
             while True:  # the broken pipe shows on a later send
                 await sender.send({"jsonrpc": "2.0", "method": "x", "params": {}})
                 await anyio.sleep(0.01)
+
+
+async def test_a_reader_that_stops_reading_times_the_sender_out() -> None:
+    async with piped() as (sender, _read_fd):
+        sender.send_timeout_s = 0.2
+        big = "x" * (HIGH_WATER // 4)
+        with pytest.raises(TimeoutError):  # nobody reads: the pipe fills, then the bound
+            for n in range(64):
+                await sender.send({"jsonrpc": "2.0", "method": "x", "params": {"n": n, "b": big}})
