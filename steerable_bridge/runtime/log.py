@@ -141,8 +141,8 @@ class SessionLog:
         """Write every uncommitted event to the store (no-op without one)."""
         if not self._pending:
             return
-        if self._commit_lock is None:
-            self._commit_lock = anyio.Lock()
+        if self._commit_lock is None:  # fast: an uncontended commit does not yield the loop
+            self._commit_lock = anyio.Lock(fast_acquire=True)
         async with self._commit_lock:
             await self._write_pending()
 

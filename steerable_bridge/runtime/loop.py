@@ -35,6 +35,7 @@ import time
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.compaction import StepAccess
@@ -88,6 +89,11 @@ _STRUCTURAL: frozenset[type[ev.EventBase]] = frozenset(
     }
 )  # fmt: skip
 """Kinds committed to the store at once; streaming deltas are batched."""
+
+_SLICE_S = 0.001
+"""Longest stretch a turn streams buffered chunks without letting the event loop run others:
+a model that answered faster than it is read leaves a burst that would otherwise hold a
+busy server's loop for every chunk of it, while new requests wait to be accepted."""
 
 _STOP_FOR_FINISH: dict[FinishReason, StopReason] = {
     "end_turn": "end_turn",
@@ -194,6 +200,7 @@ class _Turn:
         )
         self.batch = ToolBatch(ctx, turn, self.run_id, self.emit, TurnGate(self.guard, self.hooks))
         self._last_commit = time.monotonic()
+        self._yield_at = self._last_commit + _SLICE_S
         self._streamed = False
         self.window: int | None = None
 
@@ -398,6 +405,9 @@ class _Turn:
                                 " this is a bug in the provider adapter",
                             )
                         self._streamed = True
+                        if time.monotonic() >= self._yield_at:  # a burst of buffered chunks
+                            await anyio.lowlevel.checkpoint()  # lets other requests in
+                            self._yield_at = time.monotonic() + _SLICE_S
                         if isinstance(item, TextChunk):
                             if plain is None or plain(item.delta):
                                 await self._text(item.delta)  # the common case, kept cheap

@@ -61,8 +61,10 @@ class Session:
         """Project notes for the system prompt (read by the agent when it makes the session)."""
         self.compactor = Compactor(agent.config.compaction, calibration=agent.calibration)
         self._running: CancelToken | None = None
-        self._claiming = anyio.Lock()
-        """Serialises this session's own claims (a turn, or a record outside one)."""
+        self._claiming = anyio.Lock(fast_acquire=True)
+        """Serialises this session's own claims (a turn, or a record outside one); taking it
+        uncontended does not yield the loop, so a turn's first event is not one more loop
+        pass away from its request."""
         self.closed = False
 
     @property

@@ -80,6 +80,7 @@ class EventStream:
         self._room: anyio.Event | None = None
         """Set by the writer when it took the queue (a producer waits on it when full)."""
         self._produced = False
+        self._send: Send | None = None
         self._headed = False
         self._complete = False
         self._closed = False
@@ -100,8 +101,19 @@ class EventStream:
             room.set()
 
     async def _write(self, data: bytes) -> None:
-        """Queue a frame without yielding; wait (bounded) only when the queue is full."""
+        """Queue a frame without yielding; wait (bounded) only when the queue is full. The
+        first frame goes out at once with the head (the writer would take one more pass of
+        the event loop, and on a busy server that pass is what a new client waits for)."""
         if self.disconnected or not data:
+            return
+        if not self._headed and self._send is not None:
+            sent = False
+            with anyio.move_on_after(self._send_timeout_s), contextlib.suppress(OSError):
+                await self._head(self._send)
+                await self._send({"type": "http.response.body", "body": data, "more_body": True})
+                sent = True
+            if not sent:
+                self._lost()
             return
         if len(self._queued) >= self._buffer_frames:
             room = self._room = self._room or anyio.Event()
@@ -159,6 +171,7 @@ class EventStream:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         refused: StreamRefused | None = None
+        self._send = send
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, receive)
