@@ -13,7 +13,12 @@ machine with the server, so on 2 cores both compete for the CPU.
 With `--model-http TOKENS` the model is `openai:bench` over HTTP instead: `openai_server.py`
 in a process of its own, streaming TOKENS one-token chunks per call, so each run pays for a
 real model connection. `--concurrency C` keeps at most C runs in flight (0: all at once),
-`--server-cpus 0` pins the server (and its workers) with taskset, `--workers N` passes
+`--server-cpus 0` pins the server (and its workers) with taskset and, unless
+`--others-cpus` says otherwise, keeps this client and the fake model server off those CPUs
+(on the rest), so neither takes the measured server's CPU nor pre-empts it when woken; give
+`--others-cpus all` for the earlier measure, where they may run anywhere. The client runs
+on uvloop (`--client-loop asyncio` for the plain loop it used before), so a busy client
+adds less delay of its own to the times it records. `--workers N` passes
 `serve --workers N`, `--src DIR` runs the server from another checkout (PYTHONPATH) to
 compare builds on the same load, and `--peer PYTHON` measures pydantic-ai's AG-UI adapter
 instead (`pydantic_ai_agui.py`, run by a Python that has it). `--otel` turns tracing on in
@@ -156,6 +161,26 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def other_cpus(server_cpus: str, others: str) -> set[int]:
+    """The CPUs for the client and the model server: `others` as a taskset-style list, all
+    ("all", or nothing pinned), or by default the CPUs `server_cpus` leaves free."""
+    if others == "all" or (not others and not server_cpus):
+        return set()
+    if others:
+        return cpu_list(others)
+    free = os.sched_getaffinity(0) - cpu_list(server_cpus)
+    return free
+
+
+def cpu_list(text: str) -> set[int]:
+    """A taskset CPU list ("0", "0,2", "1-3") as a set."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
 def descendants(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
@@ -186,6 +211,18 @@ def main() -> None:
         "--model-http", type=int, default=0, metavar="TOKENS", help="model over HTTP (0: off)"
     )
     parser.add_argument("--server-cpus", default="", help="taskset CPU list for the server")
+    parser.add_argument(
+        "--others-cpus",
+        default="",
+        help="CPUs for this client and the model server (default: those --server-cpus leaves;"
+        " 'all': anywhere, the earlier measure)",
+    )
+    parser.add_argument(
+        "--client-loop",
+        choices=["uvloop", "asyncio"],
+        default="uvloop",
+        help="the client's event loop (uvloop; asyncio: the earlier measure)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="serve --workers N (1)")
     parser.add_argument("--src", default="", help="run the server from this checkout")
     parser.add_argument(
@@ -198,6 +235,9 @@ def main() -> None:
         help="measure pydantic-ai's AGUIAdapter instead (pydantic_ai_agui.py run by PYTHON)",
     )
     args = parser.parse_args()
+    others = other_cpus(args.server_cpus, args.others_cpus)
+    if others:
+        os.sched_setaffinity(0, others)  # this client, and the model server it starts
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "script.json"
@@ -234,7 +274,7 @@ def main() -> None:
         if args.peer:
             peer = str(Path(__file__).with_name("pydantic_ai_agui.py"))
             command = [args.peer, peer, "--port", str(port)]
-        if args.server_cpus:
+        if args.server_cpus:  # taskset gives the server its own CPUs, not the client's
             command = ["taskset", "-c", args.server_cpus, *command]
         server = subprocess.Popen(  # cwd: not this checkout, or it would shadow --src
             command, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -255,7 +295,13 @@ def main() -> None:
             if args.workers > 1:  # /health answers before every worker is up
                 time.sleep(3)
             good, errors, wall = anyio.run(
-                drive, port, args.runs, args.timeout, args.ramp_s, args.concurrency
+                drive,
+                port,
+                args.runs,
+                args.timeout,
+                args.ramp_s,
+                args.concurrency,
+                backend_options={"use_uvloop": args.client_loop == "uvloop"},
             )
             rss = peak_rss_mb(server.pid)
             cpu = cpu_seconds(server.pid) - cpu_before
@@ -276,7 +322,9 @@ def main() -> None:
     model = f"openai:bench over HTTP ({args.model_http} tokens)" if args.model_http else "scripted"
     print(
         f"{args.runs} runs ({args.concurrency or 'all'} at once), {args.workers} server"
-        f" process(es){' on CPUs ' + args.server_cpus if args.server_cpus else ''}, loopback,"
+        f" process(es){' on CPUs ' + args.server_cpus if args.server_cpus else ''}, client"
+        f" ({args.client_loop}) and model server on CPUs"
+        f" {','.join(map(str, sorted(others))) if others else 'any'}, loopback,"
         f" {model} model, storage {args.storage}, chunk delay {args.delay_ms} ms, starts over"
         f" {args.ramp_s:g} s, at most {OPEN[1]} streams open at once"
         + (f", server from {args.src}" if args.src else "")
