@@ -51,6 +51,17 @@ def _sleepers(marker: str) -> list[int]:
     return found
 
 
+def _settled_sleepers(marker: str, at_least: int) -> list[int]:
+    """`_sleepers`, read again (within WAIT_S) until `at_least` show: a child caught in the
+    middle of its exec can have an empty command line for a moment on a loaded machine."""
+    deadline = time.monotonic() + WAIT_S
+    found = _sleepers(marker)
+    while len(found) < at_least and time.monotonic() < deadline:
+        time.sleep(0.01)
+        found = _sleepers(marker)
+    return found
+
+
 def _send(process: subprocess.Popen[bytes], message: dict[str, object]) -> None:
     assert process.stdin is not None
     process.stdin.write(json.dumps(message).encode() + b"\n")
@@ -145,8 +156,8 @@ def trial(root: Path, number: int, sandbox: str) -> list[int]:
         )
         ready, _, _ = select.select([announce], [], [], WAIT_S)
         assert ready, "the command never started: " + (home / "stderr.log").read_text()[-2000:]
-        sleepers = _sleepers(marker)
-        assert len(sleepers) >= 3, sleepers  # the shell and two sleeps, at least
+        sleepers = _settled_sleepers(marker, at_least=3)  # the shell and two sleeps
+        assert len(sleepers) >= 3, sleepers
         pidfds = [os.pidfd_open(pid) for pid in sleepers]
         agent.send_signal(signal.SIGKILL)
         agent.wait(timeout=WAIT_S)
