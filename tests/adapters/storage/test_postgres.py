@@ -23,6 +23,7 @@ from steerable_bridge.runtime.storage import (
     SessionOwned,
     SessionRecord,
     StoreError,
+    read_tail,
 )
 from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
@@ -219,6 +220,22 @@ async def test_an_append_to_a_session_from_a_newer_build_is_refused(
         assert err.value.code == "format_too_new"
     with pytest.raises(SessionNotFound):
         await store.append("nope", [])
+
+
+async def test_reads_work_without_pipeline_mode(
+    opened: Callable[[str], PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A libpq older than 14 has no pipeline mode: the same queries run one by one."""
+    store = opened("one")
+    await store.create(record("s1"))
+    log = long_session("s1")
+    await store.append("s1", log)
+    piped = (await store.read("s1", after_seq=3), await read_tail(store, "s1"))
+    monkeypatch.setattr(psycopg.AsyncPipeline, "is_supported", classmethod(lambda cls: False))
+    assert (await store.read("s1", after_seq=3), await read_tail(store, "s1")) == piped
+    assert piped[0] == log[4:] and len(piped[1]) < len(log)
+    with pytest.raises(SessionNotFound):
+        await read_tail(store, "nope")
 
 
 async def test_signals_reach_a_listening_process_inline_and_through_the_table(

@@ -11,6 +11,7 @@ password out of every message.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA",
     "connect_kwargs",
+    "pipelined",
     "psycopg",
     "psycopg_pool",
     "redact",
@@ -68,6 +70,15 @@ def connect_kwargs(identity: str, timeout_s: float) -> dict[str, Any]:
         "application_name": identity,
         "connect_timeout": max(1, int(timeout_s)),
     }
+
+
+def pipelined(conn: Connection) -> AbstractAsyncContextManager[object]:
+    """Pipeline mode on `conn` (queries queued, one round trip when results are read)
+    where libpq supports it (14 and later; psycopg[binary] bundles one), else nothing:
+    the same queries then run one round trip each."""
+    if psycopg.AsyncPipeline.is_supported():
+        return conn.pipeline()
+    return nullcontext()
 
 
 def unavailable(where: str, err: BaseException) -> StoreError:

@@ -20,6 +20,7 @@ from steerable_bridge.adapters.storage.formats import (
     history_compaction,
 )
 from steerable_bridge.adapters.storage.integrity import CheckReport, check_log, salvaged
+from steerable_bridge.adapters.storage.postgres.driver import pipelined
 from steerable_bridge.adapters.storage.postgres.schema import SCHEMA_VERSION, stored_version
 from steerable_bridge.adapters.storage.references import Resolver
 from steerable_bridge.adapters.storage.sql import (
@@ -81,7 +82,7 @@ async def decode_all(conn: Connection, session_id: str, rows: list[Any]) -> list
 async def read_after(conn: Connection, session_id: str, after_seq: int) -> list[LoopEvent]:
     """The session's events after `after_seq` (one round trip, pipelined; more only for
     rows that requests stored by reference need)."""
-    async with conn.pipeline():
+    async with pipelined(conn):
         head = await conn.execute(_SESSION_FORMAT, (session_id,))
         found = await conn.execute(pg(READ_AFTER), (session_id, after_seq))
         _required(session_id, await head.fetchone())
@@ -93,7 +94,7 @@ async def read_tail(conn: Connection, session_id: str) -> list[LoopEvent]:
     """From `tail_start` of the newest history compaction on, after the fact-carrying
     events, in one snapshot: two round trips when the session has no compaction, three
     when it has (pipelined), more only for rows that requests stored by reference need."""
-    async with conn.pipeline(), conn.transaction():
+    async with pipelined(conn), conn.transaction():
         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         head = await conn.execute(_SESSION_FORMAT, (session_id,))
         compactions = await conn.execute(pg(TAIL_COMPACTION), (session_id,))
