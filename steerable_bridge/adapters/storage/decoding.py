@@ -27,7 +27,7 @@ from steerable_bridge.adapters.storage.references import Resolver
 from steerable_bridge.runtime.codec import events_from_json
 from steerable_bridge.runtime.events import LoopEvent
 
-__all__ = ["decode_rows", "plain_rows"]
+__all__ = ["CHUNK", "decode_rows", "plain_rows"]
 
 
 def plain_rows(rows: Sequence[Row]) -> list[bool]:
@@ -71,8 +71,18 @@ def decode_rows(
     return events
 
 
+CHUNK = 4096
+"""Rows per bulk call at most: bounds the JSON text a long log is joined into."""
+
+
 def _bulk(resolver: Resolver, rows: Sequence[Row], *, remember: bool) -> list[LoopEvent]:
-    """Complete event bodies of this build's format, decoded in one call."""
+    """Complete event bodies of this build's format, decoded in one call per `CHUNK`."""
+    if len(rows) > CHUNK:
+        return [
+            event
+            for at in range(0, len(rows), CHUNK)
+            for event in _bulk(resolver, rows[at : at + CHUNK], remember=remember)
+        ]
     if len(rows) == 1:
         return [resolver.decode(rows[0])]
     session_json = json.dumps(resolver.session_id)

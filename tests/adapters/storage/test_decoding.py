@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from steerable_bridge.adapters.storage import decoding
 from steerable_bridge.adapters.storage.decoding import decode_rows, plain_rows
 from steerable_bridge.adapters.storage.formats import (
     FORMAT,
@@ -55,7 +56,9 @@ def stored(log: list[ev.LoopEvent]) -> list[Row]:
     ]
 
 
-def test_bulk_decoding_gives_the_events_one_by_one_decoding_gives() -> None:
+def test_bulk_decoding_gives_the_events_one_by_one_decoding_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     log = with_requests()
     rows = stored(log)
     assert sum(is_reference(row) for row in rows) == 2  # requests stored by reference
@@ -64,6 +67,8 @@ def test_bulk_decoding_gives_the_events_one_by_one_decoding_gives() -> None:
     assert plain_rows(rows).count(False) == 3
     assert decode_rows(Resolver(SID), rows) == Resolver(SID).decode_all(rows) == log
     assert decode_rows(Resolver(SID), rows, final=True) == log
+    monkeypatch.setattr(decoding, "CHUNK", 3)  # long runs go in several calls
+    assert decode_rows(Resolver(SID), rows) == log
     as_bytes = [(*row[:5], str(row[5]).encode()) for row in rows]
     assert decode_rows(Resolver(SID), as_bytes) == log
 
