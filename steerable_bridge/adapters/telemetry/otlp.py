@@ -23,10 +23,12 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanKind, StatusCode
 
 __all__ = ["OtlpSpanExporter", "encode_spans"]
 
@@ -42,7 +44,12 @@ class _Unsupported(Exception):
 
 def _value(target: AnyValue, value: Any) -> None:
     """Fill `target` as the SDK's encoder would encode `value`."""
-    if value is None:
+    kind = type(value)
+    if kind is str:  # nearly every attribute: the quick way first
+        target.string_value = value
+    elif kind is int:
+        target.int_value = value
+    elif value is None:
         target.SetInParent()  # present and empty, as the SDK sends it
     elif isinstance(value, bool):
         target.bool_value = value
@@ -73,36 +80,43 @@ def _attributes(target: Any, attributes: Mapping[str, Any] | None) -> None:
             _value(add(key=key).value, value)
 
 
-def _span(target: PbSpan, span: ReadableSpan) -> None:
+_KIND = {kind: kind.value + 1 for kind in SpanKind}  # INTERNAL (0) is SPAN_KIND_INTERNAL (1)...
+_CODE = {code: Status.StatusCode.ValueType(code.value) for code in StatusCode}
+
+
+def _span(add: Any, span: ReadableSpan) -> None:
+    """Append `span` to a ScopeSpans' spans (`add` is their `add`)."""
     if span.events or span.links:
         raise _Unsupported("span events or links")
     context = span.context
     assert context is not None
-    target.trace_id = context.trace_id.to_bytes(16, "big")
-    target.span_id = context.span_id.to_bytes(8, "big")
-    if context.trace_state is not None:
-        target.trace_state = ",".join(f"{k}={v}" for k, v in context.trace_state.items())
     parent = span.parent
     flags = _HAS_IS_REMOTE
-    if parent is not None:
-        target.parent_span_id = parent.span_id.to_bytes(8, "big")
-        if parent.is_remote:
-            flags |= _IS_REMOTE
-    target.name = span.name
-    target.kind = PbSpan.SpanKind.ValueType(span.kind.value + 1)  # INTERNAL 0 → 1, ...
-    if span.start_time is not None:
-        target.start_time_unix_nano = span.start_time
-    if span.end_time is not None:
-        target.end_time_unix_nano = span.end_time
+    if parent is not None and parent.is_remote:
+        flags |= _IS_REMOTE
+    target: PbSpan = add(
+        trace_id=context.trace_id.to_bytes(16, "big"),
+        span_id=context.span_id.to_bytes(8, "big"),
+        parent_span_id=None if parent is None else parent.span_id.to_bytes(8, "big"),
+        name=span.name,
+        kind=_KIND[span.kind],
+        start_time_unix_nano=span.start_time,
+        end_time_unix_nano=span.end_time,
+        flags=flags,
+    )
+    state = context.trace_state
+    if state:
+        target.trace_state = ",".join(f"{k}={v}" for k, v in state.items())
     _attributes(target.attributes, span.attributes)
-    if span.dropped_attributes:
-        target.dropped_attributes_count = span.dropped_attributes
-    status = target.status
-    status.SetInParent()
-    status.code = span.status.status_code.value  # type: ignore[assignment]
-    if span.status.description is not None:
-        status.message = span.status.description
-    target.flags = flags
+    dropped = span.dropped_attributes
+    if dropped:
+        target.dropped_attributes_count = dropped
+    status = span.status
+    if status.description is None:
+        target.status.code = _CODE[status.status_code]
+        target.status.SetInParent()
+    else:
+        target.status.MergeFrom(Status(code=_CODE[status.status_code], message=status.description))
 
 
 def encode_spans(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
@@ -129,7 +143,7 @@ def encode_spans(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
                     scope_spans.schema_url = scope.schema_url
             add = scope_spans.spans.add
             for span in members:
-                _span(add(), span)
+                _span(add, span)
         if resource.schema_url:
             resource_spans.schema_url = resource.schema_url
     return request
