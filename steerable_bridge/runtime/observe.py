@@ -10,7 +10,10 @@ worth timing (run, step, model request / response, tool started / finished, perm
 requested / resolved), so observers derive spans and figures from the events alone.
 
 A watch runs inline in the loop's task: `event` must be quick, must not block and must not
-raise (a failing watch is logged and the turn goes on). `observed_run(...)` is what
+raise (a failing watch is logged and the turn goes on). A watch that reads only a few kinds
+says which with a `kinds` attribute (a frozenset of LoopEvent classes) and is told of
+those only: most of a run's events are text deltas no watch needs, and they then cost one
+dict lookup instead of a call per watch. `observed_run(...)` is what
 `Session.prompt` uses: it starts every observer's watch, binds the log context
 (`logcontext.py`), and wraps the caller's sink so each event reaches the watches first.
 Implementations (OpenTelemetry, Prometheus) live under `adapters/telemetry`.
@@ -19,7 +22,7 @@ Implementations (OpenTelemetry, Prometheus) live under `adapters/telemetry`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -75,14 +78,27 @@ def observed_run(
         except Exception:
             log.exception("session %s: an observer could not start watching the turn", session_id)
     trace_id = next((w.trace_id for w in watches if w.trace_id), None)
+    routes: dict[type[LoopEvent], tuple[Callable[[LoopEvent], None], ...]] = {}
+
+    def route(kind: type[LoopEvent]) -> tuple[Callable[[LoopEvent], None], ...]:
+        wanted = tuple(
+            w.event for w in watches if (k := getattr(w, "kinds", None)) is None or kind in k
+        )
+        routes[kind] = wanted
+        return wanted
+
     with logcontext.bind(session_id, trace_id=trace_id) as context:
 
         async def observed(event: LoopEvent) -> None:
-            if isinstance(event, ev.RunStarted):
+            kind = type(event)
+            if kind is ev.RunStarted:
                 context.run_id = event.run_id
-            for watch in watches:
+            handlers = routes.get(kind)
+            if handlers is None:
+                handlers = route(kind)
+            for handler in handlers:
                 try:
-                    watch.event(event)
+                    handler(event)
                 except Exception:
                     log.exception("an observer failed on %s seq %s", event.kind, event.seq)
             if sink is not None:

@@ -124,3 +124,25 @@ async def test_a_failing_observer_never_breaks_the_turn(
     outcome, sent = await prompt(session)
     assert outcome.stop_reason == "end_turn" and sent[-1].kind == "run_finished"
     assert "observer bug" in caplog.text
+
+
+@dataclass
+class Picky(Watch):
+    kinds: frozenset[type[ev.EventBase]] = frozenset({ev.RunStarted, ev.TextEnd})
+
+
+async def test_a_watch_with_kinds_is_told_of_those_only_and_the_others_of_everything() -> None:
+    picky = Picky(None)
+    recorder = Recorder()
+
+    class PickyObserver:
+        def start(self, session_id: str, *, traceparent: str | None = None) -> RunWatch:
+            return picky
+
+    agent = make_agent(scripted({"text": "hello there"}))
+    agent.observers = (PickyObserver(), recorder)
+    session = await agent.new_session("/tmp")
+    _, sent = await prompt(session)
+    assert kinds(picky.seen) == ["run_started", "text_end"]
+    assert picky.closed
+    assert kinds(recorder.watches[0].seen) == kinds(sent)

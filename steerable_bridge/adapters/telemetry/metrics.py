@@ -137,6 +137,7 @@ class _RunMetrics:
     """One turn's watch: remembers when things started, to observe how long they took."""
 
     trace_id: str | None = None
+    kinds = _TIMED
 
     def __init__(self, metrics: ServerMetrics) -> None:
         self.m = metrics
@@ -147,7 +148,7 @@ class _RunMetrics:
         self.tools_started: dict[str, float] = {}
 
     def event(self, event: LoopEvent) -> None:
-        if type(event) not in _TIMED:
+        if type(event) not in _TIMED:  # called directly, not through observed_run
             return
         now = time.perf_counter()
         m = self.m

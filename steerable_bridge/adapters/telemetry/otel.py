@@ -173,6 +173,7 @@ _BRACKETS: frozenset[type[ev.EventBase]] = frozenset(
     }
 )  # fmt: skip
 """The kinds a trace reads; every other event (most of them: deltas) costs one set lookup."""
+_CAPTURED = _BRACKETS | {ev.TextDelta}
 
 
 class _RunTrace:
@@ -194,6 +195,8 @@ class _RunTrace:
         self.arguments: dict[str, str] = {}
         self.output: list[str] = []
         self.ended = self.run is None  # not sampled: nothing to record
+        self.kinds = _CAPTURED if self.capture else _BRACKETS
+        """What `observed_run` tells this watch of: no delta unless content is captured."""
 
     @property
     def trace_id(self) -> str | None:
