@@ -9,13 +9,16 @@
    ratio, and the compactions so far. A second ratio, `table / payload`, counts the whole
    `events` table instead: every page SQLite uses for its rows (all columns, the row
    headers, free space in pages) and its three indexes (`dbstat`); the file holds only
-   this session, so it is what the session costs on disk.
+   this session, so it is what the session costs on disk. By default every turn's tool
+   call and output are the same (as in the figures of issue 13); `--distinct` gives each
+   turn its own call id and output (a realistic session: nothing repeats, so nothing is
+   stored once for two turns).
 2. Load: `Agent.load_session` of the 300-turn session in a fresh agent and store (tail
    first: from the newest compaction), best of five, in ms.
 3. Memory: `steerable-bridge serve` (demo model, SQLite storage) takes `--threads` runs on
    new threads, `--concurrency` at a time; prints its RSS before and after.
 
-    uv run python bench/long_session.py [--turns 300] [--threads 10000]
+    uv run python bench/long_session.py [--turns 300] [--threads 10000] [--distinct]
 
 Targets (issue 13): stored/payload <= 2x and constant; load < 100 ms; serve RSS after
 10,000 threads < 150 MiB.
@@ -24,12 +27,14 @@ Targets (issue 13): stored/payload <= 2x and constant; load < 100 ms; serve RSS 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,13 @@ from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
+from steerable_bridge.runtime.model import (
+    ModelInfo,
+    ModelProvider,
+    ModelRequest,
+    ModelStreamItem,
+    ToolCallChunk,
+)
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.turn import LoopSettings, TurnInput
@@ -48,9 +60,31 @@ from steerable_bridge.runtime.values import TextPart
 CHECKPOINTS = (50, 150, 300)
 
 
-def _agent(store: SqliteStore, provider: ScriptedProvider, output: str) -> Agent:
+class _DistinctCalls:
+    """The scripted model with each model call's tool call ids made its own (`--distinct`)."""
+
+    def __init__(self, inner: ScriptedProvider) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.inner.info
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        self.calls += 1
+        async for item in self.inner.stream(request):
+            if isinstance(item, ToolCallChunk):
+                item = dataclasses.replace(item, call_id=f"{item.call_id}-{self.calls}")
+            yield item
+
+
+def _agent(
+    store: SqliteStore, provider: ScriptedProvider, output: str, *, distinct: bool = False
+) -> Agent:
     router = ModelRouter()
-    router.register("bench", lambda name: provider)
+    model: ModelProvider = _DistinctCalls(provider) if distinct else provider
+    router.register("bench", lambda name: model)
     agent = Agent(
         router=router,
         store=store,
@@ -58,7 +92,8 @@ def _agent(store: SqliteStore, provider: ScriptedProvider, output: str) -> Agent
     )
 
     async def read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return ToolResult(content=(TextPart(text=output),))
+        text = f"{ctx.call_id}: {output[len(ctx.call_id) + 2 :]}" if distinct else output
+        return ToolResult(content=(TextPart(text=text),))
 
     agent.tools.register(
         Tool(
@@ -103,7 +138,9 @@ def _stored(path: Path, session_id: str) -> int:
     return int(row[0] or 0)
 
 
-async def storage(turns: int, window: int, tool_bytes: int, db: Path) -> str:
+async def storage(
+    turns: int, window: int, tool_bytes: int, db: Path, distinct: bool = False
+) -> str:
     line = "the quick brown fox jumps over the lazy dog 0123456789\n"
     output = (line * (tool_bytes // len(line) + 1))[:tool_bytes]
     script = Script.model_validate(
@@ -120,9 +157,12 @@ async def storage(turns: int, window: int, tool_bytes: int, db: Path) -> str:
     )
     provider = ScriptedProvider(script)
     store = SqliteStore(str(db))
-    agent = _agent(store, provider, output)
+    agent = _agent(store, provider, output, distinct=distinct)
     session = await agent.new_session("/work")
-    print(f"storage: window {window} tokens, tool output {tool_bytes} bytes per turn")
+    print(
+        f"storage: window {window} tokens, tool output {tool_bytes} bytes per turn"
+        + (", every turn's call and output distinct" if distinct else "")
+    )
     print("  turns  stored bytes  payload bytes  ratio  compactions  failed  table / payload")
     failed = 0
     for turn in range(1, turns + 1):
@@ -231,10 +271,11 @@ def main() -> None:
     parser.add_argument("--tool-bytes", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--distinct", action="store_true", help="a new call and output per turn")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "long.db"
-        session_id = anyio.run(storage, args.turns, args.window, args.tool_bytes, db)
+        session_id = anyio.run(storage, args.turns, args.window, args.tool_bytes, db, args.distinct)
         anyio.run(load, db, session_id)
         if args.threads:
             serve_memory(args.threads, args.concurrency, Path(tmp) / "serve.db")
