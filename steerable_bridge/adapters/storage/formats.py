@@ -9,13 +9,14 @@ rewritten, the log stays append-only; a row from a newer build is refused with
 an error naming its seq (`corrupt_record`), never skipped. Used by the durable stores and
 the `sessions` command; it must never write anything.
 
-The formats: 1 is an event's full JSON. 2 adds model requests stored by reference. 3 (this
-build) keeps in the data column only the event's *body* (`encode_body`): the envelope
-fields the row already has as columns (session id, run id, seq, ts, kind) and every field
-equal to its default are left out, and put back on read from the columns and the dataclass
-defaults — so changing a field's default needs a new format whose upgrade writes the old
-default in. Model requests stored by reference (formats 2 and 3) are rebuilt by
-`references.Resolver`; `decode_event` alone refuses them.
+The formats: 1 is an event's full JSON. 2 adds model requests stored by reference. 3 keeps
+in the data column only the event's *body* (`encode_body`): the envelope fields the row
+already has as columns (session id, run id, seq, ts, kind) and every field equal to its
+default are left out, and put back on read from the columns and the dataclass defaults — so
+changing a field's default needs a new format whose upgrade writes the old default in. 4
+(this build) lets a request quote its system prompt and tools from an earlier request.
+Model requests stored by reference (formats 2 to 4) are rebuilt by `references.Resolver`;
+`decode_event` alone refuses them.
 """
 
 from __future__ import annotations
@@ -50,13 +51,13 @@ __all__ = [
     "with_envelopes",
 ]
 
-FORMAT = 3
+FORMAT = 4
 """The record format this build writes and the newest it reads."""
 
 BODY_FORMAT = 3
 """The first format whose rows hold only an event's body (`encode_body`)."""
 
-REF_KEYS = {2: "request_ref", 3: "refs"}
+REF_KEYS = {2: "request_ref", 3: "refs", 4: "refs"}
 """The key that marks a model request stored by reference, per format."""
 
 Row = tuple[int, int | None, str, str, int, "str | bytes"]
@@ -82,10 +83,18 @@ def _v2_to_v3(data: JsonObject) -> JsonObject:
     return data
 
 
+def _v3_to_v4(data: JsonObject) -> JsonObject:
+    """Format 4 only adds requests that quote a system prompt and tools from an earlier
+    request (`system_at`, `tools_at`), which a format-3 reader would misread: a format-3
+    event is a format-4 event."""
+    return data
+
+
 UPGRADES: dict[int, Callable[[JsonObject], JsonObject]] = {
     0: _v0_to_v1,
     1: _v1_to_v2,
     2: _v2_to_v3,
+    3: _v3_to_v4,
 }
 """`UPGRADES[n]` turns format-n JSON into format n + 1; a new format adds one entry."""
 

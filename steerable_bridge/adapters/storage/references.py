@@ -8,7 +8,10 @@ messages a..b-1 of the base request (`refs.base`, the session's previous request
 integer is the seq of an event whose own message (`projection.event_message`: a tool result,
 a user prompt, a hook's note, a compaction summary) it is. A reference is written only when
 the message it stands for is equal to the one in the request, so the rebuilt request is the
-logged one, exactly. A system prompt and tools equal to the base's are kept as digests.
+logged one, exactly. A system prompt and tools equal to the base's are kept as digests; a
+request without a base (after a compaction) quotes them from the newest request whose row
+holds them written out (`system_at` / `tools_at`: that seq and a digest), a row a read
+fetches but only quotes from, never decodes.
 Format 2's `request_ref` (a base and a prefix length) still reads.
 
 Reads stay bounded: the first request after a history compaction has no base (a chain of
@@ -84,6 +87,10 @@ class RequestWriter:
         """The base of the next request (None: the next one is a root)."""
         self.sources: dict[Message, int] = {}
         """Messages that events after the newest history compaction added, by value."""
+        self.system_at: tuple[int, str] | None = None
+        self.tools_at: tuple[int, tuple[ToolSpec, ...]] | None = None
+        """The newest request whose row holds its system prompt / tools written out: a
+        request without a base (after a compaction) refers to them there."""
 
     def body(self, event: LoopEvent) -> str:
         if self.next_seq is not None and event.seq != self.next_seq:
@@ -145,15 +152,26 @@ class RequestWriter:
             items.append(None)
             literal.append(message)
         slim = dataclasses.replace(new, messages=tuple(literal))
-        if old is not None:
-            if new.system == old.system:
-                slim = dataclasses.replace(slim, system="")
-                refs["system"] = _digest(new.system)
-            if new.tools == old.tools:
-                slim = dataclasses.replace(slim, tools=())
-                refs["tools"] = _tools_digest(new.tools)
-            if refs or any(isinstance(item, list) for item in items):
-                refs["base"] = self.previous.seq if self.previous is not None else None
+        if old is not None and new.system == old.system:
+            slim = dataclasses.replace(slim, system="")
+            refs["system"] = _digest(new.system)
+        elif self.system_at is not None and self.system_at[1] == new.system and new.system:
+            slim = dataclasses.replace(slim, system="")
+            refs["system_at"] = [self.system_at[0], _digest(new.system)]
+        else:
+            self.system_at = (event.seq, new.system)
+        if old is not None and new.tools == old.tools:
+            slim = dataclasses.replace(slim, tools=())
+            refs["tools"] = _tools_digest(new.tools)
+        elif self.tools_at is not None and self.tools_at[1] == new.tools and new.tools:
+            slim = dataclasses.replace(slim, tools=())
+            refs["tools_at"] = [self.tools_at[0], _tools_digest(new.tools)]
+        else:
+            self.tools_at = (event.seq, new.tools)
+        if self.previous is not None and (
+            "system" in refs or "tools" in refs or any(isinstance(i, list) for i in items)
+        ):
+            refs["base"] = self.previous.seq
         if not refs and all(item is None for item in items):
             return encode_body(event)
         body = json.loads(encode_body(dataclasses.replace(event, request=slim)))
@@ -174,19 +192,31 @@ class Resolver:
         self.requests: dict[int, ModelRequest] = {}
         self.messages: dict[int, Message] = {}
         self.extra: dict[int, Row] = {}
+        self.literals: dict[int, Row] = {}
+        """Fetched rows read only for the system prompt or tools they hold written out."""
+        self._literal_only: set[int] = set()
         self._parsed: dict[int, dict[str, Any]] = {}
 
     def missing(self, rows: Iterable[Row]) -> set[int]:
         """Seqs the rows (and the fetched `extra`) refer to that neither they nor the rows
-        decoded so far hold."""
+        decoded so far hold. A row wanted only for the system prompt or tools it holds is
+        taken out of `extra` once fetched: it is read, never decoded (so never needs more)."""
         rows = list(rows)
+        for seq in list(self._literal_only):
+            if seq in self.extra:
+                self.literals[seq] = self.extra.pop(seq)
+                self._literal_only.discard(seq)
         have = {row[0] for row in rows} | self.extra.keys() | self.requests.keys()
         have |= self.messages.keys()
         need: set[int] = set()
+        quoted: set[int] = set()
         for row in [*rows, *self.extra.values()]:
             if is_reference(row):
-                need |= {seq for seq in self._refers_to(row) if seq not in have}
-        return need
+                full, literal = self._refers_to(row)
+                need |= {seq for seq in full if seq not in have}
+                quoted |= {seq for seq in literal if seq not in have and seq not in self.literals}
+        self._literal_only |= quoted - need
+        return need | quoted
 
     def decode_all(self, rows: Iterable[Row]) -> list[LoopEvent]:
         """The rows' events, in their order (seq order); `extra` rows are decoded where
@@ -233,18 +263,20 @@ class Resolver:
             self._parsed[seq] = parsed
         return parsed
 
-    def _refers_to(self, row: Row) -> set[int]:
+    def _refers_to(self, row: Row) -> tuple[set[int], set[int]]:
+        """(rows the row needs decoded, rows it only quotes a system prompt or tools of)."""
         parsed, found = self._parse(row), row[1] or 0
         ref = parsed.get(REF_KEYS[found])
         if ref is None:
-            return set()
+            return set(), set()
         try:
             if found < BODY_FORMAT:
-                return {int(ref["base_seq"])}
+                return {int(ref["base_seq"])}, set()
             seqs = {int(ref["base"])} if ref.get("base") is not None else set()
             items = parsed.get("request", {}).get("messages", ())
-            return seqs | {int(i) for i in items if isinstance(i, int)}
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            quoted = {int(ref[key][0]) for key in ("system_at", "tools_at") if key in ref}
+            return seqs | {int(i) for i in items if isinstance(i, int)}, quoted
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise corrupt(self._what(row[0]), short(err)) from None
 
     def _rebuild(self, row: Row) -> LoopEvent:
@@ -285,12 +317,45 @@ class Resolver:
         tools = base.tools if base is not None and "tools" in ref else request.tools
         if base is None and ("system" in ref or "tools" in ref):
             raise corrupt(what, "it refers to the system prompt or tools of no request")
-        if ("system" in ref and ref["system"] != _digest(system)) or (
-            "tools" in ref and ref["tools"] != _tools_digest(tools)
+        try:
+            if "system_at" in ref:
+                system = self._quoted(seq, ref["system_at"][0]).system
+            if "tools_at" in ref:
+                tools = self._quoted(seq, ref["tools_at"][0]).tools
+        except KeyError as err:
+            raise corrupt(what, f"it refers to {err}, which cannot be read") from None
+        except (ValidationError, ValueError, TypeError, AttributeError, IndexError) as err:
+            raise corrupt(what, short(err)) from None
+        if (
+            ("system" in ref and ref["system"] != _digest(system))
+            or ("tools" in ref and ref["tools"] != _tools_digest(tools))
+            or ("system_at" in ref and ref["system_at"][1] != _digest(system))
+            or ("tools_at" in ref and ref["tools_at"][1] != _tools_digest(tools))
         ):
             raise corrupt(what, "the system prompt or tools it refers to do not match")
         full = dataclasses.replace(request, messages=messages, system=system, tools=tools)
         return dataclasses.replace(slim, request=full)
+
+    def _quoted(self, seq: int, at: object) -> ModelRequest:
+        """The request at `at` as far as its row holds it written out (system prompt and
+        tools), without decoding that row when it was fetched only for them."""
+        if not isinstance(at, int) or at >= seq:
+            raise ValueError(f"it quotes {at!r}, which is not an earlier seq")
+        known = self.requests.get(at)
+        if known is not None:
+            return known
+        row = self.literals[at]
+        text = with_envelope(self._session_json, row) if (row[1] or 0) >= BODY_FORMAT else row[5]
+        request = json.loads(text)["request"]
+        tools = tuple(
+            ToolSpec(
+                name=str(t["name"]),
+                description=str(t["description"]),
+                parameters_json=str(t["parameters_json"]),
+            )
+            for t in request.get("tools", ())
+        )
+        return ModelRequest(model="", system=str(request["system"]), messages=(), tools=tools)
 
     def _base(self, seq: int, base_seq: object) -> ModelRequest:
         if not isinstance(base_seq, int) or base_seq >= seq:

@@ -127,6 +127,9 @@ def test_requests_store_only_what_is_new_and_read_back_exactly() -> None:
     assert "base" not in bodies[3]["refs"]  # a root: no chain of bases crosses a compaction
     assert after_compaction[0] == 12 and after_compaction[-1] == 10  # summary, kept result
     assert not any(isinstance(item, list) for item in after_compaction)
+    quoted = bodies[3]["refs"]  # the tools and system prompt of the first request, quoted
+    assert quoted["system_at"][0] == 1 and quoted["tools_at"][0] == 1
+    assert "tools" not in bodies[3]["request"] and bodies[3]["request"]["system"] == ""
     last = bodies[4]
     assert last["request"]["system"] == "sys 2" and "system" not in last["refs"]
     assert "tools" in last["refs"] and "tools" not in last["request"]
@@ -143,6 +146,32 @@ def test_a_partial_read_names_the_rows_it_needs_then_decodes() -> None:
         resolver.extra.update((seq, rows[seq]) for seq in need)
         need = resolver.missing(tail)
     assert resolver.decode_all(tail) == log.events[14:]
+
+
+def test_a_row_quoted_for_its_tools_is_fetched_but_never_decoded() -> None:
+    """The request after a compaction quotes the system prompt and tools of a request
+    before the tail; a read fetches that row and reads only what it quotes, so the rows
+    that row refers to are never needed."""
+    log = session()
+    rows = written(log.events)
+
+    def read(tail: list[Row], quoted_row: Row) -> Resolver:
+        resolver = Resolver(SID)
+        while need := resolver.missing(tail):
+            resolver.extra.update((seq, quoted_row if seq == 1 else rows[seq]) for seq in need)
+        return resolver
+
+    tail = rows[12:]
+    resolver = read(tail, rows[1])
+    assert 1 in resolver.literals and 0 not in resolver.messages  # row 1's prompt: not read
+    assert resolver.decode_all(tail) == log.events[12:]
+    assert 1 not in resolver.requests
+    body = json.loads(rows[1][5])
+    body["request"]["system"] = "another prompt"
+    resolver = read(tail, (*rows[1][:5], json.dumps(body)))
+    with pytest.raises(StoreError) as err:
+        resolver.decode_all(tail)
+    assert "do not match" in err.value.message
 
 
 def test_a_reference_to_a_row_that_is_not_there_is_a_corrupt_record() -> None:
@@ -162,16 +191,23 @@ def test_a_reference_to_a_row_that_is_not_there_is_a_corrupt_record() -> None:
     assert "refers to nothing" in slice_err.value.message
 
 
-def test_a_build_that_reads_format_2_refuses_format_3_by_name(
+def test_an_older_build_refuses_format_4_by_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     rows = written(session().events)
-    monkeypatch.setattr(formats, "FORMAT", 2)
-    for bad in (rows[0], rows[6]):
-        with pytest.raises(StoreError) as err:
-            Resolver(SID).decode_all([bad])
-        assert err.value.code == "format_too_new"
-        assert "record format 3" in err.value.message and "upgrade" in err.value.message
+    for older in (2, 3):  # format 3 could not read the quotes of format 4
+        monkeypatch.setattr(formats, "FORMAT", older)
+        for bad in (rows[0], rows[6]):
+            with pytest.raises(StoreError) as err:
+                Resolver(SID).decode_all([bad])
+            assert err.value.code == "format_too_new"
+            assert "record format 4" in err.value.message and "upgrade" in err.value.message
+
+
+def test_format_3_rows_still_read() -> None:
+    log = session()
+    rows = [(*r[:1], 3, *r[2:]) for r in written(log.events)]  # no quotes: rows 0..12
+    assert Resolver(SID).decode_all(rows[:13]) == log.events[:13]
 
 
 def test_format_1_and_2_rows_mix_with_format_3() -> None:
