@@ -101,6 +101,13 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=main)
 
 
+SERVE_LOOP = "asyncio"
+"""The event loop `serve` runs on: asyncio's own, not uvloop. Under load uvloop's listener
+took new connections late — with 100 streams in flight 80-odd connections sat in the
+kernel's accept queue and a new client's RUN_STARTED waited ~250 ms at p99; on asyncio's
+loop the queue stays near empty (p99 ~100 ms) for the same CPU per run
+(`bench/agui_concurrency.py`)."""
+
 OPTIONS_ENV = "STEERABLE_SERVE_OPTIONS"
 """How `main` hands the parsed options to the worker processes it starts (JSON)."""
 
@@ -139,6 +146,7 @@ def main(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             lifespan="on",
             http=json_error_protocol(),
+            loop=SERVE_LOOP,
         )
         server = uvicorn.Server(config)
         settle_startup_heap()
@@ -155,6 +163,7 @@ def main(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         lifespan="on",
         http=f"{__name__}:WorkerHttpProtocol",
+        loop=SERVE_LOOP,
     )
     Multiprocess(config, sockets=[sock]).run()
     return 0
