@@ -93,11 +93,10 @@ class AcpAgent:
         choose_environment: EnvironmentChooser = keep_runtime_environment,
         prompt_requests: dict[Any, str] | None = None,
         workspaces: AcpWorkspaces | None = None,
-        notify: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
         self.workspaces = workspaces
-        self.link = ClientLink(notify=notify)
+        self.link = ClientLink()
         self.sessions: dict[str, AcpSession] = {}
         self.choose_environment = choose_environment
         self._spawn = spawn

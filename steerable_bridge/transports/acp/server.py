@@ -86,10 +86,6 @@ class GuardedTransport(NdjsonTransport):
             self.unanswered.discard(message.get("id"))
         await super().send(message)  # BatchingSender writes strict JSON only
 
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        """Send a notification as the SDK's connection would (same frame, same queue)."""
-        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
     async def receive(self) -> dict[str, Any] | None:
         while True:
             line, size = await self._read_frame()
@@ -225,8 +221,7 @@ async def serve(
     right after, so their imports never delay the handshake (see `front.py`).
     """
     reader, writer = await _protocol_streams()
-    sender = BatchingSender(writer)  # its send_timeout_s (30 s, as session.py's) bounds notify()
-    transport = GuardedTransport(reader, cast(MessageSender, sender))
+    transport = GuardedTransport(reader, cast(MessageSender, BatchingSender(writer)))
     mounted: list[AcpWorkspaces] = []
     relaying = anyio.CancelScope()
     async with anyio.create_task_group() as tg:
@@ -247,7 +242,6 @@ async def serve(
                 agent,
                 spawn=spawn,
                 prompt_requests=transport.prompts,
-                notify=transport.notify,
                 workspaces=mounted[0] if mounted else None,
                 **options,
             )

@@ -6,18 +6,16 @@ which the agent reaches the client (`session_update`, `request_permission`,
 `read_text_file`, `create_terminal`, ...). `AcpSession` pairs a runtime `Session` with its
 renderer and the running prompt's cancel token; `emit` is the loop's event sink: the raw
 event first (opt-in), then the rendered updates, all awaited, so they precede the prompt's
-response; text and reasoning deltas, most of a turn, skip the SDK's models and go out
-through `ClientLink.notify` as the same params (`hot_updates.py`). `EnvironmentChooser` is
-the hook where a session's workspace environment is picked from the link (the client's fs /
-terminal when offered); `keep_runtime_environment` is the default. A lost connection, or a
-client that stops reading for `SEND_TIMEOUT_S`, cancels the running turn instead of failing
-it.
+response. `EnvironmentChooser` is the hook where a session's workspace environment is
+picked from the link (the client's fs / terminal when offered); `keep_runtime_environment`
+is the default. A lost connection, or a client that stops reading for `SEND_TIMEOUT_S`,
+cancels the running turn instead of failing it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +26,6 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.session import Session
-from steerable_bridge.transports.acp.hot_updates import hot_params
 from steerable_bridge.transports.acp.renderer import AcpRenderer, Update
 
 __all__ = ["AcpSession", "ClientLink", "EnvironmentChooser", "keep_runtime_environment"]
@@ -50,9 +47,6 @@ class ClientLink:
     events: bool = False
     """The client asked for every LoopEvent as `_steerable/event` notifications."""
     alive: bool = True
-    notify: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
-    """Sends a notification straight through the connection's transport, in order with the
-    SDK's frames and bounded by it (`server.py` sets it); None: only the SDK sends."""
 
 
 EnvironmentChooser = Callable[[ClientLink, Session], Environment | None]
@@ -82,9 +76,8 @@ class AcpSession:
     async def send(self, update: Update) -> None:
         if not self.link.alive:
             return
-        try:
-            with anyio.fail_after(SEND_TIMEOUT_S):
-                await self.link.conn.session_update(session_id=self.id, update=update)
+        try:  # bounded by `BatchingSender`: a client that stops reading raises TimeoutError
+            await self.link.conn.session_update(session_id=self.id, update=update)
         except (ConnectionError, TimeoutError):
             self._lost()
 
@@ -100,15 +93,6 @@ class AcpSession:
                     )
             except (ConnectionError, TimeoutError):
                 self._lost()
-        if renderer is None and self.link.notify is not None:
-            params = hot_params(self.id, event)  # text and reasoning deltas: no SDK models
-            if params is not None:
-                if self.link.alive:
-                    try:
-                        await self.link.notify("session/update", params)
-                    except (ConnectionError, TimeoutError):
-                        self._lost()
-                return
         for update in (renderer or self.renderer).render(event):
             await self.send(update)
 
