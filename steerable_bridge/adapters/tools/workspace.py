@@ -10,7 +10,8 @@ and reports locations (absolute path, and the line for reads); edits return a
 `DiffContent` with the whole old and new text. Files and commands go through the session's
 `Environment` (the editor over ACP, or the local disk), so the editor's unsaved buffer wins;
 listing and searching use the local disk through `search.py`. Paths are confined to the
-workspace the environment carries (`paths.py`).
+workspace the environment carries (`paths.py`, through `context.py`); `run_command` lives in
+`run_command.py`.
 """
 
 from __future__ import annotations
@@ -18,77 +19,31 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import anyio
 from pydantic import JsonValue
 
 from steerable_bridge.adapters.tools import search
 from steerable_bridge.adapters.tools.builtin import UPDATE_PLAN
+from steerable_bridge.adapters.tools.context import environment_of, failure, resolve, workspace_of
 from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.adapters.tools.run_command import MAX_TIMEOUT_MS, run_command
 from steerable_bridge.adapters.tools.spill import spilled_path
-from steerable_bridge.runtime.environment import CommandResult, Environment, EnvironmentError
+from steerable_bridge.runtime.environment import Environment, EnvironmentError
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolHandler, ToolResult
 from steerable_bridge.runtime.values import (
     DiffContent,
     Location,
     Sandbox,
-    TerminalContent,
     TextPart,
-    ToolContent,
-    ToolError,
     canonical_json,
 )
 
-__all__ = ["RunsInTerminal", "workspace_tools"]
+__all__ = ["workspace_tools"]
 
 READ_MAX_LINES = 2000
 READ_MAX_CHARS = 100_000
-OUTPUT_LIMIT = 100_000
-DEFAULT_TIMEOUT_MS = 120_000
-MAX_TIMEOUT_MS = 600_000
-
-
-@runtime_checkable
-class RunsInTerminal(Protocol):
-    """An environment that runs commands in a terminal the client shows (ACP `terminal`)."""
-
-    async def run_in_terminal(
-        self,
-        command: str,
-        *,
-        cwd: str,
-        timeout_s: float,
-        output_limit: int,
-        on_terminal: Callable[[str], Awaitable[None]],
-    ) -> CommandResult:
-        """Like `Environment.run`; `on_terminal(id)` is awaited once the terminal exists."""
-
-
-def _environment(ctx: ToolContext) -> Environment:
-    if ctx.environment is None:
-        raise ToolFailure(
-            "no_workspace",
-            "this session has no workspace, so files and commands are unavailable; start the"
-            " server with --workspace DIR or open the session from an editor",
-        )
-    return ctx.environment
-
-
-def _workspace(ctx: ToolContext) -> Workspace:
-    found = getattr(ctx.environment, "workspace", None)
-    return found if isinstance(found, Workspace) else Workspace.of(ctx.cwd)
-
-
-def _failure(err: EnvironmentError) -> ToolFailure:
-    return ToolFailure(err.code, err.message)
-
-
-def _resolve(ctx: ToolContext, path: str) -> str:
-    try:
-        return _workspace(ctx).resolve(path)
-    except EnvironmentError as err:
-        raise _failure(err) from err
 
 
 # -- read / write / edit -------------------------------------------------------------------
@@ -102,12 +57,12 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         real = spilled
         text = await anyio.to_thread.run_sync(_read_lines, spilled, line, limit)
     else:
-        env = _environment(ctx)
-        real = _resolve(ctx, args["path"])
+        env = environment_of(ctx)
+        real = resolve(ctx, args["path"])
         try:
             text = await env.read_text(real, line=line, limit=limit)
         except EnvironmentError as err:
-            raise _failure(err) from err
+            raise failure(err) from err
     first = line or 1
     lines = text.splitlines(keepends=True)
     kept: list[str] = []
@@ -163,16 +118,16 @@ async def _old_text(env: Environment, real: str) -> str | None:
 
 
 async def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    env = _environment(ctx)
-    real = _resolve(ctx, args["path"])
+    env = environment_of(ctx)
+    real = resolve(ctx, args["path"])
     content: str = args["content"]
     old = await _old_text(env, real)
     try:
         await env.write_text(real, content)
     except EnvironmentError as err:
-        raise _failure(err) from err
+        raise failure(err) from err
     verb = "Created" if old is None else "Wrote"
-    shown = _workspace(ctx).display(real)
+    shown = workspace_of(ctx).display(real)
     return ToolResult(
         content=(
             DiffContent(path=real, old_text=old, new_text=content),
@@ -183,12 +138,12 @@ async def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 
 async def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    env = _environment(ctx)
-    real = _resolve(ctx, args["path"])
+    env = environment_of(ctx)
+    real = resolve(ctx, args["path"])
     old_text: str = args["old_text"]
     new_text: str = args["new_text"]
     replace_all = bool(args.get("replace_all", False))
-    shown = _workspace(ctx).display(real)
+    shown = workspace_of(ctx).display(real)
     if not old_text:
         raise ToolFailure(
             "empty_match", "old_text is empty; give the exact text to replace, or use write_file"
@@ -198,7 +153,7 @@ async def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         before = await env.read_text(real)
     except EnvironmentError as err:
-        raise _failure(err) from err
+        raise failure(err) from err
     count = before.count(old_text)
     if count == 0:
         raise ToolFailure(
@@ -218,7 +173,7 @@ async def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         await env.write_text(real, after)
     except EnvironmentError as err:
-        raise _failure(err) from err
+        raise failure(err) from err
     line = before[: before.index(old_text)].count("\n") + 1
     plural = "s" if count > 1 else ""
     return ToolResult(
@@ -245,91 +200,28 @@ def _found(found: search.Found, empty: str) -> ToolResult:
 
 async def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
-        found = await search.list_dir(_workspace(ctx), args.get("path") or ".")
+        found = await search.list_dir(workspace_of(ctx), args.get("path") or ".")
     except EnvironmentError as err:
-        raise _failure(err) from err
+        raise failure(err) from err
     return _found(found, "(empty directory)")
 
 
 async def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
-        found = await search.glob_files(_workspace(ctx), args["pattern"], args.get("path") or ".")
+        found = await search.glob_files(workspace_of(ctx), args["pattern"], args.get("path") or ".")
     except EnvironmentError as err:
-        raise _failure(err) from err
+        raise failure(err) from err
     return _found(found, "(no files match)")
 
 
 async def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         found = await search.grep(
-            _workspace(ctx), args["pattern"], args.get("path") or ".", args.get("glob")
+            workspace_of(ctx), args["pattern"], args.get("path") or ".", args.get("glob")
         )
     except EnvironmentError as err:
-        raise _failure(err) from err
+        raise failure(err) from err
     return _found(found, "(no matches)")
-
-
-# -- run_command ------------------------------------------------------------------------------
-
-
-async def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    env = _environment(ctx)
-    cwd = _resolve(ctx, args.get("cwd") or ".")
-    timeout_ms = min(int(args.get("timeout_ms") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS)
-    command: str = args["command"]
-    terminal: list[str] = []
-
-    async def on_terminal(terminal_id: str) -> None:
-        terminal.append(terminal_id)
-        await ctx.output((TerminalContent(terminal_id=terminal_id),))
-
-    try:
-        if isinstance(env, RunsInTerminal):
-            result = await env.run_in_terminal(
-                command,
-                cwd=cwd,
-                timeout_s=timeout_ms / 1000,
-                output_limit=OUTPUT_LIMIT,
-                on_terminal=on_terminal,
-            )
-        else:
-            result = await env.run(
-                command, cwd=cwd, timeout_s=timeout_ms / 1000, output_limit=OUTPUT_LIMIT
-            )
-    except EnvironmentError as err:
-        raise _failure(err) from err
-    content: list[ToolContent] = []
-    terminal_id = result.terminal_id or (terminal[0] if terminal else None)
-    if terminal_id is not None:
-        content.append(TerminalContent(terminal_id=terminal_id))
-    output = result.output
-    if output and not output.endswith("\n"):
-        output += "\n"
-    note = "[output truncated: only the last part is shown]\n" if result.truncated else ""
-    if result.timed_out:
-        status = f"timed out after {timeout_ms} ms; the command and its children were stopped"
-    else:
-        status = f"exit code {result.exit_code}"
-    content.append(TextPart(text=f"{note}{output}[{status}]"))
-    raw: dict[str, JsonValue] = {
-        "exit_code": result.exit_code,
-        "timed_out": result.timed_out,
-        "truncated": result.truncated,
-        "terminal_id": terminal_id,
-        "sandbox": result.sandbox,
-    }
-    error = None
-    if result.timed_out:
-        error = ToolError(
-            code="command_timeout",
-            message=f"{command!r} did not finish within {timeout_ms} ms and was stopped;"
-            " raise timeout_ms or run something shorter",
-        )
-    elif result.exit_code != 0:
-        error = ToolError(
-            code="command_failed", message=f"{command!r} exited with code {result.exit_code}"
-        )
-    return ToolResult(content=tuple(content), raw_output_json=canonical_json(raw), error=error)
 
 
 # -- the tool set -----------------------------------------------------------------------------
@@ -529,7 +421,7 @@ def workspace_tools(
                 "additionalProperties": False,
             },
             kind="execute",
-            handler=_bind(_run_command, environment),
+            handler=_bind(run_command, environment),
             sandbox=_sandbox_of(environment),
             timeout_s=MAX_TIMEOUT_MS / 1000 + 30,
             title=lambda a: f"Run {_short(str(a['command']))}",
