@@ -217,17 +217,26 @@ class Agent:
 
     # -- reaching a running turn, here or in another process ---------------------------------
 
-    async def steer(self, session_id: str, content: tuple[ContentPart, ...]) -> bool:
-        """Add a message to the running turn at its next step boundary; False when no
-        process runs a turn in the session."""
+    async def steer(
+        self, session_id: str, content: tuple[ContentPart, ...], message_id: str | None = None
+    ) -> bool:
+        """Add a message to the running turn at its next step boundary (logged under
+        `message_id` when the client named it, whichever process runs the turn); False when
+        no process runs a turn in the session."""
         return await self._signal(
-            SessionSignal(session_id=session_id, action="steer", content=content)
+            SessionSignal(
+                session_id=session_id, action="steer", content=content, message_id=message_id
+            )
         )
 
-    async def follow_up(self, session_id: str, content: tuple[ContentPart, ...]) -> bool:
+    async def follow_up(
+        self, session_id: str, content: tuple[ContentPart, ...], message_id: str | None = None
+    ) -> bool:
         """Queue a message for when the running turn would end; False when none runs."""
         return await self._signal(
-            SessionSignal(session_id=session_id, action="follow_up", content=content)
+            SessionSignal(
+                session_id=session_id, action="follow_up", content=content, message_id=message_id
+            )
         )
 
     async def cancel(self, session_id: str, reason: str = "cancelled by the client") -> bool:
@@ -265,8 +274,8 @@ class Agent:
         if signal.action == "cancel":
             return session.cancel(signal.reason or "cancelled by another process")
         if signal.action == "steer":
-            return session.steer(signal.content)
-        return session.follow_up(signal.content)
+            return session.steer(signal.content, signal.message_id)
+        return session.follow_up(signal.content, signal.message_id)
 
     async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         """Apply the signals other processes publish to the turns this one runs, until

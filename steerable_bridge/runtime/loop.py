@@ -132,8 +132,9 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
         while True:
             if ctx.cancel.cancelled:
                 return await t.finish("cancelled")
-            for content in ctx.steering.take():
-                await t.emit(ev.SteerApplied, message_id=t.new_id("steer"), content=content)
+            for content, message_id in ctx.steering.take():
+                message_id = message_id or t.new_id("steer")
+                await t.emit(ev.SteerApplied, message_id=message_id, content=content)
             stop = await t.guard.at_boundary(step)  # budgets; soft timeout / dedup wrap-up
             if stop is not None:
                 return await t.finish(stop)
@@ -156,8 +157,9 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
                 continue  # steering that arrived during the last step is applied, not dropped
             follow_ups = ctx.follow_ups.take()
             if follow_ups:
-                for content in follow_ups:
-                    await t.emit(ev.FollowUpApplied, message_id=t.new_id("user"), content=content)
+                for content, message_id in follow_ups:
+                    message_id = message_id or t.new_id("user")
+                    await t.emit(ev.FollowUpApplied, message_id=message_id, content=content)
                 continue
             if finish_reason == "end_turn" and await t.completion_needs_another_step():
                 continue

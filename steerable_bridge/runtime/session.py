@@ -219,18 +219,19 @@ class Session:
         self.compactor.request()
         return True
 
-    def steer(self, content: tuple[ContentPart, ...]) -> bool:
-        """Queue a message for the running turn's next step boundary; False when idle."""
+    def steer(self, content: tuple[ContentPart, ...], message_id: str | None = None) -> bool:
+        """Queue a message for the running turn's next step boundary (logged under
+        `message_id` when the client named it); False when idle."""
         if self._running is None:
             return False
-        self.steering.push(content)
+        self.steering.push(content, message_id)
         return True
 
-    def follow_up(self, content: tuple[ContentPart, ...]) -> bool:
+    def follow_up(self, content: tuple[ContentPart, ...], message_id: str | None = None) -> bool:
         """Queue a message taken when the running turn would otherwise end; False when idle."""
         if self._running is None:
             return False
-        self.follow_ups.push(content)
+        self.follow_ups.push(content, message_id)
         return True
 
     async def record(self, cls: type[ev.EventBase], **fields: Any) -> ev.LoopEvent:

@@ -47,6 +47,8 @@ class SessionSignal:
     action: SignalAction
     content: tuple[ContentPart, ...] = ()
     """The message to add (steer, follow_up)."""
+    message_id: str | None = None
+    """The id the client gave that message, logged with it (None: the owner makes one)."""
     reason: str = ""
     """Why (cancel): it ends up in the turn's log."""
 

@@ -4,19 +4,29 @@
 before the next model call. `follow_up` messages are taken only when the turn would
 otherwise end. Each queue drains either one message per boundary (`one`) or all that are
 waiting (`all`). The loop logs every injected message (`steer_applied`,
-`follow_up_applied`), so replay and projection see exactly what the model saw.
+`follow_up_applied`), so replay and projection see exactly what the model saw. A message
+may come with the id its client gave it (an AG-UI message id); the loop logs it under that
+id, so whichever process reads the log later knows the message was taken.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from steerable_bridge.runtime.values import ContentPart
 
-__all__ = ["DrainMode", "InputQueue"]
+__all__ = ["DrainMode", "InputQueue", "Queued"]
 
 DrainMode = Literal["one", "all"]
+
+
+class Queued(NamedTuple):
+    """One pending message: its content, and the id its client gave it (None: the loop
+    makes one)."""
+
+    content: tuple[ContentPart, ...]
+    message_id: str | None = None
 
 
 class InputQueue:
@@ -24,15 +34,15 @@ class InputQueue:
 
     def __init__(self, mode: DrainMode = "all") -> None:
         self.mode: DrainMode = mode
-        self._items: deque[tuple[ContentPart, ...]] = deque()
+        self._items: deque[Queued] = deque()
 
-    def push(self, content: tuple[ContentPart, ...]) -> None:
-        self._items.append(content)
+    def push(self, content: tuple[ContentPart, ...], message_id: str | None = None) -> None:
+        self._items.append(Queued(content, message_id))
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def take(self) -> list[tuple[ContentPart, ...]]:
+    def take(self) -> list[Queued]:
         """The messages to inject now: the oldest one, or all, per `mode`."""
         if not self._items:
             return []

@@ -10,7 +10,8 @@ decides what it gets, the same whichever server process the request lands on (se
   (409 `thread_idle`);
 - `forwardedProps.steerable.steer: true` adds the request's new user messages to the running
   turn at its next step boundary and answers RUN_STARTED, CUSTOM `steerable.steer_absorbed`,
-  RUN_FINISHED;
+  RUN_FINISHED; each message travels with its id, which the owning process logs with it, so
+  no process records it again when the client sends it back in a later run;
 - `forwardedProps.steerable.follow_up: true` queues them for when the running turn would
   otherwise end (it then goes on with them) and answers RUN_STARTED, CUSTOM
   `steerable.follow_up_queued`, RUN_FINISHED;
@@ -91,14 +92,19 @@ class Control:
             new = [
                 m for m in run.messages if m.id not in thread.known and isinstance(m, UserMessage)
             ]
-            content = tuple(part for m in new for part in content_parts(m.content))
             queue = self.agent.steer if steer else self.agent.follow_up
-            if content and await queue(thread_id, content):
-                thread.known |= {m.id for m in new}
+            taken: list[str] = []
+            for message in new:  # each under its own id, so the owner's log knows it
+                content = tuple(content_parts(message.content))
+                if not content or not await queue(thread_id, content, message.id):
+                    break
+                taken.append(message.id)
+            if taken:
+                thread.known |= set(taken)
                 return self._short(
                     run,
                     "steerable.steer_absorbed" if steer else "steerable.follow_up_queued",
-                    {"messageIds": [m.id for m in new], "sessionId": thread_id},
+                    {"messageIds": taken, "sessionId": thread_id},
                 )
         where = f" in {owner}" if owner is not None else ""
         return Refusal(
