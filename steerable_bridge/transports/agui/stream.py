@@ -114,6 +114,9 @@ class EventStream:
                 sent = True
             if not sent:
                 self._lost()
+            # Let the loop run others before this run goes on to call the model: in a burst
+            # of new requests each gets its first frame out before any sets up a model call.
+            await anyio.lowlevel.cancel_shielded_checkpoint()
             return
         if len(self._queued) >= self._buffer_frames:
             room = self._room = self._room or anyio.Event()
