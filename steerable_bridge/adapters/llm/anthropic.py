@@ -28,6 +28,7 @@ import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,8 +45,8 @@ from steerable_bridge.adapters.llm.http_replies import (
     attempts,
     drain,
     json_or_text,
+    posted_events,
     retry_after,
-    sse_data,
 )
 from steerable_bridge.adapters.llm.openai_compat import is_loopback
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
@@ -229,10 +230,7 @@ class AnthropicProvider:
         if config.api_key:
             headers["x-api-key"] = config.api_key
         client = await self.http.client()
-
-        def attempt(tries: int) -> AsyncGenerator[ModelStreamItem, None]:
-            return self._attempt(client, body, headers, tries)
-
+        attempt = partial(self._attempt, client, body, headers)
         async for item in stream_with_retries(attempt, self._retry):
             yield item
 
@@ -242,15 +240,15 @@ class AnthropicProvider:
         """One try: the answer's chunks, then its `ModelResponse`."""
         config = self.config
         decoder = EventDecoder()
-        async with client.stream("POST", self.url, json=body, headers=headers) as reply:
-            if reply.status_code != 200:
-                await reply.aread()
-                raise self._status_error(reply, tries)
-            events = sse_data(
-                reply,
-                base_url=config.base_url,
-                hint="check that ANTHROPIC_BASE_URL points at the Anthropic API",
-            )
+        async with posted_events(
+            client,
+            self.url,
+            body=body,
+            headers=headers,
+            refuse=lambda reply: self._status_error(reply, tries),
+            base_url=config.base_url,
+            hint="check that ANTHROPIC_BASE_URL points at the Anthropic API",
+        ) as events:
             async for data in events:
                 for chunk in self._decode(decoder, data, tries):
                     yield chunk

@@ -10,7 +10,8 @@ Pure helpers: no client, no retries, no logging.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -25,6 +26,7 @@ __all__ = [
     "backoff_delay",
     "drain",
     "json_or_text",
+    "posted_events",
     "retry_after",
     "sse_data",
     "transport_error",
@@ -47,6 +49,26 @@ async def sse_data(reply: httpx.Response, *, base_url: str, hint: str) -> AsyncI
             "invalid_response",
             f"{base_url} did not answer with an event stream ({error}); {hint}",
         ) from None
+
+
+@asynccontextmanager
+async def posted_events(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    body: Any,
+    headers: dict[str, str],
+    refuse: Callable[[httpx.Response], ProviderError],
+    base_url: str,
+    hint: str,
+) -> AsyncIterator[AsyncIterator[str]]:
+    """POST `body` as JSON and give the reply's event `data` (see `sse_data`); a reply other
+    than 200 is read whole and raised as `refuse(reply)`."""
+    async with client.stream("POST", url, json=body, headers=headers) as reply:
+        if reply.status_code != 200:
+            await reply.aread()
+            raise refuse(reply)
+        yield sse_data(reply, base_url=base_url, hint=hint)
 
 
 async def drain(events: AsyncIterator[str]) -> None:

@@ -26,6 +26,7 @@ import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,8 +37,8 @@ from steerable_bridge.adapters.llm.http_replies import (
     attempts,
     drain,
     json_or_text,
+    posted_events,
     retry_after,
-    sse_data,
 )
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
@@ -228,10 +229,7 @@ class OpenAICompatProvider:
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
         client = await self.http.client()
-
-        def attempt(tries: int) -> AsyncGenerator[ModelStreamItem, None]:
-            return self._attempt(client, body, headers, tries)
-
+        attempt = partial(self._attempt, client, body, headers)
         async for item in stream_with_retries(attempt, self._retry):
             yield item
 
@@ -241,15 +239,15 @@ class OpenAICompatProvider:
         """One try: the answer's chunks, then its `ModelResponse`."""
         config = self.config
         decoder = ChunkDecoder()
-        async with client.stream("POST", self.url, json=body, headers=headers) as reply:
-            if reply.status_code != 200:
-                await reply.aread()
-                raise self._status_error(reply, tries)
-            events = sse_data(
-                reply,
-                base_url=config.base_url,
-                hint="check that STEERABLE_BASE_URL points at an OpenAI-compatible /v1 endpoint",
-            )
+        async with posted_events(
+            client,
+            self.url,
+            body=body,
+            headers=headers,
+            refuse=lambda reply: self._status_error(reply, tries),
+            base_url=config.base_url,
+            hint="check that STEERABLE_BASE_URL points at an OpenAI-compatible /v1 endpoint",
+        ) as events:
             async for data in events:
                 for chunk in self._decode(decoder, data):
                     yield chunk
