@@ -75,14 +75,19 @@ class IdleCache(Generic[K, V]):
     def sweep(self, idle: Callable[[V], bool]) -> list[V]:
         """Forget idle entries over capacity (oldest first) or past the TTL; returns them."""
         now = self._clock()
+        gone: list[K] = []
         dropped: list[V] = []
         over = len(self._items) - self.capacity
-        for key, (value, used) in list(self._items.items()):
+        # No copy of the map: a sweep runs on every request and usually stops at the oldest
+        # entry, so copying every entry first would make each request pay for all of them.
+        for key, (value, used) in self._items.items():
             expired = now - used >= self.ttl_s
             if (over > 0 or expired) and idle(value):
-                del self._items[key]
+                gone.append(key)
                 dropped.append(value)
                 over -= 1
             elif over <= 0 and not expired:
                 break  # the rest were used more recently
+        for key in gone:
+            del self._items[key]
         return dropped
