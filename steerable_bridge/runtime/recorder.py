@@ -1,0 +1,104 @@
+"""How one running turn records its events: the turn's bookkeeping and its `emit`.
+
+`TurnRecorder` holds what a turn carries from step to step (its run id, the usage summed so
+far, the step in progress, the turn's guard, hooks and tool batch) and `emit`, the one path
+every LoopEvent of the turn takes: into the session log, the session facts, the guard (for
+the kinds it watches, `quality.py`), the caller's `sink` (a transport's renderer), then a
+commit to the store at once for structural kinds and at most every `commit_interval_s` for
+streaming deltas. `model_step.ModelStep` builds on it to stream one model call and `loop.py`
+on that to run the turn (`run_turn`); it does no I/O beyond the log and the sink.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, TypeVar
+
+import anyio
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.gate import TurnGate
+from steerable_bridge.runtime.hooks import HookContext, HookRunner
+from steerable_bridge.runtime.quality import WATCHED, TurnGuard
+from steerable_bridge.runtime.tool_batch import ToolBatch
+from steerable_bridge.runtime.turn import TurnContext, TurnInput
+from steerable_bridge.runtime.values import Usage
+
+__all__ = ["TurnRecorder"]
+
+E = TypeVar("E", bound=ev.EventBase)
+
+_STRUCTURAL: frozenset[type[ev.EventBase]] = frozenset(
+    {
+        ev.RunStarted, ev.RunFinished, ev.RunFailed, ev.StepFinished, ev.ToolCallEnd,
+        ev.ToolStarted, ev.ToolFinished, ev.PermissionRequested, ev.PermissionResolved,
+        ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied, ev.ModelRequestEvent,
+    }
+)  # fmt: skip
+"""Kinds committed to the store at once; streaming deltas are batched."""
+
+
+class TurnRecorder:
+    """The bookkeeping of one running turn: its ids, the usage, the step, how events go out."""
+
+    def __init__(self, ctx: TurnContext, turn: TurnInput) -> None:
+        self.ctx = ctx
+        self.turn = turn
+        self.run_id = ctx.settings.new_id("run")
+        self.usage = Usage()
+        self.step: int | None = None
+        self.guard = TurnGuard(
+            settings=ctx.quality,
+            active=ctx.quality.active_for(ctx.model),
+            emit=self.emit,
+            model=ctx.model,
+            max_steps=ctx.settings.max_steps,
+            calibration=ctx.calibration,
+        )
+        self.hooks = HookRunner(
+            self.guard.hooks() + ctx.hooks,
+            self.emit,
+            self.hook_context,
+            max_completion_retries=ctx.quality.completion_retries,
+        )
+        self.batch = ToolBatch(ctx, turn, self.run_id, self.emit, TurnGate(self.guard, self.hooks))
+        self._last_commit = time.monotonic()
+
+    def new_id(self, prefix: str) -> str:
+        return self.ctx.settings.new_id(prefix)
+
+    def hook_context(self) -> HookContext:
+        ctx = self.ctx
+        return HookContext(
+            session_id=ctx.log.session_id,
+            run_id=self.run_id,
+            step=self.step or 0,
+            model=ctx.model,
+            cwd=ctx.cwd,
+        )
+
+    def snapshot_tools(self) -> str:
+        """Take this step's tools (registered now, plus the client's); returns the prompt.
+        While the turn wraps up (soft timeout, repeated calls) no tools are offered."""
+        ctx = self.ctx
+        system, registered = ctx.snapshot() if ctx.snapshot else (ctx.system, ctx.tools)
+        tools = () if self.guard.wrapping_up else registered + self.turn.client_tools
+        self.batch.tools = {tool.name: tool for tool in tools}
+        return system
+
+    async def emit(self, cls: type[E], /, **fields: Any) -> E:
+        event = self.ctx.log.record(cls, self.run_id, **fields)
+        self.ctx.facts.observe(event)  # type: ignore[arg-type]
+        if cls in WATCHED:
+            self.guard.observe(event)  # type: ignore[arg-type]
+        if self.ctx.sink is not None:
+            await self.ctx.sink(event)  # type: ignore[arg-type]
+        interval = self.ctx.settings.commit_interval_s
+        if cls in _STRUCTURAL or time.monotonic() - self._last_commit >= interval:
+            await self.commit()
+        return event
+
+    async def commit(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.ctx.log.commit()
+        self._last_commit = time.monotonic()
