@@ -32,7 +32,8 @@ from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import ContentPart, ImagePart, ResourcePart, TextPart
-from steerable_bridge.transports.agui.renderer import plan_message_id, result_message_id
+from steerable_bridge.transports.agui.native import result_message_id
+from steerable_bridge.transports.agui.renderer import plan_message_id
 
 __all__ = ["known_ids", "thread_messages", "user_content"]
 

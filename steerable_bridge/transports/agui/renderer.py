@@ -4,7 +4,10 @@
 `render(event)` returns the AG-UI events for one LoopEvent. It is pure apart from its own
 bookkeeping: no I/O, no clock, no ids of its own. The server (`stream.py`) encodes what it
 returns. Every LoopEvent is carried by exactly one AG-UI event, so a decoder rebuilds the
-exact LoopEvent sequence; the few AG-UI events that carry no LoopEvent say so.
+exact LoopEvent sequence; the few AG-UI events that carry no LoopEvent say so. This module
+holds the mapping, the run's bracket (start, end, snapshot, held and dropped events) and the
+thread's plan; the native form of the content between (steps, text, reasoning, tool calls,
+state) is built by the pure functions of `native.py`, which the handler table calls directly.
 
 The mapping (every event's `timestamp` is its `ts` in integer ms; `M` = `metadata`):
 
@@ -92,68 +95,30 @@ from ag_ui.core import (
     Interrupt,
     Message,
     MessagesSnapshotEvent,
-    ReasoningEndEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
-    StateDeltaEvent,
-    StateSnapshotEvent,
-    StepFinishedEvent,
-    StepStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
     TokenUsage,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
 )
 
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.values import TextPart, Usage, canonical_json
+from steerable_bridge.runtime.values import Usage
+from steerable_bridge.transports.agui import native
+from steerable_bridge.transports.agui.native import DERIVED, custom, fields_of, meta
 
-__all__ = ["DERIVED", "META_KEY", "AguiRenderer", "plan_message_id", "result_message_id"]
-
-META_KEY = "steerable"
-"""The key under `metadata` that holds the LoopEvent fields a native event lacks."""
-
-DERIVED: dict[str, Any] = {META_KEY: {"derived": True}}
-"""`metadata` of an AG-UI event that carries no LoopEvent (a decoder skips it)."""
+__all__ = ["AguiRenderer", "plan_message_id"]
 
 MessagesSource = Callable[[], Sequence[Message]]
-
-
-def result_message_id(call_id: str) -> str:
-    """The AG-UI message id of a tool call's result (TOOL_CALL_RESULT and snapshots)."""
-    return f"result-{call_id}"
 
 
 def plan_message_id(thread_id: str) -> str:
     """The AG-UI activity message id of a thread's plan."""
     return f"plan-{thread_id}"
-
-
-def _meta(event: LoopEvent, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    fields: dict[str, Any] = {"kind": event.kind, "seq": event.seq, "run_id": event.run_id}
-    if extra:
-        fields.update(extra)
-    return {META_KEY: fields}
-
-
-def _fields(event: LoopEvent, *names: str) -> dict[str, Any]:
-    """The named fields of `event` in codec JSON form, leaving out nulls."""
-    data = codec.event_to_jsonable(event)
-    return {name: data[name] for name in names if data.get(name) is not None}
 
 
 def _token_usage(usage: Usage) -> list[TokenUsage] | None:
@@ -171,13 +136,6 @@ def _token_usage(usage: Usage) -> list[TokenUsage] | None:
             cache_write_input_tokens=usage.cache_creation_tokens,
         )
     ]
-
-
-def _text_of(event: ev.ToolFinished) -> str:
-    text = "".join(p.text for p in event.content if isinstance(p, TextPart))
-    if not text and event.error is not None:
-        return f"error [{event.error.code}]: {event.error.message}"
-    return text
 
 
 class AguiRenderer:
@@ -215,20 +173,20 @@ class AguiRenderer:
             ev.RunStarted: self._run_started,
             ev.RunFinished: self._run_finished,
             ev.RunFailed: self._run_failed,
-            ev.StepStarted: self._step_started,
-            ev.StepFinished: self._step_finished,
-            ev.TextStart: self._text_start,
-            ev.TextDelta: self._text_delta,
-            ev.TextEnd: self._text_end,
-            ev.ReasoningStart: self._reasoning_start,
-            ev.ReasoningDelta: self._reasoning_delta,
-            ev.ReasoningEnd: self._reasoning_end,
-            ev.ToolCallStart: self._tool_call_start,
-            ev.ToolCallDelta: self._tool_call_delta,
-            ev.ToolCallEnd: self._tool_call_end,
-            ev.ToolFinished: self._tool_finished,
-            ev.StateSnapshot: self._state_snapshot,
-            ev.StateDelta: self._state_delta,
+            ev.StepStarted: native.step_started,
+            ev.StepFinished: native.step_finished,
+            ev.TextStart: native.text_start,
+            ev.TextDelta: native.text_delta,
+            ev.TextEnd: native.text_end,
+            ev.ReasoningStart: native.reasoning_start,
+            ev.ReasoningDelta: native.reasoning_delta,
+            ev.ReasoningEnd: native.reasoning_end,
+            ev.ToolCallStart: native.tool_call_start,
+            ev.ToolCallDelta: native.tool_call_delta,
+            ev.ToolCallEnd: native.tool_call_end,
+            ev.ToolFinished: native.tool_finished,
+            ev.StateSnapshot: native.state_snapshot,
+            ev.StateDelta: native.state_delta,
             ev.PlanUpdated: self._plan_updated,
         }
 
@@ -281,7 +239,7 @@ class AguiRenderer:
                 return handler(event)
             except ValueError:  # pydantic's ValidationError too: no valid native form
                 pass
-        out: list[BaseEvent] = [self.custom(event)]
+        out: list[BaseEvent] = [custom(event)]
         if isinstance(event, ev.RunStarted):  # the run must still open and close natively
             self.started = True
             out.insert(0, self._run_started_event(metadata=DERIVED))
@@ -300,13 +258,8 @@ class AguiRenderer:
             self.finished = True
         return out
 
-    def custom(self, event: LoopEvent) -> CustomEvent:
-        """The CUSTOM form every kind can take: the whole event as its value."""
-        return CustomEvent(
-            name=f"steerable.{event.kind}",
-            value=codec.event_to_jsonable(event),
-            timestamp=event.ts,
-        )
+    custom = staticmethod(custom)
+    """The CUSTOM form every kind can take: the whole event as its value."""
 
     # -- run --------------------------------------------------------------------------------
 
@@ -326,7 +279,7 @@ class AguiRenderer:
             extra["parent_run_id"] = event.parent_run_id
         if event.trace_id is not None:
             extra["trace_id"] = event.trace_id
-        return [self._run_started_event(timestamp=event.ts, metadata=_meta(event, extra))]
+        return [self._run_started_event(timestamp=event.ts, metadata=meta(event, extra))]
 
     def _snapshot(self) -> list[BaseEvent]:
         if self._messages is None:
@@ -367,9 +320,9 @@ class AguiRenderer:
             outcome=outcome,
             usage=_token_usage(event.usage),
             timestamp=event.ts,
-            metadata=_meta(
+            metadata=meta(
                 event,
-                _fields(event, "stop_reason", "usage", "pending_tool_call_ids", "interrupts"),
+                fields_of(event, "stop_reason", "usage", "pending_tool_call_ids", "interrupts"),
             ),
         )
         out = [*self._snapshot(), finished]
@@ -378,164 +331,13 @@ class AguiRenderer:
 
     def _run_failed(self, event: ev.RunFailed) -> list[BaseEvent]:
         error = RunErrorEvent(
-            message=event.message, code=event.code, timestamp=event.ts, metadata=_meta(event)
+            message=event.message, code=event.code, timestamp=event.ts, metadata=meta(event)
         )
         out = [*self._snapshot(), error]
         self.finished = True
         return out
 
-    # -- steps ------------------------------------------------------------------------------
-
-    def _step_started(self, event: ev.StepStarted) -> list[BaseEvent]:
-        return [
-            StepStartedEvent(
-                step_name=f"step-{event.step}",
-                timestamp=event.ts,
-                metadata=_meta(event, {"step": event.step}),
-            )
-        ]
-
-    def _step_finished(self, event: ev.StepFinished) -> list[BaseEvent]:
-        return [
-            StepFinishedEvent(
-                step_name=f"step-{event.step}",
-                timestamp=event.ts,
-                metadata=_meta(event, _fields(event, "step", "finish_reason", "usage")),
-            )
-        ]
-
-    # -- text and reasoning -----------------------------------------------------------------
-
-    def _text_start(self, event: ev.TextStart) -> list[BaseEvent]:
-        return [
-            TextMessageStartEvent(
-                message_id=event.message_id,
-                role="assistant",
-                timestamp=event.ts,
-                metadata=_meta(event),
-            )
-        ]
-
-    def _text_delta(self, event: ev.TextDelta) -> list[BaseEvent]:
-        if not event.delta:
-            return [self.custom(event)]
-        return [
-            TextMessageContentEvent(
-                message_id=event.message_id,
-                delta=event.delta,
-                timestamp=event.ts,
-                metadata=_meta(event),
-            )
-        ]
-
-    def _text_end(self, event: ev.TextEnd) -> list[BaseEvent]:
-        return [
-            TextMessageEndEvent(
-                message_id=event.message_id, timestamp=event.ts, metadata=_meta(event)
-            )
-        ]
-
-    def _reasoning_start(self, event: ev.ReasoningStart) -> list[BaseEvent]:
-        return [
-            ReasoningStartEvent(
-                message_id=event.message_id, timestamp=event.ts, metadata=_meta(event)
-            ),
-            ReasoningMessageStartEvent(
-                message_id=event.message_id, timestamp=event.ts, metadata=DERIVED
-            ),
-        ]
-
-    def _reasoning_delta(self, event: ev.ReasoningDelta) -> list[BaseEvent]:
-        if not event.delta:
-            return [self.custom(event)]
-        return [
-            ReasoningMessageContentEvent(
-                message_id=event.message_id,
-                delta=event.delta,
-                timestamp=event.ts,
-                metadata=_meta(event),
-            )
-        ]
-
-    def _reasoning_end(self, event: ev.ReasoningEnd) -> list[BaseEvent]:
-        return [
-            ReasoningMessageEndEvent(
-                message_id=event.message_id,
-                timestamp=event.ts,
-                metadata=_meta(event, _fields(event, "signature", "redacted_data")),
-            ),
-            ReasoningEndEvent(message_id=event.message_id, timestamp=event.ts, metadata=DERIVED),
-        ]
-
-    # -- tool calls -------------------------------------------------------------------------
-
-    def _tool_call_start(self, event: ev.ToolCallStart) -> list[BaseEvent]:
-        return [
-            ToolCallStartEvent(
-                tool_call_id=event.call_id,
-                tool_call_name=event.name,
-                parent_message_id=event.parent_message_id,
-                timestamp=event.ts,
-                metadata=_meta(event),
-            )
-        ]
-
-    def _tool_call_delta(self, event: ev.ToolCallDelta) -> list[BaseEvent]:
-        if not event.delta:
-            return [self.custom(event)]
-        return [
-            ToolCallArgsEvent(
-                tool_call_id=event.call_id,
-                delta=event.delta,
-                timestamp=event.ts,
-                metadata=_meta(event),
-            )
-        ]
-
-    def _tool_call_end(self, event: ev.ToolCallEnd) -> list[BaseEvent]:
-        extra = _fields(
-            event, "name", "arguments_json", "tool_kind", "title", "locations", "executor"
-        )
-        return [
-            ToolCallEndEvent(
-                tool_call_id=event.call_id, timestamp=event.ts, metadata=_meta(event, extra)
-            )
-        ]
-
-    def _tool_finished(self, event: ev.ToolFinished) -> list[BaseEvent]:
-        extra = _fields(event, "status", "content", "raw_output_json", "error")
-        return [
-            ToolCallResultEvent(
-                message_id=result_message_id(event.call_id),
-                tool_call_id=event.call_id,
-                content=_text_of(event),
-                role="tool",
-                timestamp=event.ts,
-                metadata=_meta(event, extra),
-            )
-        ]
-
-    # -- state and plan ---------------------------------------------------------------------
-
-    def _state_snapshot(self, event: ev.StateSnapshot) -> list[BaseEvent]:
-        state = StateSnapshotEvent(
-            snapshot=json.loads(event.state_json), timestamp=event.ts, metadata=_meta(event)
-        )
-        wire = state.model_dump(mode="json", by_alias=True)["snapshot"]  # NaN goes out as null
-        if canonical_json(wire) != event.state_json:
-            assert state.metadata is not None
-            state.metadata[META_KEY]["state_json"] = event.state_json
-        return [state]
-
-    def _state_delta(self, event: ev.StateDelta) -> list[BaseEvent]:
-        delta = StateDeltaEvent(
-            delta=json.loads(event.patch_json), timestamp=event.ts, metadata=_meta(event)
-        )
-        wire = delta.model_dump(mode="json", by_alias=True)["delta"]
-        if canonical_json(wire) != event.patch_json:
-            assert delta.metadata is not None
-            delta.metadata[META_KEY]["patch_json"] = event.patch_json
-        return [delta]
+    # -- plan (thread-scoped) ---------------------------------------------------------------
 
     def _plan_updated(self, event: ev.PlanUpdated) -> list[BaseEvent]:
         entries = codec.event_to_jsonable(event)["entries"]
@@ -546,6 +348,6 @@ class AguiRenderer:
                 content={"entries": entries},
                 replace=True,
                 timestamp=event.ts,
-                metadata=_meta(event),
+                metadata=meta(event),
             )
         ]
