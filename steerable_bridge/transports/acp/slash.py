@@ -24,13 +24,30 @@ from acp import schema as acp
 
 from steerable_bridge.runtime.events import Compaction
 from steerable_bridge.runtime.permissions import MODES
+from steerable_bridge.runtime.values import Command
 
 if TYPE_CHECKING:
     from steerable_bridge.transports.acp.agent import AcpAgent
     from steerable_bridge.transports.acp.content import PromptBlock
     from steerable_bridge.transports.acp.session import AcpSession
 
-__all__ = ["NOTHING_TO_COMPACT", "SlashCommands", "is_compact", "parse"]
+__all__ = ["COMMANDS", "NOTHING_TO_COMPACT", "SlashCommands", "is_compact", "parse"]
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(name="help", description="Show the commands, modes and models this agent offers"),
+    Command(
+        name="mode",
+        description="Switch the permission mode: " + ", ".join(MODES),
+        input_hint="mode id",
+    ),
+    Command(name="model", description="Switch the model route", input_hint="provider:model"),
+    Command(
+        name="compact",
+        description="Summarize the conversation so far to free the model's context",
+    ),
+)
+"""The slash commands a session announces (`available_commands_update`)."""
 
 NOTHING_TO_COMPACT = (
     "Nothing to compact: everything since the last compaction fits in the turns kept verbatim."
