@@ -7,10 +7,16 @@ into the `ExportTraceServiceRequest` protobuf. The SDK's encoder builds every at
 a free-standing message and copies it into its parent, and hashes the resource (a JSON
 dump) once per span: about 20 µs a span, as much as the rest of tracing together on a busy
 server, and paid under the GIL the server's event loop needs. `encode_spans` here fills the
-same opentelemetry-proto messages in place (3-5 µs a span); the tests hold its bytes equal
-to the SDK encoder's for every kind of span this project makes. A batch holding anything
-it does not handle (span events, links) goes through the SDK's own encoder, and so does
-every batch if the installed exporter is not the shape this module knows.
+same opentelemetry-proto messages in place, and most attributes from a cache: a span's
+attributes repeat from run to run (operation, provider, model, tool names, finish reasons),
+so each (key, value) pair is encoded once, by protobuf, as a `Span` holding just that
+attribute, and a span's attributes are those encodings joined and merged in with
+`MergeFromString` (protobuf merges a repeated field by appending, so the joined encodings
+parse to exactly the list the SDK builds); about 4 µs a span in all, against 7 µs filling
+every attribute in place. The tests hold its bytes equal to the SDK encoder's for every
+kind of span this project makes. A batch holding anything it does not handle (span
+events, links) goes through the SDK's own encoder, and so does every batch if the
+installed exporter is not the shape this module knows.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import Status as SpanStatus
 
 __all__ = ["OtlpSpanExporter", "encode_spans"]
 
@@ -80,6 +87,79 @@ def _attributes(target: Any, attributes: Mapping[str, Any] | None) -> None:
             _value(add(key=key).value, value)
 
 
+_CACHED_PAIRS = 4096
+"""How many encoded (key, value) pairs the cache keeps; it starts afresh when full, so
+one-off values (ids, token counts) never crowd out the ones that repeat for long."""
+_NUMBERS = frozenset({int, float, bool})
+
+
+class _AttributeCache:
+    """Each (key, value) attribute encoded once, as a protobuf `Span` holding only it.
+
+    A text value (or a tuple of texts) is kept under `(key, value)`, any other under
+    `(key, type, value)`: 1, 1.0 and True are equal in Python but encode differently, and a
+    text is never equal to anything but a text. So `pairs.get((key, value))` can only find
+    a text's encoding, whatever the value is, and is the quick first look."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[tuple[Any, ...], bytes] = {}
+        self.statuses: dict[StatusCode, bytes] = {}
+        """The statuses without a message, by code (a message may be a one-off)."""
+
+    def encoded(self, key: str, value: Any) -> bytes:
+        kind = type(value)
+        if kind is str or (kind is tuple and all(type(item) is str for item in value)):
+            pair: tuple[Any, ...] = (key, value)
+        elif kind in _NUMBERS:
+            pair = (key, kind, value)
+        else:
+            return self._encode(key, value)
+        found = self.pairs.get(pair)
+        if found is None:
+            found = self._encode(key, value)
+            if len(self.pairs) >= _CACHED_PAIRS:
+                self.pairs.clear()
+            self.pairs[pair] = found
+        return found
+
+    def span_tail(self, attributes: Mapping[str, Any] | None, status: SpanStatus) -> bytes:
+        """A span's attributes (in order) and status, as the encoding of a `Span` holding
+        only them."""
+        tail = None if status.description is not None else self.statuses.get(status.status_code)
+        if tail is None:
+            tail = self._status(status)
+        if not attributes:
+            return tail
+        pairs, encoded = self.pairs, self.encoded
+        try:
+            parts = [pairs.get((k, v)) or encoded(k, v) for k, v in attributes.items()]
+        except TypeError:  # an unhashable value (a list): no quick look
+            parts = [encoded(k, v) for k, v in attributes.items()]
+        parts.append(tail)
+        return b"".join(parts)
+
+    def _status(self, status: SpanStatus) -> bytes:
+        holder = PbSpan()
+        holder.status.code = _CODE[status.status_code]
+        holder.status.SetInParent()  # present even when empty, as the SDK sends it
+        if status.description is not None:
+            holder.status.message = status.description
+        encoded: bytes = holder.SerializePartialToString()
+        if status.description is None:
+            self.statuses[status.status_code] = encoded
+        return encoded
+
+    @staticmethod
+    def _encode(key: str, value: Any) -> bytes:
+        holder = PbSpan()
+        _value(holder.attributes.add(key=key).value, value)
+        encoded: bytes = holder.SerializePartialToString()
+        return encoded
+
+
+_CACHE = _AttributeCache()
+
+
 _KIND = {kind: kind.value + 1 for kind in SpanKind}  # INTERNAL (0) is SPAN_KIND_INTERNAL (1)...
 _CODE = {code: Status.StatusCode.ValueType(code.value) for code in StatusCode}
 
@@ -107,16 +187,10 @@ def _span(add: Any, span: ReadableSpan) -> None:
     state = context.trace_state
     if state:
         target.trace_state = ",".join(f"{k}={v}" for k, v in state.items())
-    _attributes(target.attributes, span.attributes)
+    target.MergeFromString(_CACHE.span_tail(span.attributes, span.status))
     dropped = span.dropped_attributes
     if dropped:
         target.dropped_attributes_count = dropped
-    status = span.status
-    if status.description is None:
-        target.status.code = _CODE[status.status_code]
-        target.status.SetInParent()
-    else:
-        target.status.MergeFrom(Status(code=_CODE[status.status_code], message=status.description))
 
 
 def encode_spans(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:

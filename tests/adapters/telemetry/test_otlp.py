@@ -105,6 +105,28 @@ def test_unusual_values_remote_parents_trace_state_and_several_scopes_encode_the
     same(spans)
 
 
+def test_values_python_calls_equal_keep_their_own_encodings_when_cached() -> None:
+    """1, 1.0 and True are equal (and hash alike) in Python; each encodes differently, so
+    the cache must never hand one the other's encoding, in either order, nor a text's."""
+    values: list[Any] = [1, True, 1.0, "1", ("a",), ["a"], (1, True), 0, False, 0.0, "", None]
+    resource = Resource({"service.name": "x"})
+    spans = tuple(
+        ReadableSpan(
+            name="s",
+            context=SpanContext(7, 100 + i, False, TraceFlags(1)),
+            resource=resource,
+            attributes={"k": value, "n": i},
+            status=Status(StatusCode.ERROR, f"boom {i}") if i % 3 == 0 else Status(),
+            start_time=10,
+            end_time=20,
+        )
+        for i, value in enumerate([*values, *reversed(values), *values])
+    )
+    same(spans)
+    for span in spans:
+        same((span,))
+
+
 def test_spans_with_events_are_left_to_the_sdk_encoder() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
