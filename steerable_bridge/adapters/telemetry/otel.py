@@ -36,14 +36,13 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from steerable_bridge import __version__
@@ -165,19 +164,10 @@ def _input_messages(request: ModelRequest) -> str:
     return json.dumps([_message(m) for m in request.messages], ensure_ascii=False)
 
 
-_BRACKETS: frozenset[type[ev.EventBase]] = frozenset(
-    {
-        ev.RunStarted, ev.RunFinished, ev.RunFailed, ev.StepStarted, ev.StepFinished,
-        ev.ModelRequestEvent, ev.ModelResponseEvent, ev.ToolCallEnd, ev.ToolStarted,
-        ev.ToolFinished, ev.PermissionRequested, ev.PermissionResolved,
-    }
-)  # fmt: skip
-"""The kinds a trace reads; every other event (most of them: deltas) costs one set lookup."""
-_CAPTURED = _BRACKETS | {ev.TextDelta}
-
-
 class _RunTrace:
-    """One run's spans; opened and closed as the events arrive (see `recorded.py`)."""
+    """One run's spans; opened and closed as the events arrive (see `recorded.py`). Each
+    kind a trace reads has its handler in `_HANDLERS`; `observed_run` tells this watch of
+    those kinds only (`kinds`), so the many deltas of a run never reach it."""
 
     def __init__(self, tracing: OtelTracing, trace: RecordedTrace) -> None:
         self.trace = trace
@@ -208,86 +198,50 @@ class _RunTrace:
         return self.trace.child(name, parent, attributes, now)
 
     def event(self, event: LoopEvent) -> None:
-        kind = type(event)
-        if kind not in _BRACKETS:
-            if kind is ev.TextDelta and self.capture and self.model is not None:
-                self.output.append(event.delta)  # type: ignore[union-attr]
-            return
-        if not self.ended:
-            self._bracket(event, time.time_ns())
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            if not self.ended:
+                handler(self, event, time.time_ns())
+        elif type(event) is ev.TextDelta and self.capture and self.model is not None:
+            self.output.append(event.delta)
 
-    def _bracket(self, event: LoopEvent, now: int) -> None:
-        run = self.run
-        assert run is not None
-        if isinstance(event, ev.RunStarted):
-            provider, model = _route(event.model)
-            run.attributes["gen_ai.provider.name"] = provider
-            run.attributes["gen_ai.request.model"] = model
-            run.attributes["steerable.run_id"] = event.run_id
-        elif isinstance(event, ev.StepStarted):
-            self.step = self._child(f"step {event.step}", {"steerable.step": event.step}, now)
-        elif isinstance(event, ev.ModelRequestEvent):
-            provider, model = _route(event.request.model)
-            attributes: dict[str, Any] = {
-                "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": provider,
-                "gen_ai.request.model": model,
-            }
-            if self.capture:
-                attributes["gen_ai.system_instructions"] = json.dumps(
-                    [{"type": "text", "content": event.request.system}], ensure_ascii=False
-                )
-                attributes["gen_ai.input.messages"] = _input_messages(event.request)
+    def _run_started(self, event: ev.RunStarted, now: int) -> None:
+        assert self.run is not None
+        provider, model = _route(event.model)
+        values = self.run.values
+        values["gen_ai.provider.name"] = provider
+        values["gen_ai.request.model"] = model
+        values["steerable.run_id"] = event.run_id
+
+    def _step_started(self, event: ev.StepStarted, now: int) -> None:
+        self.step = self._child(f"step {event.step}", {"steerable.step": event.step}, now)
+
+    def _model_request(self, event: ev.ModelRequestEvent, now: int) -> None:
+        provider, model = _route(event.request.model)
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+        }
+        if self.capture:
+            attributes["gen_ai.system_instructions"] = json.dumps(
+                [{"type": "text", "content": event.request.system}], ensure_ascii=False
+            )
+            attributes["gen_ai.input.messages"] = _input_messages(event.request)
             self.output = []
-            self.model = self._child(f"chat {model}", attributes, now)
-        elif isinstance(event, ev.ToolCallEnd):
-            self.names[event.call_id] = event.name
-            if self.capture:
-                self.arguments[event.call_id] = event.arguments_json
-        elif isinstance(event, ev.ModelResponseEvent):
-            self._model_response(event, now)
-        elif isinstance(event, ev.PermissionRequested):
-            self.waits[event.call_id] = self._child(
-                f"permission {event.tool_name}",
-                {"gen_ai.tool.name": event.tool_name, "gen_ai.tool.call.id": event.call_id},
-                now,
-            )
-        elif isinstance(event, ev.PermissionResolved):
-            wait = self.waits.pop(event.call_id, None) or self._child(
-                f"permission {event.tool_name}",
-                {"gen_ai.tool.name": event.tool_name, "gen_ai.tool.call.id": event.call_id},
-                now,
-            )
-            wait.attributes["steerable.permission.outcome"] = event.outcome
-            self.trace.end(wait, now)
-        elif isinstance(event, ev.ToolStarted):
-            self.tools[event.call_id] = self._tool_span(event.call_id, now)
-        elif isinstance(event, ev.ToolFinished):
-            self._tool_finished(event, now)
-        elif isinstance(event, ev.StepFinished):
-            if self.step is not None:
-                self.step.attributes["steerable.finish_reason"] = event.finish_reason
-                self.trace.end(self.step, now)
-                self.step = None
-        elif isinstance(event, ev.RunFinished):
-            run.attributes["steerable.stop_reason"] = event.stop_reason
-            run.attributes["gen_ai.usage.input_tokens"] = event.usage.prompt_tokens
-            run.attributes["gen_ai.usage.output_tokens"] = event.usage.completion_tokens
-            self._end(now)
-        elif isinstance(event, ev.RunFailed):
-            if self.model is not None:
-                self.model.attributes["error.type"] = event.code
-                self.model.status = Status(StatusCode.ERROR, event.message)
-            run.attributes["error.type"] = event.code
-            run.status = Status(StatusCode.ERROR, event.message)
-            self._end(now)
+        self.model = self._child(f"chat {model}", attributes, now)
+
+    def _tool_call_end(self, event: ev.ToolCallEnd, now: int) -> None:
+        self.names[event.call_id] = event.name
+        if self.capture:
+            self.arguments[event.call_id] = event.arguments_json
 
     def _model_response(self, event: ev.ModelResponseEvent, now: int) -> None:
         span = self.model
         if span is None:
             return
         usage = event.usage
-        attributes = span.attributes
+        attributes = span.values
         attributes["gen_ai.response.finish_reasons"] = (event.finish_reason,)
         attributes["gen_ai.usage.input_tokens"] = usage.prompt_tokens
         attributes["gen_ai.usage.output_tokens"] = usage.completion_tokens
@@ -314,6 +268,23 @@ class _RunTrace:
         self.trace.end(span, now)
         self.model = None
 
+    def _wait_span(self, tool_name: str, call_id: str, now: int) -> OpenSpan:
+        return self._child(
+            f"permission {tool_name}",
+            {"gen_ai.tool.name": tool_name, "gen_ai.tool.call.id": call_id},
+            now,
+        )
+
+    def _permission_requested(self, event: ev.PermissionRequested, now: int) -> None:
+        self.waits[event.call_id] = self._wait_span(event.tool_name, event.call_id, now)
+
+    def _permission_resolved(self, event: ev.PermissionResolved, now: int) -> None:
+        wait = self.waits.pop(event.call_id, None) or self._wait_span(
+            event.tool_name, event.call_id, now
+        )
+        wait.values["steerable.permission.outcome"] = event.outcome
+        self.trace.end(wait, now)
+
     def _tool_span(self, call_id: str, now: int) -> OpenSpan:
         name = self.names.get(call_id, "tool")
         attributes: dict[str, Any] = {
@@ -326,18 +297,44 @@ class _RunTrace:
             attributes["gen_ai.tool.call.arguments"] = self.arguments[call_id]
         return self._child(f"execute_tool {name}", attributes, now)
 
+    def _tool_started(self, event: ev.ToolStarted, now: int) -> None:
+        self.tools[event.call_id] = self._tool_span(event.call_id, now)
+
     def _tool_finished(self, event: ev.ToolFinished, now: int) -> None:
         span = self.tools.pop(event.call_id, None)
         if span is None:  # refused before it ran (unknown tool, bad arguments, cancelled)
             span = self._tool_span(event.call_id, now)
-        span.attributes["steerable.tool.status"] = event.status
+        span.values["steerable.tool.status"] = event.status
         if event.error is not None:
-            span.attributes["error.type"] = event.error.code
-            span.status = Status(StatusCode.ERROR, event.error.message)
+            span.values["error.type"] = event.error.code
+            span.fail(event.error.message)
         if self.capture:
-            span.attributes["gen_ai.tool.call.result"] = _text(event.content)
+            span.values["gen_ai.tool.call.result"] = _text(event.content)
         self.arguments.pop(event.call_id, None)
         self.trace.end(span, now)
+
+    def _step_finished(self, event: ev.StepFinished, now: int) -> None:
+        if self.step is not None:
+            self.step.values["steerable.finish_reason"] = event.finish_reason
+            self.trace.end(self.step, now)
+            self.step = None
+
+    def _run_finished(self, event: ev.RunFinished, now: int) -> None:
+        assert self.run is not None
+        values = self.run.values
+        values["steerable.stop_reason"] = event.stop_reason
+        values["gen_ai.usage.input_tokens"] = event.usage.prompt_tokens
+        values["gen_ai.usage.output_tokens"] = event.usage.completion_tokens
+        self._end(now)
+
+    def _run_failed(self, event: ev.RunFailed, now: int) -> None:
+        assert self.run is not None
+        if self.model is not None:
+            self.model.values["error.type"] = event.code
+            self.model.fail(event.message)
+        self.run.values["error.type"] = event.code
+        self.run.fail(event.message)
+        self._end(now)
 
     def _end(self, now: int) -> None:
         """End every span still open (children first), then the run."""
@@ -353,5 +350,25 @@ class _RunTrace:
         if self.ended:
             return
         assert self.run is not None
-        self.run.status = Status(StatusCode.ERROR, "the turn ended without a final event")
+        self.run.fail("the turn ended without a final event")
         self._end(time.time_ns())
+
+
+_HANDLERS: dict[type[ev.EventBase], Callable[[_RunTrace, Any, int], None]] = {
+    ev.RunStarted: _RunTrace._run_started,
+    ev.StepStarted: _RunTrace._step_started,
+    ev.ModelRequestEvent: _RunTrace._model_request,
+    ev.ToolCallEnd: _RunTrace._tool_call_end,
+    ev.ModelResponseEvent: _RunTrace._model_response,
+    ev.PermissionRequested: _RunTrace._permission_requested,
+    ev.PermissionResolved: _RunTrace._permission_resolved,
+    ev.ToolStarted: _RunTrace._tool_started,
+    ev.ToolFinished: _RunTrace._tool_finished,
+    ev.StepFinished: _RunTrace._step_finished,
+    ev.RunFinished: _RunTrace._run_finished,
+    ev.RunFailed: _RunTrace._run_failed,
+}
+"""What each kind a trace reads does to it (every other kind never reaches the watch)."""
+_BRACKETS: frozenset[type[ev.EventBase]] = frozenset(_HANDLERS)
+"""The kinds a trace reads; every other event (most of them: deltas) costs one set lookup."""
+_CAPTURED = _BRACKETS | {ev.TextDelta}

@@ -2,11 +2,13 @@
 
 `otel.py` knows, from the LoopEvents, when each span of a run starts and ends, so it does
 not need the SDK's live `Span` (a lock, attribute validation and a processor call for every
-attribute set, and a sampler call per span). Instead `RecordedTrace` keeps each open span
-as an `OpenSpan` (name, ids, start time, attributes already in their final primitive types,
-status) and, when the span ends, builds the SDK's own `ReadableSpan` from it and passes it
-to the tracer provider's span processors (`on_end`), the same object and the same moment as
-the SDK's `Span.end()` would. The processors and exporters are the configured SDK ones
+attribute set, and a sampler call per span). Instead `RecordedTrace` opens each span as an
+`OpenSpan`: the SDK's own `ReadableSpan`, built once when the span starts (name, ids,
+parent, start time, resource, scope) and filled while it is open (attributes already in
+their final primitive types, status), the way the SDK's `Span` fills the `ReadableSpan` it
+extends. When the span ends it gets its end time and goes to the tracer provider's span
+processors (`on_end`), the same kind of object at the same moment as the SDK's
+`Span.end()` would hand them. The processors and exporters are the configured SDK ones
 (`BatchSpanProcessor` + the OTLP exporter by default), so what leaves the process is what
 the SDK would send.
 
@@ -21,8 +23,6 @@ still open when the process dies is lost, as an SDK span never ended would be.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
@@ -44,8 +44,6 @@ from opentelemetry.util.types import AttributeValue
 
 __all__ = ["OpenSpan", "RecordedTrace", "SpanPipeline"]
 
-UNSET = Status(StatusCode.UNSET)
-
 Attributes = dict[str, AttributeValue]
 
 
@@ -62,16 +60,33 @@ class _HashedResource(Resource):
         return self._hash
 
 
-@dataclass(slots=True)
-class OpenSpan:
-    """A span begun and not yet handed on: its attributes may still grow."""
+class OpenSpan(ReadableSpan):
+    """A span of a run, begun and not yet handed on: the SDK's `ReadableSpan`, whose
+    attributes (`values`, a plain dict) and status may still change until `end`."""
 
-    name: str
-    context: SpanContext
-    parent: SpanContext | None
-    start: int
-    attributes: Attributes
-    status: Status = field(default=UNSET)
+    def __init__(
+        self,
+        pipeline: SpanPipeline,
+        name: str,
+        context: SpanContext,
+        parent: SpanContext | None,
+        start: int,
+        values: Attributes,
+    ) -> None:
+        super().__init__(
+            name=name,
+            context=context,
+            parent=parent,
+            resource=pipeline.resource,
+            attributes=values,
+            start_time=start,
+            instrumentation_scope=pipeline.scope,
+        )
+        self.values = values
+
+    def fail(self, message: str) -> None:
+        """Mark the span failed (status ERROR with `message`)."""
+        self._status = Status(StatusCode.ERROR, message)
 
 
 class SpanPipeline:
@@ -113,7 +128,7 @@ class SpanPipeline:
         context = trace.new_context()
         root = None
         if decision is not Decision.DROP:
-            root = OpenSpan(name, context, caller, now, {**sampling.attributes})
+            root = OpenSpan(self, name, context, caller, now, {**sampling.attributes})
         trace.root_context, trace.root = context, root
         return trace
 
@@ -141,30 +156,17 @@ class RecordedTrace:
         )
 
     def child(self, name: str, parent: OpenSpan, attributes: Attributes, now: int) -> OpenSpan:
-        return OpenSpan(name, self.new_context(), parent.context, now, attributes)
+        return OpenSpan(self.pipeline, name, self.new_context(), parent.context, now, attributes)
 
     def end(self, span: OpenSpan, now: int) -> None:
         """Hand the finished span to the span processors, as the SDK's `Span.end` does."""
         pipeline = self.pipeline
-        attributes: object = span.attributes
+        span._end_time = now
         if pipeline.max_length is not None or (
-            pipeline.max_attributes is not None and len(span.attributes) > pipeline.max_attributes
+            pipeline.max_attributes is not None and len(span.values) > pipeline.max_attributes
         ):
-            attributes = BoundedAttributes(
-                pipeline.max_attributes, span.attributes, immutable=True,
+            span._attributes = BoundedAttributes(
+                pipeline.max_attributes, span.values, immutable=True,
                 max_value_len=pipeline.max_length,
             )  # fmt: skip
-        pipeline.processor.on_end(
-            ReadableSpan(
-                name=span.name,
-                context=span.context,
-                parent=span.parent,
-                resource=pipeline.resource,
-                attributes=attributes,  # type: ignore[arg-type]
-                kind=SpanKind.INTERNAL,
-                status=span.status,
-                start_time=span.start,
-                end_time=now,
-                instrumentation_scope=pipeline.scope,
-            )
-        )
+        pipeline.processor.on_end(span)
