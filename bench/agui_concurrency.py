@@ -338,7 +338,7 @@ def main() -> None:
         p50, p99 = statistics.median(totals), pct(totals, 0.99)
         print(f"time to RUN_FINISHED: p50 {p50:.1f} ms  p99 {p99:.1f} ms")
     print(f"wall time: {wall:.2f} s   server CPU: {cpu:.2f} s   server peak RSS: {rss:.1f} MB")
-    print(f"server CPU per run: {cpu * 1000 / max(1, args.runs):.1f} ms")
+    print(f"server CPU per run: {cpu * 1000 / max(1, args.runs):.2f} ms")
     print(f"AG-UI events received: {EVENTS[0]}, {EVENTS[0] / wall:,.0f} events/s")
     if args.otel:
         assert sink is not None

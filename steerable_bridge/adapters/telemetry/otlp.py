@@ -37,6 +37,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.trace import Status as SpanStatus
 
+from steerable_bridge.adapters.telemetry.recorded import OpenSpan
+
 __all__ = ["OtlpSpanExporter", "encode_spans"]
 
 log = logging.getLogger(__name__)
@@ -166,7 +168,7 @@ _CODE = {code: Status.StatusCode.ValueType(code.value) for code in StatusCode}
 
 def _span(add: Any, span: ReadableSpan) -> None:
     """Append `span` to a ScopeSpans' spans (`add` is their `add`)."""
-    if span.events or span.links:
+    if type(span) is not OpenSpan and (span.events or span.links):  # ours have neither
         raise _Unsupported("span events or links")
     context = span.context
     assert context is not None
@@ -196,10 +198,15 @@ def _span(add: Any, span: ReadableSpan) -> None:
 def encode_spans(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
     """The OTLP request for `spans`: the SDK encoder's message, built more cheaply."""
     groups: dict[Resource, dict[InstrumentationScope | None, list[ReadableSpan]]] = {}
+    last: tuple[Resource | None, InstrumentationScope | None] = (None, None)
+    members: list[ReadableSpan] = []
     for span in spans:
-        groups.setdefault(span.resource, {}).setdefault(
-            span.instrumentation_scope or None, []
-        ).append(span)
+        resource, scope = span.resource, span.instrumentation_scope or None
+        if resource is not last[0] or scope is not last[1] or not members:
+            # a batch is mostly one resource and one scope: hash them only when they change
+            members = groups.setdefault(resource, {}).setdefault(scope, [])
+            last = (resource, scope)
+        members.append(span)
     request = ExportTraceServiceRequest()
     for resource, scopes in groups.items():
         resource_spans = request.resource_spans.add()
