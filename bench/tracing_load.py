@@ -42,11 +42,12 @@ def one_round(args: list[str], otel: bool) -> tuple[float, float]:
 
 
 def main() -> None:
-    own, _, rest = " ".join(sys.argv[1:]).partition("--")
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6, help="rounds per mode (6)")
-    args = parser.parse_args(own.split())
-    load = rest.split() or DEFAULT
+    args = parser.parse_args(argv[:split])
+    load = argv[split + 1 :] or DEFAULT
     rows: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     for index in range(args.rounds):
         for otel in (False, True) if index % 2 == 0 else (True, False):

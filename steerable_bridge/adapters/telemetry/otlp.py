@@ -92,16 +92,16 @@ def _attributes(target: Any, attributes: Mapping[str, Any] | None) -> None:
 _CACHED_PAIRS = 4096
 """How many encoded (key, value) pairs the cache keeps; it starts afresh when full, so
 one-off values (ids, token counts) never crowd out the ones that repeat for long."""
-_NUMBERS = frozenset({int, float, bool})
+_KEPT = frozenset({str, int, float, bool, tuple})
 
 
 class _AttributeCache:
     """Each (key, value) attribute encoded once, as a protobuf `Span` holding only it.
 
-    A text value (or a tuple of texts) is kept under `(key, value)`, any other under
-    `(key, type, value)`: 1, 1.0 and True are equal in Python but encode differently, and a
-    text is never equal to anything but a text. So `pairs.get((key, value))` can only find
-    a text's encoding, whatever the value is, and is the quick first look."""
+    An encoding is kept under `(key, value, type(value))`: 1, 1.0 and True are equal in
+    Python but encode differently, and the type keeps them apart. Only texts, numbers and
+    tuples of texts are kept (a tuple mixing 1 and True would be equal to one mixing True
+    and 1), so one `get` with that key finds exactly the right encoding or nothing."""
 
     def __init__(self) -> None:
         self.pairs: dict[tuple[Any, ...], bytes] = {}
@@ -110,12 +110,9 @@ class _AttributeCache:
 
     def encoded(self, key: str, value: Any) -> bytes:
         kind = type(value)
-        if kind is str or (kind is tuple and all(type(item) is str for item in value)):
-            pair: tuple[Any, ...] = (key, value)
-        elif kind in _NUMBERS:
-            pair = (key, kind, value)
-        else:
+        if kind not in _KEPT or (kind is tuple and not all(type(v) is str for v in value)):
             return self._encode(key, value)
+        pair = (key, value, kind)
         found = self.pairs.get(pair)
         if found is None:
             found = self._encode(key, value)
@@ -134,7 +131,7 @@ class _AttributeCache:
             return tail
         pairs, encoded = self.pairs, self.encoded
         try:
-            parts = [pairs.get((k, v)) or encoded(k, v) for k, v in attributes.items()]
+            parts = [pairs.get((k, v, type(v))) or encoded(k, v) for k, v in attributes.items()]
         except TypeError:  # an unhashable value (a list): no quick look
             parts = [encoded(k, v) for k, v in attributes.items()]
         parts.append(tail)
