@@ -10,10 +10,11 @@ into spans, all in one trace per run:
         execute_tool TOOL                  tool_started → tool_finished
 
 Spans get explicit start and end times (the moment each event is seen, right after the log
-recorded it), so the loop carries no tracing code. They are recorded as plain values and
-handed to the provider's span processors as the SDK's `ReadableSpan`s when each ends
-(`recorded.py`): the SDK's live span API costs tens of microseconds a span, this a few,
-and events that open or close no span cost one set lookup. Attributes follow the GenAI conventions:
+recorded it), so the loop carries no tracing code. Each span is the SDK's own
+`ReadableSpan`, filled while open and handed to the provider's span processors when it ends
+(`recorded.py`): the SDK's live span API costs tens of microseconds a span, this a few.
+Only the kinds that open or close a span reach a trace (`kinds`; text deltas only when
+content is captured), each through one table lookup. Attributes follow the GenAI conventions:
 `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`,
 `gen_ai.response.model`, `gen_ai.usage.input_tokens` / `output_tokens` /
 `cache_read.input_tokens`, `gen_ai.response.finish_reasons`, `gen_ai.tool.name`,
@@ -370,5 +371,5 @@ _HANDLERS: dict[type[ev.EventBase], Callable[[_RunTrace, Any, int], None]] = {
 }
 """What each kind a trace reads does to it (every other kind never reaches the watch)."""
 _BRACKETS: frozenset[type[ev.EventBase]] = frozenset(_HANDLERS)
-"""The kinds a trace reads; every other event (most of them: deltas) costs one set lookup."""
+"""The kinds a trace reads: `observed_run` passes it no other (most events are deltas)."""
 _CAPTURED = _BRACKETS | {ev.TextDelta}
