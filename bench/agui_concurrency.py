@@ -46,8 +46,7 @@ import time
 from pathlib import Path
 
 import anyio
-import httpx
-from tracing_overhead import Sink
+from tracing_overhead import Sink, wait_until_healthy
 
 TEXT = "Hello from the scripted model, streamed in small pieces."
 
@@ -247,11 +246,7 @@ def main() -> None:
         sink = None
         if args.otel:
             sink = Sink()
-            env.update(
-                OTEL_EXPORTER_OTLP_ENDPOINT=sink.url,
-                OTEL_TRACES_SAMPLER="always_on",
-                OTEL_SERVICE_NAME="bench",
-            )
+            env.update(sink.env())
         if args.src:
             env["PYTHONPATH"] = args.src
         command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
@@ -280,17 +275,7 @@ def main() -> None:
             command, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("the server did not start within 30 s")
-                time.sleep(0.1)
+            wait_until_healthy(port, server, 30)
             cpu_before = cpu_seconds(server.pid)
             if args.workers > 1:  # /health answers before every worker is up
                 time.sleep(3)

@@ -34,13 +34,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import anyio
-import httpx
 from agui_concurrency import free_port, one_run
-from tracing_overhead import CALL, TEXT, Sink
+from tracing_overhead import CALL, TEXT, Sink, wait_until_healthy
 
 
 def thread_totals(prefix: Path) -> list[int]:
@@ -62,12 +60,7 @@ def count(mode: str, runs: int, args: argparse.Namespace, sink: Sink, tmp: Path)
     if args.src:
         env["PYTHONPATH"] = args.src
     if mode == "on":
-        env.update(
-            OTEL_EXPORTER_OTLP_ENDPOINT=sink.url,
-            OTEL_TRACES_SAMPLER="always_on",
-            OTEL_SERVICE_NAME="bench",
-            OTEL_BSP_SCHEDULE_DELAY="600000",
-        )
+        env.update(sink.env(), OTEL_BSP_SCHEDULE_DELAY="600000")
     if args.scripted:  # tracing_overhead.py's worst case: an instant model, a tool every other call
         script = tmp / "script.json"
         rounds = [
@@ -96,16 +89,7 @@ def count(mode: str, runs: int, args: argparse.Namespace, sink: Sink, tmp: Path)
         command, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("the server did not start under valgrind within 300 s")
-            time.sleep(0.5)
+        wait_until_healthy(port, server, 300)  # valgrind starts Python ~50 times slower
 
         async def drive(first: int, n: int) -> None:
             for i in range(first, first + n):

@@ -67,10 +67,32 @@ class Sink:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    def env(self) -> dict[str, str]:
+        """The variables that make a server trace every run (100 % sampling) to this sink."""
+        return {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": self.url,
+            "OTEL_TRACES_SAMPLER": "always_on",
+            "OTEL_SERVICE_NAME": "bench",
+        }
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
+
+
+def wait_until_healthy(port: int, server: subprocess.Popen[bytes], seconds: float) -> None:
+    """Poll `GET /health` until it answers 200; exit if `server` ends or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or server.poll() is not None:
+            raise SystemExit(f"the server did not start within {seconds:g} s")
+        time.sleep(0.1)
 
 
 def free_port() -> int:
@@ -136,11 +158,7 @@ def measure(mode: str, args: argparse.Namespace, script: Path, sink: Sink) -> tu
     if args.src:
         env["PYTHONPATH"] = args.src
     if mode == "on":
-        env.update(
-            OTEL_EXPORTER_OTLP_ENDPOINT=sink.url,
-            OTEL_TRACES_SAMPLER="always_on",
-            OTEL_SERVICE_NAME="bench",
-        )
+        env.update(sink.env())
     command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
     command += ["--model", f"scripted:{script}", "--storage", "memory", "--log-level", "error"]
     quiet = subprocess.DEVNULL
@@ -148,16 +166,7 @@ def measure(mode: str, args: argparse.Namespace, script: Path, sink: Sink) -> tu
         command, env=env, cwd=script.parent, stdout=quiet, stderr=quiet
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("the server did not start within 30 s")
-            time.sleep(0.1)
+        wait_until_healthy(port, server, 30)
         before = cpu_seconds(server.pid)
         events, wall = anyio.run(drive, port, args.runs, args.concurrency, args.timeout)
         cpu = cpu_seconds(server.pid) - before
