@@ -17,7 +17,10 @@ few runs and pay an HTTP POST for a handful of spans; with it, a batch leaves wh
 spans are queued, as it does at full load. `PYTHONHASHSEED` is fixed, so dicts probe alike
 in every server (without it the counts of two servers differ by ~1 %). The figure leaves
 out what instructions do not show (cache misses, the GIL passing between threads): the
-wall-clock benchmarks measure those. Takes a few minutes.
+wall-clock benchmarks measure those. Run it alone on the machine: the event loop's count
+includes its timers (the session's commit flusher, idle sweeps), which fire more often per
+run when valgrind is starved of CPU, so two copies at once move it by ±1-2 %; the
+exporter's count does not move. Takes a few minutes.
 `--scripted` counts `tracing_overhead.py`'s worst case instead (an instant scripted model,
 a tool call every other call: six spans in a run that costs the server little).
 Run: `uv run python bench/tracing_instructions.py [--small 40] [--large 200] [--scripted]
