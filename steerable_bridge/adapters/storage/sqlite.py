@@ -205,7 +205,7 @@ class SqliteStore:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._enter_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate(conn)
             conn.execute(_SIGNALS)
@@ -213,6 +213,26 @@ class SqliteStore:
             conn.close()
             raise
         return conn
+
+    def _enter_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL, waiting (up to the busy timeout) for another opener.
+
+        SQLite answers `PRAGMA journal_mode = WAL` with "database is locked" at once, without
+        calling the busy handler, while another process holds the file during its own first
+        open (seen with two agents started together on a new store), so the switch is retried
+        here with a short backoff instead.
+        """
+        deadline = time.monotonic() + self.busy_timeout_s
+        pause = 0.005
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]

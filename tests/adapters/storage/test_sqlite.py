@@ -177,6 +177,35 @@ async def test_an_undecodable_row_is_an_error_naming_it_never_skipped(
     assert [s.seq for s in salvaged if s.problem is not None] == [3]
 
 
+def test_opening_waits_for_another_process_opening_the_same_new_file(
+    db: Path, stores: list[SqliteStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another opener holds the brand-new file (as a second agent started at the same moment
+    # does): SQLite refuses the switch to WAL at once instead of waiting, so the store must
+    # retry it. The holder lets go as soon as the store has had to wait once.
+    from steerable_bridge.adapters.storage import sqlite as sqlite_module
+
+    db.parent.mkdir(parents=True)
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("CREATE TABLE held (x)")
+    real_sleep = sqlite_module.time.sleep
+
+    def sleep_then_release(seconds: float) -> None:
+        if holder.in_transaction:
+            holder.execute("COMMIT")
+        real_sleep(seconds)
+
+    monkeypatch.setattr(sqlite_module.time, "sleep", sleep_then_release)
+    store = SqliteStore(db)
+    stores.append(store)
+    try:
+        mode = store.call(lambda conn: conn.execute("PRAGMA journal_mode").fetchone()[0])
+    finally:
+        holder.close()
+    assert mode == "wal"
+
+
 async def test_a_file_that_is_not_a_database_gives_a_clear_error(
     db: Path, stores: list[SqliteStore]
 ) -> None:
