@@ -2,7 +2,9 @@
 
 Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
 `text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version
-and the names of the tools the agent offers (the chat page suggests only what they can do);
+and the names of the tools the agent offers (the chat page suggests only what they can do) —
+when a token is configured, only to a request that carries it: without, it answers a plain
+`ok` (liveness for probes, nothing about the agent);
 `GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live here,
 before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403) is
 refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer token
@@ -40,7 +42,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from steerable_bridge import __version__
@@ -110,6 +112,8 @@ class _Server:
         self.page: str | None = None
 
     async def health(self, request: Request) -> Response:
+        if not self._authorized(request):  # liveness only: who runs here is not for anyone
+            return PlainTextResponse("ok")
         return JSONResponse(
             {
                 "status": "ok",
