@@ -8,7 +8,8 @@ With `--approve ask` (the default) an edit or a command is put to the person at 
 terminal first (yes / no / always / never); without a terminal it is refused, and the
 message says to pass `--approve all`; `--approve all` / `none` decide without asking.
 `--session ID` continues a stored session instead of starting one. Exit status: 0 when the
-turn finished, 1 when it failed (the error is on stderr), 2 for a configuration mistake.
+turn finished, 1 when it failed (the error is on stderr), 2 for a configuration mistake
+(a store that cannot be opened included: it is checked before the turn starts).
 """
 
 from __future__ import annotations
@@ -55,10 +56,11 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     import anyio
 
-    from steerable_bridge.commands.common import ConfigError
+    from steerable_bridge.commands.common import ConfigError, check_storage
 
     if not args.no_workspace and not os.path.isdir(args.cwd):
         raise ConfigError(f"--cwd {args.cwd} is not a directory; pass a folder")
+    check_storage(args.storage)
 
     return anyio.run(_run, args)
 

@@ -8,8 +8,9 @@ writes its LoopEvents as JSON lines, `delete` removes it, `check` verifies a SQL
 PostgreSQL store row by row. Nothing here modifies a session except `delete`; `show` never
 closes an interrupted turn. `export` reads a damaged store row by row and salvages every
 event that still decodes, listing the rest on stderr. `--json` makes `list`, `show` and
-`check` print JSON. Exit status: 0 when all is well, 1 when the store or a session has a
-problem (the message names the remedy), 2 for a usage mistake.
+`check` print JSON. Exit status: 0 when all is well, 1 when a session or (for `check` and
+`export`) the store has a problem (the message names the remedy), 2 for a usage mistake or a
+store `list`, `show` and `delete` cannot open (checked first, one line).
 """
 
 from __future__ import annotations
@@ -61,11 +62,13 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     import anyio
 
-    from steerable_bridge.commands.common import ConfigError, build_store
+    from steerable_bridge.commands.common import ConfigError, build_store, check_storage
     from steerable_bridge.runtime.storage import StoreError
 
     if args.action == "list" and args.limit < 1:
         raise ConfigError("--limit must be at least 1")
+    if args.action not in ("check", "export"):  # those two read damaged stores on purpose
+        check_storage(args.storage)
     store = build_store(args.storage)
 
     async def run() -> int:

@@ -50,6 +50,7 @@ from steerable_bridge.adapters.storage.formats import (
     history_compaction,
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
+from steerable_bridge.adapters.storage.readiness import SQLITE_SCHEMA_VERSION
 from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
 from steerable_bridge.adapters.storage.sql import (
     INSERT_EVENT,
@@ -86,8 +87,9 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-"""`PRAGMA user_version` of the tables below."""
+SCHEMA_VERSION = SQLITE_SCHEMA_VERSION
+"""`PRAGMA user_version` of the tables below (kept in `readiness.py`, which checks it at
+start-up without importing this module)."""
 
 SIGNAL_POLL_S = 0.05
 """How often a listening process looks for new signals."""
@@ -185,7 +187,7 @@ class SqliteStore:
                     f"cannot create the session store {self.path} ({err}); check the path",
                 ) from None
             except sqlite3.Error as err:
-                log.exception("cannot open the session store %s", self.path)
+                log.warning("cannot open the session store %s: %s", self.path, err)
                 raise store_error(self.path, err) from None
             try:
                 return fn(self._conn)
