@@ -16,7 +16,9 @@ sharing the store (409 — unless the request asks to steer or stop with
 the session decides, before anything is sent: a request that passed the check but lost the
 session to another process in the meantime gets the same 409, not a stream. CORS is added
 only for the origins given. Every error body is `{"error": {"code", "message"}}`, the
-message naming the remedy — a bug too (500, `internal_error`; the traceback only in the
+message naming the remedy — a store that refuses before a stream begins too (507
+`storage_full` for a full disk, else 503 with the store's code; once streaming, a
+RUN_ERROR with that code), and a bug (500, `internal_error`; the traceback only in the
 log). The app's lifespan relays signals from other processes to the turns this one runs
 (`Agent.relay_signals`) and shuts the agent down when the server stops (`Agent.aclose`:
 model providers' pooled HTTP clients, the store); a host that mounts the app without running
@@ -47,7 +49,7 @@ from starlette.routing import Route
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime.agent import Agent
-from steerable_bridge.runtime.storage import SessionBusy, SessionOwned
+from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionOwned, StoreError
 from steerable_bridge.transports.agui.body import BodyError, read_json
 from steerable_bridge.transports.agui.control import Control, Refusal
 from steerable_bridge.transports.agui.guard import WebGuard
@@ -83,6 +85,14 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
         "the server failed on this request (a bug; the log has the details); retry, and"
         " report it if it repeats",
     )
+
+
+async def _store_error(request: Request, exc: Exception) -> Response:
+    """The session store refused before a stream began: its code and remedy, 507 for a full
+    disk (the client may retry once space is freed), else 503."""
+    code = getattr(exc, "code", "store_unavailable")
+    log.warning("%s %s: the session store failed: %s", request.method, request.url.path, exc)
+    return error(507 if code == STORAGE_FULL else 503, code, str(exc))
 
 
 def _chat_page() -> str:
@@ -276,7 +286,7 @@ def create_app(
             *([Route("/metrics", server.metrics_page, methods=["GET"])] if metrics else []),
         ],
         middleware=middleware,
-        exception_handlers={Exception: _internal_error},
+        exception_handlers={StoreError: _store_error, Exception: _internal_error},
     )
     app.state.threads = server.threads
     return app
