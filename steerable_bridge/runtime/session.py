@@ -196,7 +196,11 @@ class Session:
                 await done.wait()
             if self.log.uncommitted and not done.is_set():
                 with anyio.CancelScope(shield=True):
-                    await self.log.commit()
+                    try:
+                        await self.log.commit()
+                    except StoreError as error:  # the turn's next commit ends it with the code
+                        log.warning("session %s: cannot flush the log: %s", self.id, error.message)
+                        return
 
     async def refresh(self) -> list[ev.LoopEvent]:
         """Take in what other processes appended since this session was read, without
