@@ -142,9 +142,20 @@ class Tool:
         try:
             title = self.title(args) if self.title else _default_title(self.name, args)
             locations = self.locations(args) if self.locations else ()
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):  # unchecked arguments yet
             return _default_title(self.name, args), ()
-        return title, locations
+        if not isinstance(title, str):
+            title = _default_title(self.name, args)
+        return title, tuple(_typed(loc) for loc in locations if isinstance(loc.path, str))
+
+
+def _typed(location: Location) -> Location:
+    """The location as the log can store it: a line that is not a positive int is dropped
+    (the arguments it came from are not checked yet; a list there would spoil the log)."""
+    line = location.line
+    if line is None or (type(line) is int and line >= 1):
+        return location
+    return Location(path=location.path, line=None)
 
 
 def parse_arguments(text: str) -> dict[str, Any] | None:

@@ -5,15 +5,17 @@ on bad input, and the turn ends normally (never `internal_error`)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider, OpenAIConfig
+from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
-from steerable_bridge.runtime.values import TextPart
+from steerable_bridge.runtime.values import Location, TextPart
 from tests.adapters.llm.test_openai_compat import chunk, sse
 from tests.runtime.harness import make_agent, of, prompt
 
@@ -117,3 +119,54 @@ async def test_a_tool_whose_own_schema_is_invalid_fails_its_calls_not_the_turn()
     error = of(seen, ev.ToolFinished)[0].error
     assert error is not None and error.code == "invalid_arguments"
     assert "schema is invalid" in error.message
+
+
+async def test_a_title_that_cannot_read_wrong_typed_arguments_falls_back() -> None:
+    tool = Tool(
+        name="grep_like",
+        description="Search.",
+        parameters={"type": "object", "properties": {"pattern": {"type": "string"}}},
+        kind="search",
+        title=lambda a: f"Search {a['pattern'].strip()}",  # .strip on a list: AttributeError
+    )
+    stream = sse(
+        _call({"name": "grep_like", "arguments": '{"pattern": ["x"]}'}), chunk(finish="stop")
+    )
+    session = await make_agent(FakeServer(stream).provider(), tools=[tool]).new_session("/w")
+    outcome, seen = await prompt(session)
+    assert outcome.stop_reason == "end_turn" and not of(seen, ev.RunFailed)
+    assert of(seen, ev.ToolCallEnd)[0].title == "Grep like"
+    error = of(seen, ev.ToolFinished)[0].error
+    assert error is not None and error.code == "invalid_arguments"
+
+
+async def test_a_wrong_typed_argument_never_spoils_the_stored_log(tmp_path: Path) -> None:
+    """Titles and locations are made from arguments before they are checked: a list where a
+    line number belongs must not reach the stored `tool_call_end` (the thread would no
+    longer load)."""
+    tool = Tool(
+        name="read_file",
+        description="Read a file.",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "line": {"type": "integer"}},
+        },
+        kind="read",
+        locations=lambda a: (Location(path=str(a.get("path")), line=a.get("line")),),
+    )
+    stream = sse(
+        _call({"name": "read_file", "arguments": '{"path": "a.txt", "line": [1]}'}),
+        chunk(finish="stop"),
+    )
+    db = tmp_path / "sessions.db"
+    agent = make_agent(FakeServer(stream).provider(), tools=[tool], store=SqliteStore(db))
+    session = await agent.new_session("/w")
+    outcome, seen = await prompt(session)
+    assert outcome.stop_reason == "end_turn"
+    assert of(seen, ev.ToolCallEnd)[0].locations == (Location(path="a.txt", line=None),)
+    reopened = SqliteStore(db)
+    try:
+        stored = await reopened.read(session.id)
+    finally:
+        reopened.close()
+    assert [e.seq for e in stored] == [e.seq for e in session.log.view()]
