@@ -97,3 +97,16 @@ def test_postgresql_down_is_one_line_within_the_connect_timeout() -> None:
     url = f"postgresql://nobody@127.0.0.1:{_closed_port()}/sessions?connect_timeout=3"
     for args, stdin in _commands(url):
         _assert_one_line(_run(*args, stdin=stdin), "store_unavailable", "PostgreSQL")
+
+
+def test_a_postgresql_server_that_never_answers_is_given_up_on() -> None:
+    """A port that accepts but never speaks: the connect timeout (here the URL's own
+    `connect_timeout=1`) ends the wait with the same one line."""
+    pytest.importorskip("psycopg")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel completes the handshake; nobody ever replies
+        port = silent.getsockname()[1]
+        url = f"postgresql://nobody@127.0.0.1:{port}/sessions?connect_timeout=1"
+        done = _run("serve", "--port", "0", "--storage", url)
+    _assert_one_line(done, "store_unavailable", "within 1s")
