@@ -42,7 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except ConfigError as error:
-        print(f"steerable-bridge: {error}", file=sys.stderr)
+        from steerable_bridge.commands.terminal import printable
+
+        print(f"steerable-bridge: {printable(str(error), layout=False)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -21,6 +21,7 @@ from steerable_bridge.commands.common import (
     ConfigError,
     add_agent_options,
     add_tool_process_options,
+    check_storage,
     command_policy,
 )
 from steerable_bridge.commands.logs import add_log_options, configure_logging
@@ -86,6 +87,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--max-steps must be at least 1")
     extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
     _check_quality(args)
+    check_storage(args.storage)  # before answering anything: one line on stderr, exit 2
     try:  # what `initialize` needs; the rest is built right after it is answered
         info = build_router(args.model).resolve(args.model).info
     except (RouteError, ProviderError) as error:

@@ -18,6 +18,8 @@ import argparse
 import sys
 from typing import Any
 
+from steerable_bridge.commands.terminal import say
+
 __all__ = ["add_validate_client_options", "register", "run_validate_client"]
 
 
@@ -83,7 +85,7 @@ def _check_agui(args: argparse.Namespace) -> int:
             )
         )
     except CouldNotRun as err:
-        print(f"steerable-bridge check agui: could not run: {err}", file=sys.stderr)
+        say(f"steerable-bridge check agui: could not run: {err}", file=sys.stderr)
         return 2
     return _finish(report, args)
 
@@ -113,20 +115,21 @@ def _check_acp(args: argparse.Namespace) -> int:
     try:
         report = anyio.run(lambda: check_acp_agent(command, settings=settings, record=args.record))
     except CouldNotRun as err:
-        print(f"steerable-bridge check acp: could not run: {err}", file=sys.stderr)
+        say(f"steerable-bridge check acp: could not run: {err}", file=sys.stderr)
         return 2
     return _finish(report, args)
 
 
 def _finish(report: Any, args: argparse.Namespace) -> int:
+    from steerable_bridge.commands.terminal import json_printable
     from steerable_bridge.conformance.validators.report import write_report
 
     if args.format == "json":
-        sys.stdout.write(report.to_json())
-    elif args.format == "markdown":
-        print(report.to_markdown())
+        sys.stdout.write(json_printable(report.to_json()))
+    elif args.format == "markdown":  # what the checked agent said is quoted, never obeyed
+        say(report.to_markdown())
     else:
-        print(report.to_text())
+        say(report.to_text())
     if args.report:
         for path in write_report(report, args.report, junit=args.junit):
             print(f"report written to {path}", file=sys.stderr)

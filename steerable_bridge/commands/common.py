@@ -6,6 +6,7 @@ them into an `Agent` with the configured providers, store, quality settings and 
 `add_tool_process_options(parser)` adds what governs the processes tools start
 (`--pass-env`, `--sandbox`, `--sandbox-net`); `command_policy(args)` turns them into the
 adapters' policy.
+`check_storage(spec)` opens and checks the store before a command binds or answers.
 Mistakes raise `ConfigError`, which the CLI prints as one line with the remedy (exit 2).
 This is the composition root: the only place adapters are chosen.
 """
@@ -40,6 +41,7 @@ __all__ = [
     "build_approvals",
     "build_router",
     "build_store",
+    "check_storage",
     "command_policy",
     "default_storage",
     "load_hooks",
@@ -336,6 +338,32 @@ def build_store(spec: str) -> SessionStore:
             f"--storage {spec!r} is a directory; give a file path such as {spec}/sessions.db"
         )
     return SqliteStore(path)
+
+
+def check_storage(spec: str) -> None:
+    """Refuse, with `ConfigError` naming the remedy, a store the command could not use: a
+    file that is not a session store, a path that cannot be written, a PostgreSQL server
+    that does not answer within the connect timeout (`adapters/storage/readiness.py`).
+    Commands call it before they bind a port, answer an editor or start a turn."""
+    if spec == "memory":
+        return
+    from steerable_bridge.adapters.storage import readiness
+
+    scheme = _scheme(spec)
+    if scheme in STORAGE_SCHEMES:
+        from steerable_bridge.adapters.storage.postgres.driver import redact
+
+        problem = readiness.postgres_problem(spec, redact(spec))
+    elif scheme is not None:
+        build_store(spec)  # refuses the scheme by name
+        return
+    else:
+        path = os.path.abspath(os.path.expanduser(spec))
+        if os.path.isdir(path):
+            build_store(spec)  # refuses a directory with the remedy
+        problem = readiness.sqlite_problem(path)
+    if problem is not None:
+        raise ConfigError(f"[{problem.code}] {problem.message}")
 
 
 def _scheme(spec: str) -> str | None:

@@ -7,6 +7,7 @@ on the file when given. Every record carries the session, run and trace id of th
 wrote it (`runtime.logcontext.ContextFilter`); the text format shows them in brackets when
 set, the JSON format (one object per line, for log shippers) always has the three keys.
 Exceptions keep their traceback: as text under the line, or in the JSON `exc_info` key.
+Control characters in a record (a file name, a model's text) are escaped (`terminal.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import sys
 from datetime import UTC, datetime
 
+from steerable_bridge.commands.terminal import json_printable, printable
 from steerable_bridge.runtime.logcontext import ContextFilter
 
 __all__ = ["JsonFormatter", "TextFormatter", "add_log_options", "configure_logging"]
@@ -57,7 +59,7 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ids = [f"{name[:-3]}={value}" for name in _IDS if (value := getattr(record, name, None))]
         record.ids = f" [{' '.join(ids)}]" if ids else ""
-        return super().format(record)
+        return printable(super().format(record))  # newlines stay: tracebacks need them
 
 
 class JsonFormatter(logging.Formatter):
@@ -78,7 +80,7 @@ class JsonFormatter(logging.Formatter):
             data["exc_info"] = record.exc_text
         if record.stack_info:
             data["stack_info"] = self.formatStack(record.stack_info)
-        return json.dumps(data, ensure_ascii=False, default=str)
+        return json_printable(json.dumps(data, ensure_ascii=False, default=str))
 
 
 def configure_logging(args: argparse.Namespace) -> None:

@@ -7,8 +7,11 @@ confined to `--cwd` (default: the current directory) unless `--no-workspace` is 
 With `--approve ask` (the default) an edit or a command is put to the person at the
 terminal first (yes / no / always / never); without a terminal it is refused, and the
 message says to pass `--approve all`; `--approve all` / `none` decide without asking.
-`--session ID` continues a stored session instead of starting one. Exit status: 0 when the
-turn finished, 1 when it failed (the error is on stderr), 2 for a configuration mistake.
+`--session ID` continues a stored session instead of starting one. Control characters in
+what it prints (a model's text, file names) are shown escaped (`terminal.py`). Exit
+status: 0 when the turn finished, 1 when it failed (the error is on stderr), 2 for a
+configuration mistake (a store that cannot be opened included: it is checked before the
+turn starts).
 """
 
 from __future__ import annotations
@@ -55,16 +58,18 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     import anyio
 
-    from steerable_bridge.commands.common import ConfigError
+    from steerable_bridge.commands.common import ConfigError, check_storage
 
     if not args.no_workspace and not os.path.isdir(args.cwd):
         raise ConfigError(f"--cwd {args.cwd} is not a directory; pass a folder")
+    check_storage(args.storage)
 
     return anyio.run(_run, args)
 
 
 async def _run(args: argparse.Namespace) -> int:
     from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from steerable_bridge.commands.terminal import json_printable, printable, say
     from steerable_bridge.runtime import codec
     from steerable_bridge.runtime import events as ev
     from steerable_bridge.runtime.permissions import (
@@ -93,19 +98,19 @@ async def _run(args: argparse.Namespace) -> int:
         else:
             session = await agent.new_session(args.cwd)
     except StoreError as error:
-        print(f"error [{error.code}]: {error.message}", file=sys.stderr)
+        say(f"error [{error.code}]: {error.message}", file=sys.stderr)
         return 1
     out, err = sys.stdout, sys.stderr
 
     async def ask(request: PermissionRequest) -> PermissionAnswer:
         if not sys.stdin.isatty():
-            print(
+            say(
                 f"[denied] {request.title}: no terminal to ask; pass --approve all to allow",
                 file=err,
             )
             return PermissionAnswer(outcome="reject_once", option_id="reject_once")
         reply = await anyio.to_thread.run_sync(
-            input, f"Allow {request.title}? [y]es / [a]lways / [n]o / [N]ever: "
+            input, printable(f"Allow {request.title}? [y]es / [a]lways / [n]o / [N]ever: ")
         )
         outcome = {"y": "allow_once", "a": "allow_always", "N": "reject_always"}.get(
             reply.strip()[:1], "reject_once"
@@ -118,28 +123,28 @@ async def _run(args: argparse.Namespace) -> int:
 
     async def sink(event: ev.LoopEvent) -> None:
         if args.jsonl:
-            out.write(codec.event_to_json(event) + "\n")
+            out.write(json_printable(codec.event_to_json(event)) + "\n")
             out.flush()
             return
         if isinstance(event, ev.TextDelta):
-            out.write(event.delta)
+            out.write(printable(event.delta))
             out.flush()
         elif isinstance(event, ev.TextEnd):
             out.write("\n")
         elif isinstance(event, ev.ReasoningDelta):
-            err.write(event.delta)
+            err.write(printable(event.delta))
         elif isinstance(event, ev.ReasoningEnd):
             err.write("\n")
         elif isinstance(event, ev.ToolCallEnd):
-            print(f"[tool] {event.title or event.name}", file=err)
+            say(f"[tool] {event.title or event.name}", file=err)
         elif isinstance(event, ev.ToolFinished):
             detail = event.error.message if event.error else ""
-            print(f"[tool] {event.status} {detail}".rstrip(), file=err)
+            say(f"[tool] {event.status} {detail}".rstrip(), file=err)
         elif isinstance(event, ev.PlanUpdated):
             for entry in event.entries:
-                print(f"[plan] {entry.status:<11} {entry.content}", file=err)
+                say(f"[plan] {entry.status:<11} {entry.content}", file=err)
         elif isinstance(event, ev.RunFailed):
-            print(f"error [{event.code}]: {event.message}", file=err)
+            say(f"error [{event.code}]: {event.message}", file=err)
 
     try:
         outcome = await session.prompt(
@@ -147,6 +152,6 @@ async def _run(args: argparse.Namespace) -> int:
         )
     except (StoreError, SessionBusy) as error:
         code = getattr(error, "code", "store_error")
-        print(f"error [{code}]: {error}", file=sys.stderr)
+        say(f"error [{code}]: {error}", file=sys.stderr)
         return 1
     return 1 if outcome.error_code else 0

@@ -36,6 +36,7 @@ from steerable_bridge.commands.common import (
     add_agent_options,
     add_tool_process_options,
     build_agent,
+    check_storage,
     command_policy,
 )
 from steerable_bridge.commands.heap import settle_startup_heap
@@ -133,6 +134,7 @@ def main(args: argparse.Namespace) -> int:
             "--workers needs a store the workers share: a SQLite file or postgresql://...,"
             " not --storage memory"
         )
+    check_storage(args.storage)  # one line with the remedy, never a URL then a traceback
     app = build_app(args)  # every mistake in the options is reported here, before serving
     sock = _bind(args)
     port = sock.getsockname()[1]

@@ -8,8 +8,11 @@ writes its LoopEvents as JSON lines, `delete` removes it, `check` verifies a SQL
 PostgreSQL store row by row. Nothing here modifies a session except `delete`; `show` never
 closes an interrupted turn. `export` reads a damaged store row by row and salvages every
 event that still decodes, listing the rest on stderr. `--json` makes `list`, `show` and
-`check` print JSON. Exit status: 0 when all is well, 1 when the store or a session has a
-problem (the message names the remedy), 2 for a usage mistake.
+`check` print JSON. Everything printed for people goes through `terminal.say`, so control
+characters in titles, paths and messages are shown escaped, never sent to the terminal.
+Exit status: 0 when all is well, 1 when a session or (for `check` and `export`) the store
+has a problem (the message names the remedy), 2 for a usage mistake or a store `list`,
+`show` and `delete` cannot open (checked first, one line).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.commands.common import add_storage_option
+from steerable_bridge.commands.terminal import printable, say
 
 if TYPE_CHECKING:
     from steerable_bridge.runtime.storage import SessionRecord, SessionStore
@@ -61,11 +65,13 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     import anyio
 
-    from steerable_bridge.commands.common import ConfigError, build_store
+    from steerable_bridge.commands.common import ConfigError, build_store, check_storage
     from steerable_bridge.runtime.storage import StoreError
 
     if args.action == "list" and args.limit < 1:
         raise ConfigError("--limit must be at least 1")
+    if args.action not in ("check", "export"):  # those two read damaged stores on purpose
+        check_storage(args.storage)
     store = build_store(args.storage)
 
     async def run() -> int:
@@ -80,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
         code: int = anyio.run(run)
         return code
     except StoreError as error:
-        print(f"error [{error.code}]: {error.message}", file=sys.stderr)
+        say(f"error [{error.code}]: {error.message}", file=sys.stderr)
         return 1
 
 
@@ -98,11 +104,11 @@ async def _list(store: SessionStore, args: argparse.Namespace) -> int:
         return 0
     for r in page.records:
         title = r.title or "(untitled)"
-        print(f"{r.session_id}  {_when(r.updated_at)}  {title}  [{r.cwd}]")
+        say(f"{_one(r.session_id)}  {_when(r.updated_at)}  {_one(title)}  [{_one(r.cwd)}]")
     if not page.records:
-        print("no sessions", file=sys.stderr)
+        say("no sessions", file=sys.stderr)
     if page.next_cursor:
-        print(f"more: --cursor {page.next_cursor}", file=sys.stderr)
+        say(f"more: --cursor {page.next_cursor}", file=sys.stderr)
     return 0
 
 
@@ -136,20 +142,20 @@ async def _show(store: SessionStore, args: argparse.Namespace) -> int:
         }
         print(json.dumps(data))
         return 0
-    print(f"session  {record.session_id}")
-    print(f"title    {record.title or '(untitled)'}")
-    print(f"cwd      {record.cwd}")
-    print(f"model    {record.model or '-'}")
-    print(f"created  {_when(record.created_at)}")
-    print(f"updated  {_when(record.updated_at)}")
-    print(f"events   {len(events)} (last seq {events[-1].seq if events else '-'})")
-    print(f"status   {status}")
+    say(f"session  {_one(record.session_id)}")
+    say(f"title    {_one(record.title or '(untitled)')}")
+    say(f"cwd      {_one(record.cwd)}")
+    say(f"model    {_one(record.model or '-')}")
+    say(f"created  {_when(record.created_at)}")
+    say(f"updated  {_when(record.updated_at)}")
+    say(f"events   {len(events)} (last seq {events[-1].seq if events else '-'})")
+    say(f"status   {status}")
     for message in messages:
         text = " ".join(getattr(part, "text", f"[{part.type}]") for part in message.content)
         if message.tool_calls:
             text += " " + " ".join(f"[call {c.name}]" for c in message.tool_calls)
         text = " ".join(text.split())
-        print(f"  {message.role:<9} {text[:100] + ('...' if len(text) > 100 else '')}")
+        say(f"  {message.role:<9} {text[:100] + ('...' if len(text) > 100 else '')}")
     return 0
 
 
@@ -166,11 +172,11 @@ async def _timeline(store: SessionStore, args: argparse.Namespace) -> int:
         ]))  # fmt: skip
         return 0
     if not runs:
-        print(f"session {args.session_id} has no runs yet", file=sys.stderr)
+        say(f"session {args.session_id} has no runs yet", file=sys.stderr)
     for number, run in enumerate(runs):
         if number:
-            print()
-        print("\n".join(draw(run)))
+            say()
+        say("\n".join(draw(run)))
     return 0
 
 
@@ -188,7 +194,7 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> int:
             for item in salvage_events(path, args.session_id):
                 if item.event is None:
                     lost += 1
-                    print(f"skipped: {item.problem}", file=sys.stderr)
+                    say(f"skipped: {item.problem}", file=sys.stderr)
                     continue
                 out.write(event_to_json(item.event) + "\n")
                 written += 1
@@ -206,7 +212,7 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> int:
         else:
             out.flush()
     if lost:
-        print(
+        say(
             f"exported {written} events; {lost} rows could not be read (listed above)",
             file=sys.stderr,
         )
@@ -227,14 +233,14 @@ async def _delete(store: SessionStore, args: argparse.Namespace) -> int:
     from steerable_bridge.adapters.tools.spill import FileSpill
 
     if not await store.delete(args.session_id):
-        print(f"session {args.session_id} does not exist; nothing deleted", file=sys.stderr)
+        say(f"session {args.session_id} does not exist; nothing deleted", file=sys.stderr)
         return 1
     try:
         await FileSpill().forget(args.session_id)  # the full tool outputs it kept
     except OSError as err:
-        print(f"deleted {args.session_id}, but not its spilled outputs: {err}", file=sys.stderr)
+        say(f"deleted {args.session_id}, but not its spilled outputs: {err}", file=sys.stderr)
         return 1
-    print(f"deleted {args.session_id}", file=sys.stderr)
+    say(f"deleted {args.session_id}", file=sys.stderr)
     return 0
 
 
@@ -248,7 +254,7 @@ async def _check(store: SessionStore, args: argparse.Namespace) -> int:
 
         report = check_store(path)
     else:
-        print("the memory store keeps nothing between runs; nothing to check", file=sys.stderr)
+        say("the memory store keeps nothing between runs; nothing to check", file=sys.stderr)
         return 0
     if args.json:
         print(
@@ -265,13 +271,13 @@ async def _check(store: SessionStore, args: argparse.Namespace) -> int:
         )
     else:
         formats = ", ".join(f"format {k}: {v}" for k, v in sorted(report.formats.items()))
-        print(f"{report.path}: {report.sessions} sessions, {report.events} events ({formats})")
+        say(f"{report.path}: {report.sessions} sessions, {report.events} events ({formats})")
         for problem in report.problems:
-            print(f"problem: {problem}")
+            say(f"problem: {problem}")
         if report.ok:
-            print("ok")
+            say("ok")
         else:
-            print(
+            say(
                 f"{len(report.problems)} problems; `steerable-bridge sessions export ID` salvages"
                 " every readable event of a session"
             )
@@ -296,6 +302,11 @@ def _record_json(record: SessionRecord) -> dict[str, object]:
         "created_at": record.created_at,
         "updated_at": record.updated_at,
     }
+
+
+def _one(text: str) -> str:
+    """A field shown on one line: newlines and tabs in it are escaped too."""
+    return printable(text, layout=False)
 
 
 def _when(ms: int) -> str:

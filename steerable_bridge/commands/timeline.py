@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from steerable_bridge.commands.terminal import printable
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 
@@ -142,7 +143,7 @@ def _duration(ms: int) -> str:
 def draw(run: RunTimeline, width: int = 40) -> list[str]:
     """The run as text lines: indented label, duration, note, and a bar on the run's axis."""
     start, total = run.start, max(run.end - run.start, 1)
-    labels = ["  " * row.depth + row.label for row in run.rows]
+    labels = ["  " * row.depth + printable(row.label, layout=False) for row in run.rows]
     label_width = min(max(len(label) for label in labels), 48)
     lines = []
     if run.trace_id:
@@ -154,7 +155,7 @@ def draw(run: RunTimeline, width: int = 40) -> list[str]:
         left = min(left, width - 1)
         span = min(span, width - left)
         bar = " " * left + "█" * span + " " * (width - left - span)
-        note = f"  {row.note}" if row.note else ""
+        note = f"  {printable(row.note, layout=False)}" if row.note else ""
         lines.append(
             f"{label[:label_width]:<{label_width}}  {_duration(end - row.start):>9}  |{bar}|{note}"
         )

@@ -42,6 +42,7 @@ from steerable_bridge.runtime.events import StopReason
 from steerable_bridge.runtime.hooks import Narrate, StepRejected
 from steerable_bridge.runtime.model import FinishReason, ProviderError, context_window
 from steerable_bridge.runtime.model_step import ModelStep
+from steerable_bridge.runtime.storage import StoreError
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.runtime.values import ContentPart, TextPart
 
@@ -62,8 +63,8 @@ _STOP_FOR_FINISH: dict[FinishReason, StopReason] = {
 async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     """Run one turn to its end; never raises for failures the log can record."""
     t = _Turn(ctx, turn)
-    await t.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
     try:
+        await t.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
         await t.settle_open_calls()
         if t.batch.stopped:
             return await t.finish("rejected")
@@ -121,6 +122,9 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     except StepRejected:
         return await t.finish("end_turn")
     except ProviderError as error:
+        return await t.fail(error.code, error.message)
+    except StoreError as error:  # the log cannot be written (disk full): end with its code
+        log.warning("run %s: the session store failed: %s", t.run_id, error.message)
         return await t.fail(error.code, error.message)
     except Exception as error:  # a bug: log it so the session stays consistent, then report
         log.exception("run %s failed with an unexpected error", t.run_id)
@@ -191,8 +195,9 @@ class _Turn(ModelStep):
         with anyio.CancelScope(shield=True):
             self.batch.pending.clear()
             self.batch.deferred.clear()
-            await self._close_open("error")
-            await self.emit(ev.RunFailed, code=code, message=message)
+            if not self.ended:  # a store failure on the final event: that event stands
+                await self._close_open("error")
+                await self.emit(ev.RunFailed, code=code, message=message)
         return RunOutcome(
             run_id=self.run_id,
             stop_reason=None,

@@ -5,7 +5,10 @@ far, the step in progress, the turn's guard, hooks and tool batch) and `emit`, t
 every LoopEvent of the turn takes: into the session log, the session facts, the guard (for
 the kinds it watches, `quality.py`), the caller's `sink` (a transport's renderer), then a
 commit to the store at once for structural kinds and at most every `commit_interval_s` for
-streaming deltas. `model_step.ModelStep` builds on it to stream one model call and `loop.py`
+streaming deltas. When the store refuses a commit (`storage_full`, say) the error is raised
+once, so the loop ends the turn with its code; the rest of the turn is recorded and sent but
+not committed (it stays pending in the log for the next commit). `model_step.ModelStep`
+builds on it to stream one model call and `loop.py`
 on that to run the turn (`run_turn`); it does no I/O beyond the log and the sink.
 """
 
@@ -20,6 +23,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.gate import TurnGate
 from steerable_bridge.runtime.hooks import HookContext, HookRunner
 from steerable_bridge.runtime.quality import WATCHED, TurnGuard
+from steerable_bridge.runtime.storage import StoreError
 from steerable_bridge.runtime.tool_batch import ToolBatch
 from steerable_bridge.runtime.turn import TurnContext, TurnInput
 from steerable_bridge.runtime.values import Usage
@@ -36,6 +40,8 @@ _STRUCTURAL: frozenset[type[ev.EventBase]] = frozenset(
     }
 )  # fmt: skip
 """Kinds committed to the store at once; streaming deltas are batched."""
+
+_FINAL: frozenset[type[ev.EventBase]] = frozenset({ev.RunFinished, ev.RunFailed})
 
 
 class TurnRecorder:
@@ -63,6 +69,11 @@ class TurnRecorder:
         )
         self.batch = ToolBatch(ctx, turn, self.run_id, self.emit, TurnGate(self.guard, self.hooks))
         self._last_commit = time.monotonic()
+        self.store_failure: StoreError | None = None
+        """The store refused the turn's events (disk full, say): the turn is ending, its
+        events stay in the log (pending) and reach the sink, and no commit is tried again."""
+        self.ended = False
+        """`run_finished` or `run_failed` was recorded: the turn has its one final event."""
 
     def new_id(self, prefix: str) -> str:
         return self.ctx.settings.new_id(prefix)
@@ -88,6 +99,8 @@ class TurnRecorder:
 
     async def emit(self, cls: type[E], /, **fields: Any) -> E:
         event = self.ctx.log.record(cls, self.run_id, **fields)
+        if cls in _FINAL:
+            self.ended = True
         self.ctx.facts.observe(event)  # type: ignore[arg-type]
         if cls in WATCHED:
             self.guard.observe(event)  # type: ignore[arg-type]
@@ -99,6 +112,14 @@ class TurnRecorder:
         return event
 
     async def commit(self) -> None:
+        """Write what the log holds; the first store failure is raised (the loop ends the
+        turn with its code), later commits of the turn are skipped."""
+        if self.store_failure is not None:
+            return
         with anyio.CancelScope(shield=True):
-            await self.ctx.log.commit()
+            try:
+                await self.ctx.log.commit()
+            except StoreError as failure:
+                self.store_failure = failure
+                raise
         self._last_commit = time.monotonic()

@@ -13,6 +13,7 @@ continues exactly where it stopped. Transports get sessions from `Agent` (`agent
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ from steerable_bridge.runtime.permissions import PermissionPolicy, StaticPolicy
 from steerable_bridge.runtime.projection import SessionFacts, session_facts
 from steerable_bridge.runtime.recovery import close_interrupted_run
 from steerable_bridge.runtime.steering import InputQueue
-from steerable_bridge.runtime.storage import SessionBusy, claim_session
+from steerable_bridge.runtime.storage import SessionBusy, StoreError, claim_session
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnContext, TurnInput
 from steerable_bridge.runtime.values import ContentPart
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from steerable_bridge.runtime.agent import Agent
 
 __all__ = ["Session", "SessionBusy"]
+
+log = logging.getLogger(__name__)
 
 
 class Session:
@@ -106,6 +109,7 @@ class Session:
         token = cancel or CancelToken()
         self._running = token
         self.agent.keep(self)  # a session forgotten while idle is known again while it runs
+        outcome: RunOutcome | None = None
         try:
             async with self._claiming, claim_session(self.agent.store, self.id):
                 try:
@@ -115,12 +119,30 @@ class Session:
                         provider = self.agent.router.resolve(self.model)
                     if on_start is not None:
                         on_start(token)
-                    return await self._run(turn, sink, token, provider)
+                    outcome = await self._run(turn, sink, token, provider)
+                    return outcome
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await self.log.commit()
+                        await self._commit_after(outcome)
         finally:
             self._running = None
+
+    async def _commit_after(self, outcome: RunOutcome | None) -> None:
+        """The turn's last commit. When the turn already failed and said so (a full disk),
+        a store that still refuses is logged: the events stay pending in the log and are
+        written by the next commit, before anything newer."""
+        try:
+            await self.log.commit()
+        except StoreError as error:
+            if outcome is None or outcome.error_code is None:
+                raise
+            log.warning(
+                "session %s: %d events wait for the store (%s); they are written first when"
+                " it accepts writes again",
+                self.id,
+                self.log.uncommitted,
+                error.message,
+            )
 
     async def _run(
         self, turn: TurnInput, sink: EventSink | None, token: CancelToken, provider: ModelProvider
@@ -174,7 +196,11 @@ class Session:
                 await done.wait()
             if self.log.uncommitted and not done.is_set():
                 with anyio.CancelScope(shield=True):
-                    await self.log.commit()
+                    try:
+                        await self.log.commit()
+                    except StoreError as error:  # the turn's next commit ends it with the code
+                        log.warning("session %s: cannot flush the log: %s", self.id, error.message)
+                        return
 
     async def refresh(self) -> list[ev.LoopEvent]:
         """Take in what other processes appended since this session was read, without

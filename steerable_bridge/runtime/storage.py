@@ -31,6 +31,7 @@ from typing import Protocol, cast
 from steerable_bridge.runtime.events import Compaction, LoopEvent
 
 __all__ = [
+    "STORAGE_FULL",
     "SessionBusy",
     "SessionNotFound",
     "SessionOwned",
@@ -41,6 +42,7 @@ __all__ = [
     "claim_session",
     "read_tail",
     "session_owner",
+    "storage_full",
     "tail_start",
 ]
 
@@ -72,6 +74,19 @@ class StoreError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+STORAGE_FULL = "storage_full"
+"""The code of a `StoreError` raised because the disk (or quota) holding the store is full."""
+
+
+def storage_full(where: str, detail: str) -> StoreError:
+    """The `storage_full` error for the store at `where`, naming the remedy."""
+    return StoreError(
+        STORAGE_FULL,
+        f"the disk holding the session store {where} is full ({detail}); free some space or"
+        " raise the quota, then send the message again — what was stored before is kept",
+    )
 
 
 class SessionNotFound(StoreError):

@@ -1,7 +1,9 @@
 """One turn's tool calls: decide each (known? valid? allowed?), run it, log the result.
 
 `ToolBatch` is the half of a turn that happens after the model stops talking. For each
-completed call, in the order the model made them: an unknown tool or invalid arguments
+completed call, in the order the model made them: an unknown tool, a call without a name or
+whose arguments are not a JSON object (`model_protocol_error`) and arguments that do not
+match the tool's schema (`invalid_arguments`, checked by a validator compiled once per tool)
 become a failed result the model sees next step; a frontend tool is left pending for the
 client; a tool that is not read-only asks the session's permission policy first
 (remembered "always" answers win — the session's own, then the project's `ApprovalMemory`;
@@ -148,6 +150,15 @@ class ToolBatch:
     async def _handle(
         self, call: ev.ToolCallEnd, tool: Tool | None, args: dict[str, Any] | None
     ) -> None:
+        if tool is None and not call.name:
+            known = ", ".join(sorted(self.tools)) or "none"
+            await self.fail(
+                call.call_id,
+                "model_protocol_error",
+                f"this tool call has no tool name (arguments {call.arguments_json[:200]!r});"
+                f" call one of these tools by name: {known}",
+            )
+            return
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
             await self.fail(
@@ -159,7 +170,7 @@ class ToolBatch:
         if args is None:
             await self.fail(
                 call.call_id,
-                "invalid_arguments",
+                "model_protocol_error",
                 f"arguments for {call.name} are not a JSON object: {call.arguments_json[:200]!r};"
                 " call it again with a JSON object matching its schema",
             )

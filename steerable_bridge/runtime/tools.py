@@ -128,18 +128,34 @@ class Tool:
             parameters_json=canonical_json(dict(self.parameters)),
         )
 
+    _compiled: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The parameters schema's validator, compiled on the first call and kept (one entry)."""
+
     def argument_error(self, args: Mapping[str, Any]) -> str | None:
         """Why `args` do not match the parameters schema ("path: message"), or None."""
-        return _schema_error(canonical_json(dict(self.parameters)), args)
+        if not self._compiled:
+            self._compiled.append(_validator(canonical_json(dict(self.parameters))))
+        return _first_error(self._compiled[0], args)
 
     def describe(self, args: Mapping[str, Any]) -> tuple[str, tuple[Location, ...]]:
         """A title a person can read ("Read src/app.py") and the locations touched."""
         try:
             title = self.title(args) if self.title else _default_title(self.name, args)
             locations = self.locations(args) if self.locations else ()
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):  # unchecked arguments yet
             return _default_title(self.name, args), ()
-        return title, locations
+        if not isinstance(title, str):
+            title = _default_title(self.name, args)
+        return title, tuple(_typed(loc) for loc in locations if isinstance(loc.path, str))
+
+
+def _typed(location: Location) -> Location:
+    """The location as the log can store it: a line that is not a positive int is dropped
+    (the arguments it came from are not checked yet; a list there would spoil the log)."""
+    line = location.line
+    if line is None or (type(line) is int and line >= 1):
+        return location
+    return Location(path=location.path, line=None)
 
 
 def parse_arguments(text: str) -> dict[str, Any] | None:
@@ -153,22 +169,39 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+class _BrokenSchema:
+    """Stands in for the validator of a schema that is itself invalid: every call fails."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+
 @functools.lru_cache(maxsize=256)
 def _validator(schema_json: str) -> Any:
     import jsonschema  # imported on first use: it costs ~100 ms of every process start
 
-    return jsonschema.Draft202012Validator(json.loads(schema_json))
+    schema = json.loads(schema_json)
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as err:
+        return _BrokenSchema(err.message)
+    return jsonschema.Draft202012Validator(schema)
 
 
 def schema_error(schema_json: str, args: Mapping[str, Any]) -> str | None:
     """Why `args` do not match a JSON Schema given as canonical JSON text, or None."""
-    return _schema_error(schema_json, args)
+    return _first_error(_validator(schema_json), args)
 
 
-def _schema_error(schema_json: str, args: Mapping[str, Any]) -> str | None:
+def _first_error(validator: Any, args: Mapping[str, Any]) -> str | None:
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(_validator(schema_json).iter_errors(args))
+    if isinstance(validator, _BrokenSchema):
+        return (
+            f"(schema): the tool's own parameters schema is invalid ({validator.problem}), so"
+            " no call can be checked; do not call this tool again"
+        )
+    error = jsonschema.exceptions.best_match(validator.iter_errors(args))
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"

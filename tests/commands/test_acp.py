@@ -107,30 +107,26 @@ def test_a_bad_tools_module_is_a_one_line_configuration_error(tmp_path: Path) ->
     assert "--permission-timeout" in bad_timeout.stderr
 
 
-@pytest.mark.anyio
+@pytest.mark.slow
 @pytest.mark.timeout(30)
-async def test_a_storage_problem_found_after_initialize_answers_every_request(
-    tmp_path: Path,
-) -> None:
-    from acp import RequestError
-
+def test_a_storage_problem_is_reported_before_anything_is_answered(tmp_path: Path) -> None:
+    """The editor gets no `initialize` answer to then fail every request after: the agent
+    exits at once with one line on stderr (the editor shows it as the agent's failure)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
-    command = ("-m", "steerable_bridge.cli", "acp", "--storage", str(tmp_path))  # a directory
-    with (tmp_path / "stderr.log").open("wb") as stderr:
-        async with spawn_agent_process(
-            _Client(),
-            sys.executable,
-            *command,
-            env=env,
-            cwd=tmp_path,
-            transport_kwargs={"stderr": stderr.fileno()},
-        ) as (conn, _process):
-            init = await conn.initialize(protocol_version=1)
-            with pytest.raises(RequestError) as first:
-                await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            with pytest.raises(RequestError) as second:
-                await conn.list_sessions()
-    assert init.protocol_version == 1
-    assert first.value.code == second.value.code == -32013
-    assert "is a directory" in str(first.value)
-    assert "is a directory" in (tmp_path / "stderr.log").read_text()
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": 1},
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "steerable_bridge.cli", "acp", "--storage", str(tmp_path)],
+        input=json.dumps(initialize) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "is a directory" in done.stderr

@@ -89,3 +89,31 @@ def test_a_non_loopback_bind_without_a_token_refuses_to_start(host: str) -> None
     assert done.returncode == 2
     assert "--token" in done.stderr and "--insecure-no-token" in done.stderr
     assert done.stdout == ""  # never bound, never printed a URL
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_health_names_nothing_without_the_configured_token() -> None:
+    process = subprocess.Popen(
+        [*COMMAND, "--port", "0", "--storage", "memory", "--token", "s3cret"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        base = process.stdout.readline().split()[-1].removesuffix("/agent")
+        with httpx.Client(base_url=base, timeout=10) as client:
+            for _ in range(200):  # bound before the line is printed, listening a moment later
+                try:
+                    anonymous = client.get("/health")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            detailed = client.get("/health", headers={"Authorization": "Bearer s3cret"})
+        assert anonymous.status_code == 200 and anonymous.text == "ok"
+        assert detailed.json()["model"] and "tools" in detailed.json()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -207,11 +207,14 @@ async def test_unknown_tool_becomes_an_error_the_model_sees_next_step() -> None:
 
 
 @pytest.mark.parametrize(
-    ("arguments", "needle"),
-    [({"arguments_text": '{"text": "unterminated'}, "not a JSON object"), ({}, "text")],
+    ("arguments", "code", "needle"),
+    [
+        ({"arguments_text": '{"text": "unterminated'}, "model_protocol_error", "not a JSON object"),
+        ({}, "invalid_arguments", "text"),
+    ],
 )
 async def test_invalid_arguments_never_reach_the_handler(
-    arguments: dict[str, Any], needle: str
+    arguments: dict[str, Any], code: str, needle: str
 ) -> None:
     ran: list[dict[str, Any]] = []
 
@@ -234,7 +237,7 @@ async def test_invalid_arguments_never_reach_the_handler(
     session = await new_session(model, tools=[tool])
     _, seen = await prompt(session)
     error = of(seen, ev.ToolFinished)[0].error
-    assert error is not None and error.code == "invalid_arguments"
+    assert error is not None and error.code == code
     assert needle in error.message
     assert ran == []
     assert requests(session)[1].messages[-1].is_error

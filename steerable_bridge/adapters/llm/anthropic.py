@@ -280,6 +280,12 @@ class AnthropicProvider:
             return []
         try:
             return decoder.feed(payload)
+        except (AttributeError, TypeError, ValueError) as err:  # a shape the decoder missed
+            raise ProviderError(
+                "invalid_response",
+                f"{self.config.base_url} sent a stream event of an unexpected shape ({err}):"
+                f" {data[:200]!r}; check that ANTHROPIC_BASE_URL points at the Anthropic API",
+            ) from None
         except StreamFailure as failure:
             base = self.config.base_url
             if failure.error_type in _STREAM_ERROR_CODES:

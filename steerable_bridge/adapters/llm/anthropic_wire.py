@@ -351,18 +351,20 @@ class EventDecoder:
             raise StreamFailure("invalid_event", f"content_block_delta for no open block: {data}")
         if kind == "text_delta":
             text = delta.get("text") or ""
-            return [TextChunk(delta=text)] if text else []
+            return [TextChunk(delta=str(text))] if text else []
         if kind == "input_json_delta":
             partial = delta.get("partial_json") or ""
+            if not isinstance(partial, str):  # kept visible, so the loop says what is wrong
+                partial = json.dumps(partial, separators=(",", ":"), ensure_ascii=False)
             return (
                 [ToolCallChunk(call_id=block.call_id, arguments_delta=partial)] if partial else []
             )
         if kind == "thinking_delta":
             thinking = delta.get("thinking") or ""
-            return [ReasoningChunk(delta=thinking)] if thinking else []
+            return [ReasoningChunk(delta=str(thinking))] if thinking else []
         if kind == "signature_delta":
             signature = delta.get("signature") or ""
-            return [ReasoningChunk(delta="", signature=signature)] if signature else []
+            return [ReasoningChunk(delta="", signature=str(signature))] if signature else []
         return []  # citations_delta and later additions: nothing we show yet
 
     def _stop(self, data: dict[str, Any]) -> list[ModelChunk]:

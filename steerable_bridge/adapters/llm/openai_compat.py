@@ -295,7 +295,15 @@ class OpenAICompatProvider:
                 "provider_error",
                 f"the model server reported an error mid-stream: {_error_text(error)}",
             )
-        return decoder.feed(payload)
+        try:
+            return decoder.feed(payload)
+        except (AttributeError, TypeError, ValueError) as err:  # a shape the decoder missed
+            raise ProviderError(
+                "invalid_response",
+                f"{self.config.base_url} sent a stream event of an unexpected shape ({err}):"
+                f" {data[:200]!r}; check that STEERABLE_BASE_URL points at an OpenAI-compatible"
+                " /v1 endpoint",
+            ) from None
 
     def _status_error(self, reply: httpx.Response, attempt: int) -> ProviderError:
         status = reply.status_code

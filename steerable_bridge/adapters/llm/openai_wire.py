@@ -195,19 +195,24 @@ class ChunkDecoder:
         usage = data.get("usage")
         if isinstance(usage, dict):
             self.usage = _usage(usage)
-        for choice in data.get("choices") or ():
+        choices = data.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                continue  # nothing readable; a malformed call inside is reported below
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
                 out.append(ReasoningChunk(delta=reasoning))
             content = delta.get("content")
             if isinstance(content, str) and content:
                 out.append(TextChunk(delta=content))
-            for position, fragment in enumerate(delta.get("tool_calls") or ()):
-                if isinstance(fragment, dict):
-                    out.extend(self._tool_fragment(fragment, position))
+            fragments = delta.get("tool_calls")
+            for position, fragment in enumerate(fragments if isinstance(fragments, list) else ()):
+                if not isinstance(fragment, dict):  # kept as the call's (non-object) arguments
+                    fragment = {"index": position, "function": {"arguments": fragment}}
+                out.extend(self._tool_fragment(fragment, position))
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
                 self.finish_reason = FINISH_REASONS.get(reason, "end_turn")
@@ -226,11 +231,15 @@ class ChunkDecoder:
             index = position
         call_id = fragment.get("id")
         function = fragment.get("function") or {}
+        if not isinstance(function, dict):  # the call reaches the loop, which tells the model
+            function = {"arguments": function}
         name = function.get("name")
         arguments = function.get("arguments")
-        if isinstance(arguments, dict):  # some servers send an object instead of text
-            arguments = json.dumps(arguments, separators=(",", ":"))
-        arguments = arguments if isinstance(arguments, str) else ""
+        if arguments is not None and not isinstance(arguments, str):
+            # some servers send an object instead of text; anything else stays visible as
+            # JSON, so the loop answers "not a JSON object" instead of running with {}
+            arguments = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        arguments = arguments or ""
         slot = self._slots.get(index)
         if slot is None or (isinstance(call_id, str) and call_id and call_id != slot.call_id):
             out = _announce_unnamed(slot) if slot is not None else []

@@ -13,6 +13,7 @@ The SQLite store (`sqlite.py`) uses it; it never touches the database itself.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -21,7 +22,7 @@ import socket
 import time
 from pathlib import Path
 
-from steerable_bridge.runtime.storage import SessionOwned
+from steerable_bridge.runtime.storage import SessionOwned, storage_full
 
 __all__ = ["HeldLock", "OwnerLocks"]
 
@@ -59,10 +60,18 @@ class OwnerLocks:
 
     def acquire(self, session_id: str) -> HeldLock:
         """Take the session's lock now or raise `SessionOwned` naming the holder."""
-        self.directory.mkdir(parents=True, exist_ok=True)
         path = self.path(session_id)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            _raise_if_full(self.directory, err)
+            raise
         for _ in range(5):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as err:
+                _raise_if_full(self.directory, err)
+                raise
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -79,8 +88,13 @@ class OwnerLocks:
             if not same:  # deleted and re-created while we waited: lock the new file
                 os.close(fd)
                 continue
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, _identity(session_id), 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, _identity(session_id), 0)
+            except OSError as err:  # the lock is held; who holds it is only for display
+                if not _is_full(err):
+                    os.close(fd)
+                    raise
             return HeldLock(fd, path)
         raise SessionOwned(session_id, "another process that keeps re-creating its lock file")
 
@@ -97,6 +111,15 @@ class OwnerLocks:
         if host == socket.gethostname() and isinstance(pid, int) and not _alive(pid):
             return None
         return _describe(text)
+
+
+def _is_full(err: OSError) -> bool:
+    return err.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def _raise_if_full(directory: Path, err: OSError) -> None:
+    if _is_full(err):
+        raise storage_full(str(directory), err.strerror or str(err)) from None
 
 
 def _identity(session_id: str) -> bytes:

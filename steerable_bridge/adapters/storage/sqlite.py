@@ -25,6 +25,7 @@ latency) and rows older than a minute are deleted. Schema changes are migrations
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sqlite3
@@ -50,6 +51,7 @@ from steerable_bridge.adapters.storage.formats import (
     history_compaction,
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
+from steerable_bridge.adapters.storage.readiness import SQLITE_SCHEMA_VERSION
 from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
 from steerable_bridge.adapters.storage.sql import (
     INSERT_EVENT,
@@ -75,6 +77,7 @@ from steerable_bridge.runtime.storage import (
     SessionPage,
     SessionRecord,
     StoreError,
+    storage_full,
     tail_start,
 )
 
@@ -86,8 +89,9 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-"""`PRAGMA user_version` of the tables below."""
+SCHEMA_VERSION = SQLITE_SCHEMA_VERSION
+"""`PRAGMA user_version` of the tables below (kept in `readiness.py`, which checks it at
+start-up without importing this module)."""
 
 SIGNAL_POLL_S = 0.05
 """How often a listening process looks for new signals."""
@@ -135,6 +139,8 @@ CREATE INDEX events_with_facts ON events (session_id, seq) WHERE facts = 1;
 def store_error(path: Path, err: sqlite3.Error) -> StoreError:
     """A StoreError naming the remedy for an sqlite3 failure on the store at `path`."""
     text = str(err)
+    if getattr(err, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in text:
+        return storage_full(str(path), text)
     if isinstance(err, sqlite3.OperationalError) and "locked" in text:
         return StoreError(
             "store_busy",
@@ -180,18 +186,22 @@ class SqliteStore:
                 if self._conn is None:
                     self._conn = self._open()
             except OSError as err:
+                if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise storage_full(str(self.path), str(err)) from None
                 raise StoreError(
                     "store_unavailable",
                     f"cannot create the session store {self.path} ({err}); check the path",
                 ) from None
             except sqlite3.Error as err:
-                log.exception("cannot open the session store %s", self.path)
+                log.warning("cannot open the session store %s: %s", self.path, err)
                 raise store_error(self.path, err) from None
             try:
                 return fn(self._conn)
             except sqlite3.Error as err:
-                log.warning("session store %s: %s", self.path, err, exc_info=True)
-                raise store_error(self.path, err) from None
+                error = store_error(self.path, err)
+                expected = error.code in ("storage_full", "store_busy")  # not a bug: no trace
+                log.warning("session store %s: %s", self.path, err, exc_info=not expected)
+                raise error from None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._limiter is None or self._pid != os.getpid():

@@ -2,7 +2,9 @@
 
 `LocalEnvironment` implements the runtime's `Environment` port over a `Workspace`: every
 path is confined to the workspace roots and opened race-free (`paths.py`); text files
-larger than `max_file_bytes` must be read in parts and binary files are refused. `run`
+larger than `max_file_bytes` must be read in parts and binary files are refused; writes go
+to a new file renamed over the old one (`replace_in`), so a hard link is never written
+through. `run`
 starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`), keeps the
 last `output_limit` bytes of its merged stdout/stderr, and kills the whole group — on
 timeout, on cancellation, and once the command has exited, so nothing it started in the
@@ -22,10 +24,13 @@ every wait is bounded.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
+import secrets
 import signal
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +41,7 @@ import anyio.abc
 
 from steerable_bridge.adapters.tools import bwrap, pids_cgroup
 from steerable_bridge.adapters.tools.deathwatch import arm, gated
-from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.adapters.tools.paths import Workspace, os_error
 from steerable_bridge.adapters.tools.tool_env import tool_environ
 from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
 from steerable_bridge.runtime.values import Sandbox
@@ -191,18 +196,93 @@ class LocalEnvironment:
             return b"".join(lines).decode("utf-8", errors="replace")
 
     def _write(self, real: str, content: str) -> None:
-        parent = os.path.dirname(real)
+        parent, name = os.path.split(real)
         if not os.path.isdir(parent):
             os.makedirs(parent, exist_ok=True)
             if not self.workspace.contains(os.path.realpath(parent)):
                 raise EnvironmentError(
                     "outside_workspace", f"{parent} leads outside the workspace; not written"
                 )
-        # No O_TRUNC: the descriptor is checked before a byte of the file changes.
-        fd = self.workspace.open_file(real, os.O_WRONLY | os.O_CREAT)
+        data = content.encode("utf-8")
+        dir_fd = self.workspace.open_dir(parent)
+        try:
+            replace_in(dir_fd, name, data, real)
+        finally:
+            os.close(dir_fd)
+
+
+def replace_in(dir_fd: int, name: str, data: bytes, shown: str) -> None:
+    """Give `name` (in the checked directory `dir_fd`) the content `data`.
+
+    Written to a new file beside it and renamed over it, so the directory entry is replaced
+    and never followed: an existing hard link to a file outside the workspace, or a
+    symbolic link swapped in after the check, keeps its target untouched (the link is
+    simply no longer shared), and a failed write (disk full) leaves the old content whole.
+    The new file takes the old one's permission bits. Only when the directory itself is not
+    writable is the file rewritten in place, and then only if it has no other link.
+    """
+    try:
+        old: os.stat_result | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    except OSError as err:
+        raise os_error(shown, err) from err
+    if old is not None and stat.S_ISLNK(old.st_mode):
+        raise EnvironmentError(
+            "outside_workspace",
+            f"{shown} became a symbolic link after the path was checked; it was not written",
+        )
+    if old is not None and stat.S_ISDIR(old.st_mode):
+        raise EnvironmentError("is_a_directory", f"{shown} is a directory, not a file")
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        raise EnvironmentError(
+            "not_a_regular_file", f"{shown} is a device, pipe or socket; only files can be written"
+        )
+    temp = f".{secrets.token_hex(6)}.steerable-write"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(temp, flags, 0o666, dir_fd=dir_fd)
+    except PermissionError as err:
+        if old is None:
+            raise os_error(shown, err) from err
+        _rewrite_in_place(dir_fd, name, data, shown)
+        return
+    except OSError as err:
+        raise os_error(shown, err) from err
+    try:
         with os.fdopen(fd, "wb") as handle:
-            handle.truncate(0)
-            handle.write(content.encode("utf-8"))
+            handle.write(data)
+            if old is not None:
+                os.fchmod(handle.fileno(), stat.S_IMODE(old.st_mode))
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=dir_fd)
+        if isinstance(err, OSError):
+            raise os_error(shown, err) from err
+        raise
+
+
+def _rewrite_in_place(dir_fd: int, name: str, data: bytes, shown: str) -> None:
+    """The fallback for a read-only folder: truncate and write the file itself, refused
+    when another hard link shares it (that link may lie outside the workspace)."""
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as err:
+        raise os_error(shown, err) from err
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            opened = os.fstat(handle.fileno())
+            if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:
+                raise EnvironmentError(
+                    "hard_linked",
+                    f"{shown} shares its content with another hard link, and its folder is"
+                    " read-only so it cannot be replaced safely; make the folder writable",
+                )
+            handle.truncate(0)  # no O_TRUNC: the descriptor was checked before any change
+            handle.write(data)
+    except OSError as err:
+        raise os_error(shown, err) from err
 
 
 async def run_argv(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from steerable_bridge.runtime.environment import EnvironmentError
 
-__all__ = ["Workspace"]
+__all__ = ["Workspace", "os_error"]
 
 _PROC_FD = "/proc/self/fd"
 
@@ -89,12 +89,12 @@ class Workspace:
         parent, name = os.path.split(real_path)
         if not name:
             raise EnvironmentError("is_a_directory", f"{real_path} is a directory, not a file")
-        dir_fd = self._open_dir(parent)
+        dir_fd = self.open_dir(parent)
         try:
             try:
                 fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
             except OSError as err:
-                raise _os_error(real_path, err) from err
+                raise os_error(real_path, err) from err
         finally:
             os.close(dir_fd)
         try:
@@ -108,13 +108,14 @@ class Workspace:
             raise
         return fd
 
-    def _open_dir(self, real_dir: str) -> int:
+    def open_dir(self, real_dir: str) -> int:
+        """Open a resolved directory without following a link; refuses one that moved out."""
         try:
             fd = os.open(real_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as err:
             if err.errno in (errno.ENOTDIR, errno.ELOOP) and os.path.islink(real_dir):
                 err = OSError(errno.ELOOP, os.strerror(errno.ELOOP))
-            raise _os_error(real_dir, err) from err
+            raise os_error(real_dir, err) from err
         try:
             self._check_fd(fd, real_dir)
         except BaseException:
@@ -151,7 +152,8 @@ class Workspace:
         )
 
 
-def _os_error(path: str, err: OSError) -> EnvironmentError:
+def os_error(path: str, err: OSError) -> EnvironmentError:
+    """The coded error (with its remedy) a tool reports for `err` on `path`."""
     if err.errno == errno.ENOENT:
         return EnvironmentError(
             "not_found", f"{path} does not exist; check the path with list_dir or glob"
@@ -168,6 +170,10 @@ def _os_error(path: str, err: OSError) -> EnvironmentError:
         )
     if err.errno == errno.ENOTDIR:
         return EnvironmentError("not_a_directory", f"a parent of {path} is not a directory")
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EnvironmentError(
+            "disk_full", f"{path}: {err.strerror}; free some space (or raise the quota) and retry"
+        )
     if err.errno in (errno.EACCES, errno.EPERM):
         return EnvironmentError("permission_denied", f"{path} is not accessible: {err.strerror}")
     return EnvironmentError("io_error", f"{path}: {err.strerror or err}")

@@ -22,6 +22,7 @@ __all__ = [
     "RUN_FAILED",
     "SESSION_BUSY",
     "STARTUP_FAILED",
+    "STORE_FAILED",
     "UNSUPPORTED",
     "auth_required",
     "invalid_params",
@@ -31,6 +32,7 @@ __all__ = [
     "session_busy",
     "session_not_found",
     "startup_failed",
+    "store_failed",
 ]
 
 INVALID_PARAMS = -32602
@@ -41,6 +43,7 @@ SESSION_BUSY = -32010
 RUN_FAILED = -32011
 UNSUPPORTED = -32012
 STARTUP_FAILED = -32013
+STORE_FAILED = -32014
 
 
 def _error(code: int, stable: str, message: str, **details: Any) -> RequestError:
@@ -122,3 +125,8 @@ def not_supported(method: str, message: str) -> RequestError:
 def startup_failed(message: str) -> RequestError:
     """The agent could not be built (a configuration problem found after `initialize`)."""
     return _error(STARTUP_FAILED, "startup_failed", f"steerable-bridge could not start: {message}")
+
+
+def store_failed(code: str, message: str) -> RequestError:
+    """The session store refused (`storage_full` when its disk is full): code and remedy."""
+    return _error(STORE_FAILED, code, message)

@@ -6,7 +6,8 @@ connection is given this front instead: `initialize` is answered from the defaul
 `ModelInfo` alone (`capabilities.py`), then the real agent is built in the background
 (`build()`), and every other method waits for it and delegates. If building fails (a
 storage path that cannot be opened, say), the reason is logged and every later request is
-answered with that error and its remedy instead of the process dying mid-handshake.
+answered with that error and its remedy instead of the process dying mid-handshake. A
+store failure a method did not answer itself (`storage_full`) is answered with its code.
 """
 
 from __future__ import annotations
@@ -88,6 +89,22 @@ class LazyAcpAgent:
             raise self._failure
         return self._real
 
+    async def _call(self, method: str, kwargs: dict[str, Any]) -> Any:
+        """Delegate to the real agent; a store failure it did not answer itself (a full
+        disk, say) becomes that error's code and remedy instead of "Internal error"."""
+        real = await self.real()
+        try:
+            return await getattr(real, method)(**kwargs)
+        except RequestError:
+            raise
+        except Exception as error:
+            from steerable_bridge.runtime.storage import StoreError  # loaded by now
+
+            if isinstance(error, StoreError):
+                log.warning("%s: the session store failed: %s", method, error.message)
+                raise errors.store_failed(error.code, error.message) from None
+            raise
+
     async def _warm_up(self) -> None:
         await anyio.sleep(WARM_UP_DELAY_S)
         with contextlib.suppress(RequestError):  # logged; every request will answer with it
@@ -115,34 +132,34 @@ class LazyAcpAgent:
         return initialize_response(self._info, self._model, workspaces=self._workspaces)
 
     async def authenticate(self, **kwargs: Any) -> Any:
-        return await (await self.real()).authenticate(**kwargs)
+        return await self._call("authenticate", kwargs)
 
     async def new_session(self, **kwargs: Any) -> Any:
-        return await (await self.real()).new_session(**kwargs)
+        return await self._call("new_session", kwargs)
 
     async def load_session(self, **kwargs: Any) -> Any:
-        return await (await self.real()).load_session(**kwargs)
+        return await self._call("load_session", kwargs)
 
     async def resume_session(self, **kwargs: Any) -> Any:
-        return await (await self.real()).resume_session(**kwargs)
+        return await self._call("resume_session", kwargs)
 
     async def fork_session(self, **kwargs: Any) -> Any:
-        return await (await self.real()).fork_session(**kwargs)
+        return await self._call("fork_session", kwargs)
 
     async def list_sessions(self, **kwargs: Any) -> Any:
-        return await (await self.real()).list_sessions(**kwargs)
+        return await self._call("list_sessions", kwargs)
 
     async def close_session(self, **kwargs: Any) -> Any:
-        return await (await self.real()).close_session(**kwargs)
+        return await self._call("close_session", kwargs)
 
     async def set_session_mode(self, **kwargs: Any) -> Any:
-        return await (await self.real()).set_session_mode(**kwargs)
+        return await self._call("set_session_mode", kwargs)
 
     async def set_config_option(self, **kwargs: Any) -> Any:
-        return await (await self.real()).set_config_option(**kwargs)
+        return await self._call("set_config_option", kwargs)
 
     async def prompt(self, **kwargs: Any) -> Any:
-        return await (await self.real()).prompt(**kwargs)
+        return await self._call("prompt", kwargs)
 
     async def cancel(self, **kwargs: Any) -> None:
         if self._real is not None:  # nothing can be running before the agent exists

@@ -2,7 +2,9 @@
 
 Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
 `text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version
-and the names of the tools the agent offers (the chat page suggests only what they can do);
+and the names of the tools the agent offers (the chat page suggests only what they can do) —
+when a token is configured, only to a request that carries it: without, it answers a plain
+`ok` (liveness for probes, nothing about the agent);
 `GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live here,
 before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403) is
 refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer token
@@ -14,7 +16,9 @@ sharing the store (409 — unless the request asks to steer or stop with
 the session decides, before anything is sent: a request that passed the check but lost the
 session to another process in the meantime gets the same 409, not a stream. CORS is added
 only for the origins given. Every error body is `{"error": {"code", "message"}}`, the
-message naming the remedy — a bug too (500, `internal_error`; the traceback only in the
+message naming the remedy — a store that refuses before a stream begins too (507
+`storage_full` for a full disk, else 503 with the store's code; once streaming, a
+RUN_ERROR with that code), and a bug (500, `internal_error`; the traceback only in the
 log). The app's lifespan relays signals from other processes to the turns this one runs
 (`Agent.relay_signals`) and shuts the agent down when the server stops (`Agent.aclose`:
 model providers' pooled HTTP clients, the store); a host that mounts the app without running
@@ -40,12 +44,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime.agent import Agent
-from steerable_bridge.runtime.storage import SessionBusy, SessionOwned
+from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionOwned, StoreError
 from steerable_bridge.transports.agui.body import BodyError, read_json
 from steerable_bridge.transports.agui.control import Control, Refusal
 from steerable_bridge.transports.agui.guard import WebGuard
@@ -83,6 +87,14 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _store_error(request: Request, exc: Exception) -> Response:
+    """The session store refused before a stream began: its code and remedy, 507 for a full
+    disk (the client may retry once space is freed), else 503."""
+    code = getattr(exc, "code", "store_unavailable")
+    log.warning("%s %s: the session store failed: %s", request.method, request.url.path, exc)
+    return error(507 if code == STORAGE_FULL else 503, code, str(exc))
+
+
 def _chat_page() -> str:
     return (resources.files(__package__) / "static" / "index.html").read_text(encoding="utf-8")
 
@@ -110,6 +122,8 @@ class _Server:
         self.page: str | None = None
 
     async def health(self, request: Request) -> Response:
+        if not self._authorized(request):  # liveness only: who runs here is not for anyone
+            return PlainTextResponse("ok")
         return JSONResponse(
             {
                 "status": "ok",
@@ -272,7 +286,7 @@ def create_app(
             *([Route("/metrics", server.metrics_page, methods=["GET"])] if metrics else []),
         ],
         middleware=middleware,
-        exception_handlers={Exception: _internal_error},
+        exception_handlers={StoreError: _store_error, Exception: _internal_error},
     )
     app.state.threads = server.threads
     return app

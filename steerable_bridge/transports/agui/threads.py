@@ -32,7 +32,7 @@ from steerable_bridge.runtime.model import ProviderError
 from steerable_bridge.runtime.permissions import StaticPolicy
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session, SessionBusy
-from steerable_bridge.runtime.storage import SessionNotFound
+from steerable_bridge.runtime.storage import SessionNotFound, StoreError
 from steerable_bridge.transports.agui.history import known_ids, thread_messages
 from steerable_bridge.transports.agui.inputs import ParsedRun, speaks_1_0, to_turn
 from steerable_bridge.transports.agui.renderer import AguiRenderer
@@ -238,6 +238,11 @@ class Run:
                 self.thread.known -= self.parsed.new_ids - recorded
                 raise
             await write(self.encoder.encode_models(self.renderer.derived_error(err.code, str(err))))
+        except StoreError as err:  # the store refused before the turn began (disk still full)
+            log.warning("thread %s: the session store failed: %s", self.thread.thread_id, err)
+            await write(
+                self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
+            )
         except Exception as err:
             log.exception("thread %s run %s failed", self.thread.thread_id, self.input.run_id)
             message = f"the server failed: {type(err).__name__}: {err}; see the server log"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -193,3 +194,39 @@ async def test_a_swap_to_a_symlink_right_after_the_check_is_refused(
         await local_env.write_text("src/app.py", "pwned")
     assert info.value.code == "outside_workspace"
     assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+
+
+async def test_a_hard_link_out_of_the_workspace_is_replaced_not_written_through(
+    local_env: LocalEnvironment, project: Path, outside: Path
+) -> None:
+    """A file in the project that is a hard link to one outside: writing it must leave the
+    outside file as it was (the project's entry gets new content of its own)."""
+    linked = project / "linked.txt"
+    linked.hardlink_to(outside / "secret.txt")
+    assert linked.stat().st_nlink == 2
+    (outside / "secret.txt").chmod(0o640)
+    await local_env.write_text("linked.txt", "new content\n")
+    assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+    assert linked.read_text() == "new content\n"
+    assert linked.stat().st_nlink == 1 and (outside / "secret.txt").stat().st_nlink == 1
+    assert linked.stat().st_mode & 0o777 == 0o640  # the permission bits are kept
+    assert sorted(os.listdir(project)) == ["README.md", "linked.txt", "src"]
+
+
+async def test_a_hard_link_in_a_read_only_folder_is_refused(
+    local_env: LocalEnvironment, project: Path, outside: Path
+) -> None:
+    folder = project / "locked"
+    folder.mkdir()
+    linked = folder / "linked.txt"
+    linked.hardlink_to(outside / "secret.txt")
+    folder.chmod(0o555)
+    try:
+        if os.access(folder, os.W_OK):  # pragma: no cover - root ignores the mode
+            pytest.skip("running as root: a read-only folder is still writable")
+        with pytest.raises(EnvironmentError) as info:
+            await local_env.write_text("locked/linked.txt", "pwned")
+        assert info.value.code == "hard_linked"
+        assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
+    finally:
+        folder.chmod(0o755)

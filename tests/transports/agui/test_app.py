@@ -35,7 +35,7 @@ async def test_health_and_chat_page() -> None:
     assert health["status"] == "ok" and health["protocolVersion"] == "1.0"
     assert {"calculate", "update_plan", "update_state", "write_file"} <= set(health["tools"])
     assert page.status_code == 200 and "<html" in page.text.lower()
-    assert 'fetch("health")' in page.text  # suggestions follow the tools offered
+    assert 'fetch("health"' in page.text  # suggestions follow the tools offered
 
 
 async def test_health_lists_only_the_tools_this_server_has() -> None:
@@ -215,6 +215,17 @@ async def test_bearer_token() -> None:
     assert missing.json()["error"]["code"] == "unauthorized"
     assert missing.headers["www-authenticate"] == "Bearer"
     assert right.status_code == 200 and wire[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_health_without_the_token_says_only_ok() -> None:
+    async with asgi_client(create_app(agent_for(), token="s3cret")) as client:
+        anonymous = await client.get("/health")
+        wrong = await client.get("/health", headers={"Authorization": "Bearer nope"})
+        right = await client.get("/health", headers={"Authorization": "Bearer s3cret"})
+    for bare in (anonymous, wrong):
+        assert bare.status_code == 200 and bare.text == "ok"
+        assert bare.headers["content-type"].startswith("text/plain")
+    assert right.json()["status"] == "ok" and "write_file" in right.json()["tools"]
 
 
 async def test_body_limit_checks_declared_and_actual_size() -> None:

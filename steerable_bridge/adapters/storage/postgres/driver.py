@@ -5,7 +5,8 @@ None and `PostgresStore()` refuses with the remedy (`require_driver`), so import
 never fails. Every connection the store opens (pooled, owner, listener) gets the same
 options (`connect_kwargs`: autocommit, the `steerable` schema first on the search path, an
 application name naming the process, a connect timeout). `unavailable` turns a driver
-failure into the `store_unavailable` StoreError naming the remedy; `redact` keeps the
+failure into the `store_unavailable` StoreError naming the remedy (`storage_full` for the
+server's disk-full error); `redact` keeps the
 password out of every message.
 """
 
@@ -15,7 +16,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
-from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.storage import StoreError, storage_full
 
 try:
     import psycopg
@@ -38,6 +39,9 @@ __all__ = [
     "require_driver",
     "unavailable",
 ]
+
+DISK_FULL = "53100"
+"""SQLSTATE `disk_full`: the server could not extend a file (its disk or quota is full)."""
 
 SCHEMA = "steerable"
 """The PostgreSQL schema holding the store's tables."""
@@ -84,6 +88,8 @@ def pipelined(conn: Connection) -> AbstractAsyncContextManager[object]:
 def unavailable(where: str, err: BaseException) -> StoreError:
     """`store_unavailable` for a failure talking to the server at `where` (redacted)."""
     text = " ".join(str(err).split()) or type(err).__name__
+    if getattr(err, "sqlstate", None) == DISK_FULL:
+        return storage_full(where, text)
     return StoreError(
         "store_unavailable",
         f"cannot use the PostgreSQL session store {where} ({text}); check that the server is"
