@@ -5,12 +5,13 @@ request when it nears the context window (`compaction.py`), runs the `pre_step` 
 the full `model_request`, then streams the provider (`model.py`'s port) under the model
 timeout and the turn's cancel scope. Each chunk becomes text / reasoning / tool-call events
 with explicit start, delta and end (tool calls the model wrote as text are recovered into
-real ones, `pseudo_calls.py`); a context overflow gets one compaction pass and one retry.
-After the final response it logs `model_response`, `usage_updated` (and a `hook_action`
-when the prompt-cache hit rate collapsed, `cache_drift.py`), runs the `post_step` hooks and
-hands the completed tool calls back to `loop.py`, which runs them (`tool_batch.py`). Every
-event goes out through `TurnRecorder.emit` (`recorder.py`); this is the per-chunk hot path,
-so it adds no layer per chunk.
+real ones, reasoning written as text becomes reasoning: `pseudo_calls.py`); a context
+overflow gets one compaction pass and one retry. After the final response it logs
+`model_response`, `usage_updated` (and a `hook_action` when the prompt-cache hit rate
+collapsed, `cache_drift.py`), runs the `post_step` hooks and hands the completed tool calls
+back to `loop.py`, which runs them (`tool_batch.py`). Every event goes out through
+`TurnRecorder.emit` (`recorder.py`); this is the per-chunk hot path, so it adds no layer per
+chunk.
 """
 
 from __future__ import annotations
@@ -145,9 +146,10 @@ class ModelStep(TurnRecorder):
         return finish, calls
 
     def text_recovery(self, request: ModelRequest) -> PseudoCallFilter | None:
-        """A filter that recovers tool calls written as text, when the quality layer runs
-        and the step offers tools (see `pseudo_calls.py`)."""
-        if request.tools and self.guard.active and self.ctx.quality.recover_tool_calls:
+        """A filter that routes reasoning written as text to reasoning events and, when the
+        step offers tools, recovers tool calls written as text; on when the quality layer
+        runs (see `pseudo_calls.py`)."""
+        if self.guard.active and self.ctx.quality.recover_tool_calls:
             return PseudoCallFilter(request.tools, id_prefix=text_call_prefix(request))
         return None
 
@@ -155,6 +157,8 @@ class ModelStep(TurnRecorder):
         for chunk in chunks:
             if isinstance(chunk, TextChunk):
                 await self._text(chunk.delta)
+            elif isinstance(chunk, ReasoningChunk):
+                await self._reasoning(chunk)
             elif isinstance(chunk, ToolCallChunk):
                 await self._tool_chunk(chunk, assistant_id)
 
