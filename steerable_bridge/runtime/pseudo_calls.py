@@ -45,12 +45,11 @@ class PseudoCallFilter:
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
         self._stripper = MarkupStripper(calls=calls and bool(tools))
+        self.plain = self._stripper.plain
+        """True when `delta` passes unchanged (no need to call `feed`): the stripper's own
+        test, bound here so the per-delta check is one call."""
         self._prefix = id_prefix
         self.recovered = 0
-
-    def plain(self, delta: str) -> bool:
-        """True when `delta` passes unchanged (no need to call `feed`)."""
-        return self._stripper.plain(delta)
 
     def feed(self, delta: str) -> list[ModelChunk]:
         return self._resolve(self._stripper.feed(delta))

@@ -18,6 +18,7 @@ from typing import Literal
 
 __all__ = [
     "BY_FIRST",
+    "BY_TWO",
     "CALL_KEYS",
     "DS_CALLS_BEGIN",
     "DS_CALLS_END",
@@ -29,6 +30,7 @@ __all__ = [
     "HARMONY_ANALYSIS",
     "HARMONY_CALL",
     "MARKERS",
+    "SINGLE",
     "START_MARKERS",
     "Marker",
     "key_viable",
@@ -309,6 +311,13 @@ def _by_first(markers: tuple[Marker, ...]) -> dict[str, tuple[Marker, ...]]:
 
 
 BY_FIRST = _by_first(MARKERS)
+BY_TWO: dict[str, tuple[Marker, ...]] = {
+    two: tuple(m for m in BY_FIRST[two[0]] if m.text.startswith(two))
+    for two in {m.text[:2] for m in MARKERS if len(m.text) > 1}
+}
+"""Markers of two characters or more by their first two (longest first)."""
+SINGLE: dict[str, Marker] = {m.text: m for m in MARKERS if len(m.text) == 1}
+"""One-character markers (`[`, `{`), tried after every longer one."""
 
 
 def _may_open_pattern() -> str:

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 
 from steerable_bridge.runtime.tool_markers import (
     BY_FIRST,
+    BY_TWO,
     FENCE_LANGS,
     HARMONY_ANALYSIS,
     HARMONY_CALL,
+    SINGLE,
     START_MARKERS,
     Marker,
     key_viable,
@@ -147,6 +149,8 @@ class MarkupStripper:
             return []
         if self.plain(delta):
             return [delta]
+        if self._think is not None and not self._buf and "<" not in delta:
+            return [Reasoning(delta)]  # inside reasoning, nothing held: the common case
         self._buf += delta
         out: list[Piece] = []
         self._scan(out)
@@ -159,7 +163,7 @@ class MarkupStripper:
             or self._think
             or self._fenced
         )
-        return _merge(out)
+        return out if len(out) < 2 else _merge(out)
 
     def finish(self) -> list[Piece]:
         """The end of the stream (or of its text before a real call): flush what is held."""
@@ -259,18 +263,31 @@ class MarkupStripper:
             if self._fence or self._inline:
                 pos = j + 1
                 continue
-            for marker in BY_FIRST.get(ch, ()):
+            if j + 1 == len(buf):
+                if ch in BY_FIRST:
+                    self._release(out, self._cut(j))
+                    return False  # the next character decides
+                pos = j + 1
+                continue
+            for marker in BY_TWO.get(buf[j : j + 2], ()):
                 if marker.kind == "candidate" and not self._calls:
                     continue
                 if buf.startswith(marker.text, j):
-                    start = self._cut(j)
-                    self._release(out, start)
-                    self._begin(marker, j - start)
+                    self._open_at(out, marker, j)
                     return True
                 if len(buf) - j < len(marker.text) and marker.text.startswith(buf[j:]):
                     self._release(out, self._cut(j))
                     return False
+            single = SINGLE.get(ch)
+            if single is not None and self._calls:
+                self._open_at(out, single, j)
+                return True
             pos = j + 1
+
+    def _open_at(self, out: list[Piece], marker: Marker, j: int) -> None:
+        start = self._cut(j)
+        self._release(out, start)
+        self._begin(marker, j - start)
 
     def _begin(self, marker: Marker, at: int) -> None:
         """A marker at `at` in the buffer; a candidate starts at the buffer's start."""

@@ -111,3 +111,35 @@ def test_reasoning_streams_as_it_arrives_not_at_its_end() -> None:
     assert [getattr(c, "delta", None) for c in first] == ["step one, "]
     assert recovery.feed("step two</thi") != []
     assert [getattr(c, "type", "") for c in recovery.feed("nk>Answer")] == ["text"]
+
+
+# -- through the loop ---------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_reasoning_written_as_text_is_reasoning_and_stays_out_of_the_answer() -> None:
+    from steerable_bridge.runtime import events as ev
+    from steerable_bridge.runtime.quality import QualitySettings
+
+    from .harness import assert_well_formed, make_agent, of, prompt, scripted, text_tool
+
+    thinking = '<think>I should echo. <tool_call>{"name": "echo"}</tool_call></think>\n'
+    call = '<tool_call>\n{"name": "echo", "arguments": {"text": "hi"}}\n</tool_call>'
+    model = scripted(
+        {"text": thinking + "Echoing.\n" + call, "chunk_size": 3},
+        {"text": "<think>It worked.</think>Done.", "chunk_size": 2},
+    )
+    agent = make_agent(model, tools=[text_tool()], quality=QualitySettings(mode="on"))
+    outcome, seen = await prompt(await agent.new_session("/w"))
+    assert outcome.stop_reason == "end_turn"
+    assert "".join(e.delta for e in of(seen, ev.TextDelta)) == "\nEchoing.\nDone."
+    assert "".join(e.delta for e in of(seen, ev.ReasoningDelta)) == (
+        'I should echo. <tool_call>{"name": "echo"}</tool_call>It worked.'
+    )
+    assert [e.name for e in of(seen, ev.ToolCallEnd)] == ["echo"]  # the quoted one never ran
+    second = of(seen, ev.ModelRequestEvent)[1].request
+    assistant = next(m for m in second.messages if m.role == "assistant")
+    assert assistant.text == "\nEchoing.\n"  # the model's history holds no <think> markup
+    assert assistant.reasoning == 'I should echo. <tool_call>{"name": "echo"}</tool_call>'
+    assert_well_formed(seen)
