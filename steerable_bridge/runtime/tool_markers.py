@@ -278,9 +278,6 @@ MARKERS: tuple[Marker, ...] = (
     Marker(">>>", "functionary", viable=_functionary, body_at=_functionary_body),
     Marker("[", "pythonic", viable=list_viable, from_opener=True),
     Marker("{", "bare_json", viable=key_viable, from_opener=True, chain=True),
-    # reasoning written as text
-    Marker("<think>", "think", kind="think", close=("</think>",)),
-    Marker("<seed:think>", "think", kind="think", close=("</seed:think>",)),
     # gpt-oss harmony: a header up to <|message|> says what follows
     Marker("<|start|>", "harmony", kind="header", end_tag="<|message|>"),
     Marker("<|channel|>", "harmony", kind="header", end_tag="<|message|>"),
@@ -296,11 +293,15 @@ HARMONY_ANALYSIS = Marker(
 HARMONY_CALL = Marker("<|channel|>", "harmony", end_tag="<|call|>")
 
 START_MARKERS: tuple[Marker, ...] = (
+    Marker("<think>", "think", kind="think", close=("</think>",)),
+    Marker("<seed:think>", "think", kind="think", close=("</seed:think>",)),
     Marker("functools", "functools", viable=lambda rest: None if not rest else rest[0] == "[",
            body_at=_after_opener(len("functools"))),
 )  # fmt: skip
-"""Markers recognised only at the start of a reply (or after its reasoning): a word that
-is ordinary prose anywhere else (Phi-4-mini / Firefunction `functools[...]`)."""
+"""Markers recognised only at the start of a reply (or right after its reasoning): the
+reasoning blocks models open their reply with (`<think>` in an answer's prose is a word
+about tags, and must not hide the rest of the answer), and a word that is ordinary prose
+anywhere else (Phi-4-mini / Firefunction `functools[...]`)."""
 
 
 def _by_first(markers: tuple[Marker, ...]) -> dict[str, tuple[Marker, ...]]:

@@ -211,14 +211,15 @@ class MarkupStripper:
         if not stripped:
             return False
         lead = len(buf) - len(stripped)
-        if self._calls:
-            for marker in START_MARKERS:
-                if stripped.startswith(marker.text):
-                    self._at_start = False
-                    self._begin(marker, lead)
-                    return True
-                if marker.text.startswith(stripped):
-                    return False
+        for marker in START_MARKERS:
+            if marker.kind == "candidate" and not self._calls:
+                continue
+            if stripped.startswith(marker.text):
+                self._at_start = False
+                self._begin(marker, lead)
+                return True
+            if marker.text.startswith(stripped):
+                return False
         self._at_start = False
         self._lead = lead
         return True
