@@ -24,6 +24,7 @@ import anyio.lowlevel
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.compaction import StepAccess
+from steerable_bridge.runtime.exposure import SEARCH_TOOL, ToolShelf
 from steerable_bridge.runtime.hooks import StepReport
 from steerable_bridge.runtime.model import (
     CONTEXT_OVERFLOW,
@@ -69,14 +70,20 @@ class ModelStep(TurnRecorder):
         """Stream one model call; returns its finish reason and the completed tool calls."""
         ctx = self.ctx
         system = self.snapshot_tools()
-        request = self._request(system)
         self.window = await context_window(ctx.provider)
+        shelf = ctx.shelf
+        if shelf is not None and self.batch.tools:
+            tiered = shelf.offer(tuple(self.batch.tools.values()), self.window)
+            self.batch.tools = {tool.name: tool for tool in tiered}
+        request = self._request(system)
         compactor = ctx.compactor
         if compactor is not None:
             request = await compactor.before_request(self._step_access(system), request)
         self.step = step
         self.step_text = []
         await self.emit(ev.StepStarted, step=step)
+        if shelf is not None:
+            await self._log_exposure(shelf)
         request = await self.hooks.pre_step(request)  # may raise StepRejected
         offered = {spec.name for spec in request.tools}
         self.batch.tools = {n: tool for n, tool in self.batch.tools.items() if n in offered}
@@ -144,6 +151,26 @@ class ModelStep(TurnRecorder):
             )
         )
         return finish, calls
+
+    async def _log_exposure(self, shelf: ToolShelf) -> None:
+        """A `hook_action` when the deferred tools or those `tool_search` found changed."""
+        deferred, found = len(shelf.deferred), len(shelf.found)
+        logged_deferred, logged_found = shelf.logged
+        shelf.logged = (deferred, found)
+        if deferred != logged_deferred and deferred:
+            await self.emit(
+                ev.HookAction,
+                hook="tool_exposure",
+                action="defer",
+                detail=f"{deferred} tools wait behind {SEARCH_TOOL} to keep the request small",
+            )
+        if found > logged_found:
+            await self.emit(
+                ev.HookAction,
+                hook="tool_exposure",
+                action="activate",
+                detail="found by tool_search: " + ", ".join(shelf.found[logged_found:]),
+            )
 
     def text_recovery(self, request: ModelRequest) -> PseudoCallFilter | None:
         """A filter that routes reasoning written as text to reasoning events and, when the
