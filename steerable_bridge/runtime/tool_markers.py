@@ -154,9 +154,15 @@ def _tool_call(rest: str) -> bool | None:
     end = m.end() if m else 0
     if end == 0:
         return False
-    if end == len(rest):
+    tail = rest[end:]
+    if not tail:
         return None
-    return rest[end] in "\n\r\t <"
+    if tail[0] in "\r\n":
+        return True
+    for tag in ("<arg_key>", "</tool_call>"):  # GLM: NAME<arg_key>... or NAME</tool_call>
+        if tag.startswith(tail[: len(tag)]):
+            return None if len(tail) < len(tag) else True
+    return False
 
 
 def _python_tag(rest: str) -> bool | None:
