@@ -1,9 +1,11 @@
 """Pseudo tool-call recovery cost: stripper throughput and what it adds to each loop event.
 
-1. The filter alone (`PseudoCallFilter`: stripper + parsers + schema checks) over ~1 MB
-   of model text in 4-character deltas, as servers stream it: plain prose, prose that is
-   dense with `<`, `[` and backticks (inline code, fences, comparisons), and a reply mix
-   with a text-written tool call every ~2 KB. Prints characters/s and µs per delta.
+1. The filter alone (`PseudoCallFilter`: stripper + parsers + schema checks, every format
+   of `runtime/tool_markers.py` on) over ~1 MB of model text in 4-character deltas, as
+   servers stream it: plain prose, prose that is dense with `<`, `>`, `[`, `{` and
+   backticks (inline code, fences, comparisons, braces: the worst case), a reply mix with a
+   text-written tool call every ~2 KB, and reasoning written as text (`<think>` prose).
+   Prints characters/s and µs per delta.
 2. The loop: one turn of a real `Agent` session whose scripted model streams each kind
    of text in 4-character deltas with one tool offered, with the quality layer off and
    on (alternating runs, best of each). Prints µs per LoopEvent for both and the added
@@ -49,6 +51,7 @@ PROSE = (
 DENSE = (
     'If a < b and c > d, call `f(x)` with [x] set; see `cfg["k"]` and <b>bold</b> tags.'
     "\n```python\nif a < b:\n    xs = [i for i in range(3)]\n```\n"
+    'Sets {a, b} and maps {k: v}; shift a >> b; see [the docs](#x) and {"k": 1}.\n'
 )
 CALL = '\n<tool_call>\n{"name": "read_file", "arguments": {"path": "notes/a.txt"}}\n</tool_call>\n'
 
@@ -58,6 +61,9 @@ def document(kind: str, size: int) -> str:
         unit = PROSE
     elif kind == "dense":
         unit = DENSE
+    elif kind == "think":
+        body = PROSE * (size // len(PROSE) + 1)
+        return ("<think>" + body)[: size - 20] + "</think>The answer."
     else:
         unit = PROSE * 4 + DENSE * 4 + CALL
     return (unit * (size // len(unit) + 1))[:size]
@@ -139,11 +145,11 @@ async def main(args: argparse.Namespace) -> None:
     print(
         f"filter alone, {args.chars:,} characters in 4-character deltas (best of {args.repeats}):"
     )
-    for kind in ("prose", "dense", "mixed"):
+    for kind in ("prose", "dense", "mixed", "think"):
         rate, per_delta = filter_alone(kind, args.chars, args.repeats)
         print(f"  {kind:6s} {rate / 1e6:6.2f} M chars/s   {per_delta:5.2f} µs per delta")
     print(f"loop, one turn of {args.loop_chars:,} characters (best of {args.repeats}):")
-    for kind in ("prose", "dense"):  # no calls: each turn is one step, on or off
+    for kind in ("prose", "dense", "think"):  # no calls: each turn is one step, on or off
         await compare(kind, args.loop_chars, args.repeats)
     print("target: the quality layer adds < 5 % per event on ordinary prose")
 

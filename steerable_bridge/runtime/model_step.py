@@ -5,12 +5,13 @@ request when it nears the context window (`compaction.py`), runs the `pre_step` 
 the full `model_request`, then streams the provider (`model.py`'s port) under the model
 timeout and the turn's cancel scope. Each chunk becomes text / reasoning / tool-call events
 with explicit start, delta and end (tool calls the model wrote as text are recovered into
-real ones, `pseudo_calls.py`); a context overflow gets one compaction pass and one retry.
-After the final response it logs `model_response`, `usage_updated` (and a `hook_action`
-when the prompt-cache hit rate collapsed, `cache_drift.py`), runs the `post_step` hooks and
-hands the completed tool calls back to `loop.py`, which runs them (`tool_batch.py`). Every
-event goes out through `TurnRecorder.emit` (`recorder.py`); this is the per-chunk hot path,
-so it adds no layer per chunk.
+real ones, reasoning written as text becomes reasoning: `pseudo_calls.py`); a context
+overflow gets one compaction pass and one retry. After the final response it logs
+`model_response`, `usage_updated` (and a `hook_action` when the prompt-cache hit rate
+collapsed, `cache_drift.py`), runs the `post_step` hooks and hands the completed tool calls
+back to `loop.py`, which runs them (`tool_batch.py`). Every event goes out through
+`TurnRecorder.emit` (`recorder.py`); this is the per-chunk hot path, so it adds no layer per
+chunk.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import anyio.lowlevel
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.compaction import StepAccess
+from steerable_bridge.runtime.exposure import SEARCH_TOOL, ToolShelf
 from steerable_bridge.runtime.hooks import StepReport
 from steerable_bridge.runtime.model import (
     CONTEXT_OVERFLOW,
@@ -68,14 +70,20 @@ class ModelStep(TurnRecorder):
         """Stream one model call; returns its finish reason and the completed tool calls."""
         ctx = self.ctx
         system = self.snapshot_tools()
-        request = self._request(system)
         self.window = await context_window(ctx.provider)
+        shelf = ctx.shelf
+        if shelf is not None and self.batch.tools:
+            tiered = shelf.offer(tuple(self.batch.tools.values()), self.window)
+            self.batch.tools = {tool.name: tool for tool in tiered}
+        request = self._request(system)
         compactor = ctx.compactor
         if compactor is not None:
             request = await compactor.before_request(self._step_access(system), request)
         self.step = step
         self.step_text = []
         await self.emit(ev.StepStarted, step=step)
+        if shelf is not None:
+            await self._log_exposure(shelf)
         request = await self.hooks.pre_step(request)  # may raise StepRejected
         offered = {spec.name for spec in request.tools}
         self.batch.tools = {n: tool for n, tool in self.batch.tools.items() if n in offered}
@@ -144,10 +152,31 @@ class ModelStep(TurnRecorder):
         )
         return finish, calls
 
+    async def _log_exposure(self, shelf: ToolShelf) -> None:
+        """A `hook_action` when the deferred tools or those `tool_search` found changed."""
+        deferred, found = len(shelf.deferred), len(shelf.found)
+        logged_deferred, logged_found = shelf.logged
+        shelf.logged = (deferred, found)
+        if deferred != logged_deferred and deferred:
+            await self.emit(
+                ev.HookAction,
+                hook="tool_exposure",
+                action="defer",
+                detail=f"{deferred} tools wait behind {SEARCH_TOOL} to keep the request small",
+            )
+        if found > logged_found:
+            await self.emit(
+                ev.HookAction,
+                hook="tool_exposure",
+                action="activate",
+                detail="found by tool_search: " + ", ".join(shelf.found[logged_found:]),
+            )
+
     def text_recovery(self, request: ModelRequest) -> PseudoCallFilter | None:
-        """A filter that recovers tool calls written as text, when the quality layer runs
-        and the step offers tools (see `pseudo_calls.py`)."""
-        if request.tools and self.guard.active and self.ctx.quality.recover_tool_calls:
+        """A filter that routes reasoning written as text to reasoning events and, when the
+        step offers tools, recovers tool calls written as text; on when the quality layer
+        runs (see `pseudo_calls.py`)."""
+        if self.guard.active and self.ctx.quality.recover_tool_calls:
             return PseudoCallFilter(request.tools, id_prefix=text_call_prefix(request))
         return None
 
@@ -155,6 +184,8 @@ class ModelStep(TurnRecorder):
         for chunk in chunks:
             if isinstance(chunk, TextChunk):
                 await self._text(chunk.delta)
+            elif isinstance(chunk, ReasoningChunk):
+                await self._reasoning(chunk)
             elif isinstance(chunk, ToolCallChunk):
                 await self._tool_chunk(chunk, assistant_id)
 

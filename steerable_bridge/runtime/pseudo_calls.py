@@ -8,8 +8,11 @@ every call in it names an offered tool and its arguments validate against that t
 schema. Anything else, including markup shown inside code and calls to tools that were not
 offered, comes out as the exact text the model wrote. The loop logs each recovered call as
 `hook_action` `recover_tool_call` and runs it like any other call (permission included).
-`plain(delta)` is the cheap test for the common case (prose while nothing is held), so the
-loop pays almost nothing for text that holds no markup.
+Reasoning the model wrote as text (`<think>...</think>`, `<seed:think>`, harmony's analysis
+channel) comes out as `ReasoningChunk`s, never as answer text; with no tools offered the
+filter looks for reasoning only (`calls=False`). `plain(delta)` is the cheap test for the
+common case (prose while nothing is held), so the loop pays almost nothing for text that
+holds no markup.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from typing import Any
 from steerable_bridge.runtime.model import (
     ModelChunk,
     ModelRequest,
+    ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     ToolSpec,
 )
 from steerable_bridge.runtime.tool_formats import TextCall, parse_markup
-from steerable_bridge.runtime.tool_text import Markup, MarkupStripper, Piece
+from steerable_bridge.runtime.tool_text import Markup, MarkupStripper, Piece, Reasoning
 from steerable_bridge.runtime.tools import schema_error
 from steerable_bridge.runtime.values import canonical_json
 
@@ -36,15 +40,16 @@ __all__ = ["PseudoCallFilter", "text_call_prefix"]
 class PseudoCallFilter:
     """Turns one model call's text into text chunks and recovered tool-call chunks."""
 
-    def __init__(self, tools: tuple[ToolSpec, ...], *, id_prefix: str = "textcall") -> None:
+    def __init__(
+        self, tools: tuple[ToolSpec, ...], *, id_prefix: str = "textcall", calls: bool = True
+    ) -> None:
         self._tools = {tool.name: tool for tool in tools}
-        self._stripper = MarkupStripper()
+        self._stripper = MarkupStripper(calls=calls and bool(tools))
+        self.plain = self._stripper.plain
+        """True when `delta` passes unchanged (no need to call `feed`): the stripper's own
+        test, bound here so the per-delta check is one call."""
         self._prefix = id_prefix
         self.recovered = 0
-
-    def plain(self, delta: str) -> bool:
-        """True when `delta` passes unchanged (no need to call `feed`)."""
-        return self._stripper.plain(delta)
 
     def feed(self, delta: str) -> list[ModelChunk]:
         return self._resolve(self._stripper.feed(delta))
@@ -57,6 +62,9 @@ class PseudoCallFilter:
         for piece in pieces:
             if isinstance(piece, str):
                 out.append(TextChunk(delta=piece))
+                continue
+            if isinstance(piece, Reasoning):
+                out.append(ReasoningChunk(delta=piece.text))
                 continue
             calls = self._valid_calls(piece)
             if calls is None:

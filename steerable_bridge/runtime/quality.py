@@ -84,6 +84,9 @@ class QualitySettings:
     """How often per turn `before_completion` hooks may ask for another step."""
     narrate_empty: bool = True
     """A turn that used tools and ends with an empty answer is asked to narrate once."""
+    tool_budget: int | None = None
+    """Schema tokens MCP (`auto`) tools may fill before the rest go behind `tool_search`
+    (None: a tenth of the model's context window; see `exposure.py`)."""
 
     def active_for(self, route: str) -> bool:
         """Whether the mechanisms run for a model route."""
@@ -359,6 +362,7 @@ class TurnGuard:
 
 _OPTIONS: dict[str, tuple[str, str]] = {
     "recover": ("recover_tool_calls", "bool"),
+    "tool_budget": ("tool_budget", "limit"),
     "dedup": ("dedup", "bool"),
     "dedup_limit": ("dedup_limit", "int"),
     "breaker": ("error_breaker", "int"),

@@ -24,6 +24,7 @@ from steerable_bridge.runtime.cache_drift import CacheDriftMonitor
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.compaction import Compactor
 from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.exposure import ToolShelf
 from steerable_bridge.runtime.log import SessionLog
 from steerable_bridge.runtime.loop import run_turn
 from steerable_bridge.runtime.model import ModelProvider
@@ -60,6 +61,8 @@ class Session:
         self.steering = InputQueue()
         self.follow_ups = InputQueue()
         self.cache_drift = CacheDriftMonitor()
+        self.shelf = ToolShelf(agent.config.quality.tool_budget)
+        """Which tools steps offer and what `tool_search` found (`exposure.py`)."""
         self.notes = ""
         """Project notes for the system prompt (read by the agent when it makes the session)."""
         self.compactor = Compactor(agent.config.compaction, calibration=agent.calibration)
@@ -176,6 +179,7 @@ class Session:
                 calibration=self.agent.calibration,
                 cache_drift=self.cache_drift,
                 trace_id=observed.trace_id,
+                shelf=self.shelf,
             )
             done = anyio.Event()
             async with anyio.create_task_group() as flusher:

@@ -1,49 +1,45 @@
-"""A streaming stripper that finds tool-call markup in model text, split however it arrives.
+"""A streaming stripper that finds tool-call markup and reasoning in model text, split however
+it arrives.
 
-Models served without a tool parser write their calls as text (`<tool_call>{...}</tool_call>`,
-`<function=NAME>`, DeepSeek's `tool-calls-begin` tokens, MiniMax `<invoke>`, Mistral
-`[TOOL_CALLS]`, Llama's `<|python_tag|>`, `[Tool call: NAME(...)]`) or answer with nothing
-but a call (a bare JSON object, a pythonic `[fn(a=1)]` list, a fenced ```json block).
-`MarkupStripper.feed(delta)` returns what may be shown now, as text pieces and `Markup`
-pieces (a complete candidate and its format); `finish()` flushes at the end of the stream.
+Models served without a tool parser or a reasoning parser write their calls and their
+thinking as text: `<tool_call>{...}</tool_call>`, GLM `<arg_key>` tags, Kimi and DeepSeek
+special tokens, gpt-oss harmony channels, `<think>...</think>`, a bare JSON object or a
+pythonic `[fn(a=1)]` list between sentences, and so on; every format is one entry of the
+table in `tool_markers.py`. `MarkupStripper.feed(delta)` returns what may be shown now, as
+text pieces, `Reasoning` pieces (thinking, never answer text) and `Markup` pieces (a complete
+call candidate and its format); `finish()` flushes at the end of the stream.
 
-It holds back only what may still become markup: a tail that is a prefix of an opening
-marker, an open candidate that is still plausible, a run of backticks that may grow, and,
-at the very start of a reply, text that may turn out to be a whole-reply call. Everything
-else is released at once, byte for byte. Markup inside code (a fence or an inline span) is
-prose, never a candidate. Whether a candidate really is a call (an offered tool, valid
-arguments) is for the caller to decide (`pseudo_calls.py`); when it is not, the caller shows
-its text unchanged. Written by hand because no library parses these formats incrementally.
+It holds back only what may still become markup: a tail that is a prefix of a marker, an
+open candidate that is still plausible, a run of backticks that may grow, a fenced block
+that may be a call, and whitespace at the very start of a reply (or after its reasoning),
+which goes with a call that follows it. Everything else is released at once, byte for byte.
+Markup inside code (a fence or an inline span) is prose, never a candidate; framing tokens
+(`<|end|>`, a stray `</think>`) are dropped. Whether a candidate really is a call (an offered
+tool, valid arguments) is for the caller to decide (`pseudo_calls.py`); when it is not, the
+caller shows its text unchanged. Decisions depend only on the text so far, never on where
+it was split. Written by hand because no library parses these formats incrementally.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = [
-    "DS_CALLS_BEGIN",
-    "DS_CALLS_END",
-    "DS_CALL_BEGIN",
-    "DS_CALL_END",
-    "DS_SEP",
-    "Markup",
-    "MarkupStripper",
-    "Piece",
-]
+from steerable_bridge.runtime.tool_markers import (
+    BY_FIRST,
+    BY_TWO,
+    FENCE_LANGS,
+    HARMONY_ANALYSIS,
+    HARMONY_CALL,
+    SINGLE,
+    START_MARKERS,
+    Marker,
+    key_viable,
+    list_viable,
+    may_open,
+)
 
-
-def _ds(word: str) -> str:
-    """A DeepSeek special token: full-width bars around words joined by U+2581."""
-    return "<\uff5c" + word.replace(" ", "\u2581") + "\uff5c>"
-
-
-DS_CALLS_BEGIN = _ds("tool calls begin")
-DS_CALLS_END = _ds("tool calls end")
-DS_CALL_BEGIN = _ds("tool call begin")
-DS_CALL_END = _ds("tool call end")
-DS_SEP = _ds("tool sep")
+__all__ = ["Markup", "MarkupStripper", "Piece", "Reasoning"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +50,19 @@ class Markup:
     raw: str
 
 
-Piece = str | Markup
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """Thinking the model wrote as text (`<think>...</think>`, harmony analysis)."""
 
-_NAME = re.compile(r"[A-Za-z0-9_.\-]*")
-_CALL_KEYS = ("name", "function", "tool", "tool_name", "arguments", "parameters", "type", "id")
-_FENCE_LANGS = frozenset({"", "json", "tool_call", "tool_code", "python", "py"})
+    text: str
+
+
+Piece = str | Markup | Reasoning
+
+_INTEREST = re.compile(r"[<\[`\n{>]")
+_MESSAGE = "<|message|>"
+_HEADER_LIMIT = 300
+"""A harmony header longer than this without `<|message|>` is not a header."""
 
 
 class _Balance:
@@ -66,11 +70,11 @@ class _Balance:
 
     __slots__ = ("depth", "escape", "pos", "quote", "started")
 
-    def __init__(self) -> None:
+    def __init__(self, pos: int = 0) -> None:
         self.depth = 0
         self.quote = ""
         self.escape = False
-        self.pos = 0
+        self.pos = pos
         self.started = False
 
     def end(self, text: str, start: int = 0) -> int | None:
@@ -101,144 +105,27 @@ class _Balance:
         return None
 
 
-# -- markers found anywhere outside code ---------------------------------------------------
-
-
-def _after(text: str, opener: str) -> str:
-    return text[len(opener) :]
-
-
-def _json_start(rest: str) -> bool | None:
-    rest = rest.lstrip()
-    return None if not rest else rest[0] in "{["
-
-
-def _name_then(close: str) -> Callable[[str], bool | None]:
-    """A name, then `close` (`<function=NAME>`, `[Tool call: NAME(`)."""
-
-    def viable(rest: str) -> bool | None:
-        rest = rest.lstrip() if close == "(" else rest
-        m = _NAME.match(rest)
-        end = m.end() if m else 0
-        if end == len(rest):
-            return None
-        tail = rest[end:].lstrip() if close == "(" else rest[end:]
-        if not tail:
-            return None if end > 0 else False
-        return end > 0 and tail[0] == close
-
-    return viable
-
-
-def _mistral(rest: str) -> bool | None:
-    stripped = rest.lstrip()
-    if not stripped:
-        return None
-    return True if stripped[0] in "[{" else _name_then("[")(stripped)
-
-
-def _quoted(rest: str) -> bool | None:
-    return None if not rest else rest[0] in "\"'"
-
-
-def _anything(rest: str) -> bool | None:
-    return True
-
-
-@dataclass(frozen=True, slots=True)
-class _Opener:
-    text: str
-    format: str
-    viable: Callable[[str], bool | None]
-    """What follows the opener: True is markup, False is not, None cannot tell yet."""
-    end_tag: str | None = None
-    """The candidate ends after this tag; None: after the balanced bracket that follows."""
-    from_opener: bool = False
-    """Balance from the opener's own bracket (`[Tool call: ...]`)."""
-    body_at: Callable[[str], int | None] | None = None
-    """Where the balanced part starts in the candidate (None: not known yet); default:
-    right after the opener."""
-
-
-def _mistral_body(text: str) -> int | None:
-    """`[TOOL_CALLS][...]` balances from the list; `[TOOL_CALLS]name[ARGS]{...}` after ARGS."""
-    opener = len("[TOOL_CALLS]")
-    if text[opener:].lstrip()[:1] in ("[", "{"):
-        return opener
-    at = text.find("[ARGS]", opener)
-    return None if at < 0 else at + len("[ARGS]")
-
-
-_OPENERS: tuple[_Opener, ...] = (
-    _Opener("<tool_call>", "hermes", _json_start, "</tool_call>"),
-    _Opener("<function=", "function_tag", _name_then(">"), "</function>"),
-    _Opener(DS_CALLS_BEGIN, "deepseek", _anything, DS_CALLS_END),
-    _Opener(DS_CALL_BEGIN, "deepseek", _anything, DS_CALL_END),
-    _Opener("<minimax:tool_call>", "minimax", _anything, "</minimax:tool_call>"),
-    _Opener("<invoke name=", "minimax", _quoted, "</invoke>"),
-    _Opener("[TOOL_CALLS]", "mistral", _mistral, body_at=_mistral_body),
-    _Opener("<|python_tag|>", "python_tag", _json_start),
-    _Opener("[Tool call:", "markdown", _name_then("("), from_opener=True),
-)
-_BY_FIRST: dict[str, tuple[_Opener, ...]] = {
-    c: tuple(o for o in _OPENERS if o.text[0] == c) for c in {o.text[0] for o in _OPENERS}
-}
-_INTEREST = re.compile(r"[<\[`\n]")
-_may_open = re.compile("<(?:[tfmi|\uff5c]|$)|\\[(?:T|$)|`").search
-"""Where markup or code may start: `<` or `[` followed by the second character of an
-opener (or by the end of the delta), or a backtick. Checked against `_OPENERS` in tests."""
-
-
-# -- whole-reply candidates ----------------------------------------------------------------
-
-
-def _key_plausible(text: str) -> bool:
-    """After `{`: the first key may still be one a call object starts with."""
-    rest = text.lstrip()
-    if not rest:
-        return True
-    if rest[0] != '"':
-        return False
-    close = rest.find('"', 1)
-    key = rest[1:] if close < 0 else rest[1:close]
-    if close < 0:
-        return any(k.startswith(key) for k in _CALL_KEYS)
-    return key in _CALL_KEYS
-
-
-_PYTHONIC_HEAD = re.compile(r"\[\s*([A-Za-z_][\w.]*)?\s*(\()?")
-
-
-def _list_plausible(text: str) -> bool:
-    """`[` then a JSON object of a call, or `name(` of a pythonic call."""
-    rest = text[1:].lstrip()
-    if not rest:
-        return True
-    if rest[0] == "{":
-        return _key_plausible(rest[1:])
-    m = _PYTHONIC_HEAD.match(text)
-    if m is None:
-        return False
-    if m.group(2):
-        return True
-    return m.end() == len(text) and m.group(1) is not None
-
-
 class MarkupStripper:
-    """Splits a stream of model text into prose and markup candidates; see module doc."""
+    """Splits a stream of model text into prose, reasoning and call candidates; see the
+    module doc. `calls=False` looks for reasoning and framing only (no tools offered)."""
 
-    def __init__(self, *, whole_reply: bool = True) -> None:
+    def __init__(self, *, calls: bool = True) -> None:
+        self._calls = calls
         self._buf = ""
-        self._fence = 0  # length of the open fence's backtick run, 0 when none
+        self._fence = 0  # length of the open code fence's backtick run, 0 when none
         self._inline = 0  # length of the open inline span's backtick run
-        self._open: _Opener | None = None
+        self._open: Marker | None = None
+        self._mark = 0  # where the open candidate's marker starts in the buffer
         self._balance: _Balance | None = None
+        self._joined = 0  # end of the last balanced part of a `;` chain, 0 when none
         self._tag_from = 0
         self._confirmed = False
-        self._whole: str | None = None  # "json", "list" or "fence" while a reply may be a call
-        self._at_start = whole_reply
-        self._idle = not whole_reply
-        """Nothing held, no open candidate, not in code, past the start: plain text passes."""
+        self._fenced = 0  # backtick run of a fenced block that may be a call, 0 when none
+        self._think: Marker | None = None
+        self._at_start = True
+        self._lead = -1  # leading whitespace a candidate right after it takes along
+        self._idle = False
+        """Nothing held, nothing open, not in code, past the start: plain text passes."""
 
     # -- public ---------------------------------------------------------------------------
 
@@ -246,7 +133,14 @@ class MarkupStripper:
         """True when `delta` may be shown as it is and leaves the state unchanged (the
         common case: prose while nothing is held); then `feed` need not be called."""
         return self._idle and (
-            ("<" not in delta and "[" not in delta and "`" not in delta) or _may_open(delta) is None
+            (
+                "<" not in delta
+                and "[" not in delta
+                and "`" not in delta
+                and "{" not in delta
+                and ">" not in delta
+            )
+            or may_open(delta) is None
         )
 
     def feed(self, delta: str) -> list[Piece]:
@@ -255,24 +149,38 @@ class MarkupStripper:
             return []
         if self.plain(delta):
             return [delta]
+        if self._think is not None and not self._buf and "<" not in delta:
+            return [Reasoning(delta)]  # inside reasoning, nothing held: the common case
         self._buf += delta
         out: list[Piece] = []
         self._scan(out)
-        self._idle = not (self._buf or self._open or self._at_start or self._fence or self._inline)
-        return out
+        self._idle = not (
+            self._buf
+            or self._open
+            or self._at_start
+            or self._fence
+            or self._inline
+            or self._think
+            or self._fenced
+        )
+        return out if len(out) < 2 else _merge(out)
 
     def finish(self) -> list[Piece]:
-        """The end of the stream: flush whatever is held."""
+        """The end of the stream (or of its text before a real call): flush what is held."""
         out: list[Piece] = []
         buf, self._buf = self._buf, ""
-        if self._whole is not None and buf.strip():
-            out.append(Markup(_WHOLE_FORMAT[self._whole], buf))
-        elif self._open is not None:
+        if self._think is not None:
+            if buf:
+                out.append(Reasoning(buf))
+        elif self._fenced:
+            out.append(Markup("fenced_json", buf))
+        elif self._open is not None and self._open.kind == "candidate":
             out.append(Markup(self._open.format, buf))
         elif buf:
             out.append(buf)
-        self._open = self._balance = None
-        self._whole = None
+        self._open = self._balance = self._think = None
+        self._fenced = self._joined = 0
+        self._lead = -1
         self._idle = not (self._at_start or self._fence or self._inline)
         return _merge(out)
 
@@ -280,80 +188,46 @@ class MarkupStripper:
 
     def _scan(self, out: list[Piece]) -> None:
         while self._buf:
-            if self._at_start and not self._start(out):
-                return
-            if self._whole is not None:
-                if not self._whole_step(out):
+            if self._think is not None:
+                if not self._think_step(out):
                     return
-                continue
-            if self._open is not None:
+            elif self._at_start:
+                if not self._start():
+                    return
+            elif self._fenced:
+                if not self._fence_step(out):
+                    return
+            elif self._open is not None:
                 if not self._markup_step(out):
                     return
-                continue
-            if not self._prose_step(out):
+            elif not self._prose_step(out):
                 return
 
-    def _start(self, out: list[Piece]) -> bool:
-        """At the start of the reply: may the text be a whole-reply call? False: hold."""
+    def _start(self) -> bool:
+        """At the start of the reply or after its reasoning: hold leading whitespace and
+        what may be a start-only marker. False: hold."""
         buf = self._buf
         stripped = buf.lstrip()
         if not stripped:
-            return False  # only whitespace so far: hold it
-        first = stripped[0]
-        self._at_start = False
-        if first == "{":
-            self._whole = "json"
-        elif first == "[":
-            head = stripped[: len("[TOOL_CALLS]")]
-            markers = [o.text for o in _BY_FIRST["["]]
-            if any(head.startswith(m) for m in markers):
-                return True  # a marker: prose scanning finds it
-            if any(m.startswith(stripped) for m in markers):
-                self._at_start = True
-                return False  # may still become a marker
-            self._whole = "list"
-        elif first == "`":
-            if stripped.startswith("```"):
-                self._whole = "fence"
-            elif stripped == "`" * len(stripped):
-                self._at_start = True
+            return False
+        lead = len(buf) - len(stripped)
+        for marker in START_MARKERS:
+            if marker.kind == "candidate" and not self._calls:
+                continue
+            if stripped.startswith(marker.text):
+                self._at_start = False
+                self._begin(marker, lead)
+                return True
+            if marker.text.startswith(stripped):
                 return False
+        self._at_start = False
+        self._lead = lead
         return True
 
-    def _whole_step(self, out: list[Piece]) -> bool:
-        """Keep holding a plausible whole-reply call (False); or give it up as prose."""
-        kind = self._whole
-        lead = len(self._buf) - len(self._buf.lstrip())
-        text = self._buf[lead:]
-        if kind == "fence":
-            plausible = self._fence_plausible(text)
-        else:
-            if self._balance is None:
-                self._balance = _Balance()
-            end = self._balance.end(text)
-            if end is None:
-                plausible = _key_plausible(text[1:]) if kind == "json" else _list_plausible(text)
-            else:
-                plausible = not text[end:].strip()
-        if plausible:
-            return False
-        self._whole = None
-        self._balance = None
-        return True  # rescan the same text as prose
-
-    @staticmethod
-    def _fence_plausible(text: str) -> bool:
-        newline = text.find("\n")
-        if newline < 0:
-            return text[3:].strip().lower() in _FENCE_LANGS or _lang_prefix(text[3:])
-        if text[3:newline].strip().lower() not in _FENCE_LANGS:
-            return False
-        body = text[newline + 1 :]
-        start = body.lstrip()
-        if start and start[0] not in "{[" and not start.startswith("`"):
-            return False
-        close = body.find("```")
-        return close < 0 or not body[close + 3 :].strip()
+    def _cut(self, j: int) -> int:
+        """Where text before a marker at `j` ends: 0 when only the reply's leading
+        whitespace comes before it (a call takes it along)."""
+        return 0 if j == self._lead else j
 
     def _prose_step(self, out: list[Piece]) -> bool:
         """Release prose up to the next marker (True) or what must be held (False)."""
@@ -375,29 +249,65 @@ class MarkupStripper:
                 while run < len(buf) and buf[run] == "`":
                     run += 1
                 if run == len(buf):
-                    self._release(out, j)
+                    self._release(out, self._cut(j))
                     return False  # the run may grow
+                if run - j >= 3 and self._calls and not (self._fence or self._inline):
+                    start = self._cut(j)
+                    self._release(out, start)
+                    self._fenced = run - j
+                    self._mark = j - start
+                    self._lead = -1
+                    return True
                 self._backticks(run - j)
                 pos = run
                 continue
             if self._fence or self._inline:
                 pos = j + 1
                 continue
-            partial = False
-            for opener in _BY_FIRST.get(ch, ()):
-                if buf.startswith(opener.text, j):
-                    self._release(out, j)
-                    self._open = opener
-                    self._confirmed = False
-                    self._tag_from = len(opener.text)
-                    self._balance = _Balance()
+            if j + 1 == len(buf):
+                if ch in BY_FIRST:
+                    self._release(out, self._cut(j))
+                    return False  # the next character decides
+                pos = j + 1
+                continue
+            for marker in BY_TWO.get(buf[j : j + 2], ()):
+                if marker.kind == "candidate" and not self._calls:
+                    continue
+                if buf.startswith(marker.text, j):
+                    self._open_at(out, marker, j)
                     return True
-                if len(buf) - j < len(opener.text) and opener.text.startswith(buf[j:]):
-                    partial = True
-            if partial:
-                self._release(out, j)
-                return False
+                if len(buf) - j < len(marker.text) and marker.text.startswith(buf[j:]):
+                    self._release(out, self._cut(j))
+                    return False
+            single = SINGLE.get(ch)
+            if single is not None and self._calls:
+                self._open_at(out, single, j)
+                return True
             pos = j + 1
+
+    def _open_at(self, out: list[Piece], marker: Marker, j: int) -> None:
+        start = self._cut(j)
+        self._release(out, start)
+        self._begin(marker, j - start)
+
+    def _begin(self, marker: Marker, at: int) -> None:
+        """A marker at `at` in the buffer; a candidate starts at the buffer's start."""
+        self._lead = -1
+        end = at + len(marker.text)
+        if marker.kind == "frame":
+            self._buf = self._buf[end:]
+            if marker.text in ("</think>", "</seed:think>"):
+                self._at_start = True  # what follows is the answer: a call may start it
+        elif marker.kind == "think":
+            self._buf = self._buf[end:]
+            self._think = marker
+        else:
+            self._open = marker
+            self._mark = at
+            self._confirmed = marker.viable is None
+            self._tag_from = end
+            self._balance = _Balance()
+            self._joined = 0
 
     def _backticks(self, run: int) -> None:
         if self._fence:
@@ -411,41 +321,175 @@ class MarkupStripper:
         else:
             self._inline = run
 
+    def _not_markup(self, out: list[Piece]) -> bool:
+        """The open candidate is prose after all: show up to its first character, rescan."""
+        self._release(out, self._mark + 1)
+        self._open = self._balance = None
+        self._fenced = 0
+        return True
+
     def _markup_step(self, out: list[Piece]) -> bool:
         """Advance an open candidate: complete (True), plausible (False), or prose (True)."""
-        opener = self._open
-        assert opener is not None and self._balance is not None
+        marker = self._open
+        assert marker is not None and self._balance is not None
         buf = self._buf
-        if not self._confirmed:
-            verdict = opener.viable(_after(buf, opener.text))
+        at = self._mark
+        head = at + len(marker.text)
+        if not self._confirmed and marker.viable is not None:
+            verdict = marker.viable(buf[head:])
             if verdict is False:
-                out.append(buf[0])  # not markup after all: show the first character, rescan
-                self._buf = buf[1:]
-                self._open = self._balance = None
-                return True
+                return self._not_markup(out)
             self._confirmed = verdict is True
-        if opener.end_tag is not None:
-            at = buf.find(opener.end_tag, max(self._tag_from, len(opener.text)))
-            if at < 0:
-                self._tag_from = max(len(opener.text), len(buf) - len(opener.end_tag) + 1)
+        if marker.kind == "header":
+            return self._header(out, marker, at, head)
+        if marker.end_tag is not None:
+            k = buf.find(marker.end_tag, max(self._tag_from, head))
+            if k < 0:
+                self._tag_from = max(head, len(buf) - len(marker.end_tag) + 1)
                 return False
-            end = at + len(opener.end_tag)
+            end = k + len(marker.end_tag)
         else:
-            default = 0 if opener.from_opener else len(opener.text)
-            start = opener.body_at(buf) if opener.body_at is not None else default
-            if start is None:
-                return False
-            found = self._balance.end(buf, start)
+            found = self._balanced(marker, buf, at, head)
             if found is None:
                 return False
             end = found
-        out.append(Markup(opener.format, buf[:end]))
+        out.append(Markup(marker.format, buf[:end]))
         self._buf = buf[end:]
         self._open = self._balance = None
+        self._joined = 0
+        return True
+
+    def _balanced(self, marker: Marker, buf: str, at: int, head: int) -> int | None:
+        """Where a bracketed candidate ends (None: not yet), following `;` chains."""
+        assert self._balance is not None
+        while True:
+            if self._joined:
+                end = self._joined
+            else:
+                if marker.from_opener:
+                    start = at
+                elif marker.body_at is not None:
+                    body = marker.body_at(buf[at:])
+                    if body is None:
+                        return None
+                    start = at + body
+                else:
+                    start = head
+                found = self._balance.end(buf, start)
+                if found is None:
+                    return None
+                end = found
+            if not marker.chain:
+                return end
+            rest = buf[end:]
+            stripped = rest.lstrip()
+            if not stripped:
+                self._joined = end
+                return None  # another part may follow
+            if stripped[0] != ";":
+                return end
+            self._joined = 0
+            self._balance = _Balance(end + len(rest) - len(stripped) + 1)
+
+    def _header(self, out: list[Piece], marker: Marker, at: int, head: int) -> bool:
+        """A harmony header: a call (`to=`), reasoning (`analysis`) or the answer."""
+        buf = self._buf
+        k = buf.find(_MESSAGE, head)
+        if k < 0:
+            if len(buf) - head > _HEADER_LIMIT:
+                return self._not_markup(out)
+            return False
+        header = buf[at : k + len(_MESSAGE)]
+        if " to=" in header or header.startswith("<|start|>assistant to="):
+            self._open = HARMONY_CALL if self._calls else None
+            if self._open is None:
+                return self._not_markup(out)
+            self._tag_from = k + len(_MESSAGE)
+            self._confirmed = True
+            return True
+        self._buf = buf[k + len(_MESSAGE) :]
+        self._open = self._balance = None
+        if "<|channel|>analysis" in header:
+            self._think = HARMONY_ANALYSIS
+        return True
+
+    def _think_step(self, out: list[Piece]) -> bool:
+        """Inside reasoning: release it as `Reasoning` up to the tag that ends it."""
+        marker = self._think
+        assert marker is not None
+        buf = self._buf
+        best = -1
+        tag = ""
+        for candidate in (*marker.close, *marker.stops):
+            k = buf.find(candidate)
+            if k >= 0 and (best < 0 or k < best):
+                best, tag = k, candidate
+        if best >= 0:
+            if best:
+                out.append(Reasoning(buf[:best]))
+            consumed = len(tag) if tag in marker.close else 0
+            self._buf = buf[best + consumed :]
+            self._think = None
+            self._at_start = True
+            return True
+        keep = 0
+        longest = max(len(t) for t in (*marker.close, *marker.stops))
+        lt = buf.rfind("<", max(0, len(buf) - longest + 1))
+        if lt >= 0 and any(t.startswith(buf[lt:]) for t in (*marker.close, *marker.stops)):
+            keep = len(buf) - lt
+        if len(buf) > keep:
+            out.append(Reasoning(buf[: len(buf) - keep]))
+            self._buf = buf[len(buf) - keep :]
+        return False
+
+    def _fence_step(self, out: list[Piece]) -> bool:
+        """A fenced block that may hold a call: complete (True), plausible (False), or code
+        (True: its fence opens and it is shown)."""
+        buf = self._buf
+        at, run = self._mark, self._fenced
+        text = buf[at + run :]
+        newline = text.find("\n")
+        if newline < 0:
+            lang = text.strip().lower()
+            if len(text) < 20 and any(known.startswith(lang) for known in FENCE_LANGS):
+                return False
+            return self._code_fence(out)
+        if text[:newline].strip().lower() not in FENCE_LANGS:
+            return self._code_fence(out)
+        body = text[newline + 1 :]
+        stripped = body.lstrip()
+        if not stripped:
+            return False
+        if stripped[0] == "{":
+            verdict = key_viable(stripped[1:])
+        elif stripped[0] == "[":
+            verdict = list_viable(stripped[1:])
+        else:
+            verdict = False
+        if verdict is False:
+            return self._code_fence(out)
+        close = body.find("`" * run)
+        if close < 0:
+            return False
+        end = at + run + newline + 1 + close + run
+        while end < len(buf) and buf[end] == "`":
+            end += 1
+        if end == len(buf):
+            return False  # the closing run may grow
+        out.append(Markup("fenced_json", buf[:end]))
+        self._buf = buf[end:]
+        self._fenced = 0
+        return True
+
+    def _code_fence(self, out: list[Piece]) -> bool:
+        self._release(out, self._mark + self._fenced)
+        self._fence = self._fenced
+        self._fenced = 0
         return True
 
     def _release(self, out: list[Piece], upto: int) -> None:
         if upto > 0:
+            self._lead = -1
             if out and isinstance(out[-1], str):
                 out[-1] += self._buf[:upto]
             else:
@@ -453,19 +497,14 @@ class MarkupStripper:
             self._buf = self._buf[upto:]
 
 
-_WHOLE_FORMAT = {"json": "bare_json", "list": "pythonic", "fence": "fenced_json"}
-
-
-def _lang_prefix(text: str) -> bool:
-    word = text.strip().lower()
-    return any(lang.startswith(word) for lang in _FENCE_LANGS)
-
-
 def _merge(pieces: list[Piece]) -> list[Piece]:
     out: list[Piece] = []
     for piece in pieces:
-        if isinstance(piece, str) and out and isinstance(out[-1], str):
-            out[-1] += piece
+        last = out[-1] if out else None
+        if isinstance(piece, str) and isinstance(last, str):
+            out[-1] = last + piece
+        elif isinstance(piece, Reasoning) and isinstance(last, Reasoning):
+            out[-1] = Reasoning(last.text + piece.text)
         elif piece != "":
             out.append(piece)
     return out

@@ -17,7 +17,7 @@ import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -88,6 +88,7 @@ class ToolContext:
 
 
 ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
+ToolExposure = Literal["direct", "deferred", "hidden", "auto"]
 
 
 async def _no_handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -113,6 +114,9 @@ class Tool:
     locations: Callable[[Mapping[str, Any]], tuple[Location, ...]] | None = None
     sandbox: Callable[[Environment | None], Awaitable[Sandbox]] | None = None
     """For tools that run commands: what confines them, given the session's environment."""
+    exposure: ToolExposure = "direct"
+    """Whether steps offer it: `direct`, `deferred` (behind `tool_search`), `hidden`, or
+    `auto` (direct while the offered schemas fit the budget; see `exposure.py`)."""
 
     @property
     def needs_permission(self) -> bool:

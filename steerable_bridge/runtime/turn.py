@@ -19,6 +19,7 @@ from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.compaction import Compactor
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import LoopEvent, StopReason
+from steerable_bridge.runtime.exposure import ToolShelf
 from steerable_bridge.runtime.hooks import Hook
 from steerable_bridge.runtime.log import SessionLog
 from steerable_bridge.runtime.model import ModelProvider
@@ -145,3 +146,5 @@ class TurnContext:
     """The W3C trace id this turn is traced under (see `observe.py`), or None."""
     approvals: ApprovalMemory | None = None
     """The project's remembered "always" answers (see `approvals.py`), or None."""
+    shelf: ToolShelf | None = None
+    """The session's tool tiers (see `exposure.py`); None: every tool is offered."""

@@ -9,6 +9,11 @@ requested model name and the request, so it needs no state between requests:
   answers with a sentence quoting it.
 - `repeater`: whenever tools are offered, makes the same real `read_file` call again; when
   offered none, gives up with a final sentence.
+- `fmt-KEY`: like `text-caller`, but writes its call in the format `FORMATS[KEY]` names
+  (GLM, Kimi, harmony, Qwen3-Coder, Seed-OSS, Mistral v11, bare JSON or pythonic after
+  prose), most with reasoning written as text before it, in 3-character deltas.
+- `think-KEY`: no call; answers with `THINKING[KEY]`, reasoning written as text and then
+  the answer, in 3-character deltas.
 
 `serve_in_thread()` runs it with uvicorn on 127.0.0.1, port 0; it returns the base URL, the
 recorded request bodies and a stop function. SSE framing by sse-starlette.
@@ -34,6 +39,63 @@ CALL_TEXT = (
 )
 FINAL_REPEATER = "I kept getting the same file, so here is what it says."
 
+FORMATS: dict[str, tuple[str, str, str]] = {
+    "glm": (
+        "<think>The user wants a.txt.</think>\n\nI'll read it.\n<tool_call>read_file\n"
+        "<arg_key>path</arg_key>\n<arg_value>a.txt</arg_value>\n</tool_call>",
+        "\n\nI'll read it.\n",
+        "The user wants a.txt.",
+    ),
+    "kimi": (
+        "I'll read it. <|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0"
+        '<|tool_call_argument_begin|>{"path": "a.txt"}<|tool_call_end|>'
+        "<|tool_calls_section_end|>",
+        "I'll read it. ",
+        "",
+    ),
+    "harmony": (
+        "<|channel|>analysis<|message|>The user wants a.txt.<|end|><|start|>assistant"
+        "<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>"
+        '{"path": "a.txt"}<|call|>',
+        "",
+        "The user wants a.txt.",
+    ),
+    "qwen3coder": (
+        "<think>Read the file.</think>\n<tool_call>\n<function=read_file>\n<parameter=path>\n"
+        "a.txt\n</parameter>\n</function>\n</tool_call>",
+        "",
+        "Read the file.",
+    ),
+    "seed": (
+        "<seed:think>Need the file.</seed:think><seed:tool_call>\n<function=read_file>\n"
+        "<parameter=path>\na.txt\n</parameter>\n</function>\n</seed:tool_call>",
+        "",
+        "Need the file.",
+    ),
+    "mistral": ('[TOOL_CALLS]read_file{"path": "a.txt"}', "", ""),
+    "bare_json": (
+        'I\'ll read it.\n{"name": "read_file", "arguments": {"path": "a.txt"}}',
+        "I'll read it.\n",
+        "",
+    ),
+    "pythonic": ("<think>One call.</think>I'll read it: [read_file(path='a.txt')]",
+                 "I'll read it: ", "One call."),
+}  # fmt: skip
+"""Per format: what the model writes, what the user must see of it, and its reasoning."""
+
+THINKING: dict[str, tuple[str, str, str]] = {
+    "qwen3": ("<think>\nA greeting.\n</think>\n\nHello!", "\n\nHello!", "\nA greeting.\n"),
+    "seed": ("<seed:think>A greeting.</seed:think>Hello!", "Hello!", "A greeting."),
+    "harmony": (
+        "<|channel|>analysis<|message|>A greeting.<|end|><|start|>assistant<|channel|>final"
+        "<|message|>Hello!<|return|>",
+        "Hello!",
+        "A greeting.",
+    ),
+    "minimax": ("<think>A greeting.</think>Hello!", "Hello!", "A greeting."),
+}
+"""Per family: a reply with reasoning written as text, what is shown, and the reasoning."""
+
 
 def _chunk(model: str, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
@@ -55,10 +117,16 @@ def app(requests: list[dict[str, Any]]) -> Starlette:
         async def events() -> AsyncIterator[str]:
             yield _chunk(model, {"role": "assistant", "content": ""})
             finish = "stop"
-            if model == "text-caller" and not results:
-                for i in range(0, len(CALL_TEXT), 5):
-                    yield _chunk(model, {"content": CALL_TEXT[i : i + 5]})
-            elif model == "text-caller":
+            written = FORMATS[model[4:]][0] if model.startswith("fmt-") else CALL_TEXT
+            if model.startswith("think-"):
+                reply = THINKING[model[6:]][0]
+                for i in range(0, len(reply), 3):
+                    yield _chunk(model, {"content": reply[i : i + 3]})
+            elif (model == "text-caller" or model.startswith("fmt-")) and not results:
+                step = 5 if model == "text-caller" else 3
+                for i in range(0, len(written), step):
+                    yield _chunk(model, {"content": written[i : i + step]})
+            elif model == "text-caller" or model.startswith("fmt-"):
                 yield _chunk(model, {"content": f"The file says: {results[-1]}"})
             elif body.get("tools"):
                 n = len(results)

@@ -70,9 +70,11 @@ class _Client:
         return {}
 
 
-async def _acp_turn(tmp_path: Path, base: str, model: str) -> tuple[_Client, str]:
+async def _acp_turn(
+    tmp_path: Path, base: str, model: str, client: _Client | None = None
+) -> tuple[_Client, str]:
     (tmp_path / "a.txt").write_text(FILE_TEXT, encoding="utf-8")
-    client = _Client()
+    client = client or _Client()
     with anyio.fail_after(60), (tmp_path / "stderr.log").open("wb") as stderr:
         async with spawn_agent_process(
             client,  # type: ignore[arg-type]

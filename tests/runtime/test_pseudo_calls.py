@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from steerable_bridge.runtime.model import ModelChunk, TextChunk, ToolCallChunk, ToolSpec
 from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter
-from steerable_bridge.runtime.tool_text import DS_CALL_BEGIN, DS_CALLS_BEGIN
+from steerable_bridge.runtime.tool_markers import DS_CALL_BEGIN, DS_CALLS_BEGIN
 from steerable_bridge.runtime.values import canonical_json
 
 CORPUS = json.loads((Path(__file__).parent / "data" / "pseudo_calls.json").read_text("utf-8"))
@@ -192,9 +192,9 @@ async def test_recovery_is_off_when_quality_is_off() -> None:
 
 
 def test_the_fast_path_knows_how_every_marker_starts() -> None:
-    from steerable_bridge.runtime.tool_text import _OPENERS, _may_open
+    from steerable_bridge.runtime.tool_markers import MARKERS, may_open
 
-    for opener in _OPENERS:
-        assert _may_open("x" + opener.text[:2]) is not None, opener.text
-        assert _may_open("x" + opener.text[0]) is not None, opener.text  # may continue
-    assert _may_open("a < b and [x] <b>") is None
+    for marker in MARKERS:
+        assert may_open("x" + marker.text[:2]) is not None, marker.text
+        assert may_open("x" + marker.text[0]) is not None, marker.text  # may continue
+    assert may_open("a < b and c > d <b> x") is None

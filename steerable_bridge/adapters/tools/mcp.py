@@ -277,6 +277,7 @@ class McpServers:
             handler=handler,
             timeout_s=self.call_timeout_s + 5,
             title=lambda args: f"{label} ({server_name})",
+            exposure="auto",  # behind tool_search once the offered schemas pass the budget
         )
 
 
