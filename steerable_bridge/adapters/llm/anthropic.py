@@ -40,6 +40,7 @@ from steerable_bridge.adapters.llm.cache_shaping import (
     cache_policy_from_env,
     place_anchors,
 )
+from steerable_bridge.adapters.llm.deadlines import CallDeadlines
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
@@ -102,6 +103,8 @@ class AnthropicConfig:
     max_backoff_s: float = 20.0
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
+    deadlines: CallDeadlines = CallDeadlines()
+    """The whole call's deadline and the idle wait for the next token (`deadlines.py`)."""
 
     @property
     def needs_key(self) -> bool:
@@ -182,6 +185,7 @@ class AnthropicProvider:
             max_backoff_s=config.max_backoff_s,
             connect_timeout_s=config.connect_timeout_s,
             read_timeout_s=config.read_timeout_s,
+            deadlines=config.deadlines,
             unreachable_hint="check your network or ANTHROPIC_BASE_URL",
             slow_hint="the service may be overloaded; try again",
         )

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from steerable_bridge.adapters.llm.deadlines import CallDeadlines
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
@@ -86,6 +87,8 @@ class OpenAIConfig:
     max_backoff_s: float = 20.0
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
+    deadlines: CallDeadlines = CallDeadlines()
+    """The whole call's deadline and the idle wait for the next token (`deadlines.py`)."""
 
     @property
     def needs_key(self) -> bool:
@@ -178,6 +181,7 @@ class OpenAICompatProvider:
             max_backoff_s=config.max_backoff_s,
             connect_timeout_s=config.connect_timeout_s,
             read_timeout_s=config.read_timeout_s,
+            deadlines=config.deadlines,
             unreachable_hint="start the model server or set STEERABLE_BASE_URL",
             slow_hint="the model server may be overloaded or loading the model; try again",
         )
