@@ -11,7 +11,10 @@ front of its parser, built once per process from `ConnectionLimits`:
 - **head size**: bytes up to the blank line ending a head are counted as they arrive, before
   the parser sees them; past `max_head_bytes` the answer is 431 and the connection closes
   (with httptools the request line and each header are counted again as parsed, which also
-  covers a pipelined head);
+  covers a pipelined head). A client is usually still sending then, and closing a socket
+  with unread input resets it, losing the answer; so while the server has room, the
+  connection's input is read and dropped for `LINGER_S` after the answer (a lingering
+  close) before it is closed;
 - **head time**: a head must be complete `head_timeout_s` after the connection opened or the
   previous response ended, else 408 and close (an idle keep-alive connection is still closed
   by uvicorn's shorter keep-alive timer);
@@ -43,6 +46,8 @@ __all__ = ["ConnectionBudget", "ConnectionLimits", "connection_budget", "guarded
 log = logging.getLogger(__name__)
 
 _END = b"\r\n\r\n"
+LINGER_S = 2.0
+"""How long a refused connection's input is still read (and dropped) so the answer arrives."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,6 +177,7 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
         _tail = b""
         _parsed = 0
         _oversized = False
+        _lingering = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
@@ -190,8 +196,8 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            if self.transport.is_closing():
-                return
+            if self._lingering or self.transport.is_closing():
+                return  # a refused connection's input is dropped
             head_ended = False
             if self._in_head:
                 window = self._tail + data
@@ -200,11 +206,11 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
                     self._head_bytes += len(data)
                     self._tail = window[-3:]
                     if self._head_bytes > max_head:
-                        self._refuse(too_large)
+                        self._refuse(too_large, linger=True)
                         return
                 else:
                     if self._head_bytes + end + len(_END) - len(self._tail) > max_head:
-                        self._refuse(too_large)
+                        self._refuse(too_large, linger=True)
                         return
                     self._end_head()
                     head_ended = True
@@ -241,7 +247,7 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
 
         def send_400_response(self, msg: str) -> None:
             if self._oversized:
-                self._refuse(too_large)
+                self._refuse(too_large, linger=True)
             else:
                 super().send_400_response(msg)
 
@@ -290,13 +296,21 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
             else:
                 self._refuse(slow_body)
 
-        def _refuse(self, answer: bytes) -> None:
+        def _refuse(self, answer: bytes, *, linger: bool = False) -> None:
             self._stop_timers()
             self._in_head = False
             waiting.pop(self, None)
-            if not self.transport.is_closing():
-                self.transport.write(answer)
-                self.transport.close()
+            transport = self.transport
+            if transport.is_closing() or self._lingering:
+                return
+            transport.write(answer)
+            roomy = len(self.connections) < budget.max_connections // 2
+            if linger and roomy and transport.can_write_eof():
+                self._lingering = True  # input still read, and dropped, until closed
+                transport.write_eof()
+                self.loop.call_later(LINGER_S, transport.close)
+            else:
+                transport.close()
 
     Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
     return Guarded
