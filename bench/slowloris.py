@@ -34,17 +34,22 @@ HEAD_START = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 PROBE_TIMEOUT_S = 2.0
 
 
-def start_serve(fd_limit: int, extra: list[str]) -> tuple[subprocess.Popen[str], str, int]:
+def start_serve(
+    fd_limit: int, extra: list[str], log: str | None
+) -> tuple[subprocess.Popen[str], str, int]:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    errors = os.open(log or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     process = subprocess.Popen(
         [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", "0",
          "--storage", "memory", "--log-level", "error", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=errors,
+        env=env, text=True,
         preexec_fn=limit,
     )  # fmt: skip
+    os.close(errors)  # the child has its own copy
     assert process.stdout is not None
     url = process.stdout.readline().split()[-1]
     port = int(url.rsplit(":", 1)[1].split("/")[0])
@@ -200,7 +205,7 @@ async def main(args: argparse.Namespace) -> None:
     wanted = args.connections + 200
     if soft < wanted:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, wanted), hard))
-    process, host, port = start_serve(args.fd_limit, args.serve_arg)
+    process, host, port = start_serve(args.fd_limit, args.serve_arg, args.serve_log)
     try:
         await wait_healthy(host, port)
         print(
@@ -235,5 +240,6 @@ if __name__ == "__main__":
     parser.add_argument(
         "--serve-arg", action="append", default=[], help="extra option for serve (repeatable)"
     )
+    parser.add_argument("--serve-log", help="write serve's stderr (errors) to this file")
     options = parser.parse_args()
     anyio.run(main, options)

@@ -159,7 +159,7 @@ def main(args: argparse.Namespace) -> int:
             timeout_keep_alive=limits.keep_alive_s,
             h11_max_incomplete_event_size=limits.max_head_bytes,
         )
-        server = uvicorn.Server(config)
+        server = _server_class()(config)
         settle_startup_heap()
         server.run(sockets=[sock])
         return 0
@@ -239,6 +239,26 @@ def __getattr__(name: str) -> Any:
         limits = limits_from_args(argparse.Namespace(**json.loads(os.environ[OPTIONS_ENV])))
         return json_error_protocol(limits, connection_budget(limits))
     raise AttributeError(name)
+
+
+KERNEL_BACKLOG = 2048
+"""Connections the kernel queues for accepting, once serving (asyncio's own `backlog` is
+the smaller accept burst the connection budget allows, `head_guard.connection_budget`)."""
+
+
+def _server_class() -> type[Any]:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, with the kernel's accept queue set back to `KERNEL_BACKLOG`
+        after asyncio set it to its accept burst (`backlog`) when it started serving."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            for sock in sockets or ():
+                sock.listen(KERNEL_BACKLOG)
+
+    return Server
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

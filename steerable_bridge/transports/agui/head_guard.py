@@ -85,17 +85,20 @@ def _open_fds() -> int:
 def connection_budget(limits: ConnectionLimits) -> ConnectionBudget:
     """The connection cap and accept backlog for this process's file-descriptor limit.
 
-    One accept burst takes up to `backlog` descriptors before the guard can shed anything,
-    and the process needs some of its own (store, logs, tool processes), so the cap leaves
-    both: `limit - open now - backlog - margin`, where backlog and margin are an eighth of
-    the limit each (16 to 2,048 and 16 to 1,024). An explicit `max_connections` is kept
-    when it fits, else lowered to what does (with a warning).
+    asyncio accepts up to `backlog` connections per wake-up, and takes the next batch before
+    the guard has seen the last (a connection reaches `connection_made` two loop turns after
+    its accept), so about three batches are open beyond the cap before anything is shed; if
+    that runs out of descriptors, asyncio stops accepting for a whole second. The process
+    also needs some of its own (store, logs, tool processes). So the cap is `limit - open
+    now - 3 x backlog - margin`, backlog a sixteenth of the limit (16 to 2,048) and margin
+    an eighth (16 to 1,024). An explicit `max_connections` is kept when it fits, else lowered
+    to what does (with a warning).
     """
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = soft if soft != resource.RLIM_INFINITY and soft > 0 else 65536
-    backlog = min(2048, max(16, limit // 8))
+    backlog = min(2048, max(16, limit // 16))
     margin = min(1024, max(16, limit // 8))
-    room = max(8, limit - _open_fds() - backlog - margin)
+    room = max(8, limit - _open_fds() - 3 * backlog - margin)
     wanted = limits.max_connections
     if wanted is None:
         cap = min(room, 10_000)
