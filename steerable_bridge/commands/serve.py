@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import socket
 from typing import Any
@@ -142,6 +143,12 @@ def main(args: argparse.Namespace) -> int:
         )
     app = build_app(args)  # every mistake in the options is reported here, before serving
     budget = connection_budget(limits)
+    logging.getLogger(__name__).info(
+        "up to %d connections at once (file-descriptor limit %d, accept burst %d)",
+        budget.max_connections,
+        budget.fd_limit,
+        budget.backlog,
+    )
     sock = _bind(args, budget.backlog)
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if sock.family == socket.AF_INET6 else args.host
