@@ -18,8 +18,8 @@ the remedy. The event stream is parsed by httpx-sse; payload mapping lives in
 `anthropic_wire.py`. Error codes: auth_required, auth_failed, permission_denied,
 model_not_found, bad_request, context_overflow (recognised in `overflow.py`; the loop
 compacts and retries), rate_limited, overloaded, server_error,
-connection_failed, connect_timeout, read_timeout, connection_lost, invalid_response,
-provider_error, stream_incomplete, http_error.
+connection_failed, connect_timeout, read_timeout, model_timeout (`deadlines.py`),
+connection_lost, invalid_response, provider_error, stream_incomplete, http_error.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ The event stream is parsed by httpx-sse (no hand-written SSE framing); each even
 `data` is one JSON chunk, or `[DONE]`. Payload mapping lives in `openai_wire.py`.
 Error codes: auth_required, auth_failed, model_not_found, bad_request, context_overflow
 (recognised in `overflow.py`), rate_limited, server_error, connection_failed,
-connect_timeout, read_timeout, connection_lost, invalid_response, provider_error,
-stream_incomplete, http_error.
+connect_timeout, read_timeout, model_timeout (`deadlines.py`), connection_lost,
+invalid_response, provider_error, stream_incomplete, http_error.
 """
 
 from __future__ import annotations
