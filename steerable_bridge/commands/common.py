@@ -252,7 +252,11 @@ def _register_openai(router: ModelRouter, deadlines: CallDeadlines | None) -> No
 
         config = config_from_env(name)
         if deadlines is not None:
-            config = dataclasses.replace(config, deadlines=deadlines)
+            config = dataclasses.replace(
+                config,
+                deadlines=deadlines,  # a raised idle deadline must not meet httpx's read timeout
+                read_timeout_s=max(config.read_timeout_s, deadlines.idle_s),
+            )
         return OpenAICompatProvider(config)
 
     router.register("openai", openai)
@@ -264,7 +268,11 @@ def _register_anthropic(router: ModelRouter, deadlines: CallDeadlines | None) ->
 
         config = config_from_env(name)
         if deadlines is not None:
-            config = dataclasses.replace(config, deadlines=deadlines)
+            config = dataclasses.replace(
+                config,
+                deadlines=deadlines,  # a raised idle deadline must not meet httpx's read timeout
+                read_timeout_s=max(config.read_timeout_s, deadlines.idle_s),
+            )
         return AnthropicProvider(config)
 
     router.register("anthropic", anthropic)
