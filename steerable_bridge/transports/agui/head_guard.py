@@ -45,7 +45,6 @@ __all__ = ["ConnectionBudget", "ConnectionLimits", "connection_budget", "guarded
 
 log = logging.getLogger(__name__)
 
-_END = b"\r\n\r\n"
 LINGER_S = 2.0
 """How long a refused connection's input is still read (and dropped) so the answer arrives."""
 
@@ -126,6 +125,14 @@ def _answer(status: int, reason: str, code: str, message: str, extra: bytes = b"
     )
 
 
+def _head_end(window: bytes) -> int:
+    """The index just past the blank line ending a head in `window`, or -1. h11 also takes
+    bare-LF lines, so `\n\n` ends a head as well as `\r\n\r\n` (found as its `\n\r\n`)."""
+    ends = [at + 2 for at in (window.find(b"\n\n"),) if at >= 0]
+    ends += [at + 3 for at in (window.find(b"\n\r\n"),) if at >= 0]
+    return min(ends) if ends else -1
+
+
 class HeadTooLarge(Exception):
     """Raised inside httptools' callbacks to stop parsing an oversized head."""
 
@@ -181,6 +188,7 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
         _parsed = 0
         _oversized = False
         _lingering = False
+        _head_cycle: Any = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
@@ -201,25 +209,22 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
         def data_received(self, data: bytes) -> None:
             if self._lingering or self.transport.is_closing():
                 return  # a refused connection's input is dropped
-            head_ended = False
             if self._in_head:
                 window = self._tail + data
-                end = window.find(_END)
-                if end < 0:
-                    self._head_bytes += len(data)
-                    self._tail = window[-3:]
-                    if self._head_bytes > max_head:
-                        self._refuse(too_large, linger=True)
-                        return
-                else:
-                    if self._head_bytes + end + len(_END) - len(self._tail) > max_head:
-                        self._refuse(too_large, linger=True)
-                        return
-                    self._end_head()
-                    head_ended = True
+                end = _head_end(window)
+                size = self._head_bytes + (len(data) if end < 0 else end - len(self._tail))
+                if size > max_head:
+                    self._refuse(too_large, linger=True)
+                    return
+                self._head_bytes = size
+                self._tail = window[-2:]
             super().data_received(data)
-            if head_ended and not self.transport.is_closing():
-                self._body_timer = self.loop.call_later(limits.body_timeout_s, self._body_late)
+            if self._in_head and self.cycle is not self._head_cycle:  # a request began
+                self._end_head()
+                if not self.transport.is_closing():
+                    self._body_timer = self.loop.call_later(
+                        limits.body_timeout_s, self._body_late
+                    )
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -267,6 +272,7 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
             self._in_head = True
             self._head_bytes = 0
             self._tail = b""
+            self._head_cycle = self.cycle
             waiting.pop(self, None)
             waiting[self] = None  # the newest waits last
             self._head_timer = self.loop.call_later(limits.head_timeout_s, self._head_late)

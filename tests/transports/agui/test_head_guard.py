@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -47,22 +48,23 @@ def protocols() -> list[Any]:
     return [*found, pytest.param(http_errors._json_error_protocol(), id="httptools")]
 
 
-@pytest.fixture(params=protocols())
-def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
+@contextmanager
+def running(protocol: Any) -> Iterator[tuple[str, int]]:
+    """A uvicorn server in a thread with `protocol` behind the guard; yields its address."""
     budget = ConnectionBudget(max_connections=4, backlog=16, fd_limit=1024)
     config = uvicorn.Config(
         APP,
         host="127.0.0.1",
         port=0,
         log_level="warning",
-        http=guarded(request.param, LIMITS, budget),
+        http=guarded(protocol, LIMITS, budget),
         h11_max_incomplete_event_size=LIMITS.max_head_bytes,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
-    while not server.started:
+    while not server.started:  # a safety bound on start-up, not a timing assertion
         assert time.monotonic() < deadline, "the test server did not start"
         time.sleep(0.01)
     try:
@@ -70,6 +72,12 @@ def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@pytest.fixture(params=protocols())
+def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
+    with running(request.param) as where:
+        yield where
 
 
 def exchange(where: tuple[str, int], *parts: bytes) -> tuple[int, dict[str, Any]]:
@@ -157,3 +165,18 @@ def test_an_explicit_cap_that_does_not_fit_is_lowered() -> None:
     asked = connection_budget(ConnectionLimits(max_connections=fits.max_connections + 10**6))
     assert asked.max_connections < fits.max_connections + 10**6
     assert connection_budget(ConnectionLimits(max_connections=3)).max_connections == 3
+
+
+def test_a_body_larger_than_the_head_limit_is_not_counted_as_head(server: tuple[str, int]) -> None:
+    head = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n"
+    status, body = exchange(server, head + b"a" * 20000)
+    assert (status, body) == (200, {"size": 20000})
+
+
+def test_a_bare_lf_head_is_served_by_h11_with_its_body() -> None:
+    """h11 takes bare-LF lines: the guard must see that head end too (else its body would
+    be counted as head)."""
+    head = b"POST /echo HTTP/1.1\nHost: x\nContent-Length: 9000\nConnection: close\n\n"
+    with running(http_errors._h11()) as where:
+        status, body = exchange(where, head + b"a" * 9000)
+    assert (status, body) == (200, {"size": 9000})
