@@ -165,6 +165,7 @@ def main(args: argparse.Namespace) -> int:
             backlog=budget.backlog,
             timeout_keep_alive=limits.keep_alive_s,
             h11_max_incomplete_event_size=limits.max_head_bytes,
+            ws="none",  # no WebSocket routes: an upgrade must not hand the socket past the guard
         )
         server = _server_class()(config)
         settle_startup_heap()
@@ -185,6 +186,7 @@ def main(args: argparse.Namespace) -> int:
         backlog=budget.backlog,
         timeout_keep_alive=limits.keep_alive_s,
         h11_max_incomplete_event_size=limits.max_head_bytes,
+        ws="none",
     )
     Multiprocess(config, sockets=[sock]).run()
     return 0

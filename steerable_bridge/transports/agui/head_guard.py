@@ -16,8 +16,8 @@ front of its parser, built once per process from `ConnectionLimits`:
   connection's input is read and dropped for `LINGER_S` after the answer (a lingering
   close) before it is closed;
 - **head time**: a head must be complete `head_timeout_s` after the connection opened or the
-  previous response ended, else 408 and close (an idle keep-alive connection is still closed
-  by uvicorn's shorter keep-alive timer);
+  previous response ended, else 408 and close (a connection that sent nothing is just
+  closed, as is an idle keep-alive one by uvicorn's shorter keep-alive timer);
 - **body time**: a body must have arrived `body_timeout_s` after its head, else 408 (or a
   plain close once a response has started);
 - **connections**: `ConnectionBudget` sets how many connections may be open, below the
@@ -222,9 +222,7 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
             if self._in_head and self.cycle is not self._head_cycle:  # a request began
                 self._end_head()
                 if not self.transport.is_closing():
-                    self._body_timer = self.loop.call_later(
-                        limits.body_timeout_s, self._body_late
-                    )
+                    self._body_timer = self.loop.call_later(limits.body_timeout_s, self._body_late)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -292,8 +290,12 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
 
         def _head_late(self) -> None:
             self._head_timer = None
-            if self._in_head:
+            if not self._in_head:
+                return
+            if self._head_bytes:
                 self._refuse(slow_head)
+            else:  # nothing of a request came: an idle connection, closed without a word
+                self._refuse(b"")
 
         def _body_late(self) -> None:
             self._body_timer = None
@@ -312,7 +314,8 @@ def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget)
             transport = self.transport
             if transport.is_closing() or self._lingering:
                 return
-            transport.write(answer)
+            if answer:
+                transport.write(answer)
             roomy = len(self.connections) < budget.max_connections // 2
             if linger and roomy and transport.can_write_eof():
                 self._lingering = True  # input still read, and dropped, until closed
