@@ -40,7 +40,7 @@ from steerable_bridge.adapters.llm.cache_shaping import (
     cache_policy_from_env,
     place_anchors,
 )
-from steerable_bridge.adapters.llm.deadlines import CallDeadlines
+from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
@@ -239,7 +239,12 @@ class AnthropicProvider:
             yield item
 
     async def _attempt(
-        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], tries: int
+        self,
+        client: httpx.AsyncClient,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        tries: int,
+        clock: CallClock,
     ) -> AsyncGenerator[ModelStreamItem, None]:
         """One try: the answer's chunks, then its `ModelResponse`."""
         config = self.config
@@ -250,6 +255,7 @@ class AnthropicProvider:
             body=body,
             headers=headers,
             refuse=lambda reply: self._status_error(reply, tries),
+            clock=clock,
             base_url=config.base_url,
             hint="check that ANTHROPIC_BASE_URL points at the Anthropic API",
         ) as events:

@@ -5,22 +5,29 @@ a second) forever keeps a call open for ever. `CallClock` bounds a call twice: `
 the first connect to the last byte, across every retry of `retrying.py`, and `idle_s` since
 the last *progress* — a text, reasoning or tool-call delta (`is_progress`); keep-alive
 comments, empty deltas and usage-only chunks yield nothing or nothing that counts.
-`CallClock.next` reads one item of an attempt under whichever deadline comes first, with an
-anyio cancel scope around that one read only (never across a `yield`, so the consumer's own
-awaits are never cancelled by it); the cancellation unwinds the attempt's generator, whose
-`async with client.stream(...)` closes the HTTP response. A missed deadline is a
-`ProviderError` `model_timeout` (not retried) naming the deadline and the setting to raise.
-Used by `retrying.stream_with_retries`; the settings come from `commands/model_deadlines.py`.
+Every network wait of the call is made under whichever deadline comes first: sending the
+request and awaiting the response head (`CallClock.enter`) and each read of the body
+(`CallClock.bound` wraps the response's byte stream), each in an anyio cancel scope of its
+own that is never open across a `yield` (so the consumer's own awaits are never cancelled by
+it). The scope is per network read, not per chunk: a fast server's reads carry many chunks,
+so the bound costs the per-chunk hot path only the `is_progress` check. A missed deadline
+is a `ProviderError` `model_timeout` (not retried) naming the deadline and the setting to
+raise; the cancellation has closed the connection, and the attempt's `async with
+client.stream(...)` the response. `http_replies.posted_events` applies the clock,
+`retrying.stream_with_retries` owns it (one per call, across retries) and restarts the idle
+wait on each progress item; the settings come from `commands/model_deadlines.py`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 import anyio
+import httpx
 
 from steerable_bridge.runtime.model import ProviderError, ReasoningChunk, TextChunk, ToolCallChunk
 
@@ -83,23 +90,24 @@ class CallClock:
         """A token arrived (or a new attempt starts): the idle wait starts again."""
         self._idle_end = self._clock() + self.deadlines.idle_s
 
-    def _next_wait(self) -> tuple[float, Which]:
+    def wait(self) -> tuple[float, Which]:
+        """Seconds until the nearer deadline (never negative), and which one it is."""
         now = self._clock()
         if self._idle_end < self._end:
             return max(0.0, self._idle_end - now), "idle"
         return max(0.0, self._end - now), "call"
 
-    async def next(self, items: AsyncIterator[T]) -> T:
-        """The next item of `items` within the nearer deadline; `StopAsyncIteration` at its
-        end, `ProviderError` `model_timeout` when the deadline passes first. Progress
-        restarts the idle wait."""
-        wait, which = self._next_wait()
+    async def enter(self, context: AbstractAsyncContextManager[T], stack: AsyncExitStack) -> T:
+        """Enter `context` (a request being sent, its response head awaited) on `stack`
+        within the nearer deadline; `ProviderError` `model_timeout` when it passes first."""
+        wait, which = self.wait()
         with anyio.move_on_after(wait):
-            item = await anext(items)
-            if is_progress(item):
-                self.restart_idle()
-            return item
+            return await stack.enter_async_context(context)
         raise self.expired(which)
+
+    def bound(self, stream: httpx.AsyncByteStream) -> httpx.AsyncByteStream:
+        """`stream` (a response body), each network read made within the nearer deadline."""
+        return _Bounded(stream, self)
 
     def expired(self, which: Which) -> ProviderError:
         """The error for a missed deadline, naming the setting to raise."""
@@ -116,3 +124,33 @@ class CallClock:
             " model call's deadline, connect to last byte) — check the model server, or raise"
             " --model-deadline / STEERABLE_MODEL_DEADLINE",
         )
+
+
+class _Bounded(httpx.AsyncByteStream):
+    """A response body read under a `CallClock`: each read gets its own cancel scope (never
+    open across a `yield`), and a read that passes the deadline raises `model_timeout`
+    after the cancellation closed the connection underneath."""
+
+    __slots__ = ("_clock", "_stream")
+
+    def __init__(self, stream: httpx.AsyncByteStream, clock: CallClock) -> None:
+        self._stream = stream
+        self._clock = clock
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        clock = self._clock
+        reads = self._stream.__aiter__()
+        while True:
+            wait, which = clock.wait()
+            chunk: bytes | None = None
+            with anyio.move_on_after(wait):
+                try:
+                    chunk = await anext(reads)
+                except StopAsyncIteration:
+                    return
+            if chunk is None:
+                raise clock.expired(which)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()

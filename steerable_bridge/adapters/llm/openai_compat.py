@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from steerable_bridge.adapters.llm.deadlines import CallDeadlines
+from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
@@ -238,7 +238,12 @@ class OpenAICompatProvider:
             yield item
 
     async def _attempt(
-        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], tries: int
+        self,
+        client: httpx.AsyncClient,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        tries: int,
+        clock: CallClock,
     ) -> AsyncGenerator[ModelStreamItem, None]:
         """One try: the answer's chunks, then its `ModelResponse`."""
         config = self.config
@@ -249,6 +254,7 @@ class OpenAICompatProvider:
             body=body,
             headers=headers,
             refuse=lambda reply: self._status_error(reply, tries),
+            clock=clock,
             base_url=config.base_url,
             hint="check that STEERABLE_BASE_URL points at an OpenAI-compatible /v1 endpoint",
         ) as events:

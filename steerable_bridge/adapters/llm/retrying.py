@@ -11,7 +11,8 @@ above the policy's cap. Timeouts are not retried: they already waited a full bou
 error names the remedy. Everything else from httpx becomes a `ProviderError` through
 `http_replies.transport_error`. The whole loop runs under the call's two deadlines
 (`deadlines.py`: the whole call, and the idle wait for the next token, restarted for each
-try): every item is read through `CallClock.next`, and a retry whose back-off would end past
+try): each attempt gets the call's `CallClock` for its network waits, progress items restart
+the idle wait, and a retry whose back-off would end past
 the call's deadline is not made — the failure is raised instead, so a call never outlives
 its deadline by retrying.
 """
@@ -27,7 +28,7 @@ from typing import TypeVar
 import anyio
 import httpx
 
-from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines
+from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines, is_progress
 from steerable_bridge.adapters.llm.http_replies import backoff_delay, transport_error
 from steerable_bridge.runtime.model import ProviderError
 
@@ -80,9 +81,9 @@ class RetryPolicy:
 
 
 async def stream_with_retries(
-    attempt: Callable[[int], AsyncGenerator[T, None]], policy: RetryPolicy
+    attempt: Callable[[int, CallClock], AsyncGenerator[T, None]], policy: RetryPolicy
 ) -> AsyncGenerator[T, None]:
-    """What `attempt(n)` yields, for the first try `n` (0-based) that does not fail
+    """What `attempt(n, clock)` yields, for the first try `n` (0-based) that does not fail
     retryably before yielding; the last failure is raised when tries run out. Each try's
     generator is closed as soon as it ends or the caller stops reading, so its connection is
     released at once."""
@@ -93,12 +94,10 @@ async def stream_with_retries(
         wait_hint: float | None = None
         clock.restart_idle()
         try:
-            async with aclosing(attempt(tries)) as items:
-                while True:
-                    try:
-                        item = await clock.next(items)
-                    except StopAsyncIteration:
-                        break
+            async with aclosing(attempt(tries, clock)) as items:
+                async for item in items:
+                    if is_progress(item):
+                        clock.restart_idle()
                     yielded = True
                     yield item
             return

@@ -183,6 +183,21 @@ async def test_anthropic_comments_for_ever_end_at_the_idle_deadline() -> None:
         await body.closed.wait()
 
 
+async def test_a_server_that_never_answers_the_request_ends_at_the_deadline() -> None:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    provider = OpenAICompatProvider(
+        OpenAIConfig(model="m", base_url="http://127.0.0.1:9", deadlines=CallDeadlines(call_s=0.3)),
+        transport=httpx.MockTransport(handler),
+    )
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider)
+    assert caught.value.code == "model_timeout"
+    assert "STEERABLE_MODEL_DEADLINE" in caught.value.message
+
+
 def test_only_non_empty_deltas_are_progress() -> None:
     assert is_progress(TextChunk(delta="a"))
     assert not is_progress(TextChunk(delta=""))
