@@ -101,8 +101,9 @@ class CallClock:
         """Enter `context` (a request being sent, its response head awaited) on `stack`
         within the nearer deadline; `ProviderError` `model_timeout` when it passes first."""
         wait, which = self.wait()
-        with anyio.move_on_after(wait):
-            return await stack.enter_async_context(context)
+        if wait > 0:
+            with anyio.move_on_after(wait):
+                return await stack.enter_async_context(context)
         raise self.expired(which)
 
     def bound(self, stream: httpx.AsyncByteStream) -> httpx.AsyncByteStream:
@@ -142,6 +143,8 @@ class _Bounded(httpx.AsyncByteStream):
         reads = self._stream.__aiter__()
         while True:
             wait, which = clock.wait()
+            if wait <= 0:  # a server that always has bytes ready must not outrun the clock
+                raise clock.expired(which)
             chunk: bytes | None = None
             with anyio.move_on_after(wait):
                 try:

@@ -217,3 +217,15 @@ def test_the_nearer_deadline_is_the_one_named() -> None:
     assert clock.remaining() == 2.0
     assert "idle" in clock.expired("idle").message
     assert "--model-deadline" in clock.expired("call").message
+
+
+async def test_a_body_that_never_stops_arriving_is_still_cut_at_the_deadline() -> None:
+    async def flood() -> AsyncIterator[bytes]:
+        while True:  # comments as fast as they can be read, with no await of its own
+            yield b": " + b"x" * 1000 + b"\n\n"
+
+    body = Body(flood)
+    provider = openai(body, CallDeadlines(call_s=0.3, idle_s=60))
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider)
+    assert caught.value.code == "model_timeout"
