@@ -1,7 +1,8 @@
 """What every command that holds sessions shares: model, storage and approval options.
 
 `add_agent_options(parser)` adds `--model`, `--storage`, `--approve`, `--max-steps`,
-`--quality` and `--hooks-module` with their environment fallbacks; `build_agent(args)` turns
+`--quality`, `--hooks-module` and the model-call deadlines (`model_deadlines.py`) with their
+environment fallbacks; `build_agent(args)` turns
 them into an `Agent` with the configured providers, store, quality settings and hooks.
 `add_tool_process_options(parser)` adds what governs the processes tools start
 (`--pass-env`, `--sandbox`, `--sandbox-net`); `command_policy(args)` turns them into the
@@ -14,15 +15,22 @@ This is the composition root: the only place adapters are chosen.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from steerable_bridge.commands.model_deadlines import (
+    STEP_GRACE_S,
+    add_deadline_options,
+    deadlines_from_args,
+)
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_route
 
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
+    from steerable_bridge.adapters.llm.deadlines import CallDeadlines
     from steerable_bridge.adapters.tools.local_env import CommandPolicy
     from steerable_bridge.runtime.agent import Agent
     from steerable_bridge.runtime.approvals import ApprovalMemory
@@ -88,6 +96,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH_OR_MODULE",
         help="load hooks from a Python file or module exposing HOOKS or hooks()",
     )
+    add_deadline_options(parser)
 
 
 def load_user_module(spec: str, flag: str) -> ModuleType:
@@ -182,8 +191,9 @@ def _pace_ms() -> float:
         ) from None
 
 
-def build_router(model: str) -> ModelRouter:
-    """A router with every provider this build ships, offering `model` first."""
+def build_router(model: str, deadlines: CallDeadlines | None = None) -> ModelRouter:
+    """A router with every provider this build ships, offering `model` first; HTTP providers
+    bound each call by `deadlines` (the defaults of `CallDeadlines` when None)."""
     router = ModelRouter()
     pace = _pace_ms()
 
@@ -199,8 +209,8 @@ def build_router(model: str) -> ModelRouter:
 
     router.register("demo", demo)
     router.register("scripted", scripted)
-    _register_openai(router)
-    _register_anthropic(router)
+    _register_openai(router, deadlines)
+    _register_anthropic(router, deadlines)
     try:
         split_route(model)
     except RouteError as err:
@@ -232,7 +242,7 @@ def anthropic_routes(env: Mapping[str, str]) -> list[str]:
     return [f"anthropic:{name}" for name in names]
 
 
-def _register_openai(router: ModelRouter) -> None:
+def _register_openai(router: ModelRouter, deadlines: CallDeadlines | None) -> None:
     # Imported when an openai: route is resolved: httpx costs every start ~100 ms otherwise.
     # The router keeps the provider it returns for the route (one pooled HTTP client each)
     # and closes it when the agent shuts down; an HTTP provider added here does the same.
@@ -242,16 +252,30 @@ def _register_openai(router: ModelRouter) -> None:
             config_from_env,
         )
 
-        return OpenAICompatProvider(config_from_env(name))
+        config = config_from_env(name)
+        if deadlines is not None:
+            config = dataclasses.replace(
+                config,
+                deadlines=deadlines,  # a raised idle deadline must not meet httpx's read timeout
+                read_timeout_s=max(config.read_timeout_s, deadlines.idle_s),
+            )
+        return OpenAICompatProvider(config)
 
     router.register("openai", openai)
 
 
-def _register_anthropic(router: ModelRouter) -> None:
+def _register_anthropic(router: ModelRouter, deadlines: CallDeadlines | None) -> None:
     def anthropic(name: str) -> ModelProvider:
         from steerable_bridge.adapters.llm.anthropic import AnthropicProvider, config_from_env
 
-        return AnthropicProvider(config_from_env(name))
+        config = config_from_env(name)
+        if deadlines is not None:
+            config = dataclasses.replace(
+                config,
+                deadlines=deadlines,  # a raised idle deadline must not meet httpx's read timeout
+                read_timeout_s=max(config.read_timeout_s, deadlines.idle_s),
+            )
+        return AnthropicProvider(config)
 
     router.register("anthropic", anthropic)
 
@@ -397,7 +421,11 @@ def build_agent(
     except ValueError as err:
         raise ConfigError(f"--quality: {err}") from None
     hooks = [hook for spec in getattr(args, "hooks_module", ()) for hook in load_hooks(spec)]
-    router = build_router(args.model)
+    try:
+        deadlines = deadlines_from_args(args)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    router = build_router(args.model, deadlines)
     try:
         router.resolve(args.model)
     except RouteError as err:
@@ -410,7 +438,11 @@ def build_agent(
     config = AgentConfig(
         model=args.model,
         approval=approval or args.approve,  # type: ignore[arg-type]
-        loop=LoopSettings(max_steps=args.max_steps, new_id=new_id),
+        loop=LoopSettings(
+            max_steps=args.max_steps,
+            model_timeout_s=deadlines.call_s + STEP_GRACE_S,
+            new_id=new_id,
+        ),
         quality=quality,
         compaction=compaction,
         output_limits=limits.output_limits,

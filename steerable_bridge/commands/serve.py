@@ -9,7 +9,10 @@ streams AG-UI events; `GET /` is the chat page. `--token` (or
 loopback refuses to start without one unless `--insecure-no-token`; `--cors-origin`
 (repeatable) allows browser apps on other origins, and pages from any other origin are
 refused (403), as are requests whose `Host` is not the bound address, localhost or an
-`--allowed-host` (421, against DNS rebinding); `--max-body` bounds a request.
+`--allowed-host` (421, against DNS rebinding); `--max-body` bounds a request. Before any of
+that, every connection is bounded by `serve_limits.py`'s options (`--max-head`,
+`--head-timeout`, `--body-timeout`, `--max-connections`; 431 / 408 / 503, idle connections
+shed oldest first, `transports/agui/head_guard.py`), sized to the file-descriptor limit.
 `--workspace DIR` adds the workspace tools, confined to DIR (and with no permission to ask,
 the AG-UI approval interrupt guards edits and commands). `GET /metrics` serves Prometheus
 metrics (runs, latencies, tokens, open streams, store appends; behind `--token` too). Logs
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import socket
 from typing import Any
@@ -41,6 +45,7 @@ from steerable_bridge.commands.common import (
 )
 from steerable_bridge.commands.heap import settle_startup_heap
 from steerable_bridge.commands.logs import add_log_options, configure_logging
+from steerable_bridge.commands.serve_limits import add_limit_options, limits_from_args
 
 
 def register(subparsers: Any) -> None:
@@ -91,6 +96,7 @@ def register(subparsers: Any) -> None:
         help="allow a non-loopback --host without --token (anyone who can reach it can run"
         " the agent)",
     )
+    add_limit_options(parser)
     add_tool_process_options(parser)
     add_log_options(parser, default_level="info")
     parser.add_argument(
@@ -117,9 +123,11 @@ def main(args: argparse.Namespace) -> int:
     import uvicorn
 
     from steerable_bridge.transports.agui.guard import exposure_problem
+    from steerable_bridge.transports.agui.head_guard import connection_budget
     from steerable_bridge.transports.agui.http_errors import json_error_protocol
 
     configure_logging(args)
+    limits = limits_from_args(args)
     if args.max_body < 1:
         raise ConfigError("--max-body must be a positive number of bytes")
     if not 0 <= args.port <= 65535:
@@ -136,7 +144,14 @@ def main(args: argparse.Namespace) -> int:
         )
     check_storage(args.storage)  # one line with the remedy, never a URL then a traceback
     app = build_app(args)  # every mistake in the options is reported here, before serving
-    sock = _bind(args)
+    budget = connection_budget(limits)
+    logging.getLogger(__name__).info(
+        "up to %d connections at once (file-descriptor limit %d, accept burst %d)",
+        budget.max_connections,
+        budget.fd_limit,
+        budget.backlog,
+    )
+    sock = _bind(args, budget.backlog)
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if sock.family == socket.AF_INET6 else args.host
     print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
@@ -147,10 +162,14 @@ def main(args: argparse.Namespace) -> int:
             log_config=None,
             log_level=args.log_level,
             lifespan="on",
-            http=json_error_protocol(),
+            http=json_error_protocol(limits, budget),
             loop=SERVE_LOOP,
+            backlog=budget.backlog,
+            timeout_keep_alive=limits.keep_alive_s,
+            h11_max_incomplete_event_size=limits.max_head_bytes,
+            ws="none",  # no WebSocket routes: an upgrade must not hand the socket past the guard
         )
-        server = uvicorn.Server(config)
+        server = _server_class()(config)
         settle_startup_heap()
         server.run(sockets=[sock])
         return 0
@@ -166,6 +185,10 @@ def main(args: argparse.Namespace) -> int:
         lifespan="on",
         http=f"{__name__}:WorkerHttpProtocol",
         loop=SERVE_LOOP,
+        backlog=budget.backlog,
+        timeout_keep_alive=limits.keep_alive_s,
+        h11_max_incomplete_event_size=limits.max_head_bytes,
+        ws="none",
     )
     Multiprocess(config, sockets=[sock]).run()
     return 0
@@ -218,12 +241,35 @@ def worker_app() -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """`WorkerHttpProtocol`: the JSON-error HTTP protocol, named by import path for workers."""
+    """`WorkerHttpProtocol`: the guarded JSON-error HTTP protocol, named by import path for
+    workers (its limits from the options `main` left in `STEERABLE_SERVE_OPTIONS`)."""
     if name == "WorkerHttpProtocol":
+        from steerable_bridge.transports.agui.head_guard import connection_budget
         from steerable_bridge.transports.agui.http_errors import json_error_protocol
 
-        return json_error_protocol()
+        limits = limits_from_args(argparse.Namespace(**json.loads(os.environ[OPTIONS_ENV])))
+        return json_error_protocol(limits, connection_budget(limits))
     raise AttributeError(name)
+
+
+KERNEL_BACKLOG = 2048
+"""Connections the kernel queues for accepting, once serving (asyncio's own `backlog` is
+the smaller accept burst the connection budget allows, `head_guard.connection_budget`)."""
+
+
+def _server_class() -> type[Any]:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, with the kernel's accept queue set back to `KERNEL_BACKLOG`
+        after asyncio set it to its accept burst (`backlog`) when it started serving."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            for sock in sockets or ():
+                sock.listen(KERNEL_BACKLOG)
+
+    return Server
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -231,7 +277,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in vars(args).items() if not callable(value)}
 
 
-def _bind(args: argparse.Namespace) -> socket.socket:
+def _bind(args: argparse.Namespace, backlog: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -242,5 +288,5 @@ def _bind(args: argparse.Namespace) -> socket.socket:
         raise ConfigError(
             f"cannot listen on {args.host}:{args.port} ({err.strerror}); pick another --port"
         ) from None
-    sock.listen(2048)  # connections queue from the moment the URL is printed
+    sock.listen(backlog)  # connections queue from the moment the URL is printed
     return sock

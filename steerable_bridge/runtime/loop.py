@@ -18,7 +18,9 @@
 3. The turn ends when the model stops without tool calls, no steering or follow-up
    waits (either starts another step otherwise) and the `before_completion` hooks accept
    the answer (a retry or narration starts another step), at `max_steps`, on cancel, or when
-   a call must be answered by the client (`interrupted`). It ends with exactly one
+   a call must be answered by the client (`interrupted`). A model call that missed its
+   deadline fails the turn (`model_timeout`), or, under the soft timeout, wraps it up
+   (one more step without tools, `quality.py`). It ends with exactly one
    `run_finished` or `run_failed`, after closing whatever was open: text, reasoning, tool
    calls (a synthetic `cancelled` result for each call that never finished) and the step.
 
@@ -94,7 +96,12 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
             if stop is not None:
                 return await t.finish(stop)
             step += 1
-            finish_reason, calls = await t.model_step(step)
+            try:
+                finish_reason, calls = await t.model_step(step)
+            except ProviderError as error:
+                if not await t.wrap_up_after_timeout(error):
+                    raise
+                continue  # one more step, without tools, for the model's answer
             if ctx.cancel.cancelled:
                 return await t.finish("cancelled")
             if calls:
@@ -145,6 +152,18 @@ class _Turn(ModelStep):
         if isinstance(decision, Narrate):
             self.guard.wrapping_up = True
         return decision is not None
+
+    async def wrap_up_after_timeout(self, error: ProviderError) -> bool:
+        """A model call that missed its deadline, under the soft timeout: close what it
+        streamed (a partial tool call gets a `cancelled` result) and wrap the turn up, as the
+        soft timeout does (`quality.py`). False: the turn fails with the error."""
+        if error.code != "model_timeout" or self.ctx.cancel.cancelled:
+            return False
+        if not self.guard.may_wrap_up_after_timeout():
+            return False
+        await self._close_open("error")
+        await self.guard.wrap_up_after_timeout(error.message)
+        return True
 
     async def compact_now(self) -> bool:
         """A turn that only compacts (manual `/compact` between turns): True if it did."""

@@ -8,6 +8,9 @@ into a bounded, logged outcome instead of a runaway turn:
   tokens); calls past the tool-call budget get a synthetic result, never a dangling call.
 - **soft timeout**: at a step boundary after `soft_timeout_s`, `soft_timeout` is logged and
   the turn wraps up: the next step offers no tools and the model is asked for its answer.
+  A model call that missed its deadline (`model_timeout`) wraps the turn up the same way,
+  once, while the soft timeout is on and the turn is not wrapping up already
+  (`wrap_up_after_timeout`); otherwise the turn fails with that code.
 - **dedup**: a call identical (name and canonical arguments) to one that already completed
   in this turn is not run again; the model gets the earlier result with a note
   (`hook_action` `dedup`). A call that changes things (not read-only) makes the turn
@@ -347,6 +350,21 @@ class TurnGuard:
                 f"the turn ran past its soft limit of {timeout:g}s",
                 "This turn has run out of time.",
             )
+
+    def may_wrap_up_after_timeout(self) -> bool:
+        """Whether a model call that missed its deadline wraps the turn up (the soft timeout
+        is on and has not wrapped it up yet) rather than failing it."""
+        return self.active and self.settings.soft_timeout_s is not None and not self.wrapping_up
+
+    async def wrap_up_after_timeout(self, detail: str) -> None:
+        """A model call missed its deadline: from the next step on, no tools, answer now."""
+        self._timed_out = True
+        await self.close_tools(
+            "soft_timeout",
+            "wrap_up",
+            f"a model call ran out of time: {detail}",
+            "The last model call ran out of time.",
+        )
 
     async def close_tools(self, hook: str, action: str, detail: str, why: str) -> None:
         """From the next step on, offer no tools and ask the model for its final answer."""

@@ -52,3 +52,24 @@ def test_mistakes_name_the_remedy(tmp_path: Path) -> None:
         build_agent(parse("--hooks-module", str(empty)))
     with pytest.raises(ConfigError, match="--hooks-module"):
         build_agent(parse("--hooks-module", str(tmp_path / "missing.py")))
+
+
+def test_model_deadlines_reach_the_http_providers_and_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider
+
+    monkeypatch.setenv("STEERABLE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("STEERABLE_MODEL_IDLE_TIMEOUT", "600")
+    agent = build_agent(parse("--model", "openai:m", "--model-deadline", "900"))
+    provider = agent.router.resolve("openai:m")
+    assert isinstance(provider, OpenAICompatProvider)
+    assert (provider.config.deadlines.call_s, provider.config.deadlines.idle_s) == (900, 600)
+    assert provider.config.read_timeout_s == 600  # httpx must not cut a raised idle wait
+    assert agent.config.loop.model_timeout_s > 900
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "inf"])
+def test_a_bad_model_deadline_names_the_option(value: str) -> None:
+    with pytest.raises(ConfigError, match="--model-deadline"):
+        build_agent(parse("--model-deadline", value))

@@ -173,6 +173,33 @@ async def test_soft_timeout_wraps_up_instead_of_killing_the_turn() -> None:
     assert_well_formed(seen)
 
 
+async def test_a_model_call_past_its_deadline_wraps_up_under_the_soft_timeout() -> None:
+    model = scripted(
+        {"tool_calls": [call("c1", text="a")], "hang": True},
+        {"text": "Summary: nothing yet."},
+    )
+    quality = QualitySettings(mode="on", soft_timeout_s=300)
+    agent = make_agent(model, tools=[text_tool()], quality=quality, model_timeout_s=0.2)
+    outcome, seen = await prompt(await agent.new_session("/w"))
+    assert outcome.stop_reason == "end_turn"
+    assert actions(seen) == [("soft_timeout", "wrap_up")]
+    assert "ran out of time" in of(seen, ev.HookAction)[0].detail
+    assert of(seen, ev.ModelRequestEvent)[1].request.tools == ()
+    finished = of(seen, ev.ToolFinished)
+    assert [(f.call_id, f.status) for f in finished] == [("c1", "cancelled")]
+    assert_well_formed(seen)
+
+
+async def test_a_wrap_up_call_past_its_deadline_fails_the_turn_with_model_timeout() -> None:
+    model = scripted({"text": "a", "hang": True}, {"text": "b", "hang": True})
+    quality = QualitySettings(mode="on", soft_timeout_s=300)
+    agent = make_agent(model, quality=quality, model_timeout_s=0.2)
+    outcome, seen = await prompt(await agent.new_session("/w"))
+    assert outcome.error_code == "model_timeout"
+    assert actions(seen) == [("soft_timeout", "wrap_up")]
+    assert_well_formed(seen)
+
+
 async def test_the_tool_call_budget_ends_the_turn_without_dangling_calls() -> None:
     model = scripted(
         {"tool_calls": [call("c1", text="a"), call("c2", text="b")]},

@@ -18,8 +18,8 @@ the remedy. The event stream is parsed by httpx-sse; payload mapping lives in
 `anthropic_wire.py`. Error codes: auth_required, auth_failed, permission_denied,
 model_not_found, bad_request, context_overflow (recognised in `overflow.py`; the loop
 compacts and retries), rate_limited, overloaded, server_error,
-connection_failed, connect_timeout, read_timeout, connection_lost, invalid_response,
-provider_error, stream_incomplete, http_error.
+connection_failed, connect_timeout, read_timeout, model_timeout (`deadlines.py`),
+connection_lost, invalid_response, provider_error, stream_incomplete, http_error.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from steerable_bridge.adapters.llm.cache_shaping import (
     cache_policy_from_env,
     place_anchors,
 )
+from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
@@ -102,6 +103,8 @@ class AnthropicConfig:
     max_backoff_s: float = 20.0
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
+    deadlines: CallDeadlines = CallDeadlines()
+    """The whole call's deadline and the idle wait for the next token (`deadlines.py`)."""
 
     @property
     def needs_key(self) -> bool:
@@ -182,6 +185,7 @@ class AnthropicProvider:
             max_backoff_s=config.max_backoff_s,
             connect_timeout_s=config.connect_timeout_s,
             read_timeout_s=config.read_timeout_s,
+            deadlines=config.deadlines,
             unreachable_hint="check your network or ANTHROPIC_BASE_URL",
             slow_hint="the service may be overloaded; try again",
         )
@@ -235,7 +239,12 @@ class AnthropicProvider:
             yield item
 
     async def _attempt(
-        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], tries: int
+        self,
+        client: httpx.AsyncClient,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        tries: int,
+        clock: CallClock,
     ) -> AsyncGenerator[ModelStreamItem, None]:
         """One try: the answer's chunks, then its `ModelResponse`."""
         config = self.config
@@ -246,6 +255,7 @@ class AnthropicProvider:
             body=body,
             headers=headers,
             refuse=lambda reply: self._status_error(reply, tries),
+            clock=clock,
             base_url=config.base_url,
             hint="check that ANTHROPIC_BASE_URL points at the Anthropic API",
         ) as events:

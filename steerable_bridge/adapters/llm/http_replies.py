@@ -11,13 +11,14 @@ Pure helpers: no client, no retries, no logging.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx
 from httpx_sse import EventSource, SSEError
 
+from steerable_bridge.adapters.llm.deadlines import CallClock
 from steerable_bridge.runtime.model import ProviderError
 
 __all__ = [
@@ -61,10 +62,16 @@ async def posted_events(
     refuse: Callable[[httpx.Response], ProviderError],
     base_url: str,
     hint: str,
+    clock: CallClock,
 ) -> AsyncIterator[AsyncIterator[str]]:
     """POST `body` as JSON and give the reply's event `data` (see `sse_data`); a reply other
-    than 200 is read whole and raised as `refuse(reply)`."""
-    async with client.stream("POST", url, json=body, headers=headers) as reply:
+    than 200 is read whole and raised as `refuse(reply)`. Every network wait is made within
+    `clock`'s deadlines (`deadlines.py`)."""
+    async with AsyncExitStack() as stack:
+        request = client.stream("POST", url, json=body, headers=headers)
+        reply = await clock.enter(request, stack)
+        assert isinstance(reply.stream, httpx.AsyncByteStream)  # an AsyncClient's reply
+        reply.stream = clock.bound(reply.stream)
         if reply.status_code != 200:
             await reply.aread()
             raise refuse(reply)

@@ -14,8 +14,8 @@ The event stream is parsed by httpx-sse (no hand-written SSE framing); each even
 `data` is one JSON chunk, or `[DONE]`. Payload mapping lives in `openai_wire.py`.
 Error codes: auth_required, auth_failed, model_not_found, bad_request, context_overflow
 (recognised in `overflow.py`), rate_limited, server_error, connection_failed,
-connect_timeout, read_timeout, connection_lost, invalid_response, provider_error,
-stream_incomplete, http_error.
+connect_timeout, read_timeout, model_timeout (`deadlines.py`), connection_lost,
+invalid_response, provider_error, stream_incomplete, http_error.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
@@ -86,6 +87,8 @@ class OpenAIConfig:
     max_backoff_s: float = 20.0
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
+    deadlines: CallDeadlines = CallDeadlines()
+    """The whole call's deadline and the idle wait for the next token (`deadlines.py`)."""
 
     @property
     def needs_key(self) -> bool:
@@ -178,6 +181,7 @@ class OpenAICompatProvider:
             max_backoff_s=config.max_backoff_s,
             connect_timeout_s=config.connect_timeout_s,
             read_timeout_s=config.read_timeout_s,
+            deadlines=config.deadlines,
             unreachable_hint="start the model server or set STEERABLE_BASE_URL",
             slow_hint="the model server may be overloaded or loading the model; try again",
         )
@@ -234,7 +238,12 @@ class OpenAICompatProvider:
             yield item
 
     async def _attempt(
-        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], tries: int
+        self,
+        client: httpx.AsyncClient,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        tries: int,
+        clock: CallClock,
     ) -> AsyncGenerator[ModelStreamItem, None]:
         """One try: the answer's chunks, then its `ModelResponse`."""
         config = self.config
@@ -245,6 +254,7 @@ class OpenAICompatProvider:
             body=body,
             headers=headers,
             refuse=lambda reply: self._status_error(reply, tries),
+            clock=clock,
             base_url=config.base_url,
             hint="check that STEERABLE_BASE_URL points at an OpenAI-compatible /v1 endpoint",
         ) as events:

@@ -5,13 +5,20 @@ request line or header) never reaches the app: uvicorn answers it itself with a 
 400. Clients of this server switch on `{"error": {"code", "message"}}`, so these classes
 override only that answer (`send_400_response`) to carry the same shape, code
 `bad_request`. The class follows uvicorn's own choice: httptools when it is installed,
-else h11. Used by `commands/serve.py` (`uvicorn.Config(http=...)`).
+else h11. Used by `commands/serve.py` (`uvicorn.Config(http=...)`), behind the guard of
+`head_guard.py` that bounds heads, bodies and connections.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+
+from steerable_bridge.transports.agui.head_guard import (
+    ConnectionBudget,
+    ConnectionLimits,
+    guarded,
+)
 
 __all__ = ["json_error_protocol"]
 
@@ -21,8 +28,14 @@ def _body(message: str) -> bytes:
     return json.dumps({"error": {"code": "bad_request", "message": text}}).encode()
 
 
-def json_error_protocol() -> type[asyncio.Protocol]:
-    """The HTTP protocol class to give uvicorn (see the module docstring)."""
+def json_error_protocol(
+    limits: ConnectionLimits, budget: ConnectionBudget
+) -> type[asyncio.Protocol]:
+    """The HTTP protocol class to give uvicorn (see the module docstring), guarded."""
+    return guarded(_json_error_protocol(), limits, budget)
+
+
+def _json_error_protocol() -> type[asyncio.Protocol]:
     try:
         import httptools  # noqa: F401
     except ImportError:

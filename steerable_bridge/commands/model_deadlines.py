@@ -1,0 +1,73 @@
+"""The model-call deadlines from the command line and the environment, for every agent command.
+
+`--model-deadline SECONDS` (`STEERABLE_MODEL_DEADLINE`, default 300) bounds one whole model
+call, connect to last byte, retries included; `--model-idle-timeout SECONDS`
+(`STEERABLE_MODEL_IDLE_TIMEOUT`, default 120) bounds the wait for the next token (a text,
+reasoning or tool-call delta; keep-alives do not count). The HTTP providers enforce both
+(`adapters/llm/deadlines.py`); the loop's own bound on a model step
+(`LoopSettings.model_timeout_s`) is set a little past the call deadline, so a provider's
+clearer error wins and providers without HTTP are still bounded. A bad value is a
+`ValueError` naming the option and what it accepts (the commands report a `ConfigError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from steerable_bridge.adapters.llm.deadlines import CallDeadlines
+
+__all__ = ["STEP_GRACE_S", "add_deadline_options", "deadlines_from_args"]
+
+STEP_GRACE_S = 5.0
+"""How far past the call deadline the loop's own bound on a model step lies."""
+
+
+def add_deadline_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model-deadline",
+        default=os.environ.get("STEERABLE_MODEL_DEADLINE", "300"),
+        metavar="SECONDS",
+        help="longest one model call may take, connect to last byte, retries included"
+        " (default: $STEERABLE_MODEL_DEADLINE or 300)",
+    )
+    parser.add_argument(
+        "--model-idle-timeout",
+        default=os.environ.get("STEERABLE_MODEL_IDLE_TIMEOUT", "120"),
+        metavar="SECONDS",
+        help="longest wait for the model's next token; keep-alives and empty chunks do not"
+        " count (default: $STEERABLE_MODEL_IDLE_TIMEOUT or 120)",
+    )
+
+
+def _seconds(raw: object, flag: str, env: str) -> float:
+    text = str(raw).strip()
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{flag} / {env}={text!r} must be a number of seconds above 0 (for example 120)"
+        )
+    return value
+
+
+def deadlines_from_args(args: argparse.Namespace) -> CallDeadlines:
+    """The deadlines the options ask for; ValueError on a bad value."""
+    from steerable_bridge.adapters.llm.deadlines import CallDeadlines
+
+    default = CallDeadlines()
+    call = getattr(args, "model_deadline", None)
+    idle = getattr(args, "model_idle_timeout", None)
+    return CallDeadlines(
+        call_s=default.call_s
+        if call is None
+        else _seconds(call, "--model-deadline", "STEERABLE_MODEL_DEADLINE"),
+        idle_s=default.idle_s
+        if idle is None
+        else _seconds(idle, "--model-idle-timeout", "STEERABLE_MODEL_IDLE_TIMEOUT"),
+    )
