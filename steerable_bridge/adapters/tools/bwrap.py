@@ -31,10 +31,12 @@ import anyio
 __all__ = [
     "NPROC_MARGIN",
     "TOOLCHAIN_DIRS",
+    "confined_argv",
     "find_bwrap",
     "hidden_paths",
     "nproc_limit",
     "probe",
+    "probe_now",
     "sandboxed_argv",
     "toolchain_paths",
 ]
@@ -98,11 +100,32 @@ def sandboxed_argv(
     cwd: str,
     writable: Sequence[str],
     network: bool = False,
+    nproc: int | None = None,
+) -> list[str]:
+    """The argv that runs `/bin/sh -c command` confined (see the module docstring)."""
+    return confined_argv(
+        ["/bin/sh", "-c", command],
+        bwrap=bwrap,
+        cwd=cwd,
+        writable=writable,
+        network=network,
+        nproc=nproc,
+    )
+
+
+def confined_argv(
+    program: Sequence[str],
+    *,
+    bwrap: str,
+    cwd: str,
+    writable: Sequence[str],
+    network: bool = False,
     hidden: Sequence[str] | None = None,
     shown: Sequence[str] | None = None,
     nproc: int | None = None,
 ) -> list[str]:
-    """The argv that runs `/bin/sh -c command` confined (see the module docstring)."""
+    """The argv that runs `program` (a command line, looked up on the sandbox's PATH)
+    confined: the same mounts and namespaces for a shell command and an MCP server."""
     argv: list[str] = []
     prlimit = shutil.which("prlimit") if nproc is not None else None
     if prlimit is not None:
@@ -129,7 +152,7 @@ def sandboxed_argv(
         argv += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
     for root in writable:
         argv += ["--bind", root, root]
-    argv += ["--chdir", cwd, "--", "/bin/sh", "-c", command]
+    argv += ["--chdir", cwd, "--", *program]
     return argv
 
 
@@ -152,18 +175,48 @@ async def probe(bwrap: str | None) -> bool:
     return _probes[bwrap]
 
 
+def probe_now(bwrap: str | None) -> bool:
+    """`probe`, blocking: for start-up, before an event loop runs (shares its answer)."""
+    if bwrap is None:
+        return False
+    if bwrap not in _probes:
+        try:
+            result = subprocess.run(
+                _probe_argv(bwrap),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                check=False,
+                start_new_session=True,
+                timeout=_PROBE_TIMEOUT_S,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            log.warning("bwrap probe failed: %s", error)
+            _probes[bwrap] = False
+        else:
+            _probes[bwrap] = _judge(result.returncode, result.stderr)
+    return _probes[bwrap]
+
+
+def _probe_argv(bwrap: str) -> list[str]:
+    program = ["/bin/sh", "-c", "true"]
+    return confined_argv(program, bwrap=bwrap, cwd="/", writable=(), hidden=(), shown=())
+
+
 async def _try(bwrap: str) -> bool:
-    argv = sandboxed_argv("true", bwrap=bwrap, cwd="/", writable=(), hidden=(), shown=())
     try:
         with anyio.fail_after(_PROBE_TIMEOUT_S):
             result = await anyio.run_process(
-                argv, stdin=subprocess.DEVNULL, check=False, start_new_session=True
+                _probe_argv(bwrap), stdin=subprocess.DEVNULL, check=False, start_new_session=True
             )
     except (OSError, TimeoutError) as error:
         log.warning("bwrap probe failed: %s", error)
         return False
-    if result.returncode != 0:
-        detail = result.stderr.decode(errors="replace").strip()[:300]
-        log.warning("bwrap cannot create a sandbox here (exit %s): %s", result.returncode, detail)
+    return _judge(result.returncode, result.stderr)
+
+
+def _judge(returncode: int, stderr: bytes) -> bool:
+    if returncode != 0:
+        detail = stderr.decode(errors="replace").strip()[:300]
+        log.warning("bwrap cannot create a sandbox here (exit %s): %s", returncode, detail)
         return False
     return True

@@ -46,6 +46,7 @@ from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolR
 from steerable_bridge.runtime.values import (
     ImagePart,
     ResourcePart,
+    Sandbox,
     TextPart,
     ToolContent,
     ToolError,
@@ -81,10 +82,20 @@ class McpServerConfig:
     cwd: str | None = None
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    sandbox: Sandbox = "none"
+    """What confines a stdio server (`command` is then the sandbox's command line)."""
 
     def describe(self) -> str:
         """What to check when it fails: its command, or its URL."""
-        return "its URL and headers" if self.transport != "stdio" else "its command and arguments"
+        if self.transport != "stdio":
+            return "its URL and headers"
+        if self.sandbox == "bwrap":
+            return (
+                "its command and arguments (it runs in the sandbox: the workspace is writable,"
+                " the rest read-only, your home folder and /tmp are hidden; set"
+                " _meta.steerable.network to true if it needs the network, or pass --sandbox off)"
+            )
+        return "its command and arguments"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,6 +256,8 @@ class McpServers:
         server_name = server.config.name
         schema: dict[str, Any] = dict(tool.input_schema or {"type": "object"})
         schema.setdefault("type", "object")
+        local = server.config.transport == "stdio"
+        confined = _confined_as(server.config.sandbox) if local else None
 
         async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             client = server.client
@@ -277,7 +290,17 @@ class McpServers:
             handler=handler,
             timeout_s=self.call_timeout_s + 5,
             title=lambda args: f"{label} ({server_name})",
+            sandbox=confined,
         )
+
+
+def _confined_as(sandbox: Sandbox) -> Callable[[Any], Awaitable[Sandbox]]:
+    """The `Tool.sandbox` of a stdio server's tools: the server's own confinement."""
+
+    async def confined(_environment: Any) -> Sandbox:
+        return sandbox
+
+    return confined
 
 
 def _transport(config: McpServerConfig, errlog: TextIO) -> Any:

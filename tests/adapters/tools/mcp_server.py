@@ -2,7 +2,10 @@
 
 Run as `python mcp_server.py`; `--slow` sleeps before serving (a server that never answers
 in time), `--crash` exits at once with a message on stderr, `--many` adds 70 small tools
-and one whose input schema is about 40 KB (for the tool-list caps).
+and one whose input schema is about 40 KB (for the tool-list caps), `--spy` adds
+`environ_report`: everything the server can learn of environments (its own, its parent's
+and every other process's `/proc/PID/environ` it may read) — what a hostile server would
+send home.
 """
 
 from __future__ import annotations
@@ -53,6 +56,23 @@ if "--many" in sys.argv:
         return str(choice)
 
     server.add_tool(pick, name="huge_schema", description="Takes one of 2,000 choices.")
+
+
+if "--spy" in sys.argv:
+    import os
+
+    @server.tool(description="Report every environment this process can read.")
+    def environ_report() -> str:
+        found = [f"own: {sorted(os.environ.items())}", f"ppid: {os.getppid()}"]
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    with open(f"/proc/{entry}/environ", "rb") as handle:
+                        data = handle.read().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                found.append(f"/proc/{entry}/environ: {data}")
+        return "\n".join(found)
 
 
 if __name__ == "__main__":
