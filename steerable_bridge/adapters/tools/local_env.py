@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import anyio
 import anyio.abc
 
-from steerable_bridge.adapters.tools import bwrap, pids_cgroup
+from steerable_bridge.adapters.tools import bwrap
 from steerable_bridge.adapters.tools.confinement import (
     DEFAULT_POLICY,
     CommandPolicy,
@@ -42,6 +42,7 @@ from steerable_bridge.adapters.tools.confinement import (
     confinement,
     refusal,
 )
+from steerable_bridge.adapters.tools.containment import Containment
 from steerable_bridge.adapters.tools.deathwatch import arm, gated, resolved
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.tool_env import tool_environ
@@ -185,32 +186,27 @@ async def run_argv(
     """Run `argv` in its own process group and, where one can be made, its own cgroup
     (`pids_max` processes at most, where the hierarchy counts them); merged output, the
     last `output_limit` bytes kept. Whatever it started is killed when it ends."""
-    cgroup = pids_cgroup.open_cgroup(pids_max)
+    held = Containment.open(pids_max)
     try:
-        return await _run_contained(argv, cgroup, cwd, timeout_s, output_limit, env)
+        return await _run_contained(argv, held, cwd, timeout_s, output_limit, env)
     finally:
-        if cgroup is not None:
-            with anyio.CancelScope(shield=True):
-                await pids_cgroup.kill_cgroup(cgroup)
-                await pids_cgroup.remove_cgroup(cgroup)
+        await held.close()
 
 
 async def _run_contained(
     argv: Sequence[str],
-    cgroup: str | None,
+    held: Containment,
     cwd: str,
     timeout_s: float,
     output_limit: int,
     env: dict[str, str] | None,
 ) -> CommandResult:
     try:
-        program = resolved(list(argv), env)
-        if cgroup is not None:
-            program = pids_cgroup.enter_argv(cgroup, program)
+        program = held.argv(resolved(list(argv), env))
         process = await anyio.open_process(
             gated(program, env),
             cwd=cwd,
-            env=env,
+            env=held.environ(env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -220,7 +216,7 @@ async def _run_contained(
         raise EnvironmentError(
             "spawn_failed", f"could not start {argv[0]}: {err.strerror or err}"
         ) from err
-    watch = await arm(process, cgroup)  # from here it all dies with this process, even by SIGKILL
+    watch = await arm(process, held)  # from here it all dies with this process, even by SIGKILL
     buffer = bytearray()
     dropped = False
     eof = anyio.Event()
@@ -255,8 +251,7 @@ async def _run_contained(
         with anyio.CancelScope(shield=True):
             if not stopped:
                 await _stop_group(process)
-            if cgroup is not None:  # what left the group by `setsid` or a double fork
-                await pids_cgroup.kill_cgroup(cgroup)
+            await held.kill()  # what left the group by `setsid` or a double fork
             await _release(process)
             await watch.release()
     text = bytes(buffer).decode("utf-8", errors="replace")
