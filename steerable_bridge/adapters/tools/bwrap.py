@@ -1,21 +1,23 @@
-"""bubblewrap (`bwrap`) command lines that confine one shell command, and a cached probe.
+"""bubblewrap (`bwrap`) command lines that confine one command or MCP server, and a probe.
 
 `sandboxed_argv(command, ...)` builds the argv `LocalEnvironment.run` starts instead of
-`/bin/sh -c COMMAND`: the whole filesystem mounted read-only, with the user's home, `/root`,
-`/home` and `/run` (agent sockets, container runtimes) hidden under empty tmpfs mounts —
-except the home's toolchain folders (`TOOLCHAIN_DIRS`: `.local/bin`, `.cargo/bin`,
+`/bin/sh -c COMMAND` (`confined_argv(program, ...)` the same for any command line, such as
+a stdio MCP server's): the whole filesystem mounted read-only, with the user's home,
+`/root`, `/home` and `/run` (agent sockets, container runtimes) hidden under empty tmpfs
+mounts — except the home's toolchain folders (`TOOLCHAIN_DIRS`: `.local/bin`, `.cargo/bin`,
 `.rustup`, `.nvm`, uv's Pythons, ...), shown read-only so `cargo`, `node` or a uv-managed
-`python` still run, while `.ssh`, `.aws`, `.config` and the rest stay hidden; the
-workspace roots bound writable over that; a private `/tmp` and `/dev`; a fresh `/proc` in a
-new PID namespace (so killing the sandbox's first process ends every process it started);
-no capabilities; a new IPC, UTS and — unless `network=True` — network namespace, whose only
+`python` still run, while `.ssh`, `.aws`, `.config` and the rest stay hidden; the workspace
+roots bound writable over that; a private `/tmp` and `/dev`; a fresh `/proc` in a new PID
+namespace (so killing the sandbox's first process ends every process it started); no
+capabilities; a new IPC, UTS and — unless `network=True` — network namespace, whose only
 interface is its own loopback. `--die-with-parent` ties the sandbox to the `bwrap` process
 the caller kills on timeout or cancel. When `prlimit` is installed the command also runs
 under an `RLIMIT_NPROC` a fixed margin above the processes already running, so a fork bomb
 stops at that margin (the kernel does not apply the limit to root; there the PID namespace
-and the command's time limit bound it). `probe(bwrap)` starts one empty sandbox with the
-same namespaces, once per process, and answers whether confinement works here. The module
-only builds argument lists and runs the probe; it never runs the user's command itself.
+and the command's time limit bound it). `probe(bwrap)` (`probe_now`, blocking, at start-up)
+starts one empty sandbox with the same namespaces, once per process, and answers whether
+confinement works here. The module only builds argument lists and runs the probe; it never
+runs the user's command itself.
 """
 
 from __future__ import annotations

@@ -3,21 +3,22 @@
 `LocalEnvironment` implements the runtime's `Environment` port over a `Workspace`: every
 path is confined to the workspace roots and opened race-free (`paths.py`); text files
 larger than `max_file_bytes` must be read in parts and binary files are refused. `run`
-starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`), keeps the
-last `output_limit` bytes of its merged stdout/stderr, and kills the whole group — on
-timeout, on cancellation, and once the command has exited, so nothing it started in the
-background outlives it; if this process dies first (even by SIGKILL), `deathwatch.py` kills
-the group. Commands get this process's environment without its secrets
-(`tool_env.py`; `policy.pass_env` names the ones to keep), and run inside a bubblewrap
-sandbox (`bwrap.py`) as `policy.sandbox` says: `auto` sandboxes when `bwrap` works here
-(probed once; when it does not, a warning is logged once and commands run unconfined),
-`require` refuses to run a command without it, `off` never sandboxes; `policy.network`
-lets sandboxed commands use the network. A sandboxed command's process count is bounded
-(`RLIMIT_NPROC`, and a pids cgroup where this process may create one: `pids_cgroup.py`).
+starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`) and a
+`containment.py` holder (a cgroup of its own, else an environment tag, so children that
+leave the group by `setsid` are held too), keeps the last `output_limit` bytes of its
+merged stdout/stderr, and kills the group and everything held — on timeout, on
+cancellation, and once the command has exited, so nothing it started in the background
+outlives it; if this process dies first (even by SIGKILL), `deathwatch.py` kills them.
+Commands get this process's environment without its secrets (`tool_env.py`;
+`policy.pass_env` names the ones to keep), and run inside a bubblewrap sandbox (`bwrap.py`)
+as `confinement.py` decides from `policy.sandbox`: `auto` sandboxes when `bwrap` works
+here (else they run unconfined, with a warning), `require` refuses to run a command
+without it (`sandbox_unavailable`), `off` never sandboxes; `policy.network` lets
+sandboxed commands use the network. A sandboxed command's process count is bounded
+(`RLIMIT_NPROC`, and `pids.max` where its cgroup can count: `pids_cgroup.py`).
 `sandbox()` says which of `bwrap` / `none` a command will get, and every `CommandResult`
-carries it. `run_argv` is the same machinery
-for tools that run a program directly (ripgrep). Blocking disk calls run in worker threads;
-every wait is bounded.
+carries it. `run_argv` is the same machinery for tools that run a program directly
+(ripgrep). Blocking disk calls run in worker threads; every wait is bounded.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ in time), `--crash` exits at once with a message on stderr, `--many` adds 70 sma
 and one whose input schema is about 40 KB (for the tool-list caps), `--spy` adds
 `environ_report`: everything the server can learn of environments (its own, its parent's
 and every other process's `/proc/PID/environ` it may read) — what a hostile server would
-send home.
+send home — and `reach(port)`, which tries a TCP connection to 127.0.0.1:port, and
+`whoami`, its pid and the first folder of the workspace it can write.
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ if "--spy" in sys.argv:
                     continue
                 found.append(f"/proc/{entry}/environ: {data}")
         return "\n".join(found)
+
+    @server.tool(description="Try to connect to 127.0.0.1:port.")
+    def reach(port: int) -> str:
+        import socket
+
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                return "connected"
+        except OSError as error:
+            return f"unreachable: {error}"
+
+    @server.tool(description="This process's pid and whether it can write its cwd.")
+    def whoami() -> str:
+        return f"pid {os.getpid()} writable {os.access(os.getcwd(), os.W_OK)}"
 
 
 if __name__ == "__main__":
