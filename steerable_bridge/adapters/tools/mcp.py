@@ -15,7 +15,8 @@ kills the process group, each step bounded) and waits for their tasks, at most
 failure. `open_mcp_servers` is the same with its own task group, for commands and tests.
 A server is reached over stdio (a command this process starts), streamable HTTP (`http`: a
 URL) or the older HTTP+SSE transport (`sse`), each through the SDK's own client transport,
-with the configured headers on every request.
+with the configured headers on every request. A stdio config's `sandbox` says what confines
+it (`kit.py` puts its command inside bubblewrap), and its tools report that on every call.
 """
 
 from __future__ import annotations

