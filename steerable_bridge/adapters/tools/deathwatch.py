@@ -47,7 +47,7 @@ __all__ = ["GATE_EXIT", "Watch", "arm", "gated", "resolved", "watch_group"]
 log = logging.getLogger(__name__)
 
 _SCRIPT = (
-    'read -r _ ; kill -9 -"$0" 2>/dev/null;'
+    'read -r _ ; [ -n "$0" ] && kill -9 -"$0" 2>/dev/null;'
     f' if [ -n "$1" ]; then {CGROUP_KILL}; fi; if [ -n "$2" ]; then {TAG_KILL}; fi'
 )
 """`$0` is the group id, `$1` the command's cgroup and `$2` its environment tag (each may
@@ -113,17 +113,18 @@ class Watch:
             await process.wait()
 
 
-async def watch_group(pgid: int, cgroup: str | None = None, tag: str | None = None) -> Watch:
-    """Start the companion for process group `pgid`, the cgroup folder `cgroup` and the
-    environment tag `tag` (see the module docstring).
+async def watch_group(pgid: int | None, cgroup: str | None = None, tag: str | None = None) -> Watch:
+    """Start the companion for process group `pgid` (None: no group, as for an MCP server
+    the SDK starts), the cgroup folder `cgroup` and the environment tag `tag` (see the
+    module docstring).
 
     If it cannot start, the command still runs (logged): only an agent killed with
     SIGKILL would leave it behind."""
-    if pgid <= 1:  # never hand `kill` a group id that means "every process"
+    if pgid is not None and pgid <= 1:  # never hand `kill` a group id meaning "every process"
         raise ValueError(f"not a process group a command leads: {pgid}")
     try:
         process = await anyio.open_process(
-            ["/bin/sh", "-c", _SCRIPT, str(pgid), cgroup or "", tag or ""],
+            ["/bin/sh", "-c", _SCRIPT, str(pgid or ""), cgroup or "", tag or ""],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -7,7 +7,8 @@ under `policy`, and offers the workspace tools plus the tools of the MCP servers
 `start_mcp` brought up. A stdio server runs in the same bubblewrap sandbox as commands
 (`confinement.py`: its own PID namespace and `/proc`, the workspace writable, the home
 hidden) with the network its spec's `network` says (default `policy.mcp_network`), and is
-refused under `--sandbox require` when there is no sandbox; its environment is its
+refused under `--sandbox require` when there is no sandbox (unsandboxed, it is held in a
+cgroup or by an environment tag, `containment.py`, like a command); its environment is its
 configured `env` plus the variables `policy.pass_env` names (never the agent's own
 secrets). `aclose()` stops those servers.
 The MCP client (the `mcp` SDK, slow to import) is loaded only when a session actually has
@@ -27,6 +28,7 @@ from steerable_bridge.adapters.tools.confinement import (
     confinement,
     refusal,
 )
+from steerable_bridge.adapters.tools.containment import Containment
 from steerable_bridge.adapters.tools.local_env import LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.tool_env import passed_variables
@@ -109,13 +111,20 @@ class WorkspaceKit:
                 writable=self.workspace.roots,
                 network=self.policy.mcp_network if network is None else bool(network),
             )
+        env = {**passed_variables(self.policy.pass_env), **server.get("env", {})}
+        held = None
+        if confined == "none":  # no PID namespace: hold what it starts, as for commands
+            held = Containment.open()
+            program = held.argv(program)
+            env = held.environ(env) or env
         return McpServerConfig(
             name=str(server["name"]),
             command=program[0],
             args=tuple(program[1:]),
-            env={**passed_variables(self.policy.pass_env), **server.get("env", {})},
+            env=env,
             cwd=self.workspace.cwd,
             sandbox=confined,
+            held=held,
         )
 
     async def aclose(self) -> None:

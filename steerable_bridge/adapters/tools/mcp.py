@@ -16,7 +16,9 @@ failure. `open_mcp_servers` is the same with its own task group, for commands an
 A server is reached over stdio (a command this process starts), streamable HTTP (`http`: a
 URL) or the older HTTP+SSE transport (`sse`), each through the SDK's own client transport,
 with the configured headers on every request. A stdio config's `sandbox` says what confines
-it (`kit.py` puts its command inside bubblewrap), and its tools report that on every call.
+it (`kit.py` puts its command inside bubblewrap), and its tools report that on every call;
+an unsandboxed one's `held` (`containment.py`) is killed when it stops, and when this
+process dies (`deathwatch.py`), so what it started by `setsid` does not outlive it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import JsonValue
 
+from steerable_bridge.adapters.tools.containment import Containment
+from steerable_bridge.adapters.tools.deathwatch import watch_group
 from steerable_bridge.adapters.tools.mcp_limits import McpLimits, cap_tools
 from steerable_bridge.runtime.strict_json import scrub
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
@@ -85,6 +89,9 @@ class McpServerConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     sandbox: Sandbox = "none"
     """What confines a stdio server (`command` is then the sandbox's command line)."""
+    held: Containment | None = None
+    """What holds an unsandboxed stdio server's processes (its command already joins it):
+    killed when the server stops, and by a deathwatch if this process dies."""
 
     def describe(self) -> str:
         """What to check when it fails: its command, or its URL."""
@@ -168,6 +175,8 @@ class McpServers:
                         message=f"two MCP servers are named {server.config.name!r}; rename one",
                     )
                 )
+                if server.config.held is not None:  # made for it, never to be used
+                    self._spawn(server.config.held.close)
                 continue
             seen.add(server.config.name)
             self._servers.append(server)
@@ -216,11 +225,16 @@ class McpServers:
     # -- one server's life ---------------------------------------------------------------------
 
     async def _serve(self, server: _Server) -> None:
+        held = server.config.held
+        watch = await watch_group(None, held.cgroup, held.tag) if held is not None else None
         try:
             with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
                 await self._run(server, cast(TextIO, errlog))
         finally:
             server.client = None
+            if held is not None and watch is not None:  # what it left behind (setsid, ...)
+                await held.close()
+                await watch.release()
             server.settled.set()
             server.done.set()
 

@@ -5,8 +5,9 @@ in time), `--crash` exits at once with a message on stderr, `--many` adds 70 sma
 and one whose input schema is about 40 KB (for the tool-list caps), `--spy` adds
 `environ_report`: everything the server can learn of environments (its own, its parent's
 and every other process's `/proc/PID/environ` it may read) — what a hostile server would
-send home — and `reach(port)`, which tries a TCP connection to 127.0.0.1:port, and
-`whoami`, its pid and the first folder of the workspace it can write.
+send home — `reach(port)`, which tries a TCP connection to 127.0.0.1:port, `whoami`,
+its pid and whether it can write its folder, and `escape`, which leaves a `sleep` running
+in a session of its own (no longer its child) and returns its pid.
 """
 
 from __future__ import annotations
@@ -88,6 +89,14 @@ if "--spy" in sys.argv:
                 return "connected"
         except OSError as error:
             return f"unreachable: {error}"
+
+    @server.tool(description="Leave a process behind in a session of its own; its pid.")
+    def escape() -> str:
+        import subprocess
+
+        script = "setsid sh -c 'echo $$; exec sleep 1000 >/dev/null' </dev/null 2>/dev/null &"
+        done = subprocess.run(["/bin/sh", "-c", script], capture_output=True, check=True)
+        return done.stdout.decode().strip()
 
     @server.tool(description="This process's pid and whether it can write its cwd.")
     def whoami() -> str:

@@ -4,12 +4,15 @@ Through `WorkspaceKit.start_mcp`, as ACP sessions mount them: a server (`mcp_ser
 --spy`) runs in a PID namespace of its own with the workspace writable, reaches a loopback
 listener only when its network is allowed (the default for MCP servers; a server's
 `network: False` cuts it), marks its tools `bwrap`, and under `--sandbox require` without
-bubblewrap is not started at all (`sandbox_unavailable`). Skipped where bubblewrap cannot
-create a sandbox, except the refusal.
+bubblewrap is not started at all (`sandbox_unavailable`). Unsandboxed (`--sandbox off`),
+what a server left running in a session of its own dies when the server stops. Skipped
+where bubblewrap cannot create a sandbox, except the refusal and the unsandboxed ones.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,7 +23,7 @@ import anyio
 import anyio.abc
 import pytest
 
-from steerable_bridge.adapters.tools import bwrap
+from steerable_bridge.adapters.tools import bwrap, pids_cgroup
 from steerable_bridge.adapters.tools.confinement import CommandPolicy
 from steerable_bridge.adapters.tools.kit import WorkspaceKit
 from steerable_bridge.runtime.tools import Tool
@@ -114,3 +117,35 @@ async def test_require_without_bwrap_starts_no_server(project: Path) -> None:
         assert problems[0].startswith("[sandbox_unavailable]") and "'spy'" in problems[0]
         assert "apt-get install bubblewrap) or pass --sandbox off" in problems[0]
         assert not [t for t in kit.tools() if t.name.startswith("mcp__")]
+
+
+def live(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("holder", ["cgroup", "env-tag"])
+async def test_an_unsandboxed_servers_setsid_child_dies_when_it_stops(
+    project: Path, make_ctx: Any, monkeypatch: pytest.MonkeyPatch, holder: str
+) -> None:
+    if holder == "env-tag":
+        monkeypatch.setattr(pids_cgroup, "_base", [None])
+    elif not pids_cgroup.available():
+        pytest.skip("no writable cgroup hierarchy here")
+    pid = 0
+    try:
+        async with kit_for(project, CommandPolicy(sandbox="off")) as kit:
+            assert await kit.start_mcp([spy()]) == ()
+            sandbox = tool(kit, "mcp__spy__escape").sandbox
+            assert sandbox is not None and await sandbox(None) == "none"
+            pid = int(await call(kit, "mcp__spy__escape", make_ctx))
+            assert live(pid) and os.getsid(pid) == pid
+        with anyio.fail_after(10):
+            while live(pid):  # noqa: ASYNC110 - the kernel's state is the event
+                await anyio.sleep(0.02)
+    finally:
+        if pid and live(pid):
+            os.kill(pid, signal.SIGKILL)

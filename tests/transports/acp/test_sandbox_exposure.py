@@ -7,7 +7,7 @@ server (`mcp_server.py --spy`) reports every environment it can read — its own
 Without bubblewrap (the agent's PATH has none) `--sandbox require` refuses commands and MCP
 servers with `sandbox_unavailable`, and `auto` warns at start-up and marks every result
 `sandbox: none`. A command that leaves with `setsid` is killed when the command ends, and
-when the agent is killed with SIGKILL.
+when the agent is killed with SIGKILL; so is what an unsandboxed MCP server left running.
 """
 
 from __future__ import annotations
@@ -249,3 +249,24 @@ def test_the_no_bwrap_path_really_has_no_bwrap(tmp_path: Path) -> None:
     path = no_bwrap_path(tmp_path)["PATH"]
     assert shutil.which("bwrap", path=path) is None
     assert shutil.which("setsid", path=path) is not None
+
+
+async def test_an_mcp_servers_setsid_child_dies_when_the_agent_is_killed(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    rounds = [{"tool_calls": [call("m1", "mcp__spy__escape")]}, {"text": "ok"}]
+    args = ("--sandbox", "off", "--approve", "all")
+    pid = 0
+    try:
+        with anyio.fail_after(60):
+            async with running(tmp_path, rounds, args=args) as run:
+                await run.init()
+                created = await run.conn.new_session(cwd=str(project), mcp_servers=[spy()])
+                await run.prompt(created.session_id, "escape")
+                pid = int(text_of(finished(run, "m1")))
+                assert live(pid) and os.getsid(pid) == pid
+                run.process.send_signal(signal.SIGKILL)
+                assert await gone(pid), "the MCP server's setsid child outlived the agent"
+    finally:
+        if pid and live(pid):
+            os.kill(pid, signal.SIGKILL)
