@@ -5,8 +5,8 @@
 environment fallbacks; `build_agent(args)` turns
 them into an `Agent` with the configured providers, store, quality settings and hooks.
 `add_tool_process_options(parser)` adds what governs the processes tools start
-(`--pass-env`, `--sandbox`, `--sandbox-net`); `command_policy(args)` turns them into the
-adapters' policy.
+(`--pass-env`, `--sandbox`, `--sandbox-net`, `--mcp-net`); `command_policy(args)` turns
+them into the adapters' policy and warns on stderr when the sandbox does not work here.
 `check_storage(spec)` opens and checks the store before a command binds or answers.
 Mistakes raise `ConfigError`, which the CLI prints as one line with the remedy (exit 2).
 This is the composition root: the only place adapters are chosen.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_rout
 
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
     from steerable_bridge.adapters.llm.deadlines import CallDeadlines
-    from steerable_bridge.adapters.tools.local_env import CommandPolicy
+    from steerable_bridge.adapters.tools.confinement import CommandPolicy
     from steerable_bridge.runtime.agent import Agent
     from steerable_bridge.runtime.approvals import ApprovalMemory
     from steerable_bridge.runtime.hooks import Hook
@@ -153,9 +154,10 @@ def add_tool_process_options(parser: argparse.ArgumentParser) -> None:
         "--sandbox",
         choices=("auto", "require", "off"),
         default=os.environ.get("STEERABLE_SANDBOX", "auto"),
-        help="run commands in a bubblewrap sandbox (read-only system, writable workspace,"
-        " private /tmp, no network): auto = when bwrap works here (default), require ="
-        " refuse commands without it, off = never ($STEERABLE_SANDBOX)",
+        help="run commands and stdio MCP servers in a bubblewrap sandbox (read-only system,"
+        " writable workspace, private /tmp and /proc, home hidden): auto = when bwrap works"
+        " here, else unconfined with a warning (default), require = refuse them without it,"
+        " off = never ($STEERABLE_SANDBOX)",
     )
     parser.add_argument(
         "--sandbox-net",
@@ -163,22 +165,42 @@ def add_tool_process_options(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("STEERABLE_SANDBOX_NET", "deny"),
         help="may sandboxed commands use the network? (default deny; $STEERABLE_SANDBOX_NET)",
     )
+    parser.add_argument(
+        "--mcp-net",
+        choices=("deny", "allow"),
+        default=os.environ.get("STEERABLE_MCP_NET", "allow"),
+        help="may sandboxed stdio MCP servers use the network? A server's"
+        " _meta.steerable.network (true/false) overrides it (default allow; $STEERABLE_MCP_NET)",
+    )
 
 
 def command_policy(args: argparse.Namespace) -> CommandPolicy:
-    """The policy `add_tool_process_options` describes."""
-    from steerable_bridge.adapters.tools.local_env import CommandPolicy
+    """The policy `add_tool_process_options` describes. The first call prints, on stderr,
+    the warning that bubblewrap does not work here (unless `--sandbox off`)."""
+    from steerable_bridge.adapters.tools.confinement import CommandPolicy, startup_notice
     from steerable_bridge.adapters.tools.tool_env import parse_pass_env
 
     if args.sandbox not in ("auto", "require", "off"):
         raise ConfigError(f"STEERABLE_SANDBOX={args.sandbox!r}: use auto, require or off")
-    if args.sandbox_net not in ("deny", "allow"):
-        raise ConfigError(f"STEERABLE_SANDBOX_NET={args.sandbox_net!r}: use deny or allow")
-    return CommandPolicy(
+    for name in ("sandbox_net", "mcp_net"):
+        if getattr(args, name) not in ("deny", "allow"):
+            variable = f"STEERABLE_{name.upper()}"
+            raise ConfigError(f"{variable}={getattr(args, name)!r}: use deny or allow")
+    policy = CommandPolicy(
         pass_env=parse_pass_env(args.pass_env),
         sandbox=args.sandbox,
         network=args.sandbox_net == "allow",
+        mcp_network=args.mcp_net == "allow",
     )
+    if not _noticed:
+        _noticed.append(True)
+        notice = startup_notice(policy)
+        if notice is not None:
+            print(notice, file=sys.stderr, flush=True)
+    return policy
+
+
+_noticed: list[bool] = []
 
 
 def _pace_ms() -> float:

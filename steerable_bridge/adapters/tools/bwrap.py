@@ -1,21 +1,23 @@
-"""bubblewrap (`bwrap`) command lines that confine one shell command, and a cached probe.
+"""bubblewrap (`bwrap`) command lines that confine one command or MCP server, and a probe.
 
 `sandboxed_argv(command, ...)` builds the argv `LocalEnvironment.run` starts instead of
-`/bin/sh -c COMMAND`: the whole filesystem mounted read-only, with the user's home, `/root`,
-`/home` and `/run` (agent sockets, container runtimes) hidden under empty tmpfs mounts —
-except the home's toolchain folders (`TOOLCHAIN_DIRS`: `.local/bin`, `.cargo/bin`,
+`/bin/sh -c COMMAND` (`confined_argv(program, ...)` the same for any command line, such as
+a stdio MCP server's): the whole filesystem mounted read-only, with the user's home,
+`/root`, `/home` and `/run` (agent sockets, container runtimes) hidden under empty tmpfs
+mounts — except the home's toolchain folders (`TOOLCHAIN_DIRS`: `.local/bin`, `.cargo/bin`,
 `.rustup`, `.nvm`, uv's Pythons, ...), shown read-only so `cargo`, `node` or a uv-managed
-`python` still run, while `.ssh`, `.aws`, `.config` and the rest stay hidden; the
-workspace roots bound writable over that; a private `/tmp` and `/dev`; a fresh `/proc` in a
-new PID namespace (so killing the sandbox's first process ends every process it started);
-no capabilities; a new IPC, UTS and — unless `network=True` — network namespace, whose only
+`python` still run, while `.ssh`, `.aws`, `.config` and the rest stay hidden; the workspace
+roots bound writable over that; a private `/tmp` and `/dev`; a fresh `/proc` in a new PID
+namespace (so killing the sandbox's first process ends every process it started); no
+capabilities; a new IPC, UTS and — unless `network=True` — network namespace, whose only
 interface is its own loopback. `--die-with-parent` ties the sandbox to the `bwrap` process
 the caller kills on timeout or cancel. When `prlimit` is installed the command also runs
 under an `RLIMIT_NPROC` a fixed margin above the processes already running, so a fork bomb
 stops at that margin (the kernel does not apply the limit to root; there the PID namespace
-and the command's time limit bound it). `probe(bwrap)` starts one empty sandbox with the
-same namespaces, once per process, and answers whether confinement works here. The module
-only builds argument lists and runs the probe; it never runs the user's command itself.
+and the command's time limit bound it). `probe(bwrap)` (`probe_now`, blocking, at start-up)
+starts one empty sandbox with the same namespaces, once per process, and answers whether
+confinement works here. The module only builds argument lists and runs the probe; it never
+runs the user's command itself.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ import anyio
 __all__ = [
     "NPROC_MARGIN",
     "TOOLCHAIN_DIRS",
+    "confined_argv",
     "find_bwrap",
     "hidden_paths",
     "nproc_limit",
     "probe",
+    "probe_now",
     "sandboxed_argv",
     "toolchain_paths",
 ]
@@ -98,11 +102,32 @@ def sandboxed_argv(
     cwd: str,
     writable: Sequence[str],
     network: bool = False,
+    nproc: int | None = None,
+) -> list[str]:
+    """The argv that runs `/bin/sh -c command` confined (see the module docstring)."""
+    return confined_argv(
+        ["/bin/sh", "-c", command],
+        bwrap=bwrap,
+        cwd=cwd,
+        writable=writable,
+        network=network,
+        nproc=nproc,
+    )
+
+
+def confined_argv(
+    program: Sequence[str],
+    *,
+    bwrap: str,
+    cwd: str,
+    writable: Sequence[str],
+    network: bool = False,
     hidden: Sequence[str] | None = None,
     shown: Sequence[str] | None = None,
     nproc: int | None = None,
 ) -> list[str]:
-    """The argv that runs `/bin/sh -c command` confined (see the module docstring)."""
+    """The argv that runs `program` (a command line, looked up on the sandbox's PATH)
+    confined: the same mounts and namespaces for a shell command and an MCP server."""
     argv: list[str] = []
     prlimit = shutil.which("prlimit") if nproc is not None else None
     if prlimit is not None:
@@ -129,7 +154,7 @@ def sandboxed_argv(
         argv += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
     for root in writable:
         argv += ["--bind", root, root]
-    argv += ["--chdir", cwd, "--", "/bin/sh", "-c", command]
+    argv += ["--chdir", cwd, "--", *program]
     return argv
 
 
@@ -152,18 +177,48 @@ async def probe(bwrap: str | None) -> bool:
     return _probes[bwrap]
 
 
+def probe_now(bwrap: str | None) -> bool:
+    """`probe`, blocking: for start-up, before an event loop runs (shares its answer)."""
+    if bwrap is None:
+        return False
+    if bwrap not in _probes:
+        try:
+            result = subprocess.run(
+                _probe_argv(bwrap),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                check=False,
+                start_new_session=True,
+                timeout=_PROBE_TIMEOUT_S,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            log.warning("bwrap probe failed: %s", error)
+            _probes[bwrap] = False
+        else:
+            _probes[bwrap] = _judge(result.returncode, result.stderr)
+    return _probes[bwrap]
+
+
+def _probe_argv(bwrap: str) -> list[str]:
+    program = ["/bin/sh", "-c", "true"]
+    return confined_argv(program, bwrap=bwrap, cwd="/", writable=(), hidden=(), shown=())
+
+
 async def _try(bwrap: str) -> bool:
-    argv = sandboxed_argv("true", bwrap=bwrap, cwd="/", writable=(), hidden=(), shown=())
     try:
         with anyio.fail_after(_PROBE_TIMEOUT_S):
             result = await anyio.run_process(
-                argv, stdin=subprocess.DEVNULL, check=False, start_new_session=True
+                _probe_argv(bwrap), stdin=subprocess.DEVNULL, check=False, start_new_session=True
             )
     except (OSError, TimeoutError) as error:
         log.warning("bwrap probe failed: %s", error)
         return False
-    if result.returncode != 0:
-        detail = result.stderr.decode(errors="replace").strip()[:300]
-        log.warning("bwrap cannot create a sandbox here (exit %s): %s", result.returncode, detail)
+    return _judge(result.returncode, result.stderr)
+
+
+def _judge(returncode: int, stderr: bytes) -> bool:
+    if returncode != 0:
+        detail = stderr.decode(errors="replace").strip()[:300]
+        log.warning("bwrap cannot create a sandbox here (exit %s): %s", returncode, detail)
         return False
     return True

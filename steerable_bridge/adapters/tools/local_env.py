@@ -5,21 +5,22 @@ path is confined to the workspace roots and opened race-free (`paths.py`); text 
 larger than `max_file_bytes` must be read in parts and binary files are refused; writes go
 to a new file renamed over the old one (`replace_in`), so a hard link is never written
 through. `run`
-starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`), keeps the
-last `output_limit` bytes of its merged stdout/stderr, and kills the whole group — on
-timeout, on cancellation, and once the command has exited, so nothing it started in the
-background outlives it; if this process dies first (even by SIGKILL), `deathwatch.py` kills
-the group. Commands get this process's environment without its secrets
-(`tool_env.py`; `policy.pass_env` names the ones to keep), and run inside a bubblewrap
-sandbox (`bwrap.py`) as `policy.sandbox` says: `auto` sandboxes when `bwrap` works here
-(probed once; when it does not, a warning is logged once and commands run unconfined),
-`require` refuses to run a command without it, `off` never sandboxes; `policy.network`
-lets sandboxed commands use the network. A sandboxed command's process count is bounded
-(`RLIMIT_NPROC`, and a pids cgroup where this process may create one: `pids_cgroup.py`).
+starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`) and a
+`containment.py` holder (a cgroup of its own, else an environment tag, so children that
+leave the group by `setsid` are held too), keeps the last `output_limit` bytes of its
+merged stdout/stderr, and kills the group and everything held — on timeout, on
+cancellation, and once the command has exited, so nothing it started in the background
+outlives it; if this process dies first (even by SIGKILL), `deathwatch.py` kills them.
+Commands get this process's environment without its secrets (`tool_env.py`;
+`policy.pass_env` names the ones to keep), and run inside a bubblewrap sandbox (`bwrap.py`)
+as `confinement.py` decides from `policy.sandbox`: `auto` sandboxes when `bwrap` works
+here (else they run unconfined, with a warning), `require` refuses to run a command
+without it (`sandbox_unavailable`), `off` never sandboxes; `policy.network` lets
+sandboxed commands use the network. A sandboxed command's process count is bounded
+(`RLIMIT_NPROC`, and `pids.max` where its cgroup can count: `pids_cgroup.py`).
 `sandbox()` says which of `bwrap` / `none` a command will get, and every `CommandResult`
-carries it. `run_argv` is the same machinery
-for tools that run a program directly (ripgrep). Blocking disk calls run in worker threads;
-every wait is bounded.
+carries it. `run_argv` is the same machinery for tools that run a program directly
+(ripgrep). Blocking disk calls run in worker threads; every wait is bounded.
 """
 
 from __future__ import annotations
@@ -34,13 +35,21 @@ import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import anyio
 import anyio.abc
 
-from steerable_bridge.adapters.tools import bwrap, pids_cgroup
-from steerable_bridge.adapters.tools.deathwatch import arm, gated
+from steerable_bridge.adapters.tools import bwrap
+from steerable_bridge.adapters.tools.confinement import (
+    DEFAULT_POLICY,
+    CommandPolicy,
+    SandboxMode,
+    confine,
+    confinement,
+    refusal,
+)
+from steerable_bridge.adapters.tools.containment import Containment
+from steerable_bridge.adapters.tools.deathwatch import arm, gated, resolved
 from steerable_bridge.adapters.tools.paths import Workspace, os_error
 from steerable_bridge.adapters.tools.tool_env import tool_environ
 from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
@@ -57,8 +66,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SandboxMode = Literal["auto", "require", "off"]
-_warned_unconfined = False
 
 BINARY_SNIFF_BYTES = 8192
 _KILL_GRACE_S = 0.5
@@ -69,20 +76,6 @@ _POLL_S = 0.02
 def is_binary(sample: bytes) -> bool:
     """A NUL byte in the first block means binary (the rule git and ripgrep use)."""
     return b"\x00" in sample[:BINARY_SNIFF_BYTES]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommandPolicy:
-    """How commands run: `pass_env` lists secret-looking variables they may still see;
-    `sandbox` and `network` decide their confinement (see the module docstring)."""
-
-    pass_env: frozenset[str] = frozenset()
-    sandbox: SandboxMode = "auto"
-    network: bool = False
-    bwrap_path: str | None = dataclasses.field(default_factory=bwrap.find_bwrap)
-
-
-DEFAULT_POLICY = CommandPolicy()
 
 
 @dataclass(slots=True)
@@ -113,55 +106,32 @@ class LocalEnvironment:
             )
         confined = await self.sandbox()
         policy = self.policy
-        cgroup: str | None = None
-        if confined == "bwrap" and policy.bwrap_path is not None:
-            argv = bwrap.sandboxed_argv(
-                command,
-                bwrap=policy.bwrap_path,
+        argv = ["/bin/sh", "-c", command]
+        limit: int | None = None
+        if confined == "bwrap":
+            argv = confine(
+                policy,
+                argv,
                 cwd=real_cwd,
                 writable=self.workspace.roots,
                 network=policy.network,
                 nproc=bwrap.nproc_limit(),
             )
-            cgroup = pids_cgroup.open_cgroup(bwrap.NPROC_MARGIN)
-            if cgroup is not None:
-                argv = pids_cgroup.enter_argv(cgroup, argv)
+            limit = bwrap.NPROC_MARGIN
         elif policy.sandbox == "require":
-            raise EnvironmentError(
-                "sandbox_unavailable",
-                "commands must run in a sandbox (--sandbox require) but bubblewrap cannot"
-                " create one here; install it (Debian: apt-get install bubblewrap), allow"
-                " unprivileged user namespaces, or start with --sandbox auto",
-            )
-        else:
-            argv = ["/bin/sh", "-c", command]
-        try:
-            result = await run_argv(
-                argv,
-                cwd=real_cwd,
-                timeout_s=timeout_s,
-                output_limit=output_limit,
-                env=tool_environ(policy.pass_env),
-            )
-        finally:
-            if cgroup is not None:
-                with anyio.CancelScope(shield=True):
-                    await pids_cgroup.remove_cgroup(cgroup)
+            raise refusal("commands")
+        result = await run_argv(
+            argv,
+            cwd=real_cwd,
+            timeout_s=timeout_s,
+            output_limit=output_limit,
+            env=tool_environ(policy.pass_env),
+            pids_max=limit,
+        )
         return dataclasses.replace(result, sandbox=confined)
 
     async def sandbox(self) -> Sandbox:
-        global _warned_unconfined
-        if self.policy.sandbox == "off":
-            return "none"
-        if await bwrap.probe(self.policy.bwrap_path):
-            return "bwrap"
-        if self.policy.sandbox == "auto" and not _warned_unconfined:
-            _warned_unconfined = True
-            log.warning(
-                "bubblewrap (bwrap) is not usable here, so commands the model runs are NOT"
-                " sandboxed; install bubblewrap, or pass --sandbox off to say that is intended"
-            )
-        return "none"
+        return await confinement(self.policy)
 
     # -- blocking halves, run in worker threads ----------------------------------------------
 
@@ -292,13 +262,32 @@ async def run_argv(
     timeout_s: float,
     output_limit: int,
     env: dict[str, str] | None = None,
+    pids_max: int | None = None,
 ) -> CommandResult:
-    """Run `argv` in its own process group; merged output, last `output_limit` bytes kept."""
+    """Run `argv` in its own process group and, where one can be made, its own cgroup
+    (`pids_max` processes at most, where the hierarchy counts them); merged output, the
+    last `output_limit` bytes kept. Whatever it started is killed when it ends."""
+    held = Containment.open(pids_max)
     try:
+        return await _run_contained(argv, held, cwd, timeout_s, output_limit, env)
+    finally:
+        await held.close()
+
+
+async def _run_contained(
+    argv: Sequence[str],
+    held: Containment,
+    cwd: str,
+    timeout_s: float,
+    output_limit: int,
+    env: dict[str, str] | None,
+) -> CommandResult:
+    try:
+        program = held.argv(resolved(list(argv), env))
         process = await anyio.open_process(
-            gated(list(argv), env),
+            gated(program, env),
             cwd=cwd,
-            env=env,
+            env=held.environ(env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -308,7 +297,7 @@ async def run_argv(
         raise EnvironmentError(
             "spawn_failed", f"could not start {argv[0]}: {err.strerror or err}"
         ) from err
-    watch = await arm(process)  # from here the group dies with this process, even by SIGKILL
+    watch = await arm(process, held)  # from here it all dies with this process, even by SIGKILL
     buffer = bytearray()
     dropped = False
     eof = anyio.Event()
@@ -343,6 +332,7 @@ async def run_argv(
         with anyio.CancelScope(shield=True):
             if not stopped:
                 await _stop_group(process)
+            await held.kill()  # what left the group by `setsid` or a double fork
             await _release(process)
             await watch.release()
     text = bytes(buffer).decode("utf-8", errors="replace")

@@ -15,7 +15,10 @@ kills the process group, each step bounded) and waits for their tasks, at most
 failure. `open_mcp_servers` is the same with its own task group, for commands and tests.
 A server is reached over stdio (a command this process starts), streamable HTTP (`http`: a
 URL) or the older HTTP+SSE transport (`sse`), each through the SDK's own client transport,
-with the configured headers on every request.
+with the configured headers on every request. A stdio config's `sandbox` says what confines
+it (`kit.py` puts its command inside bubblewrap), and its tools report that on every call;
+an unsandboxed one's `held` (`containment.py`) is killed when it stops, and when this
+process dies (`deathwatch.py`), so what it started by `setsid` does not outlive it.
 """
 
 from __future__ import annotations
@@ -40,12 +43,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import JsonValue
 
+from steerable_bridge.adapters.tools.containment import Containment
+from steerable_bridge.adapters.tools.deathwatch import watch_group
 from steerable_bridge.adapters.tools.mcp_limits import McpLimits, cap_tools
 from steerable_bridge.runtime.strict_json import scrub
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import (
     ImagePart,
     ResourcePart,
+    Sandbox,
     TextPart,
     ToolContent,
     ToolError,
@@ -81,10 +87,23 @@ class McpServerConfig:
     cwd: str | None = None
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    sandbox: Sandbox = "none"
+    """What confines a stdio server (`command` is then the sandbox's command line)."""
+    held: Containment | None = None
+    """What holds an unsandboxed stdio server's processes (its command already joins it):
+    killed when the server stops, and by a deathwatch if this process dies."""
 
     def describe(self) -> str:
         """What to check when it fails: its command, or its URL."""
-        return "its URL and headers" if self.transport != "stdio" else "its command and arguments"
+        if self.transport != "stdio":
+            return "its URL and headers"
+        if self.sandbox == "bwrap":
+            return (
+                "its command and arguments (it runs in the sandbox: the workspace is writable,"
+                " the rest read-only, your home folder and /tmp are hidden; set"
+                " _meta.steerable.network to true if it needs the network, or pass --sandbox off)"
+            )
+        return "its command and arguments"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,6 +175,8 @@ class McpServers:
                         message=f"two MCP servers are named {server.config.name!r}; rename one",
                     )
                 )
+                if server.config.held is not None:  # made for it, never to be used
+                    self._spawn(server.config.held.close)
                 continue
             seen.add(server.config.name)
             self._servers.append(server)
@@ -204,11 +225,16 @@ class McpServers:
     # -- one server's life ---------------------------------------------------------------------
 
     async def _serve(self, server: _Server) -> None:
+        held = server.config.held
+        watch = await watch_group(None, held.cgroup, held.tag) if held is not None else None
         try:
             with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
                 await self._run(server, cast(TextIO, errlog))
         finally:
             server.client = None
+            if held is not None and watch is not None:  # what it left behind (setsid, ...)
+                await held.close()
+                await watch.release()
             server.settled.set()
             server.done.set()
 
@@ -245,6 +271,8 @@ class McpServers:
         server_name = server.config.name
         schema: dict[str, Any] = dict(tool.input_schema or {"type": "object"})
         schema.setdefault("type", "object")
+        local = server.config.transport == "stdio"
+        confined = _confined_as(server.config.sandbox) if local else None
 
         async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             client = server.client
@@ -278,7 +306,17 @@ class McpServers:
             timeout_s=self.call_timeout_s + 5,
             title=lambda args: f"{label} ({server_name})",
             exposure="auto",  # behind tool_search once the offered schemas pass the budget
+            sandbox=confined,
         )
+
+
+def _confined_as(sandbox: Sandbox) -> Callable[[Any], Awaitable[Sandbox]]:
+    """The `Tool.sandbox` of a stdio server's tools: the server's own confinement."""
+
+    async def confined(_environment: Any) -> Sandbox:
+        return sandbox
+
+    return confined
 
 
 def _transport(config: McpServerConfig, errlog: TextIO) -> Any:

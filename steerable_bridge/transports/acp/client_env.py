@@ -221,7 +221,8 @@ def _said(error: RequestError) -> str:
 
 class McpServerSpec(TypedDict, total=False):
     """One MCP server as ACP describes it, in plain values: `transport` "stdio" (with
-    `command`, `args`, `env`; ACP `McpServerStdio`), "http" or "sse" (with `url`, `headers`;
+    `command`, `args`, `env`; ACP `McpServerStdio`; `network` from its
+    `_meta.steerable.network`, when a boolean), "http" or "sse" (with `url`, `headers`;
     `McpServerHttp` / `McpServerSse`)."""
 
     name: str
@@ -229,6 +230,7 @@ class McpServerSpec(TypedDict, total=False):
     command: str
     args: tuple[str, ...]
     env: dict[str, str]
+    network: bool
     url: str
     headers: dict[str, str]
 
@@ -260,15 +262,17 @@ def mcp_specs(servers: Sequence[Any]) -> tuple[list[McpServerSpec], list[str]]:
     refused: list[str] = []
     for server in servers:
         if isinstance(server, acp.McpServerStdio):
-            specs.append(
-                McpServerSpec(
-                    name=server.name,
-                    transport="stdio",
-                    command=server.command,
-                    args=tuple(server.args),
-                    env={variable.name: variable.value for variable in server.env},
-                )
+            spec = McpServerSpec(
+                name=server.name,
+                transport="stdio",
+                command=server.command,
+                args=tuple(server.args),
+                env={variable.name: variable.value for variable in server.env},
             )
+            network = _steerable_meta(server.field_meta).get("network")
+            if isinstance(network, bool):
+                spec["network"] = network
+            specs.append(spec)
         elif isinstance(server, acp.HttpMcpServer | acp.SseMcpServer):
             specs.append(
                 McpServerSpec(
@@ -286,6 +290,12 @@ def mcp_specs(servers: Sequence[Any]) -> tuple[list[McpServerSpec], list[str]]:
                 " support (stdio, http and sse are); its tools are unavailable"
             )
     return specs, refused
+
+
+def _steerable_meta(meta: Any) -> dict[str, Any]:
+    """`_meta.steerable` of an ACP object, or {} when absent or not an object."""
+    inner = meta.get("steerable") if isinstance(meta, dict) else None
+    return inner if isinstance(inner, dict) else {}
 
 
 class AcpWorkspaces:

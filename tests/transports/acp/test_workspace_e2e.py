@@ -29,6 +29,11 @@ CAPS = acp.ClientCapabilities(
 )
 
 
+UNSANDBOXED = ("--sandbox", "off")
+"""The MCP servers here write beside the workspace and report host process groups, which
+the sandbox would hide; tests/transports/acp/test_sandbox_exposure.py runs them confined."""
+
+
 def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
     return {"id": call_id, "name": name, "arguments": arguments}
 
@@ -57,7 +62,7 @@ async def test_an_editor_session_reads_writes_runs_and_uses_mcp_tools(tmp_path: 
     ]
     client = EditorClient({str(project / "app.py"): "unsaved buffer\n"})
     with anyio.fail_after(60):
-        async with running(tmp_path, rounds, client=client) as run:  # type: ignore[arg-type]
+        async with running(tmp_path, rounds, client=client, args=UNSANDBOXED) as run:  # type: ignore[arg-type]
             init = await run.conn.initialize(protocol_version=1, client_capabilities=CAPS)
             assert init.agent_capabilities is not None
             mcp_caps = init.agent_capabilities.mcp_capabilities
@@ -108,7 +113,7 @@ async def test_an_editor_session_reads_writes_runs_and_uses_mcp_tools(tmp_path: 
         u for u in updates if u.session_update == "tool_call_update" and u.status == "in_progress"
     ]
     markers = {u.tool_call_id: u.field_meta["steerable"]["sandbox"] for u in running_}
-    assert markers == {"r1": None, "w1": None, "x1": "client", "m1": None}
+    assert markers == {"r1": None, "w1": None, "x1": "client", "m1": "none"}
     assert client.calls.count("terminal/release") == 1
     assert finished["m1"].content[0].content.text == "1 notes"
     starts = {u.tool_call_id: u for u in updates if u.session_update == "tool_call"}
@@ -130,7 +135,7 @@ async def test_mcp_servers_stop_when_the_editor_disconnects(tmp_path: Path) -> N
         f"runpy.run_path({SERVER!r}, run_name='__main__')\n"
     )
     with anyio.fail_after(60):
-        async with running(tmp_path, [], client=EditorClient()) as run:  # type: ignore[arg-type]
+        async with running(tmp_path, [], client=EditorClient(), args=UNSANDBOXED) as run:  # type: ignore[arg-type]
             await run.conn.initialize(protocol_version=1, client_capabilities=CAPS)
             await run.conn.new_session(
                 cwd=str(project), mcp_servers=[stdio("notes", str(pid_server))]
@@ -161,7 +166,7 @@ async def test_additional_directories_widen_the_workspace_and_nothing_else(
     ]
     client = EditorClient()  # no fs capability below: reads hit the local disk
     with anyio.fail_after(30):
-        async with running(tmp_path, rounds, client=client) as run:  # type: ignore[arg-type]
+        async with running(tmp_path, rounds, client=client, args=UNSANDBOXED) as run:  # type: ignore[arg-type]
             init = await run.conn.initialize(
                 protocol_version=1, client_capabilities=acp.ClientCapabilities()
             )
