@@ -5,8 +5,11 @@ far, the step in progress, the turn's guard, hooks and tool batch) and `emit`, t
 every LoopEvent of the turn takes: into the session log, the session facts, the guard (for
 the kinds it watches, `quality.py`), the caller's `sink` (a transport's renderer), then a
 commit to the store at once for structural kinds and at most every `commit_interval_s` for
-streaming deltas. `model_step.ModelStep` builds on it to stream one model call and `loop.py`
-on that to run the turn (`run_turn`); it does no I/O beyond the log and the sink.
+streaming deltas. A commit that had to repair an unencodable event (`log.py`) raises
+`UnencodableEvent`, so the turn ends with `run_failed` (`internal_error`) — checked again
+before `run_finished`, since the flusher may have done that commit. `model_step.ModelStep`
+builds on it to stream one model call and `loop.py` on that to run the turn (`run_turn`);
+it does no I/O beyond the log and the sink.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import anyio
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.gate import TurnGate
 from steerable_bridge.runtime.hooks import HookContext, HookRunner
+from steerable_bridge.runtime.log import UnencodableEvent
 from steerable_bridge.runtime.quality import WATCHED, TurnGuard
 from steerable_bridge.runtime.tool_batch import ToolBatch
 from steerable_bridge.runtime.turn import TurnContext, TurnInput
@@ -63,6 +67,7 @@ class TurnRecorder:
         )
         self.batch = ToolBatch(ctx, turn, self.run_id, self.emit, TurnGate(self.guard, self.hooks))
         self._last_commit = time.monotonic()
+        ctx.log.take_repairs()  # repairs of events before this turn were logged; not its own
 
     def new_id(self, prefix: str) -> str:
         return self.ctx.settings.new_id(prefix)
@@ -87,6 +92,8 @@ class TurnRecorder:
         return system
 
     async def emit(self, cls: type[E], /, **fields: Any) -> E:
+        if cls is ev.RunFinished:  # a run that logged an unencodable event must not end well
+            await self.commit()
         event = self.ctx.log.record(cls, self.run_id, **fields)
         self.ctx.facts.observe(event)  # type: ignore[arg-type]
         if cls in WATCHED:
@@ -95,10 +102,15 @@ class TurnRecorder:
             await self.ctx.sink(event)  # type: ignore[arg-type]
         interval = self.ctx.settings.commit_interval_s
         if cls in _STRUCTURAL or time.monotonic() - self._last_commit >= interval:
-            await self.commit()
+            await self.commit(report=cls is not ev.RunFailed)
         return event
 
-    async def commit(self) -> None:
+    async def commit(self, *, report: bool = True) -> None:
+        """Commit the log; raises `UnencodableEvent` (the turn fails with `internal_error`)
+        when the log had to repair an event of this turn (`log.py`), unless `report` is off."""
+        log = self.ctx.log
         with anyio.CancelScope(shield=True):
-            await self.ctx.log.commit()
+            await log.commit()
         self._last_commit = time.monotonic()
+        if log.repairs and report:
+            raise UnencodableEvent(log.take_repairs())
