@@ -9,7 +9,8 @@ with U+FFFD) and `scrub_counted` also says how many it replaced; `SurrogateJoine
 same for a stream of chunks, holding a high surrogate that ends a chunk until the next one
 (`flush()` turns a still-held one into U+FFFD at the stream's end); `scrub_json` repairs every
 string of a JSON value; `repair_detail` words the `hook_action` / log line that says so
-(`REPAIR_HOOK`, `REPAIR_ACTION`). The common path is one `str.isascii()` (constant time in CPython)
+(`REPAIR_HOOK`, `REPAIR_ACTION`) and `scrub_values` repairs a frozen dataclass (a tool's
+result) field by field. The common path is one `str.isascii()` (constant time in CPython)
 or, for other text, one search of a compiled character class, and returns the text itself.
 Pure functions, no I/O; used by the adapters and transports at their edges and by the
 runtime's last-line checks (`log.py`, `tool_batch.py`).
@@ -17,8 +18,9 @@ runtime's last-line checks (`log.py`, `tool_batch.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "REPAIR_ACTION",
@@ -30,7 +32,10 @@ __all__ = [
     "scrub",
     "scrub_counted",
     "scrub_json",
+    "scrub_values",
 ]
+
+T = TypeVar("T")
 
 REPLACEMENT = "\ufffd"
 """What an unpairable surrogate becomes (U+FFFD REPLACEMENT CHARACTER)."""
@@ -82,6 +87,28 @@ def scrub_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [scrub_json(item) for item in value]
     return value
+
+
+def scrub_values(value: T) -> tuple[T, int]:
+    """A frozen value (a dataclass, a tuple of them, a string, a scalar) with every string
+    made encodable, rebuilt only where something changed; and how many were replaced."""
+    if isinstance(value, str):
+        return scrub_counted(value)  # type: ignore[return-value]
+    if isinstance(value, tuple):
+        items = [scrub_values(item) for item in value]
+        total = sum(count for _, count in items)
+        return (tuple(item for item, _ in items) if total else value), total  # type: ignore[return-value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes: dict[str, Any] = {}
+        total = 0
+        for spec in dataclasses.fields(value):
+            old = getattr(value, spec.name)
+            new, count = scrub_values(old)
+            if count or new is not old:
+                changes[spec.name] = new
+                total += count
+        return (dataclasses.replace(value, **changes) if changes else value), total
+    return value, 0
 
 
 class SurrogateJoiner:

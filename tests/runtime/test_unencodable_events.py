@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
+from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.model import (
     ModelInfo,
@@ -22,8 +23,10 @@ from steerable_bridge.runtime.model import (
     ModelStreamItem,
     TextChunk,
 )
+from steerable_bridge.runtime.tools import Tool, ToolResult
+from steerable_bridge.runtime.values import ResourcePart, TextPart
 
-from .harness import make_agent, of, prompt
+from .harness import make_agent, of, prompt, scripted
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -89,3 +92,33 @@ async def test_a_provider_that_repaired_text_is_reported_as_a_hook_action() -> N
     (action,) = of(events, ev.HookAction)
     assert (action.hook, action.action) == ("text_repair", "replace_surrogates")
     assert "2 lone UTF-16 surrogate" in action.detail
+
+
+async def test_a_tool_result_with_lone_surrogates_is_repaired_and_said_so() -> None:
+    async def handler(args: dict[str, object], ctx: object) -> ToolResult:
+        await ctx.output((TextPart(text="progress \udc00"),))  # type: ignore[attr-defined]
+        return ToolResult(
+            content=(
+                TextPart(text="half \ud83d and a pair \ud83d\ude00"),
+                ResourcePart(uri="file:///x", text="\udfff"),
+            ),
+            raw_output_json='{"v":"\ud800"}',
+        )
+
+    tool = Tool(name="broken", description="d", kind="read", handler=handler)
+    provider = scripted(
+        {"tool_calls": [{"id": "c1", "name": "broken", "arguments": {}}]}, {"text": "done"}
+    )
+    session = await make_agent(provider, tools=[tool]).new_session("/tmp")
+    outcome, events = await prompt(session)
+    assert outcome.stop_reason == "end_turn"
+    (finished,) = of(events, ev.ToolFinished)
+    texts = [getattr(part, "text", None) for part in finished.content]
+    assert texts == ["half \ufffd and a pair \U0001f600", "\ufffd"]
+    assert finished.raw_output_json == '{"v":"\ufffd"}'
+    (output,) = of(events, ev.ToolOutput)
+    assert output.content == (TextPart(text="progress \ufffd"),)
+    (action,) = of(events, ev.HookAction)
+    assert action.call_id == "c1" and action.hook == "text_repair"
+    assert "3 lone UTF-16 surrogate" in action.detail and "broken" in action.detail
+    assert not any(codec.unencodable(e) for e in events)

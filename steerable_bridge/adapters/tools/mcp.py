@@ -9,9 +9,11 @@ size) — so the transport can tell the user while the session carries on withou
 `tools()` offers the rest to the model as `mcp__<server>__<tool>`: kind `read` (or `fetch`
 for open-world tools) when the server marks a tool read-only, `other` — which always asks
 permission — otherwise. Each call is
-bounded by `call_timeout_s`. `aclose()` stops every server (the SDK closes stdin, then
-kills the process group, each step bounded) and waits for their tasks, at most
-`stop_timeout_s`. A server's stderr goes to a temporary file whose tail explains a
+bounded by `call_timeout_s`. A server's descriptions and schemas have lone UTF-16 surrogates
+replaced with U+FFFD here; its results go through the loop's repair of every tool result
+(`runtime/tool_batch.py`), which says so in a `hook_action`. `aclose()` stops every server
+(the SDK closes stdin, then kills the process group, each step bounded) and waits for their
+tasks, at most `stop_timeout_s`. A server's stderr goes to a temporary file whose tail explains a
 failure. `open_mcp_servers` is the same with its own task group, for commands and tests.
 A server is reached over stdio (a command this process starts), streamable HTTP (`http`: a
 URL) or the older HTTP+SSE transport (`sse`), each through the SDK's own client transport,
@@ -42,6 +44,7 @@ from pydantic import JsonValue
 
 from steerable_bridge.adapters.tools.mcp_limits import McpLimits, cap_tools
 from steerable_bridge.runtime.strict_json import scrub
+from steerable_bridge.runtime.surrogates import scrub as scrub_text
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import (
     ImagePart,
@@ -241,9 +244,10 @@ class McpServers:
         kind: ToolKind = "other"
         if hints is not None and hints.read_only_hint:
             kind = "fetch" if hints.open_world_hint else "read"
-        label = tool.title or (hints.title if hints is not None else None) or tool.name
+        # A server's strings reach the model request and the log: repair lone surrogates.
+        label = scrub_text(tool.title or (hints.title if hints is not None else None) or tool.name)
         server_name = server.config.name
-        schema: dict[str, Any] = dict(tool.input_schema or {"type": "object"})
+        schema: dict[str, Any] = scrub(dict(tool.input_schema or {"type": "object"}))
         schema.setdefault("type", "object")
 
         async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -271,7 +275,9 @@ class McpServers:
 
         return Tool(
             name=mcp_tool_name(server_name, tool.name),
-            description=tool.description or f"{tool.name} from the MCP server {server_name}",
+            description=scrub_text(
+                tool.description or f"{tool.name} from the MCP server {server_name}"
+            ),
             parameters=schema,
             kind=kind,
             handler=handler,
