@@ -26,6 +26,7 @@ __all__ = [
     "REPAIR_ACTION",
     "REPAIR_HOOK",
     "REPLACEMENT",
+    "SURROGATE",
     "SurrogateJoiner",
     "has_surrogates",
     "repair_detail",
@@ -44,7 +45,9 @@ REPAIR_HOOK = "text_repair"
 REPAIR_ACTION = "replace_surrogates"
 """The `hook_action` (hook, action) that says text was repaired on its way in."""
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""Finds any UTF-16 surrogate; for hot paths that inline `has_surrogates`."""
+_SURROGATE = SURROGATE
 _HIGH_FIRST, _HIGH_LAST = 0xD800, 0xDBFF
 
 

@@ -27,7 +27,7 @@ from steerable_bridge.runtime.model import (
     TextChunk,
     ToolCallChunk,
 )
-from steerable_bridge.runtime.surrogates import SurrogateJoiner, scrub_counted
+from steerable_bridge.runtime.surrogates import SURROGATE, SurrogateJoiner, scrub_counted
 from steerable_bridge.runtime.values import (
     DiffContent,
     ImagePart,
@@ -169,6 +169,10 @@ def _as_text(part: ToolContent) -> str:
     raise TypeError(f"unknown content part {type(part).__name__}")
 
 
+_SEARCH = SURROGATE.search
+"""`has_surrogates`, inlined below: this is the per-delta check."""
+
+
 @dataclass(slots=True)
 class _Slot:
     """One tool call being assembled from fragments."""
@@ -197,6 +201,7 @@ class ChunkDecoder:
         self.finish_reason: FinishReason | None = None
         self.usage = Usage()
         self.model: str | None = None
+        self._model_raw: str | None = None
         self._slots: dict[int, _Slot] = {}
         self._calls = 0
         self._text = SurrogateJoiner()
@@ -213,8 +218,9 @@ class ChunkDecoder:
     def feed(self, data: dict[str, Any]) -> list[ModelChunk]:
         """The chunks one decoded stream event yields (possibly none)."""
         out: list[ModelChunk] = []
-        if isinstance(data.get("model"), str):
-            self.model = self._clean(data["model"])
+        model = data.get("model")
+        if isinstance(model, str) and model != self._model_raw:  # every chunk names it
+            self._model_raw, self.model = model, self._clean(model)
         usage = data.get("usage")
         if isinstance(usage, dict):
             self.usage = _usage(usage)
@@ -224,12 +230,14 @@ class ChunkDecoder:
             delta = choice.get("delta") or {}
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
-                reasoning = self._join(out, "reasoning", self._reasoning, reasoning)
+                if self._holder is not None or (not reasoning.isascii() and _SEARCH(reasoning)):
+                    reasoning = self._join(out, "reasoning", self._reasoning, reasoning)
                 if reasoning:
                     out.append(ReasoningChunk(delta=reasoning))
             content = delta.get("content")
             if isinstance(content, str) and content:
-                content = self._join(out, "text", self._text, content)
+                if self._holder is not None or (not content.isascii() and _SEARCH(content)):
+                    content = self._join(out, "text", self._text, content)
                 if content:
                     out.append(TextChunk(delta=content))
             for position, fragment in enumerate(delta.get("tool_calls") or ()):
@@ -286,7 +294,7 @@ class ChunkDecoder:
         if not isinstance(index, int):
             index = position
         call_id = fragment.get("id")
-        call_id = self._clean(call_id) if isinstance(call_id, str) else None
+        call_id = self._clean(call_id) if isinstance(call_id, str) and call_id else None
         function = fragment.get("function") or {}
         name = function.get("name")
         arguments = function.get("arguments")
@@ -307,7 +315,9 @@ class ChunkDecoder:
             self._slots[index] = slot
         if isinstance(name, str) and name and slot.name is None:
             slot.name = self._clean(name)
-        if arguments:
+        if arguments and (
+            self._holder is not None or (not arguments.isascii() and _SEARCH(arguments))
+        ):
             arguments = self._join(out, index, slot.joiner, arguments)
         if not slot.announced:
             if arguments:
