@@ -2,7 +2,8 @@
 
 Run as `python mcp_server.py`; `--slow` sleeps before serving (a server that never answers
 in time), `--crash` exits at once with a message on stderr, `--many` adds 70 small tools
-and one whose input schema is about 40 KB (for the tool-list caps).
+and one whose input schema is about 40 KB (for the tool-list caps), `--broken-text` a tool
+whose answer holds a lone UTF-16 surrogate escape.
 """
 
 from __future__ import annotations
@@ -40,6 +41,34 @@ def word_count(text: str) -> str:
 @server.tool(description="Always fails.")
 def explode() -> str:
     raise ValueError("kaboom")
+
+
+if "--broken-text" in sys.argv:
+    # Answers holding a lone UTF-16 surrogate escape, as a JS server's JSON.stringify writes
+    # them: the SDK's pydantic encoder cannot, so the escape is put in as the line is written.
+    import functools
+    import io
+
+    import anyio
+    import mcp.server.mcpserver.server as mcp_server_module
+    from mcp.server.stdio import stdio_server
+
+    class _Escaping(io.TextIOBase):
+        def write(self, text: str) -> int:
+            sys.__stdout__.write(text.replace("@LONE@", "\\ud83d"))  # type: ignore[union-attr]
+            return len(text)
+
+        def flush(self) -> None:
+            sys.__stdout__.flush()  # type: ignore[union-attr]
+
+    mcp_server_module.stdio_server = functools.partial(  # type: ignore[attr-defined]
+        stdio_server, stdout=anyio.wrap_file(_Escaping())
+    )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def broken_text() -> str:
+        """Answer with half of an emoji's surrogate pair."""
+        return "half @LONE@ of an emoji"
 
 
 if "--many" in sys.argv:
