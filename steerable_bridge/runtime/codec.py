@@ -3,7 +3,8 @@
 One pydantic `TypeAdapter` over the `LoopEvent` union (discriminated on `kind`) does both
 directions, so the schema that `steerable-bridge schema` prints is the one the decoder
 enforces. Stores, the `_steerable/event` ACP channel, AG-UI CUSTOM events and `run --jsonl`
-all go through here; nothing else in the package hand-writes event JSON.
+all go through here; nothing else in the package hand-writes event JSON. `unencodable` and
+`repaired` are the last line against text UTF-8 cannot encode (see `log.py`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
+from pydantic_core import PydanticSerializationError
 
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.surrogates import scrub_json
 
 __all__ = [
     "event_from_json",
@@ -20,7 +23,9 @@ __all__ = [
     "event_to_json",
     "event_to_jsonable",
     "events_from_json",
+    "repaired",
     "schema",
+    "unencodable",
 ]
 
 _ADAPTER: TypeAdapter[LoopEvent] = TypeAdapter(Annotated[LoopEvent, Field(discriminator="kind")])
@@ -58,6 +63,22 @@ def event_to_jsonable(event: LoopEvent) -> dict[str, Any]:
 def event_from_jsonable(data: object) -> LoopEvent:
     """Inverse of `event_to_jsonable`."""
     return _ADAPTER.validate_python(data)
+
+
+def unencodable(event: LoopEvent) -> bool:
+    """Whether `event` fails to encode (a string holding a lone UTF-16 surrogate)."""
+    try:
+        _SERIALIZER.to_json(event)
+    except (PydanticSerializationError, UnicodeError):
+        return True
+    return False
+
+
+def repaired(event: LoopEvent) -> LoopEvent:
+    """`event` with every string made encodable (lone surrogates U+FFFD, `surrogates.py`).
+    For the last line of defence only (`log.py`, the wire encoders): text is repaired where
+    it enters, so this walks the whole event and is not meant for the hot path."""
+    return _ADAPTER.validate_python(scrub_json(_ADAPTER.dump_python(event, mode="json")))
 
 
 def schema() -> dict[str, Any]:

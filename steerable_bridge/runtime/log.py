@@ -6,22 +6,40 @@ read-only snapshot fixed at the length it had when taken (appends after it stay 
 it). Everything the model sees is a projection of this log (`projection.py`); the loop keeps
 no second transcript. Events reach the `SessionStore` in batches on `commit()`; the loop
 commits at structural events and at least every `commit_interval_s` during streaming.
+When the store refuses a batch because an event in it cannot be encoded (text with a lone
+UTF-16 surrogate that slipped past the edges, `surrogates.py`), `commit` stores that event
+repaired instead of retrying it forever, and notes it in `repairs`; the running turn then
+fails with `internal_error` (`recorder.py`) and the session stays usable.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 import anyio
 
+from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.events import EventBase, LoopEvent
 from steerable_bridge.runtime.storage import SessionStore
 
-__all__ = ["LogView", "SessionLog", "now_ms"]
+__all__ = ["LogView", "SessionLog", "UnencodableEvent", "now_ms"]
 
 E = TypeVar("E", bound=EventBase)
+
+log = logging.getLogger(__name__)
+
+
+class UnencodableEvent(Exception):
+    """A turn logged an event that could not be encoded; it was stored repaired."""
+
+    def __init__(self, notes: list[str]) -> None:
+        super().__init__(
+            "; ".join(notes) + " — a bug in what produced the text (please report it);"
+            " send the prompt again, the session keeps working"
+        )
 
 
 def now_ms() -> int:
@@ -76,6 +94,8 @@ class SessionLog:
         self._store = store
         self._next_seq = 0
         self._commit_lock: anyio.Lock | None = None
+        self.repairs: list[str] = []
+        """Events `commit` found unencodable and stored repaired (a turn fails on them)."""
         for event in events:
             self._check(event)
             self._events.append(event)
@@ -150,6 +170,41 @@ class SessionLog:
         count = len(self._pending)
         if self._store is not None and count:
             # Events appended while the write is under way stay pending for the next commit;
-            # a failed write keeps the whole batch pending, so nothing is lost.
-            await self._store.append(self.session_id, self._pending[:count])
+            # a failed write keeps the whole batch pending, so nothing is lost — unless an
+            # event in it can never be encoded: retried as it is, it would fail every later
+            # commit and the session with it, so it is repaired first.
+            try:
+                await self._store.append(self.session_id, self._pending[:count])
+            except Exception:
+                if not self._repair(count):
+                    raise
+                await self._store.append(self.session_id, self._pending[:count])
         del self._pending[:count]
+
+    def _repair(self, count: int) -> bool:
+        """Replace each of the first `count` pending events that cannot be encoded with a
+        copy whose text is repaired (`codec.repaired`), here and in the log; note each in
+        `repairs`. Whether any was."""
+        offset = len(self._events) - len(self._pending)
+        found = False
+        for i in range(count):
+            event = self._pending[i]
+            if not codec.unencodable(event):
+                continue
+            fixed = codec.repaired(event)
+            self._pending[i] = fixed
+            if self._events[offset + i] is event:
+                self._events[offset + i] = fixed
+            found = True
+            note = (
+                f"event seq {event.seq} ({event.kind}) held text UTF-8 cannot encode (a lone"
+                " UTF-16 surrogate); it was stored with U+FFFD in its place"
+            )
+            log.error("session %s: %s — a bug in what produced the text", self.session_id, note)
+            self.repairs.append(note)
+        return found
+
+    def take_repairs(self) -> list[str]:
+        """The repairs noted since the last call (see `commit`), now forgotten."""
+        notes, self.repairs = self.repairs, []
+        return notes

@@ -45,6 +45,7 @@ from steerable_bridge.runtime.hooks import Narrate, StepRejected
 from steerable_bridge.runtime.model import FinishReason, ProviderError, context_window
 from steerable_bridge.runtime.model_step import ModelStep
 from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.surrogates import scrub
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.runtime.values import ContentPart, TextPart
 
@@ -216,6 +217,7 @@ class _Turn(ModelStep):
             self.batch.deferred.clear()
             if not self.ended:  # a store failure on the final event: that event stands
                 await self._close_open("error")
+                message = scrub(message)  # an error may quote text that UTF-8 cannot encode
                 await self.emit(ev.RunFailed, code=code, message=message)
         return RunOutcome(
             run_id=self.run_id,

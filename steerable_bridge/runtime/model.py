@@ -113,6 +113,9 @@ class ModelResponse:
     finish_reason: FinishReason
     usage: Usage = Usage()
     model: str | None = None
+    replaced_surrogates: int = 0
+    """How many lone UTF-16 surrogates the provider found in the stream and replaced with
+    U+FFFD (`surrogates.py`); the loop logs a `hook_action` saying so when it is not 0."""
 
 
 ModelStreamItem = ModelChunk | ModelResponse
@@ -162,7 +165,9 @@ class ModelProvider(Protocol):
     """Streams one model call.
 
     Contract: yield zero or more `ModelChunk`s, then exactly one `ModelResponse`, then stop.
-    Tool-call chunks of one call share its `call_id`; the first carries the `name`. Raise
+    Tool-call chunks of one call share its `call_id`; the first carries the `name`. Every
+    string must encode as UTF-8: a provider repairs lone surrogates where it decodes them
+    (`surrogates.SurrogateJoiner`) and counts them in `replaced_surrogates`. Raise
     `ProviderError` for failures with a remedy. The caller cancels by cancelling the
     surrounding anyio scope; a provider must bound every network wait with a timeout.
     """

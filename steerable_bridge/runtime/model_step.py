@@ -7,11 +7,11 @@ timeout and the turn's cancel scope. Each chunk becomes text / reasoning / tool-
 with explicit start, delta and end (tool calls the model wrote as text are recovered into
 real ones, reasoning written as text becomes reasoning: `pseudo_calls.py`); a context
 overflow gets one compaction pass and one retry. After the final response it logs
-`model_response`, `usage_updated` (and a `hook_action` when the prompt-cache hit rate
-collapsed, `cache_drift.py`), runs the `post_step` hooks and hands the completed tool calls
-back to `loop.py`, which runs them (`tool_batch.py`). Every event goes out through
-`TurnRecorder.emit` (`recorder.py`); this is the per-chunk hot path, so it adds no layer per
-chunk.
+`model_response`, `usage_updated` (and a `hook_action` when the provider replaced lone
+surrogates, or the prompt-cache hit rate collapsed, `cache_drift.py`), runs the `post_step`
+hooks and hands the completed tool calls back to `loop.py`, which runs them
+(`tool_batch.py`). Every event goes out through `TurnRecorder.emit` (`recorder.py`); this is
+the per-chunk hot path, so it adds no layer per chunk.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from steerable_bridge.runtime.model import (
 from steerable_bridge.runtime.projection import project_history
 from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter, text_call_prefix
 from steerable_bridge.runtime.recorder import TurnRecorder
+from steerable_bridge.runtime.surrogates import REPAIR_ACTION, REPAIR_HOOK, repair_detail
 from steerable_bridge.runtime.tools import parse_arguments
 from steerable_bridge.runtime.turn import TurnContext, TurnInput
 from steerable_bridge.runtime.values import Location, ToolCall, ToolKind
@@ -132,6 +133,13 @@ class ModelStep(TurnRecorder):
             cache_read_tokens=response.usage.cached_tokens,
             cache_creation_tokens=response.usage.cache_creation_tokens,
         )
+        if response.replaced_surrogates:
+            await self.emit(
+                ev.HookAction,
+                hook=REPAIR_HOOK,
+                action=REPAIR_ACTION,
+                detail=repair_detail("the model's answer", response.replaced_surrogates),
+            )
         drift = ctx.cache_drift.observe(response.usage)
         if drift is not None:
             await self.emit(

@@ -7,9 +7,11 @@ the kinds it watches, `quality.py`), the caller's `sink` (a transport's renderer
 commit to the store at once for structural kinds and at most every `commit_interval_s` for
 streaming deltas. When the store refuses a commit (`storage_full`, say) the error is raised
 once, so the loop ends the turn with its code; the rest of the turn is recorded and sent but
-not committed (it stays pending in the log for the next commit). `model_step.ModelStep`
-builds on it to stream one model call and `loop.py`
-on that to run the turn (`run_turn`); it does no I/O beyond the log and the sink.
+not committed (it stays pending in the log for the next commit). A commit that had to
+repair an unencodable event (`log.py`) raises `UnencodableEvent`, so the turn ends with
+`run_failed` (`internal_error`) — checked again before `run_finished`, since the flusher may
+have done that commit. `model_step.ModelStep` builds on it to stream one model call and
+`loop.py` on that to run the turn (`run_turn`); it does no I/O beyond the log and the sink.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import anyio
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.gate import TurnGate
 from steerable_bridge.runtime.hooks import HookContext, HookRunner
+from steerable_bridge.runtime.log import UnencodableEvent
 from steerable_bridge.runtime.quality import WATCHED, TurnGuard
 from steerable_bridge.runtime.storage import StoreError
 from steerable_bridge.runtime.tool_batch import ToolBatch
@@ -74,6 +77,7 @@ class TurnRecorder:
         events stay in the log (pending) and reach the sink, and no commit is tried again."""
         self.ended = False
         """`run_finished` or `run_failed` was recorded: the turn has its one final event."""
+        ctx.log.take_repairs()  # repairs of events before this turn were logged; not its own
 
     def new_id(self, prefix: str) -> str:
         return self.ctx.settings.new_id(prefix)
@@ -98,6 +102,8 @@ class TurnRecorder:
         return system
 
     async def emit(self, cls: type[E], /, **fields: Any) -> E:
+        if cls is ev.RunFinished:  # a run that logged an unencodable event must not end well
+            await self.commit()
         event = self.ctx.log.record(cls, self.run_id, **fields)
         if cls in _FINAL:
             self.ended = True
@@ -108,18 +114,23 @@ class TurnRecorder:
             await self.ctx.sink(event)  # type: ignore[arg-type]
         interval = self.ctx.settings.commit_interval_s
         if cls in _STRUCTURAL or time.monotonic() - self._last_commit >= interval:
-            await self.commit()
+            await self.commit(report=cls is not ev.RunFailed)
         return event
 
-    async def commit(self) -> None:
-        """Write what the log holds; the first store failure is raised (the loop ends the
-        turn with its code), later commits of the turn are skipped."""
+    async def commit(self, *, report: bool = True) -> None:
+        """Write what the log holds. The first store failure is raised (the loop ends the turn
+        with its code) and later commits of the turn are skipped; `UnencodableEvent` is raised
+        (the turn fails with `internal_error`) when the log had to repair an event of this
+        turn (`log.py`), unless `report` is off."""
         if self.store_failure is not None:
             return
+        log = self.ctx.log
         with anyio.CancelScope(shield=True):
             try:
-                await self.ctx.log.commit()
+                await log.commit()
             except StoreError as failure:
                 self.store_failure = failure
                 raise
         self._last_commit = time.monotonic()
+        if log.repairs and report:
+            raise UnencodableEvent(log.take_repairs())

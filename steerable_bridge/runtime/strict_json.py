@@ -8,8 +8,8 @@ surrogate code points encoded as UTF-8; it raises `RecursionError` (not `ValueEr
 ~1,000-deep nesting, and writes `NaN` back out. `loads_strict` refuses all of that with
 one exception type, `JsonRefused` (a `ValueError` carrying a stable `code`), and checks the
 nesting depth with a scan before the recursive parser runs; `scrub` makes any value safe to
-write (non-finite floats become null, lone surrogates U+FFFD). Written here because the
-standard library has no strict mode and no depth bound; no I/O.
+write (non-finite floats become null, lone surrogates U+FFFD, pairs joined: `surrogates.py`).
+Written here because the standard library has no strict mode and no depth bound; no I/O.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import json
 import math
 import re
 from typing import Any
+
+from steerable_bridge.runtime.surrogates import scrub as scrub_text
 
 __all__ = ["MAX_DEPTH", "JsonRefused", "loads_strict", "nesting_exceeds", "scrub", "writable"]
 
@@ -124,19 +126,9 @@ def scrub(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
-        if _utf8(value):
-            return value
-        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+        return scrub_text(value)  # pairs split into two units are joined, not replaced
     if isinstance(value, dict):
         return {scrub(k) if isinstance(k, str) else k: scrub(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [scrub(item) for item in value]
     return value
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -15,7 +15,9 @@ then the handler runs under the turn's cancel token and the tool's timeout. Cons
 parallel-safe, read-only calls run concurrently, with their results still logged in call
 order. Before any of that, the turn's gate (`gate.py`: quality guards and `before_tool`
 hooks) may answer a call without running it, or rewrite its arguments; a handler's result
-passes the gate's `after_tool` hooks. `settle` answers calls an earlier run left open.
+passes the gate's `after_tool` hooks, then has any lone UTF-16 surrogate in its text
+replaced with U+FFFD (`surrogates.py`; logged as a `hook_action`), so no tool can hand the
+log text it cannot store. `settle` answers calls an earlier run left open.
 Every call ends with exactly one `tool_finished`, except those deliberately left waiting
 for the client.
 """
@@ -35,6 +37,12 @@ from steerable_bridge.runtime.bounding import bound_content
 from steerable_bridge.runtime.gate import OpenGate, ToolGate
 from steerable_bridge.runtime.permissions import PermissionRequest
 from steerable_bridge.runtime.quality import call_key
+from steerable_bridge.runtime.surrogates import (
+    REPAIR_ACTION,
+    REPAIR_HOOK,
+    repair_detail,
+    scrub_values,
+)
 from steerable_bridge.runtime.tools import (
     Tool,
     ToolContext,
@@ -368,7 +376,19 @@ class ToolBatch:
                 result = _error_result("tool_exception", f"{tool.name} raised {error!r}")
         if result is None:
             return None
-        return await self.gate.review(call, result)
+        reviewed = await self.gate.review(call, result)
+        repaired, count = scrub_values(reviewed)  # the last line: tools' text enters here
+        if count:
+            detail = repair_detail(f"the result of {tool.name}", count)
+            log.warning("call %s: %s", call.call_id, detail)
+            await self.emit(
+                ev.HookAction,
+                hook=REPAIR_HOOK,
+                action=REPAIR_ACTION,
+                detail=detail,
+                call_id=call.call_id,
+            )
+        return repaired
 
     async def _record(self, call_id: str, result: ToolResult | None) -> None:
         if result is None:
@@ -417,6 +437,9 @@ class ToolBatch:
         )
 
     async def _output(self, call_id: str, content: tuple[ToolContent, ...]) -> None:
+        content, count = scrub_values(content)
+        if count:
+            log.warning("call %s: %s", call_id, repair_detail("a tool's progress output", count))
         await self.emit(ev.ToolOutput, call_id=call_id, content=content)
 
     async def _update_plan(self, entries: tuple[PlanEntry, ...]) -> None:

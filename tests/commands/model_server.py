@@ -14,6 +14,11 @@ requested model name and the request, so it needs no state between requests:
   prose), most with reasoning written as text before it, in 3-character deltas.
 - `think-KEY`: no call; answers with `THINKING[KEY]`, reasoning written as text and then
   the answer, in 3-character deltas.
+- `surrogates`: escapes lone UTF-16 surrogates into its JSON, as a broken server does. While
+  no tool result is in the conversation, streams text with an emoji split into one-unit
+  chunks (`"\ud83d"`, then `"\ude00"`) and a lone `"\ud800"`, then a `read_file` call whose
+  arguments hold another split emoji and a lone `"\udfff"`; afterwards, a sentence with a
+  lone `"\udc00"`.
 
 `serve_in_thread()` runs it with uvicorn on 127.0.0.1, port 0; it returns the base URL, the
 recorded request bodies and a stop function. SSE framing by sse-starlette.
@@ -37,6 +42,8 @@ CALL_TEXT = (
     "I'll read it.\n<tool_call>\n"
     '{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>'
 )
+SURROGATE_TEXT = ["Hi ", "\ud83d", "\ude00", " lone \ud800 end"]
+SURROGATE_ARGS = ['{"path": "', "\ud83d", "\ude00", '\udfff.txt"}']
 FINAL_REPEATER = "I kept getting the same file, so here is what it says."
 
 FORMATS: dict[str, tuple[str, str, str]] = {
@@ -128,6 +135,18 @@ def app(requests: list[dict[str, Any]]) -> Starlette:
                     yield _chunk(model, {"content": written[i : i + step]})
             elif model == "text-caller" or model.startswith("fmt-"):
                 yield _chunk(model, {"content": f"The file says: {results[-1]}"})
+            elif model == "surrogates" and not results:
+                for piece in SURROGATE_TEXT:
+                    yield _chunk(model, {"content": piece})
+                for index, piece in enumerate(SURROGATE_ARGS):
+                    function = {"arguments": piece, **({"name": "read_file"} if not index else {})}
+                    call = {"index": 0, "function": function}
+                    if not index:
+                        call |= {"id": "call_s", "type": "function"}
+                    yield _chunk(model, {"tool_calls": [call]})
+                finish = "tool_calls"
+            elif model == "surrogates":
+                yield _chunk(model, {"content": "Read it \udc00 fine."})
             elif body.get("tools"):
                 n = len(results)
                 function = {"name": "read_file", "arguments": '{"path": "a.txt"}'}

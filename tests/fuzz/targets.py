@@ -162,7 +162,6 @@ class AcpTarget:
             return
         try:
             message = json.loads(frame.decode("utf-8"), parse_constant=_refuse)
-            json.dumps(message, ensure_ascii=False).encode("utf-8")  # lone surrogates
         except (ValueError, UnicodeError, RecursionError):
             return
         if not (

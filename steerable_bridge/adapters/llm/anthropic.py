@@ -25,6 +25,7 @@ connection_lost, invalid_response, provider_error, stream_incomplete, http_error
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ from steerable_bridge.runtime.model import (
     ProviderError,
 )
 from steerable_bridge.runtime.routing import ModelRouter, RouteError
+from steerable_bridge.runtime.surrogates import scrub
 
 __all__ = [
     "API_VERSION",
@@ -72,6 +74,7 @@ __all__ = [
     "register",
 ]
 
+log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -265,6 +268,15 @@ class AnthropicProvider:
                 if decoder.stopped:
                     await drain(events)
                     break
+        for chunk in decoder.flush():
+            yield chunk
+        replaced = decoder.replaced_surrogates
+        if replaced:
+            log.warning(
+                "%s: the model stream held %d lone UTF-16 surrogate(s); replaced with U+FFFD",
+                config.base_url,
+                replaced,
+            )
         if decoder.finish_reason is None or not decoder.stopped:
             raise ProviderError(
                 "stream_incomplete",
@@ -275,6 +287,7 @@ class AnthropicProvider:
             finish_reason=decoder.finish_reason,
             usage=decoder.usage,
             model=decoder.model or config.model,
+            replaced_surrogates=replaced,
         )
 
     def _decode(self, decoder: EventDecoder, data: str, attempt: int) -> list[ModelChunk]:
@@ -380,7 +393,8 @@ def _error_detail(reply: httpx.Response) -> tuple[str, str]:
         if isinstance(inner, dict):
             error_type = str(inner.get("type") or "error")
             message = inner.get("message") or json.dumps(inner)
-    text = " ".join(str(message).split())
+    text = scrub(" ".join(str(message).split()))
+    error_type = scrub(error_type)
     return error_type, (text[:300] + "...") if len(text) > 300 else (text or "no detail")
 
 

@@ -14,14 +14,15 @@ merged, since the API wants them alternating. Cache breakpoints are placed after
 `thinking_delta`, `signature_delta`; `redacted_thinking` blocks; `message_delta` with the
 stop reason and cumulative usage; `message_stop`; `ping`; `error`) into our `ModelChunk`s,
 the finish reason and `Usage` (cache read and cache creation tokens included; Anthropic's
-`input_tokens` excludes both, so our `prompt_tokens` is their sum). Pure data mapping: no
-I/O, used only by `anthropic.py`.
+`input_tokens` excludes both, so our `prompt_tokens` is their sum), repairing lone UTF-16
+surrogates as it goes (`runtime/surrogates.py`) so every chunk encodes as UTF-8. Pure data
+mapping: no I/O, used only by `anthropic.py`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from steerable_bridge.runtime.model import (
@@ -32,6 +33,7 @@ from steerable_bridge.runtime.model import (
     TextChunk,
     ToolCallChunk,
 )
+from steerable_bridge.runtime.surrogates import SurrogateJoiner, scrub, scrub_counted
 from steerable_bridge.runtime.values import (
     DiffContent,
     ImagePart,
@@ -233,6 +235,7 @@ class StreamFailure(Exception):
     """The stream carried an `error` event, or broke the event grammar."""
 
     def __init__(self, error_type: str, message: str) -> None:
+        error_type, message = scrub(error_type), scrub(message)
         super().__init__(message)
         self.error_type = error_type
         self.message = message
@@ -244,10 +247,25 @@ class _Block:
 
     type: str
     call_id: str = ""
+    joiner: SurrogateJoiner = field(default_factory=SurrogateJoiner)
+
+    def chunk(self, text: str) -> ModelChunk:
+        """`text` as this block's kind of chunk."""
+        if self.type == "tool_use":
+            return ToolCallChunk(call_id=self.call_id, arguments_delta=text)
+        if self.type == "thinking":
+            return ReasoningChunk(delta=text)
+        return TextChunk(delta=text)
 
 
 class EventDecoder:
-    """Folds Messages-API stream events into `ModelChunk`s, the finish reason and usage."""
+    """Folds Messages-API stream events into `ModelChunk`s, the finish reason and usage.
+
+    Every string it passes on encodes as UTF-8: each block's text goes through a
+    `SurrogateJoiner` (a pair split between deltas is joined; a surrogate still held when
+    the block stops becomes U+FFFD), ids, names, signatures and the model name through
+    `scrub`; `replaced_surrogates` counts the repairs.
+    """
 
     def __init__(self) -> None:
         self.finish_reason: FinishReason | None = None
@@ -257,6 +275,25 @@ class EventDecoder:
         self.stopped = False
         self._blocks: dict[int, _Block] = {}
         self._usage: dict[str, int] = {}
+        self._replaced = 0
+
+    @property
+    def replaced_surrogates(self) -> int:
+        """Lone surrogates replaced with U+FFFD so far."""
+        return self._replaced + sum(block.joiner.replaced for block in self._blocks.values())
+
+    def flush(self) -> list[ModelChunk]:
+        """Surrogates held by blocks that never stopped, as U+FFFD chunks."""
+        out: list[ModelChunk] = []
+        for block in self._blocks.values():
+            if tail := block.joiner.flush():
+                out.append(block.chunk(tail))
+        return out
+
+    def _clean(self, text: str) -> str:
+        repaired, count = scrub_counted(text)
+        self._replaced += count
+        return repaired
 
     @property
     def usage(self) -> Usage:
@@ -283,7 +320,7 @@ class EventDecoder:
             message = data.get("message") or {}
             self.started = True
             if isinstance(message.get("model"), str):
-                self.model = message["model"]
+                self.model = self._clean(message["model"])
             self._take_usage(message.get("usage"))
         elif kind == "message_delta":
             delta = data.get("delta") or {}
@@ -324,23 +361,24 @@ class EventDecoder:
         if not isinstance(index, int) or not isinstance(kind, str):
             raise StreamFailure("invalid_event", f"content_block_start without index/type: {data}")
         if kind == "tool_use":
-            call_id = str(block.get("id") or f"toolu_{index}")
+            call_id = self._clean(str(block.get("id") or f"toolu_{index}"))
             self._blocks[index] = _Block(type=kind, call_id=call_id)
             initial = block.get("input")
             # input arrives as input_json_delta fragments; a non-empty start value is the whole
+            # (json.dumps escapes any surrogate it holds, so the text is plain ASCII there)
             arguments = json.dumps(initial, separators=(",", ":")) if initial else ""
-            return [
-                ToolCallChunk(
-                    call_id=call_id, name=str(block.get("name") or ""), arguments_delta=arguments
-                )
-            ]
-        self._blocks[index] = _Block(type=kind)
+            name = self._clean(str(block.get("name") or ""))
+            return [ToolCallChunk(call_id=call_id, name=name, arguments_delta=arguments)]
+        opened = self._blocks[index] = _Block(type=kind)
         if kind == "text" and block.get("text"):
-            return [TextChunk(delta=str(block["text"]))]
+            text = opened.joiner.feed(str(block["text"]))
+            return [TextChunk(delta=text)] if text else []
         if kind == "thinking" and block.get("thinking"):
-            return [ReasoningChunk(delta=str(block["thinking"]))]
+            text = opened.joiner.feed(str(block["thinking"]))
+            return [ReasoningChunk(delta=text)] if text else []
         if kind == "redacted_thinking":
-            return [ReasoningChunk(delta="", redacted_data=str(block.get("data") or ""))]
+            sealed = self._clean(str(block.get("data") or ""))
+            return [ReasoningChunk(delta="", redacted_data=sealed)]
         return []
 
     def _delta(self, data: dict[str, Any]) -> list[ModelChunk]:
@@ -350,25 +388,35 @@ class EventDecoder:
         if block is None:
             raise StreamFailure("invalid_event", f"content_block_delta for no open block: {data}")
         if kind == "text_delta":
-            text = delta.get("text") or ""
-            return [TextChunk(delta=str(text))] if text else []
+            text = block.joiner.feed(str(delta.get("text") or ""))
+            return [TextChunk(delta=text)] if text else []
         if kind == "input_json_delta":
             partial = delta.get("partial_json") or ""
             if not isinstance(partial, str):  # kept visible, so the loop says what is wrong
                 partial = json.dumps(partial, separators=(",", ":"), ensure_ascii=False)
+            partial = block.joiner.feed(partial)
             return (
                 [ToolCallChunk(call_id=block.call_id, arguments_delta=partial)] if partial else []
             )
         if kind == "thinking_delta":
-            thinking = delta.get("thinking") or ""
-            return [ReasoningChunk(delta=str(thinking))] if thinking else []
+            thinking = block.joiner.feed(str(delta.get("thinking") or ""))
+            return [ReasoningChunk(delta=thinking)] if thinking else []
         if kind == "signature_delta":
-            signature = delta.get("signature") or ""
-            return [ReasoningChunk(delta="", signature=str(signature))] if signature else []
+            signature = self._clean(str(delta.get("signature") or ""))
+            if not signature:
+                return []
+            tail = block.joiner.flush()  # the seal ends the block's text
+            return [ReasoningChunk(delta=tail, signature=signature)]
         return []  # citations_delta and later additions: nothing we show yet
 
     def _stop(self, data: dict[str, Any]) -> list[ModelChunk]:
         index = data.get("index")
-        if self._blocks.pop(index, None) is None:  # type: ignore[arg-type]
+        block = self._blocks.pop(index, None)  # type: ignore[arg-type]
+        if block is None:
             raise StreamFailure("invalid_event", f"content_block_stop for no open block: {data}")
+        self._replaced += block.joiner.replaced
+        tail = block.joiner.flush()
+        if tail:
+            self._replaced += 1
+            return [block.chunk(tail)]
         return []

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import json
+import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from steerable_bridge.runtime.model import (
     ProviderError,
 )
 from steerable_bridge.runtime.routing import ModelRouter, RouteError
+from steerable_bridge.runtime.surrogates import scrub
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -64,6 +66,8 @@ __all__ = [
     "is_loopback",
     "register",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 WINDOWS = WindowCache()
@@ -266,6 +270,13 @@ class OpenAICompatProvider:
                     break
         for chunk in decoder.flush():
             yield chunk
+        replaced = decoder.replaced_surrogates
+        if replaced:
+            log.warning(
+                "%s: the model stream held %d lone UTF-16 surrogate(s); replaced with U+FFFD",
+                config.base_url,
+                replaced,
+            )
         if decoder.finish_reason is None:
             raise ProviderError(
                 "stream_incomplete",
@@ -276,6 +287,7 @@ class OpenAICompatProvider:
             finish_reason=decoder.finish_reason,
             usage=decoder.usage,
             model=decoder.model or config.model,
+            replaced_surrogates=replaced,
         )
 
     def _decode(self, decoder: ChunkDecoder, data: str) -> list[ModelChunk]:
@@ -366,7 +378,7 @@ def _error_text(value: Any) -> str:
     if isinstance(value, dict):
         inner = value.get("error", value)
         value = (inner.get("message") or json.dumps(inner)) if isinstance(inner, dict) else inner
-    text = " ".join(str(value).split())
+    text = scrub(" ".join(str(value).split()))
     return (text[:300] + "...") if len(text) > 300 else (text or "no detail")
 
 

@@ -8,8 +8,9 @@ tool returned follow those as one user message, since tool messages carry only t
 `reasoning_content` (or `reasoning`, as Ollama names it), and tool calls whose arguments
 arrive in fragments — accumulated by `index`, with a new slot whenever a fragment carries
 an id the slot has not seen (servers that stream parallel calls all at index 0). It also
-collects the finish reason and usage (cached prompt tokens included). Pure data mapping:
-no I/O, used only by `openai_compat.py`.
+collects the finish reason and usage (cached prompt tokens included), and repairs lone
+UTF-16 surrogates as it goes (`runtime/surrogates.py`), so every chunk encodes as UTF-8.
+Pure data mapping: no I/O, used only by `openai_compat.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from steerable_bridge.runtime.model import (
     TextChunk,
     ToolCallChunk,
 )
+from steerable_bridge.runtime.surrogates import SURROGATE, SurrogateJoiner, scrub_counted
 from steerable_bridge.runtime.values import (
     DiffContent,
     ImagePart,
@@ -167,6 +169,10 @@ def _as_text(part: ToolContent) -> str:
     raise TypeError(f"unknown content part {type(part).__name__}")
 
 
+_SEARCH = SURROGATE.search
+"""`has_surrogates`, inlined below: this is the per-delta check."""
+
+
 @dataclass(slots=True)
 class _Slot:
     """One tool call being assembled from fragments."""
@@ -175,23 +181,46 @@ class _Slot:
     name: str | None = None
     announced: bool = False
     buffered: list[str] = field(default_factory=list)
+    joiner: SurrogateJoiner = field(default_factory=SurrogateJoiner)
+
+
+_Channel = str | int
+"""Which stream of text a surrogate is held for: "text", "reasoning" or a call's index."""
 
 
 class ChunkDecoder:
-    """Folds streamed Chat Completions chunks into `ModelChunk`s, finish reason and usage."""
+    """Folds streamed Chat Completions chunks into `ModelChunk`s, finish reason and usage.
+
+    Every string it passes on encodes as UTF-8: text, reasoning and each call's arguments
+    go through a `SurrogateJoiner` of their own (a pair split between chunks is joined; a
+    high surrogate still held when another stream speaks, or at `flush`, becomes U+FFFD),
+    ids, names and the model name through `scrub`. `replaced_surrogates` counts the repairs.
+    """
 
     def __init__(self) -> None:
         self.finish_reason: FinishReason | None = None
         self.usage = Usage()
         self.model: str | None = None
+        self._model_raw: str | None = None
         self._slots: dict[int, _Slot] = {}
         self._calls = 0
+        self._text = SurrogateJoiner()
+        self._reasoning = SurrogateJoiner()
+        self._holder: _Channel | None = None
+        self._scrubbed = 0
+
+    @property
+    def replaced_surrogates(self) -> int:
+        """Lone surrogates replaced with U+FFFD so far."""
+        joiners = (self._text, self._reasoning, *(s.joiner for s in self._slots.values()))
+        return self._scrubbed + sum(j.replaced for j in joiners)
 
     def feed(self, data: dict[str, Any]) -> list[ModelChunk]:
         """The chunks one decoded stream event yields (possibly none)."""
         out: list[ModelChunk] = []
-        if isinstance(data.get("model"), str):
-            self.model = data["model"]
+        model = data.get("model")
+        if isinstance(model, str) and model != self._model_raw:  # every chunk names it
+            self._model_raw, self.model = model, self._clean(model)
         usage = data.get("usage")
         if isinstance(usage, dict):
             self.usage = _usage(usage)
@@ -204,10 +233,16 @@ class ChunkDecoder:
                 continue  # nothing readable; a malformed call inside is reported below
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
-                out.append(ReasoningChunk(delta=reasoning))
+                if self._holder is not None or (not reasoning.isascii() and _SEARCH(reasoning)):
+                    reasoning = self._join(out, "reasoning", self._reasoning, reasoning)
+                if reasoning:
+                    out.append(ReasoningChunk(delta=reasoning))
             content = delta.get("content")
             if isinstance(content, str) and content:
-                out.append(TextChunk(delta=content))
+                if self._holder is not None or (not content.isascii() and _SEARCH(content)):
+                    content = self._join(out, "text", self._text, content)
+                if content:
+                    out.append(TextChunk(delta=content))
             fragments = delta.get("tool_calls")
             for position, fragment in enumerate(fragments if isinstance(fragments, list) else ()):
                 if not isinstance(fragment, dict):  # kept as the call's (non-object) arguments
@@ -219,17 +254,52 @@ class ChunkDecoder:
         return out
 
     def flush(self) -> list[ModelChunk]:
-        """Announce calls whose name never arrived, so their arguments are not lost."""
+        """What is still held: a surrogate whose pair never came (as U+FFFD), and calls
+        whose name never arrived, so their arguments are not lost."""
         out: list[ModelChunk] = []
+        self._release(out)
         for slot in self._slots.values():
             out.extend(_announce_unnamed(slot))
         return out
+
+    def _join(
+        self, out: list[ModelChunk], channel: _Channel, joiner: SurrogateJoiner, text: str
+    ) -> str:
+        """`text` through `joiner`; first, a surrogate another stream holds is let go."""
+        if self._holder is not None and self._holder != channel:
+            self._release(out)
+        text = joiner.feed(text)
+        if joiner.held:
+            self._holder = channel
+        return text
+
+    def _release(self, out: list[ModelChunk]) -> None:
+        """The held surrogate's stream ends here for it: it becomes U+FFFD in that stream."""
+        holder, self._holder = self._holder, None
+        if holder == "text":
+            if tail := self._text.flush():
+                out.append(TextChunk(delta=tail))
+        elif holder == "reasoning":
+            if tail := self._reasoning.flush():
+                out.append(ReasoningChunk(delta=tail))
+        elif isinstance(holder, int) and (slot := self._slots.get(holder)) is not None:
+            tail = slot.joiner.flush()
+            if tail and slot.announced:
+                out.append(ToolCallChunk(call_id=slot.call_id, arguments_delta=tail))
+            elif tail:
+                slot.buffered.append(tail)
+
+    def _clean(self, text: str) -> str:
+        repaired, count = scrub_counted(text)
+        self._scrubbed += count
+        return repaired
 
     def _tool_fragment(self, fragment: dict[str, Any], position: int) -> list[ModelChunk]:
         index = fragment.get("index")
         if not isinstance(index, int):
             index = position
         call_id = fragment.get("id")
+        call_id = self._clean(call_id) if isinstance(call_id, str) and call_id else None
         function = fragment.get("function") or {}
         if not isinstance(function, dict):  # the call reaches the loop, which tells the model
             function = {"arguments": function}
@@ -241,17 +311,23 @@ class ChunkDecoder:
             arguments = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
         arguments = arguments or ""
         slot = self._slots.get(index)
-        if slot is None or (isinstance(call_id, str) and call_id and call_id != slot.call_id):
-            out = _announce_unnamed(slot) if slot is not None else []
+        out: list[ModelChunk] = []
+        if slot is None or (call_id and call_id != slot.call_id):
+            if slot is not None:
+                if self._holder == index:
+                    self._release(out)
+                out.extend(_announce_unnamed(slot))
             self._calls += 1
-            slot = _Slot(call_id=call_id if isinstance(call_id, str) and call_id else "")
-            if not slot.call_id:
-                slot.call_id = f"call_{self._calls}"
+            slot = _Slot(call_id=call_id or f"call_{self._calls}")
+            if index in self._slots:  # its repairs still count
+                self._scrubbed += self._slots[index].joiner.replaced
             self._slots[index] = slot
-        else:
-            out = []
         if isinstance(name, str) and name and slot.name is None:
-            slot.name = name
+            slot.name = self._clean(name)
+        if arguments and (
+            self._holder is not None or (not arguments.isascii() and _SEARCH(arguments))
+        ):
+            arguments = self._join(out, index, slot.joiner, arguments)
         if not slot.announced:
             if arguments:
                 slot.buffered.append(arguments)

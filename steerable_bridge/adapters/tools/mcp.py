@@ -8,8 +8,12 @@ a server whose tool list was cut to `limits` (`mcp_limits.py`: count, name lengt
 size) — so the transport can tell the user while the session carries on without them.
 `tools()` offers the rest to the model as `mcp__<server>__<tool>`: kind `read` (or `fetch`
 for open-world tools) when the server marks a tool read-only, `other` — which always asks
-permission — otherwise. Each call is
-bounded by `call_timeout_s`. `aclose()` stops every server (the SDK closes stdin, then
+permission — otherwise. Each call is bounded by `call_timeout_s`, and ended at once
+(`mcp_unreadable_answer`) when the server sends a message the SDK cannot parse — the SDK
+drops it, and the answer with it (its parser refuses a lone UTF-16 surrogate escape, for
+one). A server's descriptions and schemas have lone surrogates replaced with U+FFFD here;
+its results go through the loop's repair of every tool result (`runtime/tool_batch.py`),
+which says so in a `hook_action`. `aclose()` stops every server (the SDK closes stdin, then
 kills the process group, each step bounded) and waits for their tasks, at most
 `stop_timeout_s`. A server's stderr goes to a temporary file whose tail explains a
 failure. `open_mcp_servers` is the same with its own task group, for commands and tests.
@@ -47,6 +51,7 @@ from steerable_bridge.adapters.tools.containment import Containment
 from steerable_bridge.adapters.tools.deathwatch import watch_group
 from steerable_bridge.adapters.tools.mcp_limits import McpLimits, cap_tools
 from steerable_bridge.runtime.strict_json import scrub
+from steerable_bridge.runtime.surrogates import scrub as scrub_text
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import (
     ImagePart,
@@ -139,6 +144,10 @@ class _Server:
     problem: McpProblem | None = None
     capped: str | None = None
     """Why some of its tools are not offered (`mcp_limits.py`), or None."""
+    calls: set[anyio.CancelScope] = field(default_factory=set)
+    """The calls waiting for an answer (a message the SDK cannot read ends them)."""
+    unreadable: str | None = None
+    """What the SDK said about the last message from the server it could not read."""
 
 
 class McpServers:
@@ -243,7 +252,11 @@ class McpServers:
         started = False
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout_s) as scope:
-                async with Client(_transport(server.config, errlog), mode="legacy") as client:
+                async with Client(
+                    _transport(server.config, errlog),
+                    mode="legacy",
+                    message_handler=functools.partial(_on_message, server),
+                ) as client:
                     listed, server.capped = cap_tools(name, await _list_all(client), self.limits)
                     server.client, server.tools, started = client, listed, True
                     scope.deadline = math.inf
@@ -267,9 +280,10 @@ class McpServers:
         kind: ToolKind = "other"
         if hints is not None and hints.read_only_hint:
             kind = "fetch" if hints.open_world_hint else "read"
-        label = tool.title or (hints.title if hints is not None else None) or tool.name
+        # A server's strings reach the model request and the log: repair lone surrogates.
+        label = scrub_text(tool.title or (hints.title if hints is not None else None) or tool.name)
         server_name = server.config.name
-        schema: dict[str, Any] = dict(tool.input_schema or {"type": "object"})
+        schema: dict[str, Any] = scrub(dict(tool.input_schema or {"type": "object"}))
         schema.setdefault("type", "object")
         local = server.config.transport == "stdio"
         confined = _confined_as(server.config.sandbox) if local else None
@@ -283,8 +297,12 @@ class McpServers:
                     " unavailable until the session is opened again",
                 )
             try:
-                with anyio.fail_after(self.call_timeout_s):
-                    result = await client.call_tool(tool.name, args)
+                with anyio.fail_after(self.call_timeout_s), anyio.CancelScope() as waiting:
+                    server.calls.add(waiting)
+                    try:
+                        result = await client.call_tool(tool.name, args)
+                    finally:
+                        server.calls.discard(waiting)
             except TimeoutError:
                 raise ToolFailure(
                     "mcp_timeout",
@@ -295,11 +313,20 @@ class McpServers:
                 raise ToolFailure(
                     "mcp_call_failed", f"{server_name}/{tool.name} failed: {_describe(error)}"
                 ) from error
+            if waiting.cancelled_caught:
+                raise ToolFailure(
+                    "mcp_unreadable_answer",
+                    f"{server_name}/{tool.name}: the server sent a message this client cannot"
+                    f" read ({server.unreadable}), so the call's answer was lost — often a lone"
+                    " UTF-16 surrogate escaped into its JSON; fix the server",
+                )
             return _result(result)
 
         return Tool(
             name=mcp_tool_name(server_name, tool.name),
-            description=tool.description or f"{tool.name} from the MCP server {server_name}",
+            description=scrub_text(
+                tool.description or f"{tool.name} from the MCP server {server_name}"
+            ),
             parameters=schema,
             kind=kind,
             handler=handler,
@@ -384,6 +411,18 @@ def _result(result: mcp_types.CallToolResult) -> ToolResult:
         text = " ".join(p.text for p in content if isinstance(p, TextPart)) or "no detail"
         error = ToolError(code="mcp_tool_error", message=f"the MCP tool reported an error: {text}")
     return ToolResult(content=tuple(content), raw_output_json=raw, error=error)
+
+
+async def _on_message(server: _Server, message: object) -> None:
+    """The SDK's message handler: a message from the server it could not parse (invalid
+    JSON, such as a lone surrogate escape, which its parser refuses) is dropped by the SDK,
+    so the calls waiting on that server are ended now instead of at their timeout."""
+    if isinstance(message, Exception):
+        server.unreadable = " ".join(_describe(message).split())[:200]
+        log.warning("MCP server %r sent an unreadable message: %s", server.config.name, message)
+        for waiting in tuple(server.calls):
+            waiting.cancel()
+    await anyio.lowlevel.checkpoint()
 
 
 def _describe(error: BaseException) -> str:

@@ -20,6 +20,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from steerable_bridge.adapters.tools.file_names import on_disk
 from steerable_bridge.runtime.environment import EnvironmentError
 
 __all__ = ["Workspace", "os_error"]
@@ -61,6 +62,7 @@ class Workspace:
         """The real absolute path for `path`, or `EnvironmentError("outside_workspace")`."""
         if "\x00" in path:
             raise EnvironmentError("invalid_path", "the path contains a NUL byte; fix the path")
+        path = on_disk(path, self.cwd)  # a name shown with \xNN escapes (`file_names.py`)
         joined = os.path.join(self.cwd, os.path.expanduser(path or "."))
         real = os.path.realpath(joined)
         if not self.contains(real):

@@ -5,7 +5,9 @@ no client-side listing or search) and always confined to the `Workspace`: walks 
 follow symbolic links, and a file reached through a link that resolves outside is skipped.
 `grep` uses ripgrep when it is on PATH — it honours `.gitignore` and is fast — and a Python
 fallback otherwise that skips hidden and binary files but does not read `.gitignore`.
-Every function bounds its output (entries, matches, characters) and its time.
+Every function bounds its output (entries, matches, characters) and its time. Names that
+are not UTF-8 are shown with `\\xNN` escapes (`file_names.py`), which `read_file` and the
+other tools accept back.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from steerable_bridge.adapters.tools.file_names import shown
 from steerable_bridge.adapters.tools.local_env import BINARY_SNIFF_BYTES, is_binary, run_argv
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.runtime.environment import EnvironmentError
@@ -60,12 +63,13 @@ def _list_dir(workspace: Workspace, real: str) -> Found:
     with os.scandir(real) as entries:
         items = sorted(entries, key=lambda e: e.name)
     for entry in items[:MAX_ENTRIES]:
+        name = shown(entry.name)
         if entry.is_symlink():
-            lines.append(f"{entry.name} -> {os.readlink(entry.path)}")
+            lines.append(f"{name} -> {shown(os.readlink(entry.path))}")
         elif entry.is_dir(follow_symlinks=False):
-            lines.append(entry.name + "/")
+            lines.append(name + "/")
         else:
-            lines.append(entry.name)
+            lines.append(name)
     return Found(lines=tuple(lines), truncated=len(items) > MAX_ENTRIES)
 
 
@@ -141,7 +145,7 @@ def _glob(workspace: Workspace, base: str, regex: re.Pattern[str]) -> Found:
         if len(lines) >= MAX_ENTRIES:
             truncated = True
             break
-        lines.append(workspace.display(full))
+        lines.append(shown(workspace.display(full)))
     return Found(lines=tuple(lines), truncated=truncated)
 
 
@@ -238,12 +242,12 @@ def _grep_file(workspace: Workspace, regex: re.Pattern[str], full: str) -> list[
         if is_binary(handle.read(BINARY_SNIFF_BYTES)):
             return []
         handle.seek(0)
-        shown = workspace.display(full)
+        where = shown(workspace.display(full))
         hits: list[str] = []
         for number, raw in enumerate(handle, start=1):
             text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if regex.search(text):
-                hits.append(f"{shown}:{number}:{text[:MAX_LINE_CHARS]}")
+                hits.append(f"{where}:{number}:{text[:MAX_LINE_CHARS]}")
                 if len(hits) > MAX_MATCHES:
                     break
         return hits

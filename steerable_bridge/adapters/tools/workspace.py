@@ -27,6 +27,7 @@ from pydantic import JsonValue
 from steerable_bridge.adapters.tools import search
 from steerable_bridge.adapters.tools.builtin import UPDATE_PLAN
 from steerable_bridge.adapters.tools.context import environment_of, failure, resolve, workspace_of
+from steerable_bridge.adapters.tools.file_names import shown as shown_name
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.run_command import MAX_TIMEOUT_MS, run_command
 from steerable_bridge.adapters.tools.spill import spilled_path
@@ -86,7 +87,7 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             f" line={shown_to + 1} to read on]"
         )
     raw: dict[str, JsonValue] = {
-        "path": real,
+        "path": shown_name(real),
         "line": first,
         "lines": len(kept),
         "truncated": len(kept) < len(lines),
@@ -130,10 +131,10 @@ async def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     shown = workspace_of(ctx).display(real)
     return ToolResult(
         content=(
-            DiffContent(path=real, old_text=old, new_text=content),
+            DiffContent(path=shown_name(real), old_text=old, new_text=content),
             TextPart(text=f"{verb} {shown} ({len(content.encode('utf-8'))} bytes)."),
         ),
-        raw_output_json=canonical_json({"path": real, "created": old is None}),
+        raw_output_json=canonical_json({"path": shown_name(real), "created": old is None}),
     )
 
 
@@ -178,12 +179,14 @@ async def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     plural = "s" if count > 1 else ""
     return ToolResult(
         content=(
-            DiffContent(path=real, old_text=before, new_text=after),
+            DiffContent(path=shown_name(real), old_text=before, new_text=after),
             TextPart(
                 text=f"Edited {shown}: replaced {count} occurrence{plural} (first at line {line})."
             ),
         ),
-        raw_output_json=canonical_json({"path": real, "replacements": count, "line": line}),
+        raw_output_json=canonical_json(
+            {"path": shown_name(real), "replacements": count, "line": line}
+        ),
     )
 
 

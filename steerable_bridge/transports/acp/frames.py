@@ -3,7 +3,9 @@
 `check_frame(line)` turns one stdin line into either a JSON-RPC message the SDK can route
 safely or a `Refusal` (the error to answer, and the id to answer it with). It never raises.
 JSON is parsed strictly (`runtime/strict_json.py`: UTF-8 only, bounded depth, no NaN /
-Infinity, no lone surrogates); then the message's shape is checked per JSON-RPC 2.0: ids are
+Infinity, no lone surrogates — except in a response, which answers one of our requests and is
+routed with U+FFFD in their place, logged; a request holding one is refused with its own id);
+then the message's shape is checked per JSON-RPC 2.0: ids are
 strings, numbers or null (never booleans, arrays or objects — the SDK hashes response ids
 unchecked), `method` is a string, `params` an object or array (null reads as absent), a
 response carries exactly one of `result` / `error` and an error is `{code: int, message:
@@ -15,13 +17,16 @@ not read the frame's id carries `id: null`, as JSON-RPC requires, and so does a 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict
+from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict, scrub, writable
 
 __all__ = ["MAX_FRAME_BYTES", "Refusal", "check_frame", "frame_too_large", "valid_id"]
+
+log = logging.getLogger("steerable_bridge.acp")
 
 MAX_FRAME_BYTES = 32 * 1024 * 1024
 """Largest frame read; a longer line is discarded up to its newline and refused."""
@@ -68,6 +73,8 @@ def check_frame(line: bytes) -> dict[str, Any] | Refusal:
     try:
         message = loads_strict(line)
     except JsonRefused as err:
+        if err.code == "lone_surrogate":
+            return _lone_surrogate(line, err)
         if err.code != "out_of_range":
             return Refusal(
                 None,
@@ -86,6 +93,29 @@ def check_frame(line: bytes) -> dict[str, Any] | Refusal:
     if problem is None:
         return message  # type: ignore[no-any-return]
     return _invalid(message, problem)
+
+
+def _lone_surrogate(line: bytes, err: JsonRefused) -> dict[str, Any] | Refusal:
+    """A frame that is valid JSON but holds a lone UTF-16 surrogate. A response answers a
+    request of ours (a file's text, a terminal's output): refusing it would lose the answer,
+    so it is routed with U+FFFD in place of each surrogate. A request is refused with its own
+    id, so its sender gets the error instead of waiting for an answer."""
+    message = json.loads(line.decode("utf-8"), parse_float=_float_or_overflow)
+    problem = _shape_problem(message)
+    if problem is not None:
+        return _invalid(message, problem)
+    if "method" not in message:
+        repaired: dict[str, Any] = scrub(message)
+        if writable(repaired):
+            log.warning(
+                "the client's answer to request %r held lone UTF-16 surrogates; each was"
+                " replaced with U+FFFD",
+                message.get("id"),
+            )
+            return repaired
+        return _invalid(message, f"invalid request: a response with {err.message}")
+    request_id = message.get("id")
+    return Refusal(request_id, -32602, f"invalid params: {err.message}", err.code)
 
 
 def _invalid(message: Any, problem: str) -> Refusal:

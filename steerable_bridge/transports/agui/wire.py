@@ -8,24 +8,32 @@ ends, step starts and ends, and every CUSTOM kind) are instead written from byte
 in the exact field order and escaping the SDK uses (`json.encoder.encode_basestring`
 escapes as pydantic does; a CUSTOM value is `codec.event_to_json`, pydantic's own bytes).
 `tests/transports/agui/test_wire.py` proves the bytes identical for every kind. Anything
-else, and every event while the run is not open, goes through the SDK models. No I/O.
+else, and every event while the run is not open, goes through the SDK models. Should an
+event still hold text UTF-8 cannot encode (text is repaired where it enters, so this is a
+bug elsewhere), it is sent with U+FFFD in its place and an error is logged, never dropped.
+No I/O.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring
 from typing import Any
 
 from ag_ui.core import BaseEvent
 from ag_ui.encoder import EventEncoder
+from pydantic_core import PydanticSerializationError
 
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.surrogates import scrub_json
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 
 __all__ = ["SseEncoder"]
+
+log = logging.getLogger("steerable_bridge.agui")
 
 _esc: Callable[[str], str] = encode_basestring
 
@@ -158,11 +166,34 @@ class SseEncoder:
             if fast is not None:
                 if event.run_id != self._run_id:
                     self._run_id, self._rid = event.run_id, _esc(event.run_id)
-                data = fast(event, self._rid)
+                try:
+                    data = fast(event, self._rid)
+                except (UnicodeError, PydanticSerializationError):
+                    _repairing(event.kind)
+                    data = fast(codec.repaired(event), self._rid)
                 if data is not None:
                     return data
         return self.encode_models(renderer.render(event))
 
     def encode_models(self, models: Iterable[BaseEvent]) -> bytes:
         """EventEncoder's bytes for AG-UI events the caller built itself."""
-        return "".join(self._encoder.encode(model) for model in models).encode()
+        models = list(models)
+        try:
+            return "".join(self._encoder.encode(model) for model in models).encode()
+        except (UnicodeError, PydanticSerializationError):
+            _repairing(", ".join(model.type for model in models))
+            return "".join(self._encoder.encode(_repaired(model)) for model in models).encode()
+
+
+def _repairing(what: str) -> None:
+    log.error(
+        "an AG-UI event (%s) held text UTF-8 cannot encode (a lone UTF-16 surrogate); sent"
+        " with U+FFFD in its place — a bug in what produced the text",
+        what,
+    )
+
+
+def _repaired(model: BaseEvent) -> BaseEvent:
+    """`model` with every string made encodable (the last line; text is repaired where it
+    enters, `runtime/surrogates.py`)."""
+    return type(model).model_validate(scrub_json(model.model_dump(mode="json")))

@@ -7,7 +7,8 @@ and one whose input schema is about 40 KB (for the tool-list caps), `--spy` adds
 and every other process's `/proc/PID/environ` it may read) — what a hostile server would
 send home — `reach(port)`, which tries a TCP connection to 127.0.0.1:port, `whoami`,
 its pid and whether it can write its folder, and `escape`, which leaves a `sleep` running
-in a session of its own (no longer its child) and returns its pid.
+in a session of its own (no longer its child) and returns its pid, and `--broken-text` a tool
+whose answer holds a lone UTF-16 surrogate escape.
 """
 
 from __future__ import annotations
@@ -45,6 +46,34 @@ def word_count(text: str) -> str:
 @server.tool(description="Always fails.")
 def explode() -> str:
     raise ValueError("kaboom")
+
+
+if "--broken-text" in sys.argv:
+    # Answers holding a lone UTF-16 surrogate escape, as a JS server's JSON.stringify writes
+    # them: the SDK's pydantic encoder cannot, so the escape is put in as the line is written.
+    import functools
+    import io
+
+    import anyio
+    import mcp.server.mcpserver.server as mcp_server_module
+    from mcp.server.stdio import stdio_server
+
+    class _Escaping(io.TextIOBase):
+        def write(self, text: str) -> int:
+            sys.__stdout__.write(text.replace("@LONE@", "\\ud83d"))  # type: ignore[union-attr]
+            return len(text)
+
+        def flush(self) -> None:
+            sys.__stdout__.flush()  # type: ignore[union-attr]
+
+    mcp_server_module.stdio_server = functools.partial(  # type: ignore[attr-defined]
+        stdio_server, stdout=anyio.wrap_file(_Escaping())
+    )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def broken_text() -> str:
+        """Answer with half of an emoji's surrogate pair."""
+        return "half @LONE@ of an emoji"
 
 
 if "--many" in sys.argv:

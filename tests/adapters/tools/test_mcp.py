@@ -141,3 +141,22 @@ def test_cap_tools_bounds_names_schemas_and_descriptions() -> None:
     assert note is not None and "lists 5 tools; 2 are offered" in note
     assert "1 beyond the first 2 (e)" in note and "name over 10 characters" in note
     assert cap_tools("s", [tool("a")], limits) == ((tool("a"),), None)
+
+
+async def test_an_answer_with_a_lone_surrogate_ends_the_call_at_once_and_the_server_serves_on(
+    make_ctx,  # type: ignore[no-untyped-def]
+) -> None:
+    # The SDK's parser refuses a lone UTF-16 surrogate escape and drops the message (and
+    # the answer in it); the call must end now, not at its timeout, and the server go on.
+    ctx: ToolContext = make_ctx(None)[0]
+    with anyio.fail_after(30):
+        config = notes("--broken-text")
+        async with open_mcp_servers([config], call_timeout_s=60.0) as (servers, problems):
+            assert problems == ()
+            tools = {tool.name: tool for tool in servers.tools()}
+            with anyio.fail_after(10), pytest.raises(ToolFailure) as info:
+                await tools["mcp__notes__broken_text"].handler({}, ctx)
+            assert info.value.code == "mcp_unreadable_answer"
+            assert "surrogate" in info.value.message and "fix the server" in info.value.message
+            counted = await tools["mcp__notes__word_count"].handler({"text": "a b c"}, ctx)
+            assert counted.content == (TextPart(text="3"),)
