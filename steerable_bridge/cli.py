@@ -46,6 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `steerable-bridge ... | head`: the reader has what it wanted
+        from steerable_bridge.commands.pipes import CLOSED_PIPE_EXIT, silence_output
+
+        silence_output()
+        return CLOSED_PIPE_EXIT
     return code
 
 
