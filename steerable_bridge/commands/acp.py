@@ -14,6 +14,7 @@ it in `register` and read it in `main`.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from steerable_bridge.commands.check import add_validate_client_options, run_validate_client
@@ -24,6 +25,9 @@ from steerable_bridge.commands.common import (
     command_policy,
 )
 from steerable_bridge.commands.logs import add_log_options, configure_logging
+
+EDITOR_WORKSPACE = "each session's folder, as the editor opens it"
+"""What the start-up line names as the workspace: the editor picks it per session."""
 
 
 def register(subparsers: Any) -> None:
@@ -90,6 +94,9 @@ def main(args: argparse.Namespace) -> int:
         info = build_router(args.model).resolve(args.model).info
     except (RouteError, ProviderError) as error:
         raise ConfigError(error.message) from None
+    from steerable_bridge.commands.startup import startup_line
+
+    print(startup_line(args.model, args.storage, EDITOR_WORKSPACE), file=sys.stderr, flush=True)
     anyio.run(
         functools.partial(
             serve,

@@ -173,18 +173,23 @@ async def _run(args: argparse.Namespace) -> int:
 
     turn = TurnInput(content=(TextPart(text=" ".join(args.prompt)),))
     outcome = None
+    failure: StoreError | SessionBusy | None = None
     try:
         async with anyio.create_task_group() as watch:
             watch.start_soon(_cancel_on_interrupt, session, watch.cancel_scope)
-            outcome = await session.prompt(turn, sink)
-            watch.cancel_scope.cancel()
-    except (StoreError, SessionBusy) as error:
-        code = getattr(error, "code", "store_error")
-        print(f"error [{code}]: {error}", file=sys.stderr)
-        return 1
+            try:
+                outcome = await session.prompt(turn, sink)
+            except (StoreError, SessionBusy) as error:  # caught here: not in an ExceptionGroup
+                failure = error
+            finally:
+                watch.cancel_scope.cancel()
     finally:
         if asker is not None:
             asker.close()
+    if failure is not None:
+        code = getattr(failure, "code", "store_error")
+        print(f"error [{code}]: {failure}", file=sys.stderr)
+        return 1
     if closed:
         return CLOSED_PIPE_EXIT
     print(f"session: {session.id} (continue with --session {session.id})", file=err)

@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import socket
+import sys
 from typing import Any
 
 from steerable_bridge.commands.common import (
@@ -139,6 +140,9 @@ def main(args: argparse.Namespace) -> int:
     shown = f"[{args.host}]" if sock.family == socket.AF_INET6 else args.host
     print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
     print(f"steerable-bridge: chat page http://{shown}:{port}/", flush=True)
+    from steerable_bridge.commands.startup import startup_line
+
+    print(startup_line(args.model, args.storage, args.workspace), file=sys.stderr, flush=True)
     if args.workers == 1:
         config = uvicorn.Config(
             app,
