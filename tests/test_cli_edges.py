@@ -127,6 +127,13 @@ def test_acp_names_what_it_uses_on_stderr_and_keeps_stdout_for_the_protocol(
     ) in done.stderr.splitlines()
 
 
+@pytest.mark.slow
+def test_with_json_logs_the_start_up_line_is_a_json_log_object(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "acp", "--storage", "memory", "--log-format", "json")
+    records = [json.loads(line) for line in done.stderr.splitlines()]
+    assert [r["message"] for r in records if r["message"].startswith("steerable-bridge: model")]
+
+
 def test_the_start_up_line_never_shows_a_storage_password() -> None:
     line = startup_line("demo:default", "postgresql://me:secret@db.example:5432/x", None)
     assert "secret" not in line

@@ -14,7 +14,6 @@ it in `register` and read it in `main`.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from steerable_bridge.commands.check import add_validate_client_options, run_validate_client
@@ -94,9 +93,9 @@ def main(args: argparse.Namespace) -> int:
         info = build_router(args.model).resolve(args.model).info
     except (RouteError, ProviderError) as error:
         raise ConfigError(error.message) from None
-    from steerable_bridge.commands.startup import startup_line
+    from steerable_bridge.commands.startup import announce, startup_line
 
-    print(startup_line(args.model, args.storage, EDITOR_WORKSPACE), file=sys.stderr, flush=True)
+    announce(startup_line(args.model, args.storage, EDITOR_WORKSPACE), args.log_format)
     anyio.run(
         functools.partial(
             serve,
