@@ -3,7 +3,7 @@
 Each subcommand lives in its own module with `register(subparsers)`; modules import their
 heavy dependencies inside the command function, so `steerable-bridge acp` starts without
 loading the AG-UI server and vice versa. Configuration errors print one line with the
-remedy and exit 2.
+remedy and exit 2; a bare `steerable-bridge` prints the help and exits 0.
 """
 
 from __future__ import annotations
@@ -15,8 +15,40 @@ from collections.abc import Sequence
 
 from steerable_bridge import __version__
 
-COMMANDS: tuple[str, ...] = ("run", "acp", "serve", "sessions", "schema", "check", "conformance")
+
+def version() -> str:
+    """The installed distribution's version (its metadata), else the package's own."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("steerable-bridge")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return __version__
+
+
+COMMANDS: tuple[str, ...] = (
+    "run",
+    "acp",
+    "serve",
+    "sessions",
+    "schema",
+    "check",
+    "conformance",
+    "completion",
+)
 """Modules under steerable_bridge.commands, in the order `--help` lists them."""
+
+
+class _ShowVersion(argparse.Action):
+    """`--version`, reading the metadata only when asked (it costs the cold start ms)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"steerable-bridge {version()}")
+        parser.exit()
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -25,7 +57,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="steerable-bridge",
         description="One agent runtime served as an ACP agent (stdio) and an AG-UI endpoint (SSE).",
     )
-    parser.add_argument("--version", action="version", version=f"steerable-bridge {__version__}")
+    parser.add_argument("--version", action=_ShowVersion, help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in (only,) if only in COMMANDS else COMMANDS:
         module = importlib.import_module(f"steerable_bridge.commands.{name}")
@@ -38,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(arguments[0] if arguments else None)
+    if not arguments:  # a bare `steerable-bridge`: what it can do, not a usage error
+        parser.print_help()
+        return 0
     args = parser.parse_args(arguments)
     try:
         code: int = args.func(args)
@@ -48,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `steerable-bridge ... | head`: the reader has what it wanted
+        from steerable_bridge.commands.pipes import CLOSED_PIPE_EXIT, silence_output
+
+        silence_output()
+        return CLOSED_PIPE_EXIT
     return code
 
 

@@ -26,6 +26,9 @@ from steerable_bridge.commands.common import (
 )
 from steerable_bridge.commands.logs import add_log_options, configure_logging
 
+EDITOR_WORKSPACE = "each session's folder, as the editor opens it"
+"""What the start-up line names as the workspace: the editor picks it per session."""
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -92,6 +95,9 @@ def main(args: argparse.Namespace) -> int:
         info = build_router(args.model).resolve(args.model).info
     except (RouteError, ProviderError) as error:
         raise ConfigError(error.message) from None
+    from steerable_bridge.commands.startup import announce, startup_line
+
+    announce(startup_line(args.model, args.storage, EDITOR_WORKSPACE), args.log_format)
     anyio.run(
         functools.partial(
             serve,
@@ -107,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
 def _check_quality(args: argparse.Namespace) -> None:
     """Refuse a bad `--quality` or `--hooks-module` before serving, not after `initialize`."""
     from steerable_bridge.commands.common import load_hooks
-    from steerable_bridge.runtime.quality import parse_quality
+    from steerable_bridge.runtime.quality_settings import parse_quality  # not the guards
 
     try:
         parse_quality(args.quality)

@@ -5,21 +5,25 @@ compactly on stderr; `--jsonl` prints every LoopEvent as one JSON object a line 
 The agent gets the workspace tools (read, write, edit, list, glob, grep, run_command)
 confined to `--cwd` (default: the current directory) unless `--no-workspace` is given.
 With `--approve ask` (the default) an edit or a command is put to the person at the
-terminal first (yes / no / always / never); without a terminal it is refused, and the
-message says to pass `--approve all`; `--approve all` / `none` decide without asking.
-`--session ID` continues a stored session instead of starting one. Control characters in
-what it prints (a model's text, file names) are shown escaped (`terminal.py`). Exit
-status: 0 when the turn finished, 1 when it failed (the error is on stderr), 2 for a
-configuration mistake (a store that cannot be opened included: it is checked before the
-turn starts).
+terminal first (yes / no / always / never), showing the diff or the command line; the
+answer is read from the terminal alone (`approval_prompt.py`), and without one the call is
+refused and the message says to pass `--approve all`; `--approve all` / `none` decide without
+asking. Ctrl-C cancels the turn at once (it ends `cancelled`; exit 130), a second one stops
+outright. A command's output is shown by its last lines; at the end stderr names the session
+(`--session ID` continues it). A closed stdout (`run ... | head`) ends the turn quietly
+(exit 141). Control characters in what it prints (a model's text, file names) are shown
+escaped (`terminal.py`). Exit status: 0 when the turn finished, 1 when it failed (the error
+is on stderr), 2 for a configuration mistake (a store that cannot be opened included: it is
+checked before the turn starts).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.commands.common import (
     add_agent_options,
@@ -27,6 +31,15 @@ from steerable_bridge.commands.common import (
     build_agent,
     command_policy,
 )
+
+if TYPE_CHECKING:
+    import anyio
+
+    from steerable_bridge.runtime.events import ToolFinished
+    from steerable_bridge.runtime.session import Session
+
+OUTPUT_LINES = 10
+"""A command's output is shown on stderr up to its last this many lines."""
 
 
 def register(subparsers: Any) -> None:
@@ -68,7 +81,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    import anyio
+
     from steerable_bridge.adapters.tools.builtin import builtin_tools
+    from steerable_bridge.commands.approval_prompt import TerminalAsker
+    from steerable_bridge.commands.pipes import CLOSED_PIPE_EXIT, silence_output
+    from steerable_bridge.commands.startup import startup_line
     from steerable_bridge.commands.terminal import json_printable, printable, say
     from steerable_bridge.runtime import codec
     from steerable_bridge.runtime import events as ev
@@ -88,6 +106,8 @@ async def _run(args: argparse.Namespace) -> int:
         offered = fixed_workspace_tools(args.cwd, policy=command_policy(args))
         tools += tuple(t for t in offered if t.name not in names)
     agent = build_agent(args, tools=tools)
+    workspace = None if args.no_workspace else args.cwd
+    print(startup_line(args.model, args.storage, workspace), file=sys.stderr)
     from steerable_bridge.runtime.session import SessionBusy
     from steerable_bridge.runtime.storage import StoreError
 
@@ -101,27 +121,33 @@ async def _run(args: argparse.Namespace) -> int:
         say(f"error [{error.code}]: {error.message}", file=sys.stderr)
         return 1
     out, err = sys.stdout, sys.stderr
+    asker = TerminalAsker.open(args.cwd) if args.approve == "ask" else None
 
-    async def ask(request: PermissionRequest) -> PermissionAnswer:
-        if not sys.stdin.isatty():
-            say(
-                f"[denied] {request.title}: no terminal to ask; pass --approve all to allow",
-                file=err,
-            )
-            return PermissionAnswer(outcome="reject_once", option_id="reject_once")
-        reply = await anyio.to_thread.run_sync(
-            input, printable(f"Allow {request.title}? [y]es / [a]lways / [n]o / [N]ever: ")
+    async def refuse(request: PermissionRequest) -> PermissionAnswer:
+        say(
+            f"[denied] {request.title}: no terminal to ask (--approve ask);"
+            " pass --approve all to allow",
+            file=err,
         )
-        outcome = {"y": "allow_once", "a": "allow_always", "N": "reject_always"}.get(
-            reply.strip()[:1], "reject_once"
-        )
-        return PermissionAnswer(outcome=outcome, option_id=outcome)  # type: ignore[arg-type]
+        return PermissionAnswer(outcome="reject_once", option_id="reject_once")
 
-    import anyio
+    session.policy = StaticPolicy(args.approve, asker or refuse)
+    kinds: dict[str, str] = {}
 
-    session.policy = StaticPolicy(args.approve, ask)
+    closed = False
 
     async def sink(event: ev.LoopEvent) -> None:
+        nonlocal closed
+        if closed:
+            return
+        try:
+            show(event)
+        except BrokenPipeError:  # `run ... | head` read enough: stop the turn, quietly
+            closed = True
+            silence_output()
+            session.cancel("the reader of the output went away")
+
+    def show(event: ev.LoopEvent) -> None:
         if args.jsonl:
             out.write(json_printable(codec.event_to_json(event)) + "\n")
             out.flush()
@@ -136,22 +162,71 @@ async def _run(args: argparse.Namespace) -> int:
         elif isinstance(event, ev.ReasoningEnd):
             err.write("\n")
         elif isinstance(event, ev.ToolCallEnd):
+            kinds[event.call_id] = event.tool_kind
             say(f"[tool] {event.title or event.name}", file=err)
         elif isinstance(event, ev.ToolFinished):
             detail = event.error.message if event.error else ""
             say(f"[tool] {event.status} {detail}".rstrip(), file=err)
+            for line in shown_output(event, kinds.get(event.call_id, "other")):
+                say(f"  {line}", file=err)
         elif isinstance(event, ev.PlanUpdated):
             for entry in event.entries:
                 say(f"[plan] {entry.status:<11} {entry.content}", file=err)
         elif isinstance(event, ev.RunFailed):
             say(f"error [{event.code}]: {event.message}", file=err)
 
+    turn = TurnInput(content=(TextPart(text=" ".join(args.prompt)),))
+    outcome = None
+    failure: StoreError | SessionBusy | None = None
     try:
-        outcome = await session.prompt(
-            TurnInput(content=(TextPart(text=" ".join(args.prompt)),)), sink
-        )
-    except (StoreError, SessionBusy) as error:
-        code = getattr(error, "code", "store_error")
-        say(f"error [{code}]: {error}", file=sys.stderr)
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(_cancel_on_interrupt, session, watch.cancel_scope)
+            try:
+                outcome = await session.prompt(turn, sink)
+            except (StoreError, SessionBusy) as error:  # caught here: not in an ExceptionGroup
+                failure = error
+            finally:
+                watch.cancel_scope.cancel()
+    finally:
+        if asker is not None:
+            asker.close()
+    if failure is not None:
+        code = getattr(failure, "code", "store_error")
+        say(f"error [{code}]: {failure}", file=sys.stderr)
         return 1
+    if closed:
+        return CLOSED_PIPE_EXIT
+    print(f"session: {session.id} (continue with --session {session.id})", file=err)
+    if outcome is None or outcome.stop_reason == "cancelled":
+        print("[cancelled]", file=err)
+        return 130
     return 1 if outcome.error_code else 0
+
+
+async def _cancel_on_interrupt(session: Session, hard: anyio.CancelScope) -> None:
+    """Ctrl-C cancels the turn (it ends `cancelled`); a second Ctrl-C stops at once."""
+    import anyio
+
+    first = True
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async for _ in signals:
+            if first and session.cancel("cancelled at the terminal (Ctrl-C)"):
+                print("\n[cancelling: Ctrl-C again stops at once]", file=sys.stderr)
+                first = False
+                continue
+            hard.cancel()
+            return
+
+
+def shown_output(event: ToolFinished, kind: str) -> list[str]:
+    """What a tool reported, for the terminal: the last lines of a command's output, an
+    edit's one-line summary; nothing for tools that only read."""
+    from steerable_bridge.runtime.values import TextPart
+
+    if kind not in ("execute", "edit", "delete", "move"):
+        return []
+    text = "".join(part.text for part in event.content if isinstance(part, TextPart))
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= OUTPUT_LINES:
+        return lines
+    return [f"... {len(lines) - OUTPUT_LINES} earlier lines", *lines[-OUTPUT_LINES:]]

@@ -156,6 +156,9 @@ def main(args: argparse.Namespace) -> int:
     shown = f"[{args.host}]" if sock.family == socket.AF_INET6 else args.host
     print(f"steerable-bridge: AG-UI endpoint POST http://{shown}:{port}/agent", flush=True)
     print(f"steerable-bridge: chat page http://{shown}:{port}/", flush=True)
+    from steerable_bridge.commands.startup import announce, startup_line
+
+    announce(startup_line(args.model, args.storage, args.workspace), args.log_format)
     if args.workers == 1:
         config = uvicorn.Config(
             app,

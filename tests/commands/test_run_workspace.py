@@ -9,14 +9,14 @@ asked and their answer decides; without one, `--approve` decides: `ask` refuses 
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(60)
+from tests.commands.terminal import AtTerminal, detached
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -27,22 +27,17 @@ def _env(tmp: Path) -> dict[str, str]:
 def _run(tmp: Path, *args: str, answer: str | None = None) -> subprocess.CompletedProcess[str]:
     work = tmp / "work"
     work.mkdir(exist_ok=True)
-    command = [sys.executable, "-m", "steerable_bridge.cli", "run", "--cwd", str(work), *args]
+    argv = ["run", "--cwd", str(work), *args]
     if answer is None:
-        return subprocess.run(
-            command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            env=_env(tmp), timeout=30, check=False,
-        )  # fmt: skip
-    leader, follower = pty.openpty()
+        return detached(argv, _env(tmp))
+    person = AtTerminal.start(argv, _env(tmp))
     try:
-        os.write(leader, answer.encode() + b"\n")  # typed ahead; read when asked
-        return subprocess.run(
-            command, stdin=follower, capture_output=True, text=True,
-            env=_env(tmp), timeout=30, check=False,
-        )  # fmt: skip
+        person.read_until("Allow")
+        person.type(answer + "\n")
+        code, out, err = person.finish()
     finally:
-        os.close(leader)
-        os.close(follower)
+        person.close()
+    return subprocess.CompletedProcess(argv, code, out, person.screen + err)
 
 
 def test_a_person_at_the_terminal_is_asked_and_yes_writes_the_file(tmp_path: Path) -> None:

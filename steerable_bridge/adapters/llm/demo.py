@@ -8,7 +8,8 @@ to show a feature, so a person can see every part of both transports without a r
 | `think`    | reasoning (thought chunks) before the answer                      |
 | `tool`     | a tool call (`calculate`), then an answer that uses the result     |
 | `plan`     | a plan (`update_plan`) with three entries                         |
-| `write`    | a file edit (`write_file`) — asks for permission first            |
+| `write`    | a file edit (`write_file`) — asks for permission first; without   |
+|            | file tools it says `--workspace DIR` turns them on                 |
 | `state`    | a shared-state change (`update_state`, AG-UI)                     |
 | `error`    | a model error with a stable code                                  |
 | a frontend tool's name | a call to that client-side tool (AG-UI)               |
@@ -45,6 +46,11 @@ INTRO = (
     " the state, or show an error, and I will show you how that looks. To use a real model,"
     " start with --model openai:NAME and set STEERABLE_BASE_URL / STEERABLE_API_KEY."
 )
+NO_FILE_TOOLS = (
+    "I have no file tools in this session, so I cannot write a file: start `serve` with"
+    " --workspace DIR (or `run` without --no-workspace) to give me them."
+)
+INTRO_WITHOUT_FILES = INTRO.replace(" write a file,", "") + " " + NO_FILE_TOOLS
 
 
 class DemoProvider:
@@ -99,7 +105,7 @@ class DemoProvider:
                 )
             yield self._done("tool_calls", words_in, out)
             return
-        async for chunk in self._text(_answer(said), out):
+        async for chunk in self._text(_answer(said, "write_file" in tools), out):
             yield chunk
         yield self._done("end_turn", words_in, out)
 
@@ -161,14 +167,18 @@ def _example_arguments(tool: ToolSpec) -> dict[str, object]:
     return arguments
 
 
-def _answer(said: str) -> str:
+def _answer(said: str, files: bool) -> str:
+    """The plain answer; `files` says whether the session has the file tools."""
+    intro = INTRO if files else INTRO_WITHOUT_FILES
     if not said.strip() or "help" in said or "hello" in said or said.strip() == "hi":
-        return INTRO
+        return intro
     if "think" in said or "reason" in said:
         return (
             "Having thought about it: this is how reasoning appears, folded away from the answer."
         )
-    return f"You said: {said.strip()[:200]}. " + INTRO
+    if "write" in said and not files:
+        return NO_FILE_TOOLS
+    return f"You said: {said.strip()[:200]}. " + intro
 
 
 def _after_tool(messages: tuple[Message, ...]) -> str:

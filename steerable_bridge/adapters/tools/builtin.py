@@ -135,7 +135,8 @@ async def _update_state(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 
 def _state_title(args: Mapping[str, Any]) -> str:
-    return f"Update shared state ({len(args['patch'])} operations)"
+    count = len(args["patch"])
+    return f"Update shared state ({count} operation{'' if count == 1 else 's'})"
 
 
 UPDATE_STATE = Tool(

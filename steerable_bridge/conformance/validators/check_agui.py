@@ -18,6 +18,7 @@ import secrets
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx
@@ -164,6 +165,12 @@ async def check_agui_endpoint(
     return Report("agui-endpoint-check", url, tuple(checks))
 
 
+def _agent_url(url: str) -> str:
+    """`url` with its path replaced by `/agent`, where `steerable-bridge serve` takes runs."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/agent", "", ""))
+
+
 async def _read_stream(
     client: httpx.AsyncClient,
     url: str,
@@ -178,6 +185,12 @@ async def _read_stream(
             raise CouldNotRun(
                 f"HTTP {response.status_code} from {url}: the endpoint wants credentials;"
                 " pass --token T"
+            )
+        if response.status_code in (404, 405) and not url.rstrip("/").endswith("/agent"):
+            await response.aread()
+            raise CouldNotRun(
+                f"HTTP {response.status_code} from {url}: this URL takes no AG-UI runs (is it"
+                f" the chat page?); point the check at the endpoint, e.g. {_agent_url(url)}"
             )
         if not 200 <= response.status_code < 300:
             text = (await response.aread()).decode("utf-8", errors="replace")
