@@ -15,7 +15,16 @@ from collections.abc import Sequence
 
 from steerable_bridge import __version__
 
-COMMANDS: tuple[str, ...] = ("run", "acp", "serve", "sessions", "schema", "check", "conformance")
+COMMANDS: tuple[str, ...] = (
+    "run",
+    "acp",
+    "login",
+    "serve",
+    "sessions",
+    "schema",
+    "check",
+    "conformance",
+)
 """Modules under steerable_bridge.commands, in the order `--help` lists them."""
 
 

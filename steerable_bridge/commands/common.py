@@ -24,6 +24,7 @@ from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_rout
 
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
     from steerable_bridge.adapters.tools.local_env import CommandPolicy
+    from steerable_bridge.commands.credentials import ModelEnv
     from steerable_bridge.runtime.agent import Agent
     from steerable_bridge.runtime.approvals import ApprovalMemory
     from steerable_bridge.runtime.hooks import Hook
@@ -182,9 +183,15 @@ def _pace_ms() -> float:
         ) from None
 
 
-def build_router(model: str) -> ModelRouter:
-    """A router with every provider this build ships, offering `model` first."""
+def build_router(model: str, env: ModelEnv | None = None) -> ModelRouter:
+    """A router with every provider this build ships, offering `model` first; HTTP routes
+    configure from `env` (the environment plus stored credentials, read here when None),
+    which `router.refresh()` re-reads."""
+    from steerable_bridge.commands.credentials import ModelEnv
+
+    env = ModelEnv() if env is None else env
     router = ModelRouter()
+    router.on_refresh = env.reload
     pace = _pace_ms()
 
     def demo(name: str) -> ModelProvider:
@@ -199,14 +206,14 @@ def build_router(model: str) -> ModelRouter:
 
     router.register("demo", demo)
     router.register("scripted", scripted)
-    _register_openai(router)
-    _register_anthropic(router)
+    _register_openai(router, env)
+    _register_anthropic(router, env)
     try:
         split_route(model)
     except RouteError as err:
         raise ConfigError(err.message) from None
     router.offer(model)
-    for route in anthropic_routes(os.environ):
+    for route in anthropic_routes(env):
         router.offer(route)
     router.offer(DEFAULT_MODEL)
     return router
@@ -232,7 +239,7 @@ def anthropic_routes(env: Mapping[str, str]) -> list[str]:
     return [f"anthropic:{name}" for name in names]
 
 
-def _register_openai(router: ModelRouter) -> None:
+def _register_openai(router: ModelRouter, env: Mapping[str, str]) -> None:
     # Imported when an openai: route is resolved: httpx costs every start ~100 ms otherwise.
     # The router keeps the provider it returns for the route (one pooled HTTP client each)
     # and closes it when the agent shuts down; an HTTP provider added here does the same.
@@ -242,16 +249,16 @@ def _register_openai(router: ModelRouter) -> None:
             config_from_env,
         )
 
-        return OpenAICompatProvider(config_from_env(name))
+        return OpenAICompatProvider(config_from_env(name, env))
 
     router.register("openai", openai)
 
 
-def _register_anthropic(router: ModelRouter) -> None:
+def _register_anthropic(router: ModelRouter, env: Mapping[str, str]) -> None:
     def anthropic(name: str) -> ModelProvider:
         from steerable_bridge.adapters.llm.anthropic import AnthropicProvider, config_from_env
 
-        return AnthropicProvider(config_from_env(name))
+        return AnthropicProvider(config_from_env(name, env))
 
     router.register("anthropic", anthropic)
 
@@ -397,7 +404,7 @@ def build_agent(
     except ValueError as err:
         raise ConfigError(f"--quality: {err}") from None
     hooks = [hook for spec in getattr(args, "hooks_module", ()) for hook in load_hooks(spec)]
-    router = build_router(args.model)
+    router = build_router(args.model, getattr(args, "model_env", None))
     try:
         router.resolve(args.model)
     except RouteError as err:
