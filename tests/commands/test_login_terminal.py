@@ -34,11 +34,18 @@ def read_until(fd: int, wanted: bytes, seen: bytearray, limit_s: float = 60.0) -
             seen += chunk
 
 
-def test_an_interactive_login_hides_the_key_and_saves_the_answers(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [["login"], ["acp", "login"]],
+    ids=["login", "acp-login"],  # the terminal method's args, replacing or appended to `acp`
+)
+def test_an_interactive_login_hides_the_key_and_saves_the_answers(
+    tmp_path: Path, argv: list[str]
+) -> None:
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
     master, slave = pty.openpty()
     child = subprocess.Popen(
-        [sys.executable, "-m", "steerable_bridge.cli", "login"],
+        [sys.executable, "-m", "steerable_bridge.cli", *argv],
         stdin=slave,
         stdout=slave,
         stderr=slave,
