@@ -84,7 +84,7 @@ def auth_required(variable: str, route: str) -> RequestError:
         AUTH_REQUIRED,
         "auth_required",
         f"the model {route} needs a key ({variable}); run `steerable-bridge login` (the"
-        " editor's terminal sign-in) and retry, or set {variable} in the agent's environment"
+        f" editor's terminal sign-in) and retry, or set {variable} in the agent's environment"
         " (the editor's agent settings) and restart the agent, or pick a model that needs no"
         " key (--model demo:default)",
         variable=variable,

@@ -95,6 +95,7 @@ async def test_missing_api_key_fails_session_new_and_authenticate(tmp_path: Path
     assert new_error.value.code == auth_error.value.code == -32000
     assert new_error.value.data["variable"] == "STEERABLE_API_KEY"
     assert "steerable-bridge login" in str(new_error.value)
+    assert "or set STEERABLE_API_KEY in the agent's environment" in str(new_error.value)
     assert "STEERABLE_API_KEY" in str(auth_error.value)
 
 
