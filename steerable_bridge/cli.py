@@ -30,6 +30,7 @@ def version() -> str:
 COMMANDS: tuple[str, ...] = (
     "run",
     "acp",
+    "login",
     "serve",
     "sessions",
     "schema",

@@ -29,8 +29,10 @@ def anyio_backend() -> str:
 def isolated_state_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Commands keep sessions under $XDG_STATE_HOME by default; keep tests out of ~."""
+    """Commands keep sessions under $XDG_STATE_HOME and read credentials from
+    $XDG_CONFIG_HOME by default; keep tests out of ~ (a developer's saved key included)."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture(scope="session")

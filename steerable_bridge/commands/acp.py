@@ -51,6 +51,13 @@ def register(subparsers: Any) -> None:
     )
     add_tool_process_options(parser)
     add_validate_client_options(parser)  # --validate-client: the reference agent instead
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=["login"],
+        help="`login`: run the interactive `steerable-bridge login` instead of serving (what"
+        " a client that appends the terminal auth method's args to `acp` runs)",
+    )
     parser.set_defaults(func=main)
 
 
@@ -72,6 +79,10 @@ def load_tools(spec: str) -> list[Any]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.action == "login":
+        from steerable_bridge.commands.login import run_login
+
+        return run_login(provider=None, base_url=None, key_stdin=False)
     if args.validate_client:
         return run_validate_client(args)
     import functools
@@ -79,6 +90,7 @@ def main(args: argparse.Namespace) -> int:
     import anyio
 
     from steerable_bridge.commands.common import build_router
+    from steerable_bridge.commands.credentials import ModelEnv
     from steerable_bridge.runtime.model import ProviderError
     from steerable_bridge.runtime.routing import RouteError
     from steerable_bridge.transports.acp.server import serve
@@ -91,8 +103,9 @@ def main(args: argparse.Namespace) -> int:
     extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
     _check_quality(args)
     check_storage(args.storage)  # before answering anything: one line on stderr, exit 2
+    args.model_env = ModelEnv()  # the environment plus stored credentials, read once
     try:  # what `initialize` needs; the rest is built right after it is answered
-        info = build_router(args.model).resolve(args.model).info
+        info = build_router(args.model, env=args.model_env).resolve(args.model).info
     except (RouteError, ProviderError) as error:
         raise ConfigError(error.message) from None
     from steerable_bridge.commands.startup import announce, startup_line

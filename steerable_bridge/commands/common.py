@@ -33,6 +33,7 @@ from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_rout
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
     from steerable_bridge.adapters.llm.deadlines import CallDeadlines
     from steerable_bridge.adapters.tools.confinement import CommandPolicy
+    from steerable_bridge.commands.credentials import ModelEnv
     from steerable_bridge.runtime.agent import Agent
     from steerable_bridge.runtime.approvals import ApprovalMemory
     from steerable_bridge.runtime.hooks import Hook
@@ -213,10 +214,18 @@ def _pace_ms() -> float:
         ) from None
 
 
-def build_router(model: str, deadlines: CallDeadlines | None = None) -> ModelRouter:
+def build_router(
+    model: str, deadlines: CallDeadlines | None = None, env: ModelEnv | None = None
+) -> ModelRouter:
     """A router with every provider this build ships, offering `model` first; HTTP providers
-    bound each call by `deadlines` (the defaults of `CallDeadlines` when None)."""
+    bound each call by `deadlines` (the defaults of `CallDeadlines` when None) and configure
+    from `env` (the environment plus stored credentials, read here when None), which
+    `router.refresh()` re-reads."""
+    from steerable_bridge.commands.credentials import ModelEnv
+
+    env = ModelEnv() if env is None else env
     router = ModelRouter()
+    router.on_refresh = env.reload
     pace = _pace_ms()
 
     def demo(name: str) -> ModelProvider:
@@ -231,14 +240,14 @@ def build_router(model: str, deadlines: CallDeadlines | None = None) -> ModelRou
 
     router.register("demo", demo)
     router.register("scripted", scripted)
-    _register_openai(router, deadlines)
-    _register_anthropic(router, deadlines)
+    _register_openai(router, env, deadlines)
+    _register_anthropic(router, env, deadlines)
     try:
         split_route(model)
     except RouteError as err:
         raise ConfigError(err.message) from None
     router.offer(model)
-    for route in anthropic_routes(os.environ):
+    for route in anthropic_routes(env):
         router.offer(route)
     router.offer(DEFAULT_MODEL)
     return router
@@ -264,7 +273,9 @@ def anthropic_routes(env: Mapping[str, str]) -> list[str]:
     return [f"anthropic:{name}" for name in names]
 
 
-def _register_openai(router: ModelRouter, deadlines: CallDeadlines | None) -> None:
+def _register_openai(
+    router: ModelRouter, env: Mapping[str, str], deadlines: CallDeadlines | None
+) -> None:
     # Imported when an openai: route is resolved: httpx costs every start ~100 ms otherwise.
     # The router keeps the provider it returns for the route (one pooled HTTP client each)
     # and closes it when the agent shuts down; an HTTP provider added here does the same.
@@ -274,7 +285,7 @@ def _register_openai(router: ModelRouter, deadlines: CallDeadlines | None) -> No
             config_from_env,
         )
 
-        config = config_from_env(name)
+        config = config_from_env(name, env)
         if deadlines is not None:
             config = dataclasses.replace(
                 config,
@@ -286,11 +297,13 @@ def _register_openai(router: ModelRouter, deadlines: CallDeadlines | None) -> No
     router.register("openai", openai)
 
 
-def _register_anthropic(router: ModelRouter, deadlines: CallDeadlines | None) -> None:
+def _register_anthropic(
+    router: ModelRouter, env: Mapping[str, str], deadlines: CallDeadlines | None
+) -> None:
     def anthropic(name: str) -> ModelProvider:
         from steerable_bridge.adapters.llm.anthropic import AnthropicProvider, config_from_env
 
-        config = config_from_env(name)
+        config = config_from_env(name, env)
         if deadlines is not None:
             config = dataclasses.replace(
                 config,
@@ -447,7 +460,7 @@ def build_agent(
         deadlines = deadlines_from_args(args)
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    router = build_router(args.model, deadlines)
+    router = build_router(args.model, deadlines, getattr(args, "model_env", None))
     try:
         router.resolve(args.model)
     except RouteError as err:

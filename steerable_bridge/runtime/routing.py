@@ -8,7 +8,10 @@ logs anything — there is no silent fallback to another model.
 A router builds each route's provider once and keeps it: every later `resolve` of that
 route returns the same provider, so whatever it holds (an HTTP client with its connection
 pool and TLS context) is set up once per process, not once per step. `aclose()` closes
-every provider that has an `aclose()`; the agent calls it when it shuts down.
+every provider that has an `aclose()`; the agent calls it when it shuts down. `refresh()`
+re-reads where keys come from (the `on_refresh` hook the command sets: stored credentials)
+and forgets the providers that were built without a key they need, so a key saved after
+start-up (`steerable-bridge login`) is used by the next `resolve`.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class ModelRouter:
         self._factories: dict[str, ProviderFactory] = {}
         self._providers: dict[str, ModelProvider] = {}
         self.routes: list[str] = []
+        self.on_refresh: Callable[[], None] | None = None
+        """Called by `refresh()` before it forgets keyless providers (re-reads credentials)."""
 
     def register(self, provider: str, factory: ProviderFactory) -> None:
         if provider in self._factories:
@@ -77,6 +82,21 @@ class ModelRouter:
             )
         built = self._providers[route] = factory(model)
         return built
+
+    async def refresh(self) -> None:
+        """Re-read credentials (`on_refresh`) and forget every provider built without a key
+        it needs, closing it, so the next `resolve` of its route builds it afresh."""
+        if self.on_refresh is not None:
+            self.on_refresh()
+        stale = [r for r, p in self._providers.items() if p.info.needs_api_key_env]
+        for route in stale:
+            provider = self._providers.pop(route)
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception:
+                    log.exception("closing the model provider %s failed", route)
 
     async def aclose(self) -> None:
         """Close every provider built so far (those with an `aclose()`) and forget them."""

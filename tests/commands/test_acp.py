@@ -32,8 +32,7 @@ def test_the_zed_and_jetbrains_snippets_launch_the_same_command() -> None:
     snippets = _snippets()
     assert snippets["zed"]["type"] == "custom"
     for server in snippets.values():
-        assert server["args"][-2:] == ["steerable-bridge", "acp"]
-        assert "/path/to/steerable-bridge" in server["args"]
+        assert (server["command"], server["args"]) == ("uvx", ["steerable-bridge", "acp"])
         assert isinstance(server["env"], dict)
     assert snippets["zed"]["command"] == snippets["jetbrains"]["command"]
     assert snippets["zed"]["args"] == snippets["jetbrains"]["args"]
@@ -59,7 +58,8 @@ async def test_the_readme_snippet_starts_a_working_agent(tmp_path: Path) -> None
         reason = f"{server['command']} is not on PATH, so the README snippet cannot be launched"
         warnings.warn(reason, stacklevel=1)
         pytest.skip(reason)
-    args = [str(ROOT) if a == "/path/to/steerable-bridge" else a for a in server["args"]]
+    # the package from this checkout instead of PyPI: `uvx --from ROOT steerable-bridge acp`
+    args = ["--from", str(ROOT), *server["args"]]
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")},
         **server["env"],

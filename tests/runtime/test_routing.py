@@ -69,3 +69,23 @@ async def test_a_factory_refusing_its_model_also_fails_before_logging() -> None:
     with pytest.raises(RouteError, match="use --model"):
         await session.prompt(TurnInput(content=(TextPart(text="hi"),)))
     assert len(session.log) == 0
+
+
+@pytest.mark.anyio
+async def test_refresh_rereads_keys_and_rebuilds_only_the_providers_that_lacked_one() -> None:
+    from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider, OpenAIConfig
+
+    keys: dict[str, str] = {}
+    router = ModelRouter()
+    router.register("demo", lambda name: DemoProvider(pace_ms=0))
+    router.register(
+        "openai", lambda name: OpenAICompatProvider(OpenAIConfig(model=name, api_key=keys.get("k")))
+    )
+    demo, keyless = router.resolve("demo:x"), router.resolve("openai:m")
+    assert keyless.info.needs_api_key_env == "STEERABLE_API_KEY"
+    router.on_refresh = lambda: keys.update(k="sk-new")  # what a login wrote, re-read
+    await router.refresh()
+    rebuilt = router.resolve("openai:m")
+    assert rebuilt is not keyless and rebuilt.info.needs_api_key_env is None
+    assert router.resolve("demo:x") is demo  # providers that had what they need are kept
+    await router.aclose()

@@ -52,7 +52,8 @@ async def test_acp_names_the_anthropic_key_when_it_is_missing(tmp_path: Path) ->
         init = await run.init()
         with pytest.raises(RequestError) as error:
             await run.new()
-    assert init.auth_methods[0].vars[0].name == "ANTHROPIC_API_KEY"
+    assert [m.id for m in init.auth_methods] == ["stored-credentials"]
+    assert error.value.data["variable"] == "ANTHROPIC_API_KEY"
     assert "ANTHROPIC_API_KEY" in str(error.value)
 
 

@@ -35,7 +35,11 @@ from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session, SessionBusy
 from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.transports.acp import errors
-from steerable_bridge.transports.acp.capabilities import initialize_response
+from steerable_bridge.transports.acp.capabilities import (
+    CREDENTIALS_METHOD,
+    LOGIN_METHOD,
+    initialize_response,
+)
 from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.content import PromptBlock, ReadText, prompt_parts
 from steerable_bridge.transports.acp.extensions import GAP_PREFIX, Extensions
@@ -111,14 +115,24 @@ class AcpAgent(SessionLifecycle):
         steerable = kwargs.get("steerable")
         self.link.events = isinstance(steerable, dict) and steerable.get("events") is True
         return initialize_response(
-            self._default_info(), self.agent.config.model, workspaces=self.workspaces is not None
+            self._default_info(),
+            self.agent.config.model,
+            workspaces=self.workspaces is not None,
+            client=client_capabilities,
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> acp.AuthenticateResponse:
-        info = self._default_info()
-        missing = info.needs_api_key_env if info is not None else None
-        if missing:
-            raise errors.auth_required(missing, self.agent.config.model)
+        """`stored-credentials` (the agent method): re-read the credentials a terminal
+        `steerable-bridge login` saved and succeed once the default model has the key it
+        needs (at once for keyless models). `login` is the terminal method, which clients
+        run instead of sending; sent anyway, it is answered the same way."""
+        if method_id not in (CREDENTIALS_METHOD, LOGIN_METHOD):
+            raise errors.invalid_params(
+                f"there is no auth method {method_id!r}; use {CREDENTIALS_METHOD!r}"
+                f" (or run `steerable-bridge login` in a terminal)",
+                stable="unknown_auth_method",
+            )
+        await self.check_key(self.agent.config.model)
         return acp.AuthenticateResponse()
 
     def state(self, session_id: str) -> AcpSession:
@@ -198,12 +212,7 @@ class AcpAgent(SessionLifecycle):
             reply = await self._slash.handle(state, prompt)
             if reply is not None:
                 return reply
-        try:
-            provider = self.agent.router.resolve(session.model)
-        except RouteError as error:
-            raise errors.route_failed(error.code, error.message) from None
-        if provider.info.needs_api_key_env:
-            raise errors.auth_required(provider.info.needs_api_key_env, session.model)
+        provider = await self.check_key(session.model)
         token = state.token = CancelToken()
         try:
             if compact:

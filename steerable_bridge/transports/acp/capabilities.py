@@ -7,8 +7,11 @@ only when the default model reads them; sessions can be listed, resumed, closed,
 forked (plus additional directories when workspaces are mounted); MCP servers over stdio,
 streamable HTTP and SSE. `agentCapabilities._meta.steerable` (`STEERABLE_META`) names this
 agent's extensions: the `_steerable/steer` and `_steerable/follow_up` methods and the
-opt-in event channel. When the default model needs an API key that is missing, an `env_var`
-auth method names the variable. Imports nothing heavy: it must stay cheap to load.
+opt-in event channel. Auth methods are the two the stable schema has (`auth_methods`): an
+`agent` method, `authenticate` with which re-reads the stored credentials, and, when the
+client can run a login in its terminal, a `terminal` method that runs `steerable-bridge
+login`. Neither is required for a route that needs no key. Imports nothing heavy: it must
+stay cheap to load.
 """
 
 from __future__ import annotations
@@ -21,7 +24,19 @@ from acp import schema as acp
 from steerable_bridge import __version__
 from steerable_bridge.runtime.model import ModelInfo
 
-__all__ = ["STEERABLE_META", "initialize_response"]
+__all__ = [
+    "CREDENTIALS_METHOD",
+    "LOGIN_METHOD",
+    "STEERABLE_META",
+    "auth_methods",
+    "initialize_response",
+    "terminal_auth_supported",
+]
+
+CREDENTIALS_METHOD = "stored-credentials"
+"""The `agent` auth method: `authenticate` re-reads the stored credentials and the route."""
+LOGIN_METHOD = "login"
+"""The `terminal` auth method: the client runs `steerable-bridge login` in a terminal."""
 
 STEERABLE_META: dict[str, Any] = {
     "steer": {
@@ -45,22 +60,54 @@ STEERABLE_META: dict[str, Any] = {
 """What `agentCapabilities._meta.steerable` advertises (see docs/mapping.md)."""
 
 
-def initialize_response(
-    info: ModelInfo | None, model: str, *, workspaces: bool
-) -> acp.InitializeResponse:
-    """The answer to `initialize` for the default model's `info` (None when unresolvable)."""
-    missing = info.needs_api_key_env if info is not None else None
-    auth_methods: list[Any] = []
-    if missing:
-        auth_methods.append(
-            acp.EnvVarAuthMethod(
-                type="env_var",
-                id=f"env:{missing}",
-                name=f"Set {missing}",
-                description=f"The model {model} reads its key from {missing}",
-                vars=[acp.AuthEnvVar(name=missing, label=missing)],
+def terminal_auth_supported(caps: acp.ClientCapabilities | None) -> bool:
+    """True when the client can run a terminal login: `auth.terminal` (the schema) or
+    `_meta["terminal-auth"]` (what the registry's checker and older clients send)."""
+    if caps is None:
+        return False
+    if caps.auth is not None and caps.auth.terminal:
+        return True
+    return bool((caps.field_meta or {}).get("terminal-auth") is True)
+
+
+def auth_methods(model: str, *, terminal: bool) -> list[Any]:
+    """The advertised auth methods; `terminal` only when the client supports it."""
+    methods: list[Any] = [
+        acp.AuthMethodAgent(
+            id=CREDENTIALS_METHOD,
+            name="Use saved credentials",
+            description=(
+                f"Re-reads the key `steerable-bridge login` saved (or the environment's) for"
+                f" {model}; models that need no key (demo, a local server) need no sign-in"
+            ),
+        )
+    ]
+    if terminal:
+        methods.append(
+            acp.TerminalAuthMethod(
+                type="terminal",
+                id=LOGIN_METHOD,
+                name="Log in to a model provider",
+                description=(
+                    "Runs `steerable-bridge login`: pick OpenAI-compatible or Anthropic, a"
+                    " base URL and a key; it is saved 0600 in your config directory"
+                ),
+                args=["login"],
             )
         )
+    return methods
+
+
+def initialize_response(
+    info: ModelInfo | None,
+    model: str,
+    *,
+    workspaces: bool,
+    client: acp.ClientCapabilities | None = None,
+) -> acp.InitializeResponse:
+    """The answer to `initialize` for the default model's `info` (None when unresolvable)
+    and the `client`'s capabilities."""
+    methods = auth_methods(model, terminal=terminal_auth_supported(client))
     return acp.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_info=acp.Implementation(
@@ -84,5 +131,5 @@ def initialize_response(
             mcp_capabilities=acp.McpCapabilities(http=True, sse=True),  # and stdio, always
             field_meta={"steerable": STEERABLE_META},
         ),
-        auth_methods=auth_methods,
+        auth_methods=methods,
     )

@@ -83,9 +83,10 @@ def auth_required(variable: str, route: str) -> RequestError:
     return _error(
         AUTH_REQUIRED,
         "auth_required",
-        f"the model {route} needs the environment variable {variable}; set it in the agent's"
-        " environment (the editor's agent settings) and restart the agent, or pick a model"
-        " that needs no key (--model demo:default)",
+        f"the model {route} needs a key ({variable}); run `steerable-bridge login` (the"
+        f" editor's terminal sign-in) and retry, or set {variable} in the agent's environment"
+        " (the editor's agent settings) and restart the agent, or pick a model that needs no"
+        " key (--model demo:default)",
         variable=variable,
         route=route,
     )

@@ -129,7 +129,9 @@ class LazyAcpAgent:
             **kwargs,
         }
         self._spawn(self._warm_up)
-        return initialize_response(self._info, self._model, workspaces=self._workspaces)
+        return initialize_response(
+            self._info, self._model, workspaces=self._workspaces, client=client_capabilities
+        )
 
     async def authenticate(self, **kwargs: Any) -> Any:
         return await self._call("authenticate", kwargs)

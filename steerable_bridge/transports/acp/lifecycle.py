@@ -22,6 +22,7 @@ from acp import schema as acp
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import ModePolicy, StaticPolicy
 from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.routing import RouteError
@@ -54,6 +55,23 @@ class SessionLifecycle:
     choose_environment: EnvironmentChooser
     _spawn: Callable[[Callable[[], Awaitable[None]]], None]
 
+    async def check_key(self, route: str) -> ModelProvider:
+        """`route`'s provider; AUTH_REQUIRED unless it has the key it needs, re-reading the
+        stored credentials first when it has not (a login may have saved one since)."""
+        provider = self._resolve(route)
+        if provider.info.needs_api_key_env:
+            await self.agent.router.refresh()
+            provider = self._resolve(route)
+        if provider.info.needs_api_key_env:
+            raise errors.auth_required(provider.info.needs_api_key_env, route)
+        return provider
+
+    def _resolve(self, route: str) -> ModelProvider:
+        try:
+            return self.agent.router.resolve(route)
+        except RouteError as error:
+            raise errors.route_failed(error.code, error.message) from None
+
     def _check_cwd(self, cwd: str) -> str:
         if not os.path.isabs(cwd):
             raise errors.invalid_params(
@@ -66,14 +84,6 @@ class SessionLifecycle:
                 stable="cwd_not_found",
             )
         return _normalize(cwd)
-
-    def _check_auth(self, route: str) -> None:
-        try:
-            info = self.agent.router.resolve(route).info
-        except RouteError as error:
-            raise errors.route_failed(error.code, error.message) from None
-        if info.needs_api_key_env:
-            raise errors.auth_required(info.needs_api_key_env, route)
 
     def _open(self, session: Session) -> AcpSession:
         state = AcpSession(
@@ -123,7 +133,7 @@ class SessionLifecycle:
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> acp.NewSessionResponse:
         cwd = self._check_cwd(cwd)
-        self._check_auth(self.agent.config.model)
+        await self.check_key(self.agent.config.model)
         state = self._open(await self.agent.new_session(cwd))
         await self._mount(state, mcp_servers, kwargs)
         event = await state.session.record(ev.CommandsUpdated, commands=COMMANDS)

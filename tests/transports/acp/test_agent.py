@@ -71,7 +71,9 @@ async def test_initialize_then_bad_requests_get_specific_errors(tmp_path: Path) 
     sc = caps.session_capabilities
     assert sc is not None
     assert None not in (sc.list, sc.resume, sc.close, sc.fork, sc.delete)
-    assert first.auth_methods == []
+    assert [(m.id, getattr(m, "type", "agent")) for m in first.auth_methods] == [
+        ("stored-credentials", "agent")  # no terminal method: this client did not offer one
+    ]
     assert relative.value.code == missing.value.code == -32602
     assert "absolute" in str(relative.value)
     assert "does not exist" in str(missing.value)
@@ -81,7 +83,7 @@ async def test_initialize_then_bad_requests_get_specific_errors(tmp_path: Path) 
     assert empty.value.code == -32602 and empty.value.data["code"] == "empty_prompt"
 
 
-async def test_missing_api_key_is_advertised_and_fails_session_new(tmp_path: Path) -> None:
+async def test_missing_api_key_fails_session_new_and_authenticate(tmp_path: Path) -> None:
     env = {"STEERABLE_BASE_URL": "https://models.example.invalid/v1"}
     async with running(tmp_path, model="openai:some-model", env=env) as run:
         init = await run.init()
@@ -89,12 +91,12 @@ async def test_missing_api_key_is_advertised_and_fails_session_new(tmp_path: Pat
             await run.new()
         with pytest.raises(RequestError) as auth_error:
             await run.conn.authenticate(method_id=init.auth_methods[0].id)
-    method = init.auth_methods[0]
-    assert method.type == "env_var"
-    assert method.vars[0].name == "STEERABLE_API_KEY"
-    assert new_error.value.code == -32000
-    assert "STEERABLE_API_KEY" in str(new_error.value)
-    assert auth_error.value.code == -32000
+    assert {getattr(m, "type", "agent") for m in init.auth_methods} <= {"agent", "terminal"}
+    assert new_error.value.code == auth_error.value.code == -32000
+    assert new_error.value.data["variable"] == "STEERABLE_API_KEY"
+    assert "steerable-bridge login" in str(new_error.value)
+    assert "or set STEERABLE_API_KEY in the agent's environment" in str(new_error.value)
+    assert "STEERABLE_API_KEY" in str(auth_error.value)
 
 
 async def test_prompt_streams_every_editor_update_in_order(tmp_path: Path) -> None:
