@@ -33,7 +33,11 @@ async def test_always_allow_is_kept_for_the_project_not_for_others(tmp_path: Pat
             await run.prompt(await run.new(project), "run it")
     assert len(first.permission_requests) == 1
     kept = json.loads((tmp_path / "approvals.json").read_text())
-    assert kept["projects"] == {str(project): {"run_command:echo": "allow"}}
+    assert list(kept["projects"]) == [str(project)]
+    (entry,) = kept["projects"][str(project)].items()
+    assert entry[0] == "run_command:echo" and entry[1]["answer"] == "allow"
+    assert len(entry[1]["mac"]) == 64  # signed with the key kept in the state folder
+    assert (tmp_path / "state" / "steerable-bridge" / "approvals.key").stat().st_mode & 0o077 == 0
 
     second = Recorder(answer="reject_once")
     rounds = [  # the second process's script
