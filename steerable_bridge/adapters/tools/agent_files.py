@@ -122,6 +122,9 @@ class AgentFiles:
         if target.st_nlink < 2:
             return None  # its only name is `real`, which is not one of ours
         for entry in entries:
+            home = _ident(entry.folder)
+            if home is None or home[0] != target.st_dev:
+                continue  # a hard link never crosses devices
             inodes, complete = _inodes(entry)
             if ident in inodes or not complete:
                 return entry
