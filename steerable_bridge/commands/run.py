@@ -5,8 +5,9 @@ compactly on stderr; `--jsonl` prints every LoopEvent as one JSON object a line 
 The agent gets the workspace tools (read, write, edit, list, glob, grep, run_command)
 confined to `--cwd` (default: the current directory) unless `--no-workspace` is given.
 With `--approve ask` (the default) an edit or a command is put to the person at the
-terminal first (yes / no / always / never); without a terminal it is refused, and the
-message says to pass `--approve all`; `--approve all` / `none` decide without asking.
+terminal first (yes / no, and always / never when the call has a shape to keep); without
+a terminal it is refused, and the message says to pass `--approve all`; `--approve all` /
+`none` decide without asking.
 `--session ID` continues a stored session instead of starting one. Exit status: 0 when the
 turn finished, 1 when it failed (the error is on stderr), 2 for a configuration mistake.
 """
@@ -104,12 +105,15 @@ async def _run(args: argparse.Namespace) -> int:
                 file=err,
             )
             return PermissionAnswer(outcome="reject_once", option_id="reject_once")
-        reply = await anyio.to_thread.run_sync(
-            input, f"Allow {request.title}? [y]es / [a]lways / [n]o / [N]ever: "
-        )
-        outcome = {"y": "allow_once", "a": "allow_always", "N": "reject_always"}.get(
-            reply.strip()[:1], "reject_once"
-        )
+        offered = {o.kind: o.name for o in request.options}
+        choices = {"y": "allow_once"}
+        question = f"Allow {request.title}? [y]es"
+        if "allow_always" in offered:  # not offered for a command that could smuggle another
+            choices |= {"a": "allow_always", "N": "reject_always"}
+            question += f" / [a] {offered['allow_always']}"
+        question += " / [n]o" + (" / [N]ever: " if "N" in choices else ": ")
+        reply = await anyio.to_thread.run_sync(input, question)
+        outcome = choices.get(reply.strip()[:1], "reject_once")
         return PermissionAnswer(outcome=outcome, option_id=outcome)  # type: ignore[arg-type]
 
     import anyio
