@@ -53,7 +53,8 @@ def main() -> None:
         spill.mkdir(parents=True)
         for index in range(args.spill):
             (spill / f"c{index}.txt").write_text("out")
-        os.link(project / "src" / "app.py", project / "src" / "linked.py")
+        (project / "src" / "shared.py").write_text("y = 2\n")
+        os.link(project / "src" / "shared.py", project / "src" / "linked.py")
         private = AgentFiles()
         private.keep_tree(str(project / "state"), "state folder")
         private.keep_file(str(project / "sessions.db"), "session store")

@@ -16,7 +16,8 @@ entries' files — a hard link made under another name; or when it does not exis
 its folder is an entry's folder by inode (a case or mount variant of the folder). `..`
 and symbolic links are gone before the check: it is given the resolved path. Names are
 compared without touching the disk; inodes cost a few `stat` calls, and the folders and
-trees are only listed (boundedly) for a target that has more than one link.
+trees are only listed (boundedly, reading inode numbers from the listing) for a target
+that has more than one link.
 `AGENT_FILES` is the process's registry: the composition root adds what it keeps, and
 every `Workspace` consults it by default, including workspaces the transports make for
 sessions long after start-up. It only ever grows and is read without a lock.
@@ -125,8 +126,7 @@ class AgentFiles:
             home = _ident(entry.folder)
             if home is None or home[0] != target.st_dev:
                 continue  # a hard link never crosses devices
-            inodes, complete = _inodes(entry)
-            if ident in inodes or not complete:
+            if _holds(entry, target.st_ino):
                 return entry
         return None
 
@@ -155,25 +155,23 @@ def _ident(path: str) -> tuple[int, int] | None:
     return (found.st_dev, found.st_ino)
 
 
-def _inodes(entry: _Entry) -> tuple[set[tuple[int, int]], bool]:
-    """Inodes of the entry's files, listed from disk (bounded), and whether all were seen."""
-    found: set[tuple[int, int]] = set()
-
-    def add(path: str) -> None:
-        ident = _ident(path)
-        if ident is not None:
-            found.add(ident)
-
+def _holds(entry: _Entry, inode: int) -> bool:
+    """Whether one of the entry's files (on the folder's device) has inode number `inode`;
+    True too when the tree is larger than `TREE_SCAN_LIMIT`. Reads directory entries only
+    (their inode numbers come with the listing: no `stat` per file)."""
     if entry.name is not None:
         own = entry.name.casefold()
         try:
             with os.scandir(entry.folder) as listing:
                 for item in listing:
-                    if item.name.casefold().startswith(own) if entry.family else item.name == own:
-                        add(item.path)
+                    mine = (
+                        item.name.casefold().startswith(own) if entry.family else item.name == own
+                    )
+                    if mine and item.inode() == inode:
+                        return True
         except OSError:
             pass
-        return found, True
+        return False
     seen = 0
     pending = [entry.folder]
     while pending:
@@ -182,14 +180,14 @@ def _inodes(entry: _Entry) -> tuple[set[tuple[int, int]], bool]:
                 for item in listing:
                     seen += 1
                     if seen > TREE_SCAN_LIMIT:
-                        return found, False
+                        return True
                     if item.is_dir(follow_symlinks=False):
                         pending.append(item.path)
-                    elif item.is_file(follow_symlinks=False):
-                        add(item.path)
+                    elif item.inode() == inode and item.is_file(follow_symlinks=False):
+                        return True
         except OSError:
             continue
-    return found, True
+    return False
 
 
 AGENT_FILES = AgentFiles()
