@@ -122,3 +122,16 @@ async def test_write_and_edit_tools_refuse_the_agent_files(
     assert (project / "state" / "sessions.db").read_bytes() == STORE_BYTES
     assert "run_command" not in (project / "state" / "approvals.json").read_text()
     assert (project / "state" / "sessions.db-wal").read_bytes() == b"wal"
+
+
+@pytest.mark.parametrize("use_ripgrep", [False, None])
+async def test_grep_leaves_the_agent_files_out(
+    guarded: Workspace, project: Path, use_ripgrep: bool | None
+) -> None:
+    from steerable_bridge.adapters.tools import search
+
+    (project / "state" / "approvals.json").write_text("needle in the approvals\n")
+    (project / "spill" / "sess" / "c1.txt").write_text("needle in a spill\n")
+    (project / "src" / "found.py").write_text("needle in the project\n")
+    found = await search.grep(guarded, "needle", ".", None, use_ripgrep=use_ripgrep)
+    assert found.lines == ("src/found.py:1:needle in the project",)
