@@ -24,7 +24,7 @@ from steerable_bridge.commands.terminal import printable
 from steerable_bridge.runtime.events import PermissionOutcome
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
 
-__all__ = ["PREVIEW_LINES", "TerminalAsker", "preview"]
+__all__ = ["PREVIEW_LINES", "TerminalAsker", "preview", "question"]
 
 PREVIEW_LINES = 40
 """At most this many lines of diff or command are shown before the question."""
@@ -37,7 +37,18 @@ _ANSWERS: dict[str, PermissionOutcome] = {
     "a": "allow_always",
     "N": "reject_always",
 }
-QUESTION = "Allow {title}? [y]es / [a]lways / [n]o / [N]ever: "
+
+
+def question(request: PermissionRequest) -> tuple[str, dict[str, PermissionOutcome]]:
+    """The question for `request` and the answers it takes: always / never only when the
+    call has a shape to keep (`runtime/command_shape.py`: never for a command that could
+    smuggle another), named as the option names it ("Always allow `git status` here")."""
+    offered = {option.kind: option.name for option in request.options}
+    title = printable(request.title, layout=False)
+    if "allow_always" not in offered:
+        return f"Allow {title}? [y]es / [n]o: ", {"y": "allow_once"}
+    always = printable(offered["allow_always"], layout=False)
+    return f"Allow {title}? [y]es / [a] {always} / [n]o / [N]ever: ", _ANSWERS
 
 
 class TerminalAsker:
@@ -63,13 +74,13 @@ class TerminalAsker:
         shown = await anyio.to_thread.run_sync(preview, request, self._cwd)
         text = "".join(f"  {line}\n" for line in shown)
         termios.tcflush(self._fd, termios.TCIFLUSH)  # keys typed before the question
-        question = QUESTION.format(title=printable(request.title, layout=False))
-        os.write(self._fd, (printable(text) + question).encode(errors="replace"))
+        asked, answers = question(request)
+        os.write(self._fd, (printable(text) + asked).encode(errors="replace"))
         await anyio.wait_readable(self._fd)
         reply = os.read(self._fd, 4096).decode(errors="replace")  # one line: canonical mode
         if not reply:  # Ctrl-D
             os.write(self._fd, b"\n")
-        outcome = _ANSWERS.get(reply.strip()[:1], "reject_once")
+        outcome = answers.get(reply.strip()[:1], "reject_once")
         return PermissionAnswer(outcome=outcome, option_id=outcome)
 
 

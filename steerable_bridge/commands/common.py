@@ -56,6 +56,8 @@ __all__ = [
     "default_storage",
     "load_hooks",
     "load_user_module",
+    "protect_agent_files",
+    "state_dir",
 ]
 
 DEFAULT_MODEL = "demo:default"
@@ -321,11 +323,7 @@ def default_storage() -> str:
     configured = os.environ.get("STEERABLE_STORAGE")
     if configured:
         return configured
-    state = os.environ.get("XDG_STATE_HOME", "")
-    base = (
-        state if os.path.isabs(state) else os.path.join(os.path.expanduser("~"), ".local", "state")
-    )
-    return os.path.join(base, "steerable-bridge", "sessions.db")
+    return os.path.join(state_dir(), "sessions.db")
 
 
 def add_storage_option(parser: argparse.ArgumentParser) -> None:
@@ -343,28 +341,53 @@ STORAGE_SCHEMES = ("postgresql", "postgres")
 """URL schemes `--storage` serves; anything else that looks like a URL is refused by name."""
 
 
+def state_dir() -> str:
+    """The agent's state folder: `$XDG_STATE_HOME/steerable-bridge` (`~/.local/state/...`
+    when XDG_STATE_HOME is unset or not absolute)."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = (
+        state if os.path.isabs(state) else os.path.join(os.path.expanduser("~"), ".local", "state")
+    )
+    return os.path.join(base, "steerable-bridge")
+
+
 def approvals_path(spec: str) -> str | None:
     """Where "always" answers per project are kept: `approvals.json` beside a SQLite store,
     in the default state folder for a PostgreSQL one, nowhere for `memory`."""
     if spec == "memory":
         return None
     if _scheme(spec) is not None:
-        state = os.environ.get("XDG_STATE_HOME", "")
-        base = state if os.path.isabs(state) else os.path.expanduser("~/.local/state")
-        return os.path.join(base, "steerable-bridge", "approvals.json")
+        return os.path.join(state_dir(), "approvals.json")
     return os.path.join(
         os.path.dirname(os.path.abspath(os.path.expanduser(spec))), "approvals.json"
     )
 
 
 def build_approvals(spec: str) -> ApprovalMemory | None:
-    """The project approvals kept for storage `spec` (see `approvals_path`)."""
+    """The project approvals kept for storage `spec` (see `approvals_path`), signed with
+    the key in the state folder (`approval_file.py`)."""
     path = approvals_path(spec)
     if path is None:
         return None
     from steerable_bridge.adapters.storage.approval_file import ApprovalFile
 
-    return ApprovalFile(path)
+    return ApprovalFile(path, os.path.join(state_dir(), "approvals.key"))
+
+
+def protect_agent_files(spec: str, spill_root: str) -> None:
+    """Tell every workspace which files are this agent's own (`agent_files.py`): the state
+    folder, the spill folder, the SQLite store with its -wal/-shm/-journal siblings, and the
+    approvals file with its lock and temporary files — wherever `--storage` put them."""
+    from steerable_bridge.adapters.tools.agent_files import AGENT_FILES
+
+    AGENT_FILES.keep_tree(state_dir(), "state folder")
+    AGENT_FILES.keep_tree(spill_root, "tool-output spill folder")
+    AGENT_FILES.keep_file(os.path.join(state_dir(), "approvals.key"), "approvals key")
+    approvals = approvals_path(spec)
+    if approvals is not None:
+        AGENT_FILES.keep_file(approvals, "approvals file")
+    if spec != "memory" and _scheme(spec) is None:
+        AGENT_FILES.keep_file(os.path.abspath(os.path.expanduser(spec)), "session store")
 
 
 def build_store(spec: str) -> SessionStore:
@@ -497,7 +520,8 @@ def build_agent(
     from steerable_bridge.adapters.tools.notes import ProjectNotes
     from steerable_bridge.adapters.tools.spill import FileSpill
 
-    agent.spill = FileSpill()  # full text of tool results cut for the model
+    agent.spill = spill = FileSpill()  # full text of tool results cut for the model
+    protect_agent_files(args.storage, str(spill.root))
     agent.notes = ProjectNotes().read  # AGENTS.md and the like, read off the event loop
     for tool in tools:
         agent.tools.register(tool)

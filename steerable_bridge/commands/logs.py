@@ -87,7 +87,10 @@ def configure_logging(args: argparse.Namespace) -> None:
     """Install the handlers `--log-level`, `--log-file` and `--log-format` ask for."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if args.log_file:
+        from steerable_bridge.adapters.tools.agent_files import AGENT_FILES
+
         handlers.append(logging.FileHandler(args.log_file))
+        AGENT_FILES.keep_file(args.log_file, "log file")  # the model may not rewrite it
     formatter = JsonFormatter() if args.log_format == "json" else TextFormatter()
     for handler in handlers:
         handler.setFormatter(formatter)

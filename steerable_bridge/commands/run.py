@@ -5,7 +5,8 @@ compactly on stderr; `--jsonl` prints every LoopEvent as one JSON object a line 
 The agent gets the workspace tools (read, write, edit, list, glob, grep, run_command)
 confined to `--cwd` (default: the current directory) unless `--no-workspace` is given.
 With `--approve ask` (the default) an edit or a command is put to the person at the
-terminal first (yes / no / always / never), showing the diff or the command line; the
+terminal first (yes / no, and always / never when the call has a shape to keep), showing
+the diff or the command line; the
 answer is read from the terminal alone (`approval_prompt.py`), and without one the call is
 refused and the message says to pass `--approve all`; `--approve all` / `none` decide without
 asking. Ctrl-C cancels the turn at once (it ends `cancelled`; exit 130), a second one stops

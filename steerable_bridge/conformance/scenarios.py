@@ -148,11 +148,13 @@ _DROP = frozenset(
         "through_seq",
         "pre_tokens",
         "post_tokens",
+        "approval_key",
     }
 )
 """Left out: ids of the store and of traces, wall-clock measurements
-(`soft_timeout.elapsed_ms`), and what depends on the transport's seq numbering and prompt
-(a compaction's `through_seq` and token estimates)."""
+(`soft_timeout.elapsed_ms`), what depends on the transport's seq numbering and prompt
+(a compaction's `through_seq` and token estimates), and the log's own bookkeeping no wire
+carries (`permission_resolved.approval_key`)."""
 
 
 def _request_summary(request: dict[str, Any]) -> list[dict[str, Any]]:

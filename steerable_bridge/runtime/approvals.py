@@ -1,24 +1,28 @@
 """Durable approvals: "always" answers a project remembers across sessions and processes.
 
-A session remembers "always allow / reject TOOL" in its own log (`SessionFacts.always`).
-`ApprovalMemory` is the port for the longer memory: per project (the session's workspace
-root, its `cwd`), per `approval_key` — the tool name, and for a tool that runs a shell
-command, the command's program (`run_command:git`): "always allow `pytest`" must not allow
-`rm`. A command that chains or redirects (`;`, `&&`, `|`, `>`, backticks, `$(`) has no
-key, so it is always asked about. The loop asks `recall` before the permission policy (a
-session's own answer wins), and calls `remember` when the user picks an "always" option.
-Implementations do their own I/O and must bound it; the runtime only holds the port.
+A session remembers "always allow / reject" answers in its own log (`SessionFacts.always`,
+keyed like the project's). `ApprovalMemory` is the port for the longer memory: per
+project (the session's workspace root, its `cwd`), per `approval_key` — the tool name, and
+for a tool that runs a shell command, the command's shape (`run_command:git status`,
+`command_shape.py`): "always allow `git status`" allows neither `rm` nor `git -c ...`. A
+command with no shape (chaining, wrappers, interpreters, options that run code, programs
+nobody reviewed) has no key: it is asked about every time and the "always" options are
+not offered for it (`approval_options`). The loop asks `recall` before the permission
+policy (a session's own answer wins), and calls `remember` when the user picks an
+"always" option. Implementations do their own I/O and must bound it; the runtime only
+holds the port.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-__all__ = ["ApprovalMemory", "approval_key"]
+from steerable_bridge.runtime.command_shape import command_shape
+from steerable_bridge.runtime.permissions import DEFAULT_OPTIONS
+from steerable_bridge.runtime.values import PermissionOption
 
-_CHAINING = (";", "&", "|", ">", "<", "`", "$(", "\n")
+__all__ = ["ApprovalMemory", "approval_key", "approval_options"]
 
 
 def approval_key(tool_name: str, args: Mapping[str, Any]) -> str | None:
@@ -26,15 +30,31 @@ def approval_key(tool_name: str, args: Mapping[str, Any]) -> str | None:
     command = args.get("command")
     if not isinstance(command, str):
         return tool_name
-    if any(mark in command for mark in _CHAINING):
-        return None
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if not words or "=" in words[0]:
-        return None  # empty, or `VAR=value program`: the program is not the first word
-    return f"{tool_name}:{words[0]}"
+    shape = command_shape(command).shape
+    return None if shape is None else f"{tool_name}:{shape}"
+
+
+_ONCE_ONLY = tuple(o for o in DEFAULT_OPTIONS if o.kind not in ("allow_always", "reject_always"))
+
+
+def approval_options(tool_name: str, key: str | None) -> tuple[PermissionOption, ...]:
+    """The options offered for a call with `key`: no "always" ones without a key, and the
+    "always" ones naming what they cover for a command ("Always allow `git diff` here")."""
+    if key is None:
+        return _ONCE_ONLY
+    if not key.startswith(tool_name + ":"):
+        return DEFAULT_OPTIONS
+    shape = key[len(tool_name) + 1 :]
+    named = {
+        "allow_always": f"Always allow `{shape}` here",
+        "reject_always": f"Always reject `{shape}` here",
+    }
+    return tuple(
+        PermissionOption(option_id=o.option_id, name=named[o.kind], kind=o.kind)
+        if o.kind in named
+        else o
+        for o in DEFAULT_OPTIONS
+    )
 
 
 class ApprovalMemory(Protocol):

@@ -251,6 +251,9 @@ class PermissionResolved(EventBase):
     tool_name: str
     outcome: PermissionOutcome
     option_id: str | None = None
+    approval_key: str | None = None
+    """What an "always" outcome covers (`run_command:git status`); None in logs written
+    before keys existed, where the tool name is the key."""
 
 
 # -- input ----------------------------------------------------------------------------------

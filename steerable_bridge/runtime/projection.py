@@ -309,7 +309,8 @@ class SessionFacts:
     mode_id: str | None = None
     config: dict[str, str] = field(default_factory=dict)
     always: dict[str, bool] = field(default_factory=dict)
-    """Remembered answers per tool name: True = allow always, False = reject always."""
+    """Remembered answers per `approval_key` (the tool name, or `run_command:git status`
+    for a command): True = allow always, False = reject always."""
     open_calls: dict[str, ev.ToolCallEnd] = field(default_factory=dict)
     """Tool calls the model made that have no result yet, in call order."""
     running: bool = False
@@ -329,10 +330,11 @@ class SessionFacts:
         elif isinstance(event, ev.ConfigChanged):
             self.config[event.option_id] = event.value
         elif isinstance(event, ev.PermissionResolved):
+            key = event.approval_key or event.tool_name  # a command's key has its shape
             if event.outcome == "allow_always":
-                self.always[event.tool_name] = True
+                self.always[key] = True
             elif event.outcome == "reject_always":
-                self.always[event.tool_name] = False
+                self.always[key] = False
         elif isinstance(event, ev.ToolCallEnd):
             self.open_calls[event.call_id] = event
         elif isinstance(event, ev.ToolFinished):

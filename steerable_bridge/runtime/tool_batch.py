@@ -32,7 +32,7 @@ import jsonpatch
 from pydantic import JsonValue
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.approvals import approval_key
+from steerable_bridge.runtime.approvals import approval_key, approval_options
 from steerable_bridge.runtime.bounding import bound_content
 from steerable_bridge.runtime.gate import OpenGate, ToolGate
 from steerable_bridge.runtime.permissions import PermissionRequest
@@ -205,8 +205,8 @@ class ToolBatch:
 
         Fetch tools never ask, but the policy may forbid them (read-only mode)."""
         ctx = self.ctx
-        remembered = ctx.facts.always.get(tool.name)
         key = approval_key(tool.name, args)
+        remembered = None if key is None else ctx.facts.always.get(key)
         if remembered is None and key is not None and ctx.approvals is not None:
             with anyio.move_on_after(10):
                 remembered = await ctx.approvals.recall(ctx.cwd, key)
@@ -224,6 +224,7 @@ class ToolBatch:
             call=ToolCall(call_id=call.call_id, name=call.name, arguments_json=call.arguments_json),
             tool_kind=tool.kind,
             title=call.title,
+            options=approval_options(tool.name, key),
         )
         verdict, reason = ctx.policy.verdict(request)
         if verdict == "allow" or (not tool.needs_permission and verdict != "deny"):
@@ -266,16 +267,20 @@ class ToolBatch:
                     f" {ctx.settings.permission_timeout_s:g}s, so {tool.name} did not run",
                 )
             return False
+        outcome = answer.outcome
+        if key is None and outcome in ("allow_always", "reject_always"):
+            outcome = "allow_once" if outcome == "allow_always" else "reject_once"  # not kept
         await self.emit(
             ev.PermissionResolved,
             call_id=call.call_id,
             tool_name=tool.name,
-            outcome=answer.outcome,
+            outcome=outcome,
             option_id=answer.option_id,
+            approval_key=key,
         )
-        if answer.outcome in ("allow_always", "reject_always") and key is not None:
-            await self._remember(key, answer.outcome == "allow_always")
-        if answer.outcome in ("allow_once", "allow_always"):
+        if outcome in ("allow_always", "reject_always") and key is not None:
+            await self._remember(key, outcome == "allow_always")
+        if outcome in ("allow_once", "allow_always"):
             return True
         if ctx.cancel.cancelled:
             return False

@@ -22,7 +22,7 @@ def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
     ("args", "key"),
     [
         ({"command": "pytest -q tests"}, "run_command:pytest"),
-        ({"command": "  git status"}, "run_command:git"),
+        ({"command": "  git status"}, "run_command:git status"),
         ({"command": "pytest; rm -rf /"}, None),
         ({"command": "make && make install"}, None),
         ({"command": "cat x | sh"}, None),
@@ -134,3 +134,25 @@ async def test_read_only_mode_keeps_fetch_tools_off_the_network() -> None:
     _, events = await prompt(session)
     (finished,) = of(events, ev.ToolFinished)
     assert finished.status == "completed" and asked == []  # fetch still runs without asking
+
+
+def test_a_session_remembers_always_per_command_shape_and_old_tool_wide_answers_lapse() -> None:
+    from steerable_bridge.runtime.projection import session_facts
+
+    def resolved(call_id: str, key: str | None) -> ev.PermissionResolved:
+        return ev.PermissionResolved(
+            session_id="s",
+            run_id="r",
+            seq=0,
+            ts=0,
+            call_id=call_id,
+            tool_name="run_command",
+            outcome="allow_always",
+            approval_key=key,
+        )
+
+    facts = session_facts([resolved("a", "run_command:git status"), resolved("b", None)])
+    assert facts.always.get(approval_key("run_command", {"command": "git status -s"}) or "")
+    for other in ("git log", "git -c alias.x='!touch PWNED' x", "rm -rf x"):
+        key = approval_key("run_command", {"command": other})
+        assert key is None or key not in facts.always  # a pre-upgrade "run_command" grant lapses

@@ -5,11 +5,13 @@ A `Workspace` is the session's cwd plus any additional directories the client gr
 absolute path inside one of those roots, and refuses with `EnvironmentError("outside_workspace")`
 anything that is not: `..` climbing out, absolute paths elsewhere, and symlinks whose
 target lies outside (a symlink inside that points inside is fine — it is resolved, never
-followed blindly). `open_file` closes the gap between that check and the use: it opens the
-parent directory without following a final symlink, opens the file relative to that
-directory fd with `O_NOFOLLOW`, and re-checks where the descriptor really points
-(`/proc/self/fd`, or an `fstat` comparison elsewhere), so a file swapped for a symlink
-between check and use is refused rather than followed. Nothing here does any other I/O.
+followed blindly), and refuses with `agent_state` the agent's own files inside the roots
+(its store, approvals, spill; `agent_files.py`). `open_file` closes the gap between that
+check and the use: it opens the parent directory without following a final symlink,
+opens the file relative to that directory fd with `O_NOFOLLOW`, and re-checks where the
+descriptor really points (`/proc/self/fd`, or an `fstat` comparison elsewhere), so a file
+swapped for a symlink between check and use is refused rather than followed. Nothing
+here does any other I/O.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from steerable_bridge.adapters.tools.agent_files import AGENT_FILES, AgentFiles
 from steerable_bridge.adapters.tools.file_names import on_disk
 from steerable_bridge.runtime.environment import EnvironmentError
 
@@ -38,9 +41,13 @@ class Workspace:
 
     cwd: str
     roots: tuple[str, ...]
+    private: AgentFiles = field(default=AGENT_FILES, compare=False, repr=False)
+    """The agent's own files, refused even inside the roots (the process's by default)."""
 
     @classmethod
-    def of(cls, cwd: str, additional: Iterable[str] = ()) -> Workspace:
+    def of(
+        cls, cwd: str, additional: Iterable[str] = (), *, private: AgentFiles = AGENT_FILES
+    ) -> Workspace:
         """A workspace over `cwd` and `additional` directories (made absolute and real)."""
         if not os.path.isabs(cwd):
             raise EnvironmentError(
@@ -52,7 +59,7 @@ class Workspace:
             real = os.path.realpath(os.path.join(real_cwd, extra))
             if real not in roots:
                 roots.append(real)
-        return cls(cwd=real_cwd, roots=tuple(roots))
+        return cls(cwd=real_cwd, roots=tuple(roots), private=private)
 
     def contains(self, real_path: str) -> bool:
         """True when an already-resolved path lies inside one of the roots."""
@@ -67,6 +74,9 @@ class Workspace:
         real = os.path.realpath(joined)
         if not self.contains(real):
             raise self._outside(path, via_link=self.contains(os.path.normpath(joined)))
+        refused = self.private.refusal(real, path)
+        if refused is not None:
+            raise refused
         return real
 
     def display(self, real_path: str) -> str:

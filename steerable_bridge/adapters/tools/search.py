@@ -2,7 +2,8 @@
 
 These are the read-only halves of the workspace tools, always on the local disk (ACP has
 no client-side listing or search) and always confined to the `Workspace`: walks never
-follow symbolic links, and a file reached through a link that resolves outside is skipped.
+follow symbolic links, and a file reached through a link that resolves outside is skipped,
+as are the agent's own files (its store, approvals key, spill: `agent_files.py`).
 `grep` uses ripgrep when it is on PATH — it honours `.gitignore` and is fast — and a Python
 fallback otherwise that skips hidden and binary files but does not read `.gitignore`.
 Every function bounds its output (entries, matches, characters) and its time. Names that
@@ -199,13 +200,24 @@ async def _ripgrep(
         )
     lines = [line for line in result.output.splitlines() if line]
     problems = [line for line in lines if line.startswith("rg: ")]
-    matches = [line.removeprefix("./") for line in lines if not line.startswith("rg: ")]
+    matches = [
+        line.removeprefix("./")
+        for line in lines
+        if not line.startswith("rg: ") and not _agent_file(workspace, line)
+    ]
     if result.exit_code not in (0, 1) and not matches:
         detail = "; ".join(problems)[:500] or f"exit code {result.exit_code}"
         raise EnvironmentError(
             "search_failed", f"ripgrep failed: {detail}; check the pattern and the path"
         )
     return _bounded(matches, result.truncated)
+
+
+def _agent_file(workspace: Workspace, line: str) -> bool:
+    """A ripgrep match in one of the agent's own files (`agent_files.py`), left out."""
+    relative = line.split(":", 1)[0]
+    real = os.path.realpath(os.path.join(workspace.cwd, relative))
+    return workspace.private.refusal(real) is not None
 
 
 def _python_grep(
@@ -230,8 +242,8 @@ def _python_grep(
 
 def _grep_file(workspace: Workspace, regex: re.Pattern[str], full: str) -> list[str]:
     real = os.path.realpath(full)
-    if not workspace.contains(real):
-        return []
+    if not workspace.contains(real) or workspace.private.refusal(real) is not None:
+        return []  # outside, or one of the agent's own files
     try:
         fd = workspace.open_file(real, os.O_RDONLY)
     except EnvironmentError:
