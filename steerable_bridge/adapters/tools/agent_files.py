@@ -20,13 +20,16 @@ trees are only listed (boundedly, reading inode numbers from the listing) for a 
 that has more than one link.
 `AGENT_FILES` is the process's registry: the composition root adds what it keeps, and
 every `Workspace` consults it by default, including workspaces the transports make for
-sessions long after start-up. It only ever grows and is read without a lock.
+sessions long after start-up. It only ever grows and is read without a lock. Commands and
+MCP servers in the sandbox are kept off the same files by `masks(roots)`: read-only binds
+and empty tmpfs mounts laid over the writable workspace (`bwrap.py`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from steerable_bridge.runtime.environment import EnvironmentError
@@ -105,6 +108,33 @@ class AgentFiles:
             " instead (to keep the agent's state out of a project, start the agent with"
             " --storage outside it, e.g. the default)",
         )
+
+    def masks(self, roots: Sequence[str]) -> list[str]:
+        """bubblewrap arguments that keep the agent's files inside the writable `roots` out
+        of a sandboxed command's reach (mounted after the roots' own binds): a tree is hidden
+        under an empty tmpfs, each existing file of a family is bound read-only over itself,
+        so a command can neither read the approvals key nor rewrite the store or its `-wal`.
+        A tree that *is* a root is left alone (hiding it would hide the whole workspace)."""
+        folded_roots = [_fold(os.path.realpath(root)) for root in roots]
+        out: list[str] = []
+        for entry in self._entries:
+            folded = _fold(entry.folder)
+            if not any(_under(folded, root) for root in folded_roots):
+                continue
+            if entry.name is None:
+                if folded not in folded_roots and os.path.isdir(entry.folder):
+                    out += ["--tmpfs", entry.folder]
+                continue
+            try:
+                names = sorted(os.listdir(entry.folder))
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith(entry.name) if entry.family else name == entry.name:
+                    path = os.path.join(entry.folder, name)
+                    if os.path.isfile(path):
+                        out += ["--ro-bind", path, path]
+        return out
 
     # -- by inode ------------------------------------------------------------------------------
 

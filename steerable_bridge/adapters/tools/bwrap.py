@@ -125,9 +125,12 @@ def confined_argv(
     hidden: Sequence[str] | None = None,
     shown: Sequence[str] | None = None,
     nproc: int | None = None,
+    masked: Sequence[str] = (),
 ) -> list[str]:
     """The argv that runs `program` (a command line, looked up on the sandbox's PATH)
-    confined: the same mounts and namespaces for a shell command and an MCP server."""
+    confined: the same mounts and namespaces for a shell command and an MCP server.
+    `masked` is mount arguments laid over the writable roots (the agent's own files in
+    them, `agent_files.AgentFiles.masks`)."""
     argv: list[str] = []
     prlimit = shutil.which("prlimit") if nproc is not None else None
     if prlimit is not None:
@@ -154,6 +157,7 @@ def confined_argv(
         argv += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
     for root in writable:
         argv += ["--bind", root, root]
+    argv += masked
     argv += ["--chdir", cwd, "--", *program]
     return argv
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from steerable_bridge.adapters.tools import bwrap
+from steerable_bridge.adapters.tools.agent_files import AGENT_FILES, AgentFiles
 from steerable_bridge.runtime.environment import EnvironmentError
 from steerable_bridge.runtime.values import Sandbox
 
@@ -111,8 +112,10 @@ def confine(
     writable: Sequence[str],
     network: bool,
     nproc: int | None = None,
+    private: AgentFiles = AGENT_FILES,
 ) -> list[str]:
-    """`program` inside bubblewrap (call only when `confinement` said `bwrap`)."""
+    """`program` inside bubblewrap (call only when `confinement` said `bwrap`), with the
+    agent's own files inside `writable` (`private`) read-only or hidden."""
     if policy.bwrap_path is None:
         raise refusal("this process")
     return bwrap.confined_argv(
@@ -122,4 +125,5 @@ def confine(
         writable=writable,
         network=network,
         nproc=nproc,
+        masked=private.masks(writable),
     )

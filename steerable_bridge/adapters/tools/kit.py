@@ -110,6 +110,7 @@ class WorkspaceKit:
                 cwd=self.workspace.cwd,
                 writable=self.workspace.roots,
                 network=self.policy.mcp_network if network is None else bool(network),
+                private=self.workspace.private,
             )
         env = {**passed_variables(self.policy.pass_env), **server.get("env", {})}
         held = None

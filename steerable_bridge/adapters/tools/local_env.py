@@ -116,6 +116,7 @@ class LocalEnvironment:
                 writable=self.workspace.roots,
                 network=policy.network,
                 nproc=bwrap.nproc_limit(),
+                private=self.workspace.private,
             )
             limit = bwrap.NPROC_MARGIN
         elif policy.sandbox == "require":

@@ -197,3 +197,35 @@ async def test_require_refuses_when_bwrap_is_missing(project: Path) -> None:
     auto = LocalEnvironment(Workspace.of(str(project)), policy=CommandPolicy(bwrap_path=None))
     result = await auto.run("echo plain", cwd=str(project), timeout_s=5, output_limit=100)
     assert result.output == "plain\n" and result.sandbox == "none"
+
+
+async def test_a_sandboxed_command_cannot_touch_the_agents_own_files(project: Path) -> None:
+    # The store (with its -wal) and the state folder (approvals key) inside the project, as
+    # with `--storage ./x.db` or a project that is $HOME: the file tools refuse them, and a
+    # command the person allowed once must not rewrite the store or read the key either.
+    if not await bwrap.probe(bwrap.find_bwrap()):
+        pytest.skip("bubblewrap cannot create a sandbox on this machine")
+    from steerable_bridge.adapters.tools.agent_files import AgentFiles
+
+    store, wal = project / "x.db", project / "x.db-wal"
+    store.write_text("store")
+    wal.write_text("wal")
+    state = project / "state"
+    state.mkdir()
+    (state / "approvals.key").write_text("secret")
+    private = AgentFiles()
+    private.keep_file(str(store), "session store")
+    private.keep_tree(str(state), "state folder")
+    env = LocalEnvironment(
+        Workspace.of(str(project), private=private), policy=CommandPolicy(sandbox="require")
+    )
+    result = await run(
+        env,
+        "echo forged > x.db; echo forged > x.db-wal; rm -f x.db; cat state/approvals.key;"
+        " echo written > ok.txt; echo done",
+    )
+    assert "secret" not in result.output
+    assert store.read_text() == "store" and wal.read_text() == "wal"
+    assert (state / "approvals.key").read_text() == "secret"
+    assert (project / "ok.txt").read_text() == "written\n"  # the rest of the project is writable
+    assert "done" in result.output
