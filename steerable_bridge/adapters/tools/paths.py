@@ -9,7 +9,10 @@ followed blindly). `open_file` closes the gap between that check and the use: it
 parent directory without following a final symlink, opens the file relative to that
 directory fd with `O_NOFOLLOW`, and re-checks where the descriptor really points
 (`/proc/self/fd`, or an `fstat` comparison elsewhere), so a file swapped for a symlink
-between check and use is refused rather than followed. Nothing here does any other I/O.
+between check and use is refused rather than followed. Only regular files are opened: a
+FIFO, socket or device is refused (`not_a_regular_file`) before the open, and the open
+itself uses `O_NONBLOCK` and checks the descriptor, so one swapped in meanwhile cannot block
+it either. Nothing here does any other I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from steerable_bridge.adapters.tools.reading import check_regular, not_regular, special_kind
 from steerable_bridge.runtime.environment import EnvironmentError
 
 __all__ = ["Workspace"]
@@ -91,8 +95,11 @@ class Workspace:
             raise EnvironmentError("is_a_directory", f"{real_path} is a directory, not a file")
         dir_fd = self._open_dir(parent)
         try:
+            _refuse_special(name, dir_fd, real_path)
             try:
-                fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+                fd = os.open(
+                    name, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd
+                )
             except OSError as err:
                 raise _os_error(real_path, err) from err
         finally:
@@ -103,6 +110,7 @@ class Workspace:
                 raise EnvironmentError(
                     "is_a_directory", f"{real_path} is a directory; use list_dir to see inside it"
                 )
+            check_regular(fd, real_path)
         except BaseException:
             os.close(fd)
             raise
@@ -149,6 +157,16 @@ class Workspace:
             f"{expected} changed into a link leading outside the workspace while it was being"
             " opened; it was not touched",
         )
+
+
+def _refuse_special(name: str, dir_fd: int, real_path: str) -> None:
+    """Refuse a FIFO, socket or device before opening it (opening one can block, or act)."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return  # missing (a write creates it) or unreadable: the open reports it
+    if special_kind(mode) is not None:
+        raise not_regular(real_path, mode)
 
 
 def _os_error(path: str, err: OSError) -> EnvironmentError:
