@@ -12,7 +12,8 @@ many requests were answered 503 (the concurrent-run cap), and how many runs the 
 reports open at the end (`/metrics`, `steerable_sse_clients`), and says whether the
 targets hold: flat once the cap is reached (the last value within 10 % of the value at a
 quarter of the way), and back within 10 % of the start after the clients leave. Extra
-server options go after `--` (e.g. `-- --max-runs 16`). Every wait is bounded.
+server options go after `--` (e.g. `-- --max-runs 16`); `--src DIR` runs the server from
+another checkout (PYTHONPATH), to compare builds. Every wait is bounded.
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 
@@ -119,6 +120,7 @@ def main() -> None:
         default="",
         help="STEERABLE_SESSION_CACHE for the server (idle sessions kept; default: its own)",
     )
+    parser.add_argument("--src", default="", help="run the server from another checkout")
     parser.add_argument("server_options", nargs="*", help="extra serve options, after --")
     args = parser.parse_args()
     port = free_port()
@@ -128,13 +130,16 @@ def main() -> None:
         rounds = [{"text": TEXT, "chunk_size": 16, "delay_ms": 0}]
         script.write_text(json.dumps({"rounds": rounds, "loop": True}))
         env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+        if args.src:
+            env["PYTHONPATH"] = args.src
         if args.session_cache:
             env["STEERABLE_SESSION_CACHE"] = args.session_cache
         command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
         storage = args.storage or str(Path(folder) / "sessions.db")
         command += ["--storage", storage, "--model", f"scripted:{script}"]
         command += ["--log-level", "warning", *args.server_options]
-        server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+        # cwd: not this checkout, or `-m` would import it ahead of --src
+        server = subprocess.Popen(command, env=env, cwd=folder, stdout=subprocess.DEVNULL)
         try:
             wait_until_healthy(base, server, 30)
             warm = {"threadId": "warm", "runId": "w", "messages": [{"id": "w", "role": "user"}]}
