@@ -5,6 +5,7 @@ is asked to drop the connection (`steerable.abort`)."""
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 from starlette.types import Message
 
@@ -53,3 +54,37 @@ async def test_a_stuck_client_blocks_the_producer_then_ends_the_run() -> None:
     held = sum(len(chunk) for chunk in sent)
     assert held < 64 * 1024  # what went to the server for this client stayed bounded
     assert written[0] < 100  # the producer waited instead of queueing 10 MB
+
+
+async def test_a_client_that_leaves_while_a_send_is_blocked_ends_the_run_at_once() -> None:
+    stuck = anyio.Event()
+    cancelled = anyio.Event()
+    aborted: list[bool] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body" and message["body"]:
+            stuck.set()
+            await anyio.sleep_forever()  # the client's window is full
+
+    async def receive() -> Message:
+        await stuck.wait()  # then the client closes its connection
+        return {"type": "http.disconnect"}
+
+    async def produce(write: Write) -> None:
+        with anyio.CancelScope() as scope:
+            cancel_run.append(scope)
+            while True:
+                await write(FRAME)
+                await anyio.lowlevel.checkpoint()
+
+    cancel_run: list[anyio.CancelScope] = []
+
+    def disconnected() -> None:  # what the transport does: cancel the turn
+        cancelled.set()
+        cancel_run[0].cancel()
+
+    stream = EventStream(produce, on_disconnect=disconnected, send_timeout_s=60)
+    scope = {"type": "http", "extensions": {ABORT_EXTENSION: lambda: aborted.append(True)}}
+    with anyio.fail_after(10):  # far below send_timeout_s: the disconnect ended it
+        await stream(scope, receive, send)
+    assert cancelled.is_set() and aborted == []  # gone, not stuck: nothing to abort
