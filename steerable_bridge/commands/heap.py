@@ -13,41 +13,25 @@ on `serve` under load: collection time per run down severalfold, and the longest
 from ~180 ms to a few ms. Cyclic garbage is still collected, just in larger, rarer sweeps.
 
 The flip side: after a burst, when the server falls quiet, nothing allocates, so no sweep
-comes, and what the burst left (cancelled runs leave tracebacks, which are cycles) stays;
-and memory freed to the C allocator stays in its arenas. `release_idle_memory()` is for
-that moment (`serve` calls it when its last run ends, at most every `RELEASE_EVERY_S`): a
-full collection, then glibc's `malloc_trim(0)` to hand free arena pages back to the system
-(skipped where there is no glibc). Measured with `bench/unread_streams.py` (80 streams
-nobody reads, then the clients leave): see that script for the figures.
+comes, and what the burst left (cancelled runs leave tracebacks, which are cycles) stays.
+`release_idle_memory()` is for that moment (`serve` calls it when the last run of a burst
+ends, at most every `RELEASE_EVERY_S`): a full collection. Measured with
+`bench/unread_streams.py` (80 streams nobody reads, then the clients leave): it takes RSS
+from ~148 to ~127 MB there. glibc's `malloc_trim(0)` was measured too and gave back 20 KB, so
+it is not called: what stays is CPython's own arenas (1 MiB each, returned only when empty),
+which a few objects that outlive the burst keep pinned.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import time
-from collections.abc import Callable
 
 __all__ = ["RELEASE_EVERY_S", "YOUNG_THRESHOLD", "release_idle_memory", "settle_startup_heap"]
 
 YOUNG_THRESHOLD = 20_000
 RELEASE_EVERY_S = 10.0
 _released_at = [float("-inf")]
-
-
-def _find_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl, macOS)
-        return None
-    return trim
-
-
-_TRIM = _find_trim()
 
 
 def settle_startup_heap() -> None:
@@ -59,11 +43,9 @@ def settle_startup_heap() -> None:
 
 
 def release_idle_memory() -> None:
-    """Collect cyclic garbage and trim the C heap, at most every `RELEASE_EVERY_S`."""
+    """Collect cyclic garbage, at most every `RELEASE_EVERY_S`."""
     now = time.monotonic()
     if now - _released_at[0] < RELEASE_EVERY_S:
         return
     _released_at[0] = now
     gc.collect()
-    if _TRIM is not None:
-        _TRIM(0)

@@ -12,18 +12,19 @@ validation (422 with the errors); and one run per thread, in this process or any
 sharing the store (409 — unless the request asks to steer or stop with
 `forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). The run's own claim on
 the session decides, before anything is sent: a request that passed the check but lost the
-session to another process in the meantime gets the same 409, not a stream. With `max_runs`,
-a new run beyond that many streaming at once in this process is refused with 503,
-`Retry-After` and code `too_many_runs` (steer and stop requests still pass); a run whose
-client left has its idle session dropped from memory (it reloads from the store), and
-`on_idle()` is called whenever the last run streaming ends (`serve` gives memory back then).
-CORS is added only for the origins given. Every error body is `{"error": {"code", "message"}}`, the
-message naming the remedy — a bug too (500, `internal_error`; the traceback only in the
-log). The app's lifespan relays signals from other processes to the turns this one runs
-(`Agent.relay_signals`) and shuts the agent down when the server stops (`Agent.aclose`:
-model providers' pooled HTTP clients, the store); a host that mounts the app without running
-its lifespan calls `agent.aclose()` itself. With `metrics` given, `GET /metrics` serves them
-as Prometheus text (`metered.py`), behind the bearer token too.
+session to another process in the meantime gets the same 409, not a stream. With
+`max_runs`, a new run beyond that many streaming at once in this process is refused with
+503, `Retry-After` and code `too_many_runs` (steer and stop requests still pass); a run
+whose client left has its idle session dropped from memory (it reloads from the store),
+and `on_idle()` is called when the last run of a burst (`BURST_RUNS` at once) ends (`serve`
+collects garbage then). CORS is added only for the origins given. Every error body is
+`{"error": {"code", "message"}}`, the message naming the remedy — a bug too (500,
+`internal_error`; the traceback only in the log). The app's lifespan relays signals from
+other processes to the turns this one runs (`Agent.relay_signals`) and shuts the agent
+down when the server stops (`Agent.aclose`: model providers' pooled HTTP clients, the
+store); a host that mounts the app without running its lifespan calls `agent.aclose()`
+itself. With `metrics` given, `GET /metrics` serves them as Prometheus text
+(`metered.py`), behind the bearer token too.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
 DEFAULT_MAX_BODY = 1024 * 1024
 RETRY_AFTER_S = 5
+BURST_RUNS = 16
+"""Runs at once that make a burst: `on_idle` is called when the last of them ends (never
+after light, sequential traffic, where its pause would be pure cost)."""
 """What a 503 for `max_runs` tells the client to wait before it retries."""
 
 log = logging.getLogger(__name__)
@@ -121,6 +125,8 @@ class _Server:
         self.max_runs = max_runs
         self.running = 0
         """Runs this process streams now (`max_runs` caps them)."""
+        self.peak = 0
+        """The most runs at once since the last time none ran."""
         self.metrics = metrics
         self.threads = Threads(agent, cwd=cwd)
         self.control = Control(agent, self.threads, keepalive_s=keepalive_s)
@@ -212,14 +218,17 @@ class _Server:
 
         holder = thread.holder
         self.running += 1
+        self.peak = max(self.peak, self.running)
 
         def release() -> None:
             self.running -= 1
             thread.release(holder)
             if prepared.disconnected:  # nobody watches it: give its memory back
                 self.threads.forget_session(thread)
-            if self.running == 0 and self.on_idle is not None:
-                self.on_idle()
+            if self.running == 0:
+                burst, self.peak = self.peak >= BURST_RUNS, 0
+                if burst and self.on_idle is not None:
+                    self.on_idle()
 
         async def run_or_refuse(write: Write) -> None:
             try:
