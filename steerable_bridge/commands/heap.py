@@ -16,10 +16,11 @@ The flip side: after a burst, when the server falls quiet, nothing allocates, so
 comes, and what the burst left (cancelled runs leave tracebacks, which are cycles) stays.
 `release_idle_memory()` is for that moment (`serve` calls it when the last run of a burst
 ends, at most every `RELEASE_EVERY_S`): a full collection. Measured with
-`bench/unread_streams.py` (80 streams nobody reads, then the clients leave): it takes RSS
-from ~148 to ~127 MB there. glibc's `malloc_trim(0)` was measured too and gave back 20 KB, so
-it is not called: what stays is CPython's own arenas (1 MiB each, returned only when empty),
-which a few objects that outlive the burst keep pinned.
+`bench/unread_streams.py` (80 streams nobody reads, then the clients leave): RSS ~92 MB
+while they hang, ~84 MB once their runs ended (before the stream buffers were bounded, with
+~4 MB per stream, it took ~148 to ~127 MB). glibc's `malloc_trim(0)` was measured too and
+gave back 20 KB, so it is not called: what stays is CPython's own arenas (1 MiB each,
+returned only when empty), which a few objects that outlive the burst keep pinned.
 """
 
 from __future__ import annotations
