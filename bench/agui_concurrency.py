@@ -243,6 +243,7 @@ def main() -> None:
         path.write_text(json.dumps(script(args.delay_ms)))
         env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         env["STEERABLE_DEMO_PACE_MS"] = "0"
+        env["STEERABLE_MAX_RUNS"] = "0"  # measure the transport, not the run cap
         sink = None
         if args.otel:
             sink = Sink()

@@ -13,6 +13,8 @@ refused (403), as are requests whose `Host` is not the bound address, localhost 
 that, every connection is bounded by `serve_limits.py`'s options (`--max-head`,
 `--head-timeout`, `--body-timeout`, `--max-connections`; 431 / 408 / 503, idle connections
 shed oldest first, `transports/agui/head_guard.py`), sized to the file-descriptor limit.
+`--max-runs N` (or `STEERABLE_MAX_RUNS`, default 256 per process) caps the runs streaming at
+once: a new run beyond it gets 503 with `Retry-After`.
 `--workspace DIR` adds the workspace tools, confined to DIR (and with no permission to ask,
 the AG-UI approval interrupt guards edits and commands). `GET /metrics` serves Prometheus
 metrics (runs, latencies, tokens, open streams, store appends; behind `--token` too). Logs
@@ -43,7 +45,7 @@ from steerable_bridge.commands.common import (
     check_storage,
     command_policy,
 )
-from steerable_bridge.commands.heap import settle_startup_heap
+from steerable_bridge.commands.heap import release_idle_memory, settle_startup_heap
 from steerable_bridge.commands.logs import add_log_options, configure_logging
 from steerable_bridge.commands.serve_limits import add_limit_options, limits_from_args
 
@@ -97,6 +99,13 @@ def register(subparsers: Any) -> None:
         " the agent)",
     )
     add_limit_options(parser)
+    parser.add_argument(
+        "--max-runs",
+        default=os.environ.get("STEERABLE_MAX_RUNS", str(DEFAULT_MAX_RUNS)),
+        metavar="N",
+        help="runs one process streams at once; beyond, POST /agent answers 503 with"
+        f" Retry-After (default: $STEERABLE_MAX_RUNS or {DEFAULT_MAX_RUNS}; 0 = no limit)",
+    )
     add_tool_process_options(parser)
     add_log_options(parser, default_level="info")
     parser.add_argument(
@@ -107,6 +116,10 @@ def register(subparsers: Any) -> None:
     )
     parser.set_defaults(func=main)
 
+
+DEFAULT_MAX_RUNS = 256
+"""Concurrent runs per process unless `--max-runs` / `STEERABLE_MAX_RUNS` say otherwise: each
+holds a bounded stream buffer, a session and a model call, so the cap bounds the memory."""
 
 SERVE_LOOP = "asyncio"
 """The event loop `serve` runs on: asyncio's own, not uvloop. Under load uvloop's listener
@@ -137,6 +150,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(problem)
     if args.workers < 1:
         raise ConfigError("--workers must be at least 1")
+    max_runs(args)
     if args.workers > 1 and args.storage == "memory":
         raise ConfigError(
             "--workers needs a store the workers share: a SQLite file or postgresql://...,"
@@ -228,7 +242,24 @@ def build_app(args: argparse.Namespace) -> Any:
         cwd=cwd,
         allowed_hosts=(args.host, *args.allowed_host),
         any_ip_host=args.host in WILDCARD_HOSTS,
+        max_runs=max_runs(args),
+        on_idle=release_idle_memory,
     )
+
+
+def max_runs(args: argparse.Namespace) -> int | None:
+    """The `--max-runs` cap (None: no cap), or a `ConfigError` naming the remedy."""
+    raw = str(args.max_runs).strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ConfigError(
+            f"--max-runs / STEERABLE_MAX_RUNS={raw!r} is not a number of runs; give a whole"
+            " number (0 = no limit)"
+        )
+    return value or None
 
 
 def worker_app() -> Any:

@@ -245,10 +245,11 @@ class AguiServer:
     agent: Agent
 
     async def log(self, thread_id: str, *, timeout_s: float = 10.0) -> list[LoopEvent]:
-        """The thread's session log once no run holds it (what the server recorded)."""
+        """The thread's session log once no run holds it (what the server recorded); from
+        the store when the server let go of it (a run whose client left)."""
         session = self.agent.get(thread_id)
         if session is None:
-            return []
+            return await self.agent.store.read(thread_id)
         with anyio.fail_after(timeout_s):
             while session.running:  # noqa: ASYNC110 - a session has no idle event to wait on
                 await anyio.sleep(0.01)

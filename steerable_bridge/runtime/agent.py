@@ -142,6 +142,15 @@ class Agent:
         self._sessions.put(session.id, session)
         self._sessions.sweep(_idle)
 
+    def forget(self, session_id: str) -> bool:
+        """Drop an idle session from memory now (it reloads from the store when used again);
+        False when it is not held or not idle. For sessions no client is watching any more."""
+        session = self._sessions.peek(session_id)
+        if session is None or not _idle(session):
+            return False
+        self._sessions.pop(session_id)
+        return True
+
     @property
     def sessions_in_memory(self) -> int:
         return len(self._sessions)

@@ -129,7 +129,9 @@ async def test_the_chat_page_stop_button_cancels_the_turn_on_the_server(node: st
         threads = app.state.threads
         (thread,) = threads._threads.values()
         await until(lambda: not thread.busy, 2.0)
+        # The run's client left, so the server let go of the session: read it from the store.
+        session = await threads.agent.load_session(thread.thread_id)
     assert report["reply"] and "stopped" in report["notes"]
     assert "to use a real model" not in report["reply"][0].lower()  # cut short
-    finished = [e for e in thread.session.log.view() if isinstance(e, ev.RunFinished)]
+    finished = [e for e in session.log.view() if isinstance(e, ev.RunFinished)]
     assert [f.stop_reason for f in finished] == ["cancelled"]

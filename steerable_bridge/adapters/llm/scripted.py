@@ -22,7 +22,7 @@ they start over, otherwise running out is an error.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -201,7 +201,7 @@ class ScriptedProvider:
             text = call.arguments_text
             if text is None:
                 text = json.dumps(call.arguments, separators=(",", ":"))
-            pieces = _pieces(text, round_.chunk_size) or [""]
+            pieces = list(_pieces(text, round_.chunk_size)) or [""]
             for index, piece in enumerate(pieces):
                 await pace()
                 yield ToolCallChunk(
@@ -222,9 +222,13 @@ class ScriptedProvider:
             yield ModelResponse(finish_reason=finish, usage=usage)
 
 
-def _pieces(text: str, size: int) -> list[str]:
+def _pieces(text: str, size: int) -> Iterator[str]:
+    """`text` in `size`-character pieces, made one at a time (a long reply split up front
+    would hold a string object per piece for the whole call)."""
     if not text:
-        return []
+        return
     if size <= 0:
-        return [text]
-    return [text[i : i + size] for i in range(0, len(text), size)]
+        yield text
+        return
+    for i in range(0, len(text), size):
+        yield text[i : i + size]

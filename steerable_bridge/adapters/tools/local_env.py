@@ -1,8 +1,11 @@
 """The local environment: the session's files on this machine's disk and its subprocesses.
 
 `LocalEnvironment` implements the runtime's `Environment` port over a `Workspace`: every
-path is confined to the workspace roots and opened race-free (`paths.py`); text files
-larger than `max_file_bytes` must be read in parts and binary files are refused; writes go
+path is confined to the workspace roots and opened race-free (`paths.py`), only regular
+files are opened (a FIFO or device is refused before it can block); text files larger than
+`max_file_bytes` must be read in parts and binary files are refused; a part (`line` /
+`limit`) is streamed and bounded too (`reading.py`: at most `max_file_bytes`, each line cut
+at `max_line_bytes`), and a read stops when its caller is cancelled; writes go
 to a new file renamed over the old one (`replace_in`), so a hard link is never written
 through. `run`
 starts `/bin/sh -c COMMAND` in a process group of its own (`start_new_session`) and a
@@ -33,6 +36,7 @@ import secrets
 import signal
 import stat
 import subprocess
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,6 +55,8 @@ from steerable_bridge.adapters.tools.confinement import (
 from steerable_bridge.adapters.tools.containment import Containment
 from steerable_bridge.adapters.tools.deathwatch import arm, gated, resolved
 from steerable_bridge.adapters.tools.paths import Workspace, os_error
+from steerable_bridge.adapters.tools.reading import read_window
+from steerable_bridge.adapters.tools.stoppable import run_stoppable
 from steerable_bridge.adapters.tools.tool_env import tool_environ
 from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
 from steerable_bridge.runtime.values import Sandbox
@@ -84,13 +90,14 @@ class LocalEnvironment:
 
     workspace: Workspace
     max_file_bytes: int = 10 * 1024 * 1024
+    max_line_bytes: int = 1024 * 1024
     policy: CommandPolicy = DEFAULT_POLICY
 
     async def read_text(
         self, path: str, *, line: int | None = None, limit: int | None = None
     ) -> str:
         real = self.workspace.resolve(path)
-        return await anyio.to_thread.run_sync(self._read, real, line, limit)
+        return await run_stoppable(lambda stop: self._read(real, line, limit, stop))
 
     async def write_text(self, path: str, content: str) -> None:
         real = self.workspace.resolve(path)
@@ -136,7 +143,7 @@ class LocalEnvironment:
 
     # -- blocking halves, run in worker threads ----------------------------------------------
 
-    def _read(self, real: str, line: int | None, limit: int | None) -> str:
+    def _read(self, real: str, line: int | None, limit: int | None, stop: threading.Event) -> str:
         fd = self.workspace.open_file(real, os.O_RDONLY)
         with os.fdopen(fd, "rb") as handle:
             head = handle.read(BINARY_SNIFF_BYTES)
@@ -154,17 +161,19 @@ class LocalEnvironment:
                         f"{real} is {size} bytes, more than {self.max_file_bytes} can be read at"
                         " once; read it in parts with line and limit",
                     )
-                return (head + handle.read()).decode("utf-8", errors="replace")
+                # Bounded even when the file grows after the fstat.
+                rest = handle.read(max(self.max_file_bytes - len(head), 0))
+                return (head + rest).decode("utf-8", errors="replace")
             handle.seek(0)
-            first = max(line or 1, 1)
-            lines: list[bytes] = []
-            for number, raw in enumerate(handle, start=1):
-                if number < first:
-                    continue
-                if limit is not None and len(lines) >= limit:
-                    break
-                lines.append(raw)
-            return b"".join(lines).decode("utf-8", errors="replace")
+            window = read_window(
+                handle,
+                first=max(line or 1, 1),
+                limit=limit,
+                max_bytes=self.max_file_bytes,
+                max_line_bytes=self.max_line_bytes,
+                stop=stop,
+            )
+            return window.decode("utf-8", errors="replace")
 
     def _write(self, real: str, content: str) -> None:
         parent, name = os.path.split(real)

@@ -10,8 +10,10 @@ followed blindly), and refuses with `agent_state` the agent's own files inside t
 check and the use: it opens the parent directory without following a final symlink,
 opens the file relative to that directory fd with `O_NOFOLLOW`, and re-checks where the
 descriptor really points (`/proc/self/fd`, or an `fstat` comparison elsewhere), so a file
-swapped for a symlink between check and use is refused rather than followed. Nothing
-here does any other I/O.
+swapped for a symlink between check and use is refused rather than followed. Only regular
+files are opened: a FIFO, socket or device is refused (`not_a_regular_file`) before the
+open, and the open itself uses `O_NONBLOCK` and checks the descriptor, so one swapped in
+meanwhile cannot block it either. Nothing here does any other I/O.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 
 from steerable_bridge.adapters.tools.agent_files import AGENT_FILES, AgentFiles
 from steerable_bridge.adapters.tools.file_names import on_disk
+from steerable_bridge.adapters.tools.reading import check_regular, not_regular, special_kind
 from steerable_bridge.runtime.environment import EnvironmentError
 
 __all__ = ["Workspace", "os_error"]
@@ -103,8 +106,11 @@ class Workspace:
             raise EnvironmentError("is_a_directory", f"{real_path} is a directory, not a file")
         dir_fd = self.open_dir(parent)
         try:
+            _refuse_special(name, dir_fd, real_path)
             try:
-                fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+                fd = os.open(
+                    name, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd
+                )
             except OSError as err:
                 raise os_error(real_path, err) from err
         finally:
@@ -115,6 +121,7 @@ class Workspace:
                 raise EnvironmentError(
                     "is_a_directory", f"{real_path} is a directory; use list_dir to see inside it"
                 )
+            check_regular(fd, real_path)
         except BaseException:
             os.close(fd)
             raise
@@ -162,6 +169,16 @@ class Workspace:
             f"{expected} changed into a link leading outside the workspace while it was being"
             " opened; it was not touched",
         )
+
+
+def _refuse_special(name: str, dir_fd: int, real_path: str) -> None:
+    """Refuse a FIFO, socket or device before opening it (opening one can block, or act)."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return  # missing (a write creates it) or unreadable: the open reports it
+    if special_kind(mode) is not None:
+        raise not_regular(real_path, mode)
 
 
 def os_error(path: str, err: OSError) -> EnvironmentError:

@@ -4,11 +4,16 @@ These are the read-only halves of the workspace tools, always on the local disk 
 no client-side listing or search) and always confined to the `Workspace`: walks never
 follow symbolic links, and a file reached through a link that resolves outside is skipped,
 as are the agent's own files (its store, approvals key, spill: `agent_files.py`).
-`grep` uses ripgrep when it is on PATH — it honours `.gitignore` and is fast — and a Python
-fallback otherwise that skips hidden and binary files but does not read `.gitignore`.
-Every function bounds its output (entries, matches, characters) and its time. Names that
-are not UTF-8 are shown with `\\xNN` escapes (`file_names.py`), which `read_file` and the
-other tools accept back.
+`grep` uses ripgrep when it is on PATH — it honours `.gitignore`, is fast, and matches in
+linear time — and a Python fallback otherwise that skips hidden and binary files but does
+not read `.gitignore`, matches with RE2 (`google-re2`: linear time too, so `(a+)+$` cannot
+run away; look-around and backreferences are refused, as ripgrep refuses them) and reads
+each line's first `GREP_LINE_BYTES` only. A path that is a FIFO, socket or device is refused
+(`not_a_regular_file`) before anything opens it. Every function bounds its output (entries,
+matches, characters) and its time, and stops its work when its caller is cancelled:
+ripgrep's process group is killed (`run_argv`), threads see their stop flag
+(`stoppable.py`). Names that are not UTF-8 are shown with `\\xNN` escapes
+(`file_names.py`), which `read_file` and the other tools accept back.
 """
 
 from __future__ import annotations
@@ -16,25 +21,42 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
+import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import anyio
+import re2
 
 from steerable_bridge.adapters.tools.file_names import shown
 from steerable_bridge.adapters.tools.local_env import BINARY_SNIFF_BYTES, is_binary, run_argv
 from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.adapters.tools.reading import bounded_lines, not_regular, special_kind
+from steerable_bridge.adapters.tools.stoppable import run_stoppable
 from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.surrogates import scrub
 
-__all__ = ["Found", "glob_files", "glob_regex", "grep", "list_dir"]
+__all__ = ["Found", "Matcher", "glob_files", "glob_regex", "grep", "linear_regex", "list_dir"]
 
 MAX_ENTRIES = 500
 MAX_MATCHES = 200
 MAX_CHARS = 60_000
 MAX_LINE_CHARS = 300
+GREP_LINE_BYTES = 1024 * 1024
+"""The fallback searches a line's first MiB only (ripgrep searches all of it)."""
 WALK_SECONDS = 20.0
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is the model's error, not a log line
+
+
+class Matcher(Protocol):
+    """A compiled RE2 pattern, as the searches here use one."""
+
+    def search(self, text: str) -> object | None: ...
+
+    def match(self, text: str) -> object | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,7 +74,7 @@ class Found:
 async def list_dir(workspace: Workspace, path: str) -> Found:
     """Entries of a directory: folders end in `/`, links show `-> target`."""
     real = workspace.resolve(path)
-    return await anyio.to_thread.run_sync(_list_dir, workspace, real)
+    return await run_stoppable(lambda stop: _list_dir(workspace, real))
 
 
 def _list_dir(workspace: Workspace, real: str) -> Found:
@@ -74,8 +96,9 @@ def _list_dir(workspace: Workspace, real: str) -> Found:
     return Found(lines=tuple(lines), truncated=len(items) > MAX_ENTRIES)
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a glob (`*`, `?`, `[...]`, `**` across folders) to match relative paths."""
+def glob_regex(pattern: str) -> Matcher:
+    """Compile a glob (`*`, `?`, `[...]`, `**` across folders) to match relative paths
+    (with RE2: `*a*a*a*a*b` over a long name would backtrack for ages in `re`)."""
     out: list[str] = []
     i = 0
     while i < len(pattern):
@@ -102,7 +125,13 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(char))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    try:
+        compiled: Matcher = _Linear(re2.compile(scrub("".join(out)) + r"\z", _RE2_OPTIONS))
+    except re2.error as err:
+        raise EnvironmentError(
+            "invalid_pattern", f"the glob {pattern!r} is not valid ({err}); fix the pattern"
+        ) from err
+    return compiled
 
 
 async def glob_files(workspace: Workspace, pattern: str, path: str) -> Found:
@@ -114,14 +143,19 @@ async def glob_files(workspace: Workspace, pattern: str, path: str) -> Found:
         )
     base = workspace.resolve(path)
     regex = glob_regex(pattern)
-    return await anyio.to_thread.run_sync(_glob, workspace, base, regex)
+    return await run_stoppable(lambda stop: _glob(workspace, base, regex, stop))
 
 
-def _walk(base: str, *, hidden: bool = True) -> list[tuple[str, str]]:
-    """(relative path, real path) of files under base; no links followed, time-bounded."""
+def _walk(
+    base: str, *, hidden: bool = True, stop: threading.Event | None = None
+) -> list[tuple[str, str]]:
+    """(relative path, real path) of files under base; no links followed, time-bounded,
+    and over as soon as `stop` is set."""
     deadline = time.monotonic() + WALK_SECONDS
     found: list[tuple[str, str]] = []
     for root, dirs, files in os.walk(base, followlinks=False):
+        if stop is not None and stop.is_set():
+            break
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and (hidden or d[0] != "."))
         for name in sorted(files):
             if not hidden and name.startswith("."):
@@ -133,12 +167,12 @@ def _walk(base: str, *, hidden: bool = True) -> list[tuple[str, str]]:
     return found
 
 
-def _glob(workspace: Workspace, base: str, regex: re.Pattern[str]) -> Found:
+def _glob(workspace: Workspace, base: str, regex: Matcher, stop: threading.Event) -> Found:
     if not os.path.isdir(base):
         raise EnvironmentError("not_a_directory", f"{base} is not a directory to search in")
     lines: list[str] = []
     truncated = False
-    for relative, full in _walk(base):
+    for relative, full in _walk(base, stop=stop):
         if not regex.match(relative):
             continue
         if os.path.islink(full) and not workspace.contains(os.path.realpath(full)):
@@ -161,18 +195,63 @@ async def grep(
     """Lines matching the regex `pattern` as `path:line:text`; ripgrep when available."""
     target = workspace.resolve(path)
     try:
-        regex = re.compile(pattern)
+        re.compile(pattern)
     except re.error as err:
         raise EnvironmentError(
             "invalid_pattern", f"{pattern!r} is not a valid regular expression: {err}"
         ) from err
+    regex = linear_regex(pattern)  # ripgrep's engine refuses the same things
+    await anyio.to_thread.run_sync(_searchable, target)
     rg = shutil.which("rg") if use_ripgrep is not False else None
     if use_ripgrep and rg is None:
         raise EnvironmentError("ripgrep_missing", "ripgrep (rg) is not on PATH; install it")
     if rg is not None:
         return await _ripgrep(rg, workspace, pattern, target, file_glob)
     glob_re = glob_regex(file_glob) if file_glob else None
-    return await anyio.to_thread.run_sync(_python_grep, workspace, regex, target, glob_re)
+    return await run_stoppable(lambda stop: _python_grep(workspace, regex, target, glob_re, stop))
+
+
+def _searchable(target: str) -> None:
+    """A folder or a regular file; a FIFO, socket or device is refused before anything opens
+    it (ripgrep would block on a FIFO named as the path; walks skip them by themselves)."""
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return  # the search reports a missing path in its own words
+    if special_kind(mode) is not None:
+        raise not_regular(target, mode)
+
+
+class _Linear:
+    """An RE2 pattern that also takes text UTF-8 cannot encode: a file name that is not
+    UTF-8 arrives with lone surrogates (`surrogateescape`), which RE2, matching UTF-8,
+    would refuse with an exception; such text is matched with U+FFFD in their place."""
+
+    __slots__ = ("_compiled",)
+
+    def __init__(self, compiled: Matcher) -> None:
+        self._compiled = compiled
+
+    def search(self, text: str) -> object | None:
+        return self._compiled.search(text if text.isascii() else scrub(text))
+
+    def match(self, text: str) -> object | None:
+        return self._compiled.match(text if text.isascii() else scrub(text))
+
+
+def linear_regex(pattern: str) -> Matcher:
+    """`pattern` compiled by RE2, whose matching time is linear in the text (no
+    catastrophic backtracking); what RE2 cannot do (look-around, backreferences) is refused,
+    as ripgrep refuses it."""
+    try:
+        compiled = _Linear(re2.compile(scrub(pattern), _RE2_OPTIONS))
+    except re2.error as err:
+        raise EnvironmentError(
+            "unsupported_pattern",
+            f"{pattern!r} needs a feature this search does not run ({err}); look-around and"
+            " backreferences are not supported — rewrite the pattern without them",
+        ) from err
+    return compiled
 
 
 async def _ripgrep(
@@ -221,10 +300,14 @@ def _agent_file(workspace: Workspace, line: str) -> bool:
 
 
 def _python_grep(
-    workspace: Workspace, regex: re.Pattern[str], target: str, glob_re: re.Pattern[str] | None
+    workspace: Workspace,
+    regex: Matcher,
+    target: str,
+    glob_re: Matcher | None,
+    stop: threading.Event,
 ) -> Found:
     if os.path.isdir(target):
-        files = _walk(target, hidden=False)
+        files = _walk(target, hidden=False, stop=stop)
     else:
         files = [(os.path.basename(target), target)]
     deadline = time.monotonic() + WALK_SECONDS
@@ -236,32 +319,39 @@ def _python_grep(
             continue
         if time.monotonic() > deadline or len(lines) > MAX_MATCHES:
             break
-        lines.extend(_grep_file(workspace, regex, full))
+        lines.extend(_grep_file(workspace, regex, full, deadline, stop))
     return _bounded(lines, False)
 
 
-def _grep_file(workspace: Workspace, regex: re.Pattern[str], full: str) -> list[str]:
+def _grep_file(
+    workspace: Workspace,
+    regex: Matcher,
+    full: str,
+    deadline: float,
+    stop: threading.Event,
+) -> list[str]:
     real = os.path.realpath(full)
     if not workspace.contains(real) or workspace.private.refusal(real) is not None:
         return []  # outside, or one of the agent's own files
     try:
-        fd = workspace.open_file(real, os.O_RDONLY)
+        fd = workspace.open_file(real, os.O_RDONLY)  # regular files only, never blocks
     except EnvironmentError:
         return []
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return []
         if is_binary(handle.read(BINARY_SNIFF_BYTES)):
             return []
         handle.seek(0)
         where = shown(workspace.display(full))
         hits: list[str] = []
-        for number, raw in enumerate(handle, start=1):
+        lines = bounded_lines(handle, GREP_LINE_BYTES, stop)
+        for number, (raw, _cut) in enumerate(lines, start=1):
             text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if regex.search(text):
                 hits.append(f"{where}:{number}:{text[:MAX_LINE_CHARS]}")
                 if len(hits) > MAX_MATCHES:
                     break
+            if number % 1024 == 0 and time.monotonic() > deadline:
+                break
         return hits
 
 

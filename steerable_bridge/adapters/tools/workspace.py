@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -29,8 +30,10 @@ from steerable_bridge.adapters.tools.builtin import UPDATE_PLAN
 from steerable_bridge.adapters.tools.context import environment_of, failure, resolve, workspace_of
 from steerable_bridge.adapters.tools.file_names import shown as shown_name
 from steerable_bridge.adapters.tools.paths import Workspace
+from steerable_bridge.adapters.tools.reading import open_regular_path, read_window
 from steerable_bridge.adapters.tools.run_command import MAX_TIMEOUT_MS, run_command
 from steerable_bridge.adapters.tools.spill import spilled_path
+from steerable_bridge.adapters.tools.stoppable import run_stoppable
 from steerable_bridge.runtime.environment import Environment, EnvironmentError
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolHandler, ToolResult
 from steerable_bridge.runtime.values import (
@@ -45,6 +48,7 @@ __all__ = ["workspace_tools"]
 
 READ_MAX_LINES = 2000
 READ_MAX_CHARS = 100_000
+_SPILL_READ_BYTES = 4 * READ_MAX_CHARS  # UTF-8: enough bytes for what is shown
 
 
 # -- read / write / edit -------------------------------------------------------------------
@@ -56,7 +60,10 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     spilled = spilled_path(args["path"], ctx.session_id)
     if spilled is not None:  # a long tool output this session saved (`spill.py`)
         real = spilled
-        text = await anyio.to_thread.run_sync(_read_lines, spilled, line, limit)
+        try:
+            text = await run_stoppable(lambda stop: _read_spill(spilled, line, limit, stop))
+        except EnvironmentError as err:
+            raise failure(err) from err
     else:
         env = environment_of(ctx)
         real = resolve(ctx, args["path"])
@@ -78,8 +85,8 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         body = f"[the file has fewer than {first} lines]"
     if lines and not kept:  # one enormous line (minified code): show its start
         kept = [lines[0]]
-        body = lines[0][:READ_MAX_CHARS] + f"\n[line {first} has {len(lines[0])} characters;"
-        body += f" only the first {READ_MAX_CHARS} are shown]"
+        body = lines[0][:READ_MAX_CHARS] + f"\n[line {first} is longer than {READ_MAX_CHARS}"
+        body += f" characters; only the first {READ_MAX_CHARS} are shown]"
     if len(kept) < len(lines):
         shown_to = first + len(kept) - 1
         body += (
@@ -95,17 +102,19 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(content=(TextPart(text=body),), raw_output_json=canonical_json(raw))
 
 
-def _read_lines(path: str, line: int | None, limit: int | None) -> str:
-    first = max(line or 1, 1)
-    kept: list[str] = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, text in enumerate(handle, start=1):
-            if number < first:
-                continue
-            if limit is not None and len(kept) >= limit:
-                break
-            kept.append(text)
-    return "".join(kept)
+def _read_spill(path: str, line: int | None, limit: int | None, stop: threading.Event) -> str:
+    """Part of a spill file, bounded like every read (what is shown is smaller still)."""
+    fd = open_regular_path(path)
+    with os.fdopen(fd, "rb") as handle:
+        window = read_window(
+            handle,
+            first=max(line or 1, 1),
+            limit=limit,
+            max_bytes=_SPILL_READ_BYTES,
+            max_line_bytes=_SPILL_READ_BYTES,
+            stop=stop,
+        )
+    return window.decode("utf-8", errors="replace")
 
 
 async def _old_text(env: Environment, real: str) -> str | None:

@@ -8,12 +8,14 @@ inside the session's working directory (anything outside it, or unreadable, stay
 plus a note that says why). An embedded PDF becomes a `ResourcePart` with a base64
 `data:application/pdf` URI (its original uri as the name) when the model reads documents;
 other binary blobs, and PDFs for models that do not, and audio become notes. Every read is
-bounded.
+bounded, and a link to a FIFO or device is refused before it is read.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import Awaitable, Callable, Sequence
 from urllib.parse import unquote, urlparse
 
@@ -57,10 +59,23 @@ async def _read_disk(path: str, cwd: str) -> str:
         root = await anyio.Path(cwd).resolve()
         if not resolved.is_relative_to(root):
             raise ValueError(f"{path} is outside the session's working directory {cwd}")
-        data = await resolved.read_bytes()
-    if len(data) > MAX_RESOURCE_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_RESOURCE_BYTES} bytes")
+        data = await anyio.to_thread.run_sync(_read_regular, str(resolved))
     return data.decode("utf-8", errors="replace")
+
+
+def _read_regular(path: str) -> bytes:
+    """A regular file's bytes, at most `MAX_RESOURCE_BYTES`: a FIFO or device is refused
+    before it is read (opened with `O_NONBLOCK`, so even opening one cannot block), and a
+    large file before its bytes are held."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path} is not a regular file (a FIFO, socket or device)")
+        data = b"" if info.st_size > MAX_RESOURCE_BYTES else handle.read(MAX_RESOURCE_BYTES + 1)
+    if info.st_size > MAX_RESOURCE_BYTES or len(data) > MAX_RESOURCE_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_RESOURCE_BYTES} bytes")
+    return data
 
 
 async def _link(

@@ -14,16 +14,21 @@ validation (422 with the errors); and one run per thread, in this process or any
 sharing the store (409 — unless the request asks to steer or stop with
 `forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). The run's own claim on
 the session decides, before anything is sent: a request that passed the check but lost the
-session to another process in the meantime gets the same 409, not a stream. CORS is added
-only for the origins given. Every error body is `{"error": {"code", "message"}}`, the
-message naming the remedy — a store that refuses before a stream begins too (507
-`storage_full` for a full disk, else 503 with the store's code; once streaming, a
-RUN_ERROR with that code), and a bug (500, `internal_error`; the traceback only in the
-log). The app's lifespan relays signals from other processes to the turns this one runs
-(`Agent.relay_signals`) and shuts the agent down when the server stops (`Agent.aclose`:
-model providers' pooled HTTP clients, the store); a host that mounts the app without running
-its lifespan calls `agent.aclose()` itself. With `metrics` given, `GET /metrics` serves them
-as Prometheus text (`metered.py`), behind the bearer token too.
+session to another process in the meantime gets the same 409, not a stream. With
+`max_runs`, a new run beyond that many streaming at once in this process is refused with
+503, `Retry-After` and code `too_many_runs` (steer and stop requests still pass); a run
+whose client left has its idle session dropped from memory (it reloads from the store),
+and `on_idle()` is called when the last run of a burst (`BURST_RUNS` at once) ends (`serve`
+collects garbage then). CORS is added only for the origins given. Every error body is
+`{"error": {"code", "message"}}`, the message naming the remedy — a bug too (500,
+`internal_error`; the traceback only in the log) — and a store that refuses before a stream
+begins (507 `storage_full` for a full disk, else 503 with the store's code; once
+streaming, a RUN_ERROR with that code). The app's lifespan relays signals from
+other processes to the turns this one runs (`Agent.relay_signals`) and shuts the agent
+down when the server stops (`Agent.aclose`: model providers' pooled HTTP clients, the
+store); a host that mounts the app without running its lifespan calls `agent.aclose()`
+itself. With `metrics` given, `GET /metrics` serves them as Prometheus text
+(`metered.py`), behind the bearer token too.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
@@ -66,13 +71,26 @@ from steerable_bridge.transports.agui.threads import Threads
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
 DEFAULT_MAX_BODY = 1024 * 1024
+RETRY_AFTER_S = 5
+BURST_RUNS = 16
+"""Runs at once that make a burst: `on_idle` is called when the last of them ends (never
+after light, sequential traffic, where its pause would be pure cost)."""
+"""What a 503 for `max_runs` tells the client to wait before it retries."""
 
 log = logging.getLogger(__name__)
 
 
-def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+def error(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
     """The one error body shape: `{"error": {"code", "message", ...}}`."""
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status == 401:
+        headers = {"WWW-Authenticate": "Bearer", **(headers or {})}
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status, headers)
 
 
@@ -111,8 +129,16 @@ class _Server:
         keepalive_s: float,
         cwd: str | None,
         metrics: HttpMetrics | None = None,
+        max_runs: int | None = None,
+        on_idle: Callable[[], None] | None = None,
     ) -> None:
         self.agent = agent
+        self.on_idle = on_idle
+        self.max_runs = max_runs
+        self.running = 0
+        """Runs this process streams now (`max_runs` caps them)."""
+        self.peak = 0
+        """The most runs at once since the last time none ran."""
         self.metrics = metrics
         self.threads = Threads(agent, cwd=cwd)
         self.control = Control(agent, self.threads, keepalive_s=keepalive_s)
@@ -191,6 +217,9 @@ class _Server:
         if owner is not None or stop_requested(run):
             thread.busy = False
             return await self._busy(run, owner)
+        if self.max_runs is not None and self.running >= self.max_runs:
+            thread.busy = False
+            return self._full()
         try:
             traceparent = request.headers.get("traceparent")
             prepared = await self.threads.prepare(thread, run, traceparent=traceparent)
@@ -202,9 +231,18 @@ class _Server:
             raise
 
         holder = thread.holder
+        self.running += 1
+        self.peak = max(self.peak, self.running)
 
         def release() -> None:
+            self.running -= 1
             thread.release(holder)
+            if prepared.disconnected:  # nobody watches it: give its memory back
+                self.threads.forget_session(thread)
+            if self.running == 0:
+                burst, self.peak = self.peak >= BURST_RUNS, 0
+                if burst and self.on_idle is not None:
+                    self.on_idle()
 
         async def run_or_refuse(write: Write) -> None:
             try:
@@ -222,6 +260,16 @@ class _Server:
             on_disconnect=prepared.disconnect,
             on_close=release,
             keepalive_s=self.keepalive_s,
+        )
+
+    def _full(self) -> Response:
+        return error(
+            503,
+            "too_many_runs",
+            f"this server is already running {self.max_runs} runs at once, its limit; retry"
+            f" after {RETRY_AFTER_S} seconds, or start it with a higher --max-runs"
+            " (STEERABLE_MAX_RUNS)",
+            headers={"Retry-After": str(RETRY_AFTER_S)},
         )
 
     async def _busy(self, run: RunAgentInput, owner: str | None) -> Response | EventStream:
@@ -242,10 +290,19 @@ def create_app(
     metrics: HttpMetrics | None = None,
     allowed_hosts: Sequence[str] | None = None,
     any_ip_host: bool = False,
+    max_runs: int | None = None,
+    on_idle: Callable[[], None] | None = None,
 ) -> Starlette:
     """The AG-UI app serving `agent` (see the module docstring)."""
     server = _Server(
-        agent, token=token, max_body=max_body, keepalive_s=keepalive_s, cwd=cwd, metrics=metrics
+        agent,
+        token=token,
+        max_body=max_body,
+        keepalive_s=keepalive_s,
+        cwd=cwd,
+        metrics=metrics,
+        max_runs=max_runs,
+        on_idle=on_idle,
     )
     middleware = []
     if allowed_hosts is not None:  # outermost: nothing runs for a foreign Host or Origin

@@ -4,21 +4,26 @@
 a task group of its own, and sends the `text/event-stream` head with the first frame: a
 watcher that reads the request channel and calls `on_disconnect()` the moment the client
 goes away (the transport uses it to cancel the turn, so cancellation takes milliseconds, not
-the next write), and a writer. `write(data)` never raises and never yields while fewer than
-`buffer_frames` frames wait: it queues the frame, and the writer sends what piled up as one
-body chunk, so a burst of events costs one socket write; a slow client only makes the
-producer wait (bounded) once the queue is full. The writer also sends an SSE comment when
-nothing was written for `keepalive_s`, so proxies keep an idle stream open. After a
-disconnect, a failed send or a send the client does not take within `send_timeout_s`, data
-is dropped and the disconnect reported once. The helpers end with the producer without being
-cancelled where the server allows it (a cancelled task costs an exception and a traceback,
-garbage a busy server collects in pauses every stream waits through): the writer drains and
-returns, and the watcher returns when the server reports the response complete (uvicorn
-does); `on_close()` runs once, right after the last body went out (before the client can
-send a next request on the connection), or last, whatever happened. Until the first frame
-nothing is sent, so a producer that finds it must not run after all (it lost a race for its
-session) raises `StreamRefused(response)` before writing, and the client gets that response
-(a 409) instead of a stream. Frames are bytes the caller already encoded (`wire.py`); this
+the next write — it sees the disconnect even while a send is blocked), and a writer.
+`write(data)` never raises and never yields while fewer than `buffer_bytes` bytes wait: it
+queues the frame, and the writer sends what piled up as one body chunk, so a burst of
+events costs one socket write. A slow client makes the producer wait (backpressure): the
+server's `send` waits while its transport holds more than its high-water mark, so what one
+stream holds is bounded by that mark plus `buffer_bytes` plus one chunk, whatever the client
+does. The writer also sends an SSE comment when nothing was written for `keepalive_s`, so
+proxies keep an idle stream open. After a disconnect, a failed send or a send the client
+does not take within `send_timeout_s` (logged once as a warning, and the connection is
+dropped through the server's `steerable.abort` extension when it offers one, so the server
+frees what it buffered for that client), data is dropped and the disconnect reported once.
+The helpers end with the producer without being cancelled where the server allows it (a
+cancelled task costs an exception and a traceback, garbage a busy server collects in pauses
+every stream waits through): the writer drains and returns, and the watcher returns when the
+server reports the response complete (uvicorn does); `on_close()` runs once, right after the
+last body went out (before the client can send a next request on the connection), or last,
+whatever happened. Until the first frame nothing is sent, so a producer that finds it must
+not run after all (it lost a race for its session) raises `StreamRefused(response)` before
+writing, and the client gets that response (a 409) instead of a stream. Frames are bytes the
+caller already encoded (`wire.py`); this
 module adds no framing.
 """
 
@@ -32,12 +37,15 @@ import anyio
 import anyio.lowlevel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["KEEPALIVE", "EventStream", "StreamRefused", "Write"]
+__all__ = ["ABORT_EXTENSION", "KEEPALIVE", "EventStream", "StreamRefused", "Write"]
 
 log = logging.getLogger(__name__)
 
 Write = Callable[[bytes], Awaitable[None]]
 KEEPALIVE = b": keep-alive\n\n"
+ABORT_EXTENSION = "steerable.abort"
+"""A scope extension the server may offer (`http_errors.py` does): a callable that drops the
+connection at once, discarding what is buffered for it, for a client that stopped reading."""
 HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -64,7 +72,7 @@ class EventStream:
         on_close: Callable[[], None] = lambda: None,
         keepalive_s: float = 15.0,
         send_timeout_s: float = 30.0,
-        buffer_frames: int = 4096,
+        buffer_bytes: int = 32 * 1024,
         headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         self._produce = produce
@@ -72,9 +80,11 @@ class EventStream:
         self._on_close = on_close
         self._keepalive_s = keepalive_s
         self._send_timeout_s = send_timeout_s
-        self._buffer_frames = buffer_frames
+        self._buffer_bytes = buffer_bytes
         self._headers = HEADERS + (headers or [])
         self._queued: list[bytes] = []
+        self._queued_bytes = 0
+        self._scope: Scope | None = None
         self._wake: anyio.Event | None = None
         """Set to wake the writer (it waits for frames, or for the producer's end)."""
         self._room: anyio.Event | None = None
@@ -89,8 +99,23 @@ class EventStream:
     def _lost(self) -> None:
         if not self.disconnected:
             self.disconnected = True
+            self._queued = []
+            self._queued_bytes = 0
             self._on_disconnect()
             self._notify()
+
+    def _stuck(self) -> None:
+        """The client took nothing for `send_timeout_s`: end the run, drop the connection."""
+        if self.disconnected:
+            return
+        log.warning(
+            "an AG-UI client read nothing for %gs; its run is cancelled and the connection closed",
+            self._send_timeout_s,
+        )
+        self._lost()
+        abort = (self._scope or {}).get("extensions", {}).get(ABORT_EXTENSION)
+        if callable(abort):
+            abort()  # the server drops what it buffered for this client, now
 
     def _notify(self) -> None:
         wake, self._wake = self._wake, None
@@ -113,20 +138,21 @@ class EventStream:
                 await self._send({"type": "http.response.body", "body": data, "more_body": True})
                 sent = True
             if not sent:
-                self._lost()
+                self._stuck()
             # Let the loop run others before this run goes on to call the model: in a burst
             # of new requests each gets its first frame out before any sets up a model call.
             await anyio.lowlevel.cancel_shielded_checkpoint()
             return
-        if len(self._queued) >= self._buffer_frames:
+        if self._queued_bytes >= self._buffer_bytes:
             room = self._room = self._room or anyio.Event()
             with anyio.move_on_after(self._send_timeout_s):
                 await room.wait()
-            if len(self._queued) >= self._buffer_frames:
-                self._lost()  # the client took nothing for send_timeout_s
+            if self._queued_bytes >= self._buffer_bytes:
+                self._stuck()
             if self.disconnected:
                 return
         self._queued.append(data)
+        self._queued_bytes += len(data)
         wake, self._wake = self._wake, None
         if wake is not None:
             wake.set()
@@ -148,6 +174,7 @@ class EventStream:
                 continue
             body = b"".join(self._queued)
             self._queued = []
+            self._queued_bytes = 0
             room, self._room = self._room, None
             if room is not None:
                 room.set()
@@ -156,8 +183,9 @@ class EventStream:
                 await self._head(send)
                 await send({"type": "http.response.body", "body": body, "more_body": True})
                 sent = True
+            del body  # not held while waiting for the next frames
             if not sent:
-                self._lost()
+                self._stuck()
 
     async def _head(self, send: Send) -> None:
         if not self._headed:
@@ -175,6 +203,7 @@ class EventStream:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         refused: StreamRefused | None = None
         self._send = send
+        self._scope = scope
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, receive)

@@ -134,6 +134,14 @@ class Threads:
             thread.known |= known_ids(thread_messages(thread.thread_id, session.log.view()))
         return thread.session
 
+    def forget_session(self, thread: Thread) -> None:
+        """Let memory go of the thread's session when it is idle (a run whose client left:
+        nobody is watching it, and its log may be long); the next run reloads it."""
+        session = thread.session
+        if session is not None and not thread.busy and self.agent.forget(session.id):
+            thread.session = None
+            thread.known.clear()  # rebuilt from the log on reload
+
     async def prepare(
         self, thread: Thread, run: RunAgentInput, *, traceparent: str | None = None
     ) -> Run:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,15 @@ async def test_links_that_cannot_be_read_stay_links_with_the_reason(tmp_path: Pa
     assert isinstance(gone_link, ResourcePart) and gone_link.text is None
     assert isinstance(gone_note, TextPart) and "could not be read" in gone_note.text
     assert web == ResourcePart(uri="https://example.com/x", name="web")
+
+
+async def test_a_link_to_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)  # nobody writes to it: opening it for reading would wait for ever
+    blocks = [acp.ResourceContentBlock(type="resource_link", uri=pipe.as_uri(), name="pipe")]
+    parts = await prompt_parts(
+        blocks, cwd=str(tmp_path), read_text=None, accepts_images=False, route="demo:default"
+    )
+    link, note = parts
+    assert isinstance(link, ResourcePart) and link.text is None
+    assert isinstance(note, TextPart) and "not a regular file" in note.text
