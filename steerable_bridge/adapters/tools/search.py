@@ -24,7 +24,7 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 import re2
