@@ -9,7 +9,8 @@ time from request to response, the agent process's CPU over it (utime + stime fr
 /proc/PID/stat), and the `session/update` notifications it replayed (total and per turn).
 `--events` also asks for the lossless `_steerable/event` channel, which replays every logged
 event. Run: `uv run python bench/acp_load.py [--turns N] [--db PATH] [--events]`; `--db`
-keeps the built store and reuses it when it exists (building 1,000 turns takes minutes).
+keeps the built store and reuses it when it exists (building 1,000 turns takes minutes;
+`--build-only` builds it without timing, so only the load needs the benchmark lock).
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--db", type=Path, default=None, help="keep (and reuse) the store here")
     parser.add_argument("--events", action="store_true", help="ask for _steerable/event too")
+    parser.add_argument("--build-only", action="store_true", help="build --db, time nothing")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="steerable-load-") as folder:
         work = Path(folder)
@@ -152,7 +154,8 @@ def main() -> None:
             print(f"building {options.turns} turns of ~200 streamed tokens in {db} ...")
             session_id = anyio.run(build, db, route, options.turns, folder)
             marker.write_text(session_id)
-        anyio.run(load, db, route, session_id, folder, options.events)
+        if not options.build_only:
+            anyio.run(load, db, route, session_id, folder, options.events)
 
 
 if __name__ == "__main__":
