@@ -181,7 +181,7 @@ class SessionLifecycle:
         if source.running:
             raise errors.session_busy(session_id)
         fork = await self.agent.new_session(cwd, model=source.model)
-        for event in source.log.view():
+        for event in await visible_log(source):  # the whole log, not only the loaded tail
             fork.log.append(replace(event, session_id=fork.id))
         await fork.log.commit()
         fork.facts = session_facts(fork.log.view())

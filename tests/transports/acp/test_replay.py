@@ -65,6 +65,20 @@ async def test_after_compact_a_load_in_a_new_process_replays_every_turn(tmp_path
     assert answers == ANSWERS
 
 
+async def test_a_fork_of_a_compacted_session_keeps_every_turn(tmp_path: Path) -> None:
+    async with running(tmp_path, _rounds(), summary_rounds=[SUMMARY]) as run:
+        await _four_turns(run)
+        await run.prompt(run.tmp.joinpath("session-id").read_text(), "/compact")
+    async with running(tmp_path, []) as run:
+        await run.init()
+        source = run.tmp.joinpath("session-id").read_text()
+        fork = await run.conn.fork_session(cwd=str(tmp_path), session_id=source)
+        run.tmp.joinpath("session-id").write_text(fork.session_id)
+        users, answers = await _conversation(run)
+    assert users == PROMPTS
+    assert answers == ANSWERS
+
+
 async def test_after_automatic_compaction_a_load_replays_every_turn(tmp_path: Path) -> None:
     rounds = _rounds()
     async with running(tmp_path, rounds, context_window=700, summary_rounds=[SUMMARY] * 4) as run:
