@@ -10,6 +10,10 @@ closing event, and `session/request_permission` the `permission_requested` event
 back exactly; what the client itself says (`session/prompt` → `run_started` and
 `user_message`, its answer to a permission request → `permission_resolved`) comes back with
 its meaning only (`seq` -1, `ts` 0).
+`session/load` replays each message's consecutive deltas as one chunk whose `_meta.steerable`
+has `last_seq` (`runtime/replay.py`): it decodes to one delta (first seq and ts, the text
+joined) standing for seqs `seq`..`last_seq`, which is what `coalesce_deltas` makes of the
+live deltas; the `_steerable/event` channel replays every event exactly.
 `session/load` replays events the transcript already holds; an event whose (session, seq)
 was decoded before is dropped unless `dedupe=False`. Raises `DecodeError` naming the message
 when something cannot be decoded.
@@ -132,6 +136,8 @@ class _Decoder:
         event = self._event(kind, base, meta, update)
         if event is not None:
             self.add(event)
+            if "last_seq" in meta:  # a replayed chunk folding the deltas seq..last_seq
+                self.seen.update((session_id, n) for n in range(base["seq"], meta["last_seq"] + 1))
 
     def _event(
         self, kind: str, base: dict[str, Any], meta: dict[str, Any], u: Any

@@ -107,12 +107,14 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("model_request", "event channel", _CHANNEL),
     _row("model_response", "event channel", _CHANNEL),
     _row("text_start", "event channel", _CHANNEL, ("TEXT_MESSAGE_START",), note="role assistant"),
-    _row("text_delta", "update", "`agent_message_chunk` (text, messageId)",
+    _row("text_delta", "update", "`agent_message_chunk` (text, messageId); `session/load`"
+         " replays a message's consecutive deltas as one chunk (`_meta.steerable.last_seq`)",
          ("TEXT_MESSAGE_CONTENT",)),
     _row("text_end", "event channel", _CHANNEL, ("TEXT_MESSAGE_END",)),
     _row("reasoning_start", "event channel", _CHANNEL,
          ("REASONING_START", "REASONING_MESSAGE_START"), note="the second event is derived"),
-    _row("reasoning_delta", "update", "`agent_thought_chunk` (text, messageId)",
+    _row("reasoning_delta", "update", "`agent_thought_chunk` (text, messageId); `session/load`"
+         " replays a message's consecutive deltas as one chunk (`_meta.steerable.last_seq`)",
          ("REASONING_MESSAGE_CONTENT",)),
     _row("reasoning_end", "event channel", _CHANNEL, ("REASONING_MESSAGE_END", "REASONING_END"),
          note="the second event is derived; signature, redacted_data in metadata"),

@@ -17,6 +17,11 @@ cutting only where no tool call is open, and replaces everything before the cut 
 the session's model writes (a one-off request, never cached) or, when that call fails, by
 the deterministic digest (`digest.py`). Every rewrite is one logged `compaction` event with
 its trigger and pre/post token estimates, so projection rebuilds exactly what the model saw.
+A manual or overflow compaction never grows the context: when the summary request (header,
+summary and the turns kept verbatim) is estimated no smaller than the request it would
+replace — a short conversation whose summary is longer than itself — nothing is logged and
+`declined` says why (the reply to `/compact`). A pressure compaction is still logged then:
+it is an ineffective one, which the breaker counts and whose notice must reach the model.
 
 Breakers: three consecutive ineffective pressure compactions (still over the threshold), or
 three rapid refills (pressure again within `refill_window` steps of an effective one), open
@@ -132,6 +137,9 @@ class Compactor:
         self._last_pressure_step: int | None = None
         self._last_effective = False
         self._manual = False
+        self.declined = ""
+        """Why the last summarize pass logged nothing although it could fold (its summary
+        would not have been smaller); empty when it compacted or found nothing to fold."""
 
     @property
     def circuit_open(self) -> bool:
@@ -212,6 +220,7 @@ class Compactor:
         self, step: StepAccess, request: ModelRequest, trigger: CompactionTrigger
     ) -> ModelRequest:
         events = step.events()
+        self.declined = ""
         pre = self.estimate(request)
         window = step.window or pre
         plan = self._plan(events, budget=int(self.settings.keep_ratio * window))
@@ -224,6 +233,14 @@ class Compactor:
         text = SUMMARY_HEADER + summary
         summary_message = Message(id="summary", role="user", content=(TextPart(text=text),))
         post = self.estimate(dataclasses.replace(request, messages=(summary_message, *plan.kept)))
+        if post >= pre and trigger != "pressure":  # no shorter: keep the conversation as is
+            self.declined = (
+                f"Not compacted: a summary of the conversation so far ({post:,} tokens with the"
+                f" turns kept verbatim) would not be smaller than it is now ({pre:,} tokens)."
+                " Compact again once the conversation is longer."
+            )
+            logger.info("compaction (%s) declined: %d → %d tokens", trigger, pre, post)
+            return request
         notice = self._breakers(trigger, post, window) if trigger == "pressure" else ""
         if notice:
             post += estimate_text_tokens(notice)

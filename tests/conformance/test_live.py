@@ -18,6 +18,7 @@ from steerable_bridge.conformance.scenarios import (
     normalize,
     run_in_process,
 )
+from steerable_bridge.runtime.replay import coalesce_deltas
 
 LIVE = [s for s in load_scenarios() if s.transports]
 
@@ -83,8 +84,10 @@ async def test_load_replays_the_whole_session_and_resume_replays_nothing(channel
         assert replayed == live  # every event, exactly, before the load response
     else:
         # Replay re-sends every session/update (and echoes the user's prompts, which are
-        # then exact too); a run's end lives in its prompt response, which is not replayed.
+        # then exact too) with each message's deltas folded into one chunk; a run's end
+        # lives in its prompt response, which is not replayed.
+        updates = [e for e in live if acp_exact(e) and row(e.kind).acp_form == "update"]
         assert [e for e in replayed if e.kind != "user_message"] == [
-            e for e in live if acp_exact(e) and row(e.kind).acp_form == "update"
+            c.event for c in coalesce_deltas(updates)
         ]
         assert [e.kind for e in replayed].count("user_message") == 1

@@ -7,7 +7,10 @@ delete extension. Opening a session (`_open`) wraps the runtime's `Session` in a
 (asking the client through `AcpPermissionAsker` when approval is `ask`) and the workspace
 environment `choose_environment` picks from the client's capabilities, then mounts the
 client's MCP servers and workspace tools (`client_env.py`). A load replays the log to the
-client through a replaying renderer. Prompts, modes and models stay in `agent.py`.
+client through a replaying renderer: the whole visible log (`runtime/replay.py`), each
+message's streamed deltas coalesced into one chunk unless the client opted in to every
+LoopEvent (`_steerable/event`), which replays exactly as logged. Prompts, modes and
+models stay in `agent.py`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import ModePolicy, StaticPolicy
 from steerable_bridge.runtime.projection import session_facts
+from steerable_bridge.runtime.replay import coalesce_deltas, visible_log
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session
 from steerable_bridge.runtime.storage import StoreError
@@ -152,9 +156,15 @@ class SessionLifecycle:
         state = self._open(session)
         replay = AcpRenderer(routes=self.agent.router.routes, echo_user=True)
         has_commands = False
-        for event in session.log.view():
-            has_commands = has_commands or isinstance(event, ev.CommandsUpdated)
-            await state.emit(event, replay)
+        history = await visible_log(session)
+        sent = 0  # how many of `history` went out on the lossless channel
+        for item in coalesce_deltas(history):  # each message's streamed deltas as one chunk
+            while sent < len(history) and history[sent].seq <= item.last_seq:
+                await state.send_event(history[sent])  # opted in: every event, as logged
+                sent += 1
+            has_commands = has_commands or isinstance(item.event, ev.CommandsUpdated)
+            for update in replay.render(item.event, last_seq=item.last_seq):
+                await state.send(update)
         if not has_commands:
             await state.emit(await session.record(ev.CommandsUpdated, commands=COMMANDS))
         await self._mount(state, mcp_servers, kwargs)
@@ -181,7 +191,7 @@ class SessionLifecycle:
         if source.running:
             raise errors.session_busy(session_id)
         fork = await self.agent.new_session(cwd, model=source.model)
-        for event in source.log.view():
+        for event in await visible_log(source):  # the whole log, not only the loaded tail
             fork.log.append(replace(event, session_id=fork.id))
         await fork.log.commit()
         fork.facts = session_facts(fork.log.view())

@@ -43,6 +43,10 @@ and `run_id` of its event, plus what the ACP payload cannot hold exactly:
 - tool_finished: `status` (completed / failed / cancelled), `error` ({code, message} or
   null), `raw_output_json` (exact text) and `parts` — the event's content is the first
   `parts` items; a failure without content shows the error message as one text item.
+- text_delta / reasoning_delta replayed by `session/load`: `last_seq` when the chunk folds
+  the consecutive deltas of one message with seqs `seq`..`last_seq` (their text joined;
+  `seq` and `ts` are the first one's). Clients do not depend on chunk boundaries, so a load
+  sends each message's text as one chunk; the `_steerable/event` channel stays exact.
 - usage_updated: `size` (null when unknown), `cache_read_tokens` and
   `cache_creation_tokens` (prompt tokens the provider's cache served / stored).
   config_changed: `option_id`, `value`.
@@ -247,14 +251,18 @@ class AcpRenderer:
         self.echo_user = echo_user
         self._output: dict[str, list[ToolCallContent]] = {}
 
-    def render(self, event: LoopEvent) -> list[Update]:
-        """The updates `event` becomes (often none), in the order they must be sent."""
+    def render(self, event: LoopEvent, *, last_seq: int | None = None) -> list[Update]:
+        """The updates `event` becomes (often none), in the order they must be sent.
+        `last_seq` above the event's seq says it is a replayed delta folding the deltas of
+        seqs `seq`..`last_seq` (`runtime/replay.py`); its `_meta.steerable` then carries it."""
         base: dict[str, Any] = {
             "kind": event.kind,
             "seq": event.seq,
             "ts": event.ts,
             "run_id": event.run_id,
         }
+        if last_seq is not None and last_seq > event.seq:
+            base["last_seq"] = last_seq
 
         def meta(**extra: Any) -> dict[str, Any]:
             return {"steerable": {**base, **extra}}

@@ -83,6 +83,12 @@ class AcpSession:
 
     async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
         """Send one LoopEvent: the opt-in raw event first, then its rendered updates."""
+        await self.send_event(event)
+        for update in (renderer or self.renderer).render(event):
+            await self.send(update)
+
+    async def send_event(self, event: ev.LoopEvent) -> None:
+        """The raw event as `_steerable/event`, when the client opted in to every LoopEvent."""
         if self.link.events and self.link.alive:
             from steerable_bridge.runtime import codec  # only clients that opted in need it
 
@@ -93,8 +99,6 @@ class AcpSession:
                     )
             except (ConnectionError, TimeoutError):
                 self._lost()
-        for update in (renderer or self.renderer).render(event):
-            await self.send(update)
 
     def _lost(self) -> None:
         if self.link.alive:

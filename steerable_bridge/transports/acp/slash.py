@@ -11,7 +11,8 @@ goes to the model unchanged. `/compact` is a turn of its own (the agent runs
 `TurnInput(compact=True)`: `run_started`, `compaction`, `run_finished`, no model call); its
 reply is the rendered `compaction` event (an `agent_message_chunk` with the event's
 headline, "Compacted 3 turns: 6,120 → 1,450 tokens.", and the event in `_meta`). When
-there was nothing to fold, `after_compact` says so in a short reply like `/help`'s.
+there was nothing to fold, or its summary would not have been smaller (`Compactor.declined`),
+`after_compact` says so in a short reply like `/help`'s.
 """
 
 from __future__ import annotations
@@ -113,10 +114,11 @@ class SlashCommands:
                 break
             if isinstance(event, Compaction):
                 return
+        reply = state.session.compactor.declined or NOTHING_TO_COMPACT
         await state.send(
             acp.AgentMessageChunk(
                 session_update="agent_message_chunk",
-                content=acp.TextContentBlock(type="text", text=NOTHING_TO_COMPACT),
+                content=acp.TextContentBlock(type="text", text=reply),
             )
         )
 

@@ -4,8 +4,10 @@
 `session_id = threadId`, so history stays on the server across runs), whether a run holds
 it, the message ids the client already has, and the last seq it was sent (events logged
 between runs, such as the earlier user messages of one request, travel right after the next
-RUN_STARTED). `claim(thread_id)` is synchronous, so two requests racing for one thread can
-never both get it; the run releases it when its stream closes — or, when its client
+RUN_STARTED), and the events before the tail a reloaded session holds (`earlier`: the
+MESSAGES_SNAPSHOT is the whole conversation, compaction or not). `claim(thread_id)` is
+synchronous, so two requests racing for one thread can never both get it; the run
+releases it when its stream closes — or, when its client
 disconnected, as soon as the cancelled turn is logged, and a request that arrives while that
 cancellation settles waits for it (`claim_settled`, at most `SETTLE_WAIT_S`) instead of
 getting 409. `prepare(...)` turns a validated `RunAgentInput` into a `Run` (raising `InputError`
@@ -30,6 +32,7 @@ from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.model import ProviderError
 from steerable_bridge.runtime.permissions import StaticPolicy
+from steerable_bridge.runtime.replay import coalesce_deltas, merged, missing_events
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session, SessionBusy
 from steerable_bridge.runtime.storage import SessionNotFound, StoreError
@@ -61,6 +64,14 @@ class Thread:
     """The claim that holds the thread (only its holder releases it)."""
     settled: anyio.Event | None = None
     """Set when a run whose client disconnected lets go of the thread."""
+    earlier: tuple[LoopEvent, ...] = ()
+    """The thread's events before the tail its session was loaded with (compacted away from
+    the model's view but still the client's conversation), deltas coalesced."""
+
+    def history(self, session: Session) -> list[LoopEvent]:
+        """Every event of the thread, in seq order: `earlier` and the session's log."""
+        view = session.log.view()
+        return merged(self.earlier, view) if self.earlier else list(view)
 
     def release(self, holder: object | None) -> None:
         """Let go of the thread, if `holder` still holds it (a stale release is ignored)."""
@@ -121,17 +132,19 @@ class Threads:
             newer = await thread.session.refresh()
             if newer:
                 thread.sent_seq = max(thread.sent_seq, newer[-1].seq)
-                view = thread.session.log.view()
-                thread.known |= known_ids(thread_messages(thread.thread_id, view))
+                history = thread.history(thread.session)
+                thread.known |= known_ids(thread_messages(thread.thread_id, history))
         if thread.session is None:
             try:
                 session = await self.agent.load_session(thread.thread_id)
             except SessionNotFound:
                 session = await self.agent.new_session(self.cwd, session_id=thread.thread_id)
             session.policy = StaticPolicy(self.agent.config.approval, defer=True)
+            earlier = await missing_events(session)
+            thread.earlier = tuple(c.event for c in coalesce_deltas(earlier))
             thread.session = session
             thread.sent_seq = session.log.next_seq - 1  # history from before this process
-            thread.known |= known_ids(thread_messages(thread.thread_id, session.log.view()))
+            thread.known |= known_ids(thread_messages(thread.thread_id, thread.history(session)))
         return thread.session
 
     def forget_session(self, thread: Thread) -> None:
@@ -189,7 +202,7 @@ class Run:
 
     def messages(self) -> list[Message]:
         """The thread for MESSAGES_SNAPSHOT; the ids it holds are known from now on."""
-        messages = thread_messages(self.thread.thread_id, self.session.log.view())
+        messages = thread_messages(self.thread.thread_id, self.thread.history(self.session))
         self.thread.known |= known_ids(messages)
         return messages
 

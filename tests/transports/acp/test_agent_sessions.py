@@ -43,6 +43,35 @@ def _dump(update: Any) -> dict[str, Any]:
     return data
 
 
+def _folded(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Live updates as a load replays them: the consecutive chunks of one message as one
+    chunk (text joined, the first one's seq and ts, `last_seq` the last one's)."""
+    out: list[dict[str, Any]] = []
+    for update in updates:
+        last = out[-1] if out else None
+        kind = update["sessionUpdate"]
+        if (
+            last is not None
+            and kind in ("agent_message_chunk", "agent_thought_chunk")
+            and last["sessionUpdate"] == kind
+            and last.get("messageId") == update.get("messageId")
+            and last["_meta"]["steerable"]["run_id"] == update["_meta"]["steerable"]["run_id"]
+        ):
+            last["content"] = {
+                **last["content"],
+                "text": last["content"]["text"] + update["content"]["text"],
+            }
+            last["_meta"] = {
+                "steerable": {
+                    **last["_meta"]["steerable"],
+                    "last_seq": update["_meta"]["steerable"]["seq"],
+                }
+            }
+            continue
+        out.append(dict(update))
+    return out
+
+
 async def test_load_replays_the_whole_conversation_as_it_was_sent_live(tmp_path: Path) -> None:
     answers = iter(["allow_once", "reject_once"])
 
@@ -65,7 +94,8 @@ async def test_load_replays_the_whole_conversation_as_it_was_sent_live(tmp_path:
     assert load.modes is not None and load.modes.current_mode_id == "default"
     users = [u for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
     assert [u["content"]["text"] for u in users] == ["Please write the note", "Now overwrite it"]
-    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == live
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == _folded(live)
+    assert len(replayed) < len(live)  # streamed in 3-character chunks, replayed whole
     kinds = {u["sessionUpdate"] for u in replayed}
     assert {
         "agent_thought_chunk",
@@ -98,7 +128,8 @@ async def test_a_session_reloads_in_a_new_process_from_storage(tmp_path: Path) -
         await second.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         replayed = [_dump(n.update) for n in second.client.updates]
         response = await second.prompt(sid, "and once more")
-    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == live
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == _folded(live)
+    assert len(replayed) < len(live)  # streamed in 3-character chunks, replayed whole
     assert response.stop_reason == "end_turn"
     assert second.client.permission_requests == []  # "always allow" came back with the session
     assert (tmp_path / "n.txt").read_text() == "v2"
