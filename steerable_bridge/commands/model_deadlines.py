@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from steerable_bridge.adapters.llm.deadlines import CallDeadlines
 
-__all__ = ["STEP_GRACE_S", "add_deadline_options", "deadlines_from_args"]
+__all__ = ["STEP_GRACE_S", "add_deadline_options", "deadlines_from_args", "positive_seconds"]
 
 STEP_GRACE_S = 5.0
 """How far past the call deadline the loop's own bound on a model step lies."""
@@ -43,7 +43,9 @@ def add_deadline_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _seconds(raw: object, flag: str, env: str) -> float:
+def positive_seconds(raw: object, flag: str, env: str) -> float:
+    """`raw` (an option's or variable's text) as seconds above 0; ValueError naming the
+    flag and the variable otherwise. Shared with `serve_limits.py`."""
     text = str(raw).strip()
     try:
         value = float(text)
@@ -66,8 +68,8 @@ def deadlines_from_args(args: argparse.Namespace) -> CallDeadlines:
     return CallDeadlines(
         call_s=default.call_s
         if call is None
-        else _seconds(call, "--model-deadline", "STEERABLE_MODEL_DEADLINE"),
+        else positive_seconds(call, "--model-deadline", "STEERABLE_MODEL_DEADLINE"),
         idle_s=default.idle_s
         if idle is None
-        else _seconds(idle, "--model-idle-timeout", "STEERABLE_MODEL_IDLE_TIMEOUT"),
+        else positive_seconds(idle, "--model-idle-timeout", "STEERABLE_MODEL_IDLE_TIMEOUT"),
     )

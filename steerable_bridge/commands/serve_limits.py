@@ -12,10 +12,10 @@ default: what the file-descriptor limit leaves room for) become the
 from __future__ import annotations
 
 import argparse
-import math
 import os
 
 from steerable_bridge.commands.common import ConfigError
+from steerable_bridge.commands.model_deadlines import positive_seconds
 from steerable_bridge.transports.agui.head_guard import ConnectionLimits
 
 __all__ = ["add_limit_options", "limits_from_args"]
@@ -58,14 +58,10 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _seconds(raw: object, flag: str, env: str) -> float:
-    text = str(raw).strip()
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{flag} / {env}={text!r} must be a number of seconds above 0")
-    return value
+        return positive_seconds(raw, flag, env)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _whole(raw: object, flag: str, env: str, least: int) -> int:
