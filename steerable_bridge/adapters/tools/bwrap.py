@@ -39,6 +39,7 @@ __all__ = [
     "nproc_limit",
     "probe",
     "probe_now",
+    "program_paths",
     "sandboxed_argv",
     "toolchain_paths",
 ]
@@ -81,6 +82,28 @@ def toolchain_paths(home: str | None = None) -> tuple[str, ...]:
         path = os.path.join(base, relative)
         if os.path.isdir(path):
             found.append(os.path.realpath(path))
+    return tuple(found)
+
+
+def program_paths(program: Sequence[str], cwd: str) -> tuple[str, ...]:
+    """What a confined server must see of its own install, read-only, though it lies in a
+    hidden folder (`/tmp`, a home): the folder of its executable (the whole virtual
+    environment when that is a venv's `bin/`) and the folder of each argument that names an
+    existing file (`server.py`). Only for programs the user configured (MCP servers), never
+    for a model's command."""
+    found: list[str] = []
+    candidates: list[str] = []
+    if program:
+        candidates.append(shutil.which(program[0]) or os.path.join(cwd, program[0]))
+    candidates += [os.path.join(cwd, arg) for arg in program[1:] if os.sep in arg]
+    for path in candidates:
+        if not os.path.isfile(path):
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isfile(os.path.join(os.path.dirname(folder), "pyvenv.cfg")):
+            folder = os.path.dirname(folder)  # the venv: its lib/ holds the server's packages
+        if folder != "/" and folder not in found:
+            found.append(folder)
     return tuple(found)
 
 

@@ -113,9 +113,11 @@ def confine(
     network: bool,
     nproc: int | None = None,
     private: AgentFiles = AGENT_FILES,
+    shown: Sequence[str] = (),
 ) -> list[str]:
     """`program` inside bubblewrap (call only when `confinement` said `bwrap`), with the
-    agent's own files inside `writable` (`private`) read-only or hidden."""
+    agent's own files inside `writable` (`private`) read-only or hidden, and `shown`
+    (beside the toolchain folders) visible read-only."""
     if policy.bwrap_path is None:
         raise refusal("this process")
     return bwrap.confined_argv(
@@ -126,4 +128,5 @@ def confine(
         network=network,
         nproc=nproc,
         masked=private.masks(writable),
+        shown=(*bwrap.toolchain_paths(), *shown),
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from steerable_bridge.adapters.tools import bwrap
 from steerable_bridge.adapters.tools.confinement import (
     DEFAULT_POLICY,
     CommandPolicy,
@@ -111,6 +112,7 @@ class WorkspaceKit:
                 writable=self.workspace.roots,
                 network=self.policy.mcp_network if network is None else bool(network),
                 private=self.workspace.private,
+                shown=bwrap.program_paths(program, self.workspace.cwd),
             )
         env = {**passed_variables(self.policy.pass_env), **server.get("env", {})}
         held = None
