@@ -229,3 +229,20 @@ async def test_a_sandboxed_command_cannot_touch_the_agents_own_files(project: Pa
     assert (state / "approvals.key").read_text() == "secret"
     assert (project / "ok.txt").read_text() == "written\n"  # the rest of the project is writable
     assert "done" in result.output
+
+
+def test_a_servers_own_install_is_shown_even_in_a_hidden_folder(tmp_path: Path) -> None:
+    # An MCP server run by a venv's python with a script beside it, both under /tmp (which
+    # the sandbox hides): the venv and the script's folder are what it must still see.
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    python = venv / "bin" / "python"
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    server = tmp_path / "srv" / "server.py"
+    server.parent.mkdir()
+    server.write_text("")
+    shown = bwrap.program_paths([str(python), str(server), "--flag"], cwd=str(tmp_path))
+    assert shown == (str(venv), str(server.parent))
+    assert bwrap.program_paths(["no-such-program-here"], cwd=str(tmp_path)) == ()
