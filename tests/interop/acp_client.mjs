@@ -12,6 +12,39 @@ import assert from "node:assert/strict";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import * as z from "./node_modules/@agentclientprotocol/sdk/dist/v1/unstable/schema/zod.gen.js";
 
+// What session/load sends for a run of live chunks: the agent folds the consecutive deltas of
+// one message (consecutive seqs in its log) into one chunk, text joined, keeping the first
+// chunk's _meta and naming the last seq it folded (`last_seq`). Chunk boundaries carry no
+// meaning in ACP, so a replay may join them; everything else must come back as it was sent.
+function foldDeltas(notifications) {
+  const out = [];
+  for (const n of notifications) {
+    const prev = out.at(-1);
+    const kind = n.update.sessionUpdate;
+    const meta = n.update._meta?.steerable;
+    const prevMeta = prev?.update._meta?.steerable;
+    const chunk = kind === "agent_message_chunk" || kind === "agent_thought_chunk";
+    if (
+      chunk &&
+      prev &&
+      prev.update.sessionUpdate === kind &&
+      prev.update.messageId === n.update.messageId &&
+      prev.update.content?.type === "text" &&
+      n.update.content?.type === "text" &&
+      meta &&
+      prevMeta &&
+      meta.seq === (prevMeta.last_seq ?? prevMeta.seq) + 1
+    ) {
+      prev.update.content.text += n.update.content.text;
+      prevMeta.last_seq = meta.seq;
+      continue;
+    }
+    out.push(structuredClone(n));
+  }
+  return out;
+}
+
+
 const { ACP_PYTHON, ACP_SCRIPT, ACP_TOOLS, ACP_CWD } = process.env;
 const warnings = [];
 for (const level of ["warn", "error"]) {
@@ -142,7 +175,7 @@ const report = await app.connectWith(stream, async (agent) => {
   await call(agent, "session/load", { sessionId, cwd: ACP_CWD, mcpServers: [] }, z.zLoadSessionResponse);
   const replayed = updates.slice(replayStart).map((u) => u.notification);
   const strip = (list) => list.filter((n) => n.update.sessionUpdate !== "user_message_chunk");
-  const liveFirstTurn = live.map((u) => u.notification);
+  const liveFirstTurn = foldDeltas(live.map((u) => u.notification));
   assert.deepEqual(strip(replayed).slice(0, liveFirstTurn.length), liveFirstTurn);
   const users = replayed.filter((n) => n.update.sessionUpdate === "user_message_chunk");
   assert.deepEqual(users.map((n) => n.update.content.text), ["Write the note", "Go on"]);
