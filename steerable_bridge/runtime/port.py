@@ -1,0 +1,196 @@
+"""The agent port: the one surface both transports use to reach an agent.
+
+A transport (the ACP agent side, the AG-UI server) holds one `AgentPort` and nothing else
+of the runtime's moving parts: it opens, loads, forks, lists, closes and deletes
+conversations, runs a prompt as a stream of LoopEvents handed to its sink (ending in one
+`run_finished` or `run_failed`, which the returned `RunOutcome` carries as `final_event`),
+cancels, steers, queues follow-ups, changes a conversation's mode or model, and reads the
+events after a seq for replay. What a conversation needs from its transport — how to ask a
+person for permission, the client's workspace environment, tools the client brings — is
+handed in once, as `Attachments`, when it is opened. A permission asked with no asker is
+deferred: the run ends `interrupted` and the next prompt's `TurnInput.resume` answers it.
+Busy, claims and ownership by another process live behind the port: `prompt` raises
+`SessionBusy` (or `SessionOwned`) when a turn already runs, and `reserve` lets a transport
+hold a conversation between validating a request and starting its turn. Three things
+implement it: our runtime (`conversations.py`), the ACP client side that drives any ACP
+agent (`transports/acp/bridge`) and the AG-UI client side that drives any AG-UI endpoint
+(`transports/agui/bridge`). Plain values and one Protocol; no behaviour here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.permissions import Asker
+from steerable_bridge.runtime.storage import SessionPage
+from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
+from steerable_bridge.runtime.values import ContentPart
+
+__all__ = [
+    "AgentPort",
+    "Attach",
+    "Attachments",
+    "Conversation",
+    "PortInfo",
+    "Reservation",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attachments:
+    """What a conversation borrows from the transport serving it, given once at open."""
+
+    asker: Asker | None = None
+    """Asks a person about a tool call (ACP `session/request_permission`); None: permissions
+    are deferred to the client's next run (AG-UI interrupts answered through `resume[]`)."""
+    environment: Environment | None = None
+    """The client's workspace (ACP `fs/*`, `terminal/*`); None: the agent's own."""
+    tools: tuple[Tool, ...] = ()
+    """Tools the client brings for the conversation's lifetime (MCP servers, workspace tools)."""
+
+
+Attach = Callable[[str], Awaitable[Attachments]]
+"""Builds a conversation's attachments once its id is known (called by open / load / fork)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conversation:
+    """What a transport may know of a conversation, as of the call that returned it."""
+
+    conversation_id: str
+    cwd: str
+    model: str
+    mode: str
+    title: str | None = None
+    running: bool = False
+    """Whether a turn runs in it (here or in another process sharing the store)."""
+    last_seq: int = -1
+    """The seq of its newest logged event (-1: none yet)."""
+    open_calls: tuple[str, ...] = ()
+    """Tool calls an earlier run left waiting for the client (frontend tools, approvals)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PortInfo:
+    """What the agent behind the port is and offers, for `initialize` and capabilities."""
+
+    name: str
+    version: str
+    default_model: str
+    models: tuple[str, ...]
+    """The routes users may pick from (ACP config option `model`, `/model`)."""
+    modes: tuple[tuple[str, str, str], ...]
+    """(mode id, name, description) for each mode the agent has."""
+    can_load: bool = True
+    can_fork: bool = True
+    can_list: bool = True
+    can_steer: bool = True
+
+
+class Reservation(Protocol):
+    """A transport's hold on an idle conversation until its turn starts or it lets go."""
+
+    def release(self) -> None:
+        """Let go without running a turn (safe to call after the turn started, or twice)."""
+
+
+class AgentPort(Protocol):
+    """An agent, as both transports see it. Errors are the runtime's: `SessionNotFound`,
+    `SessionBusy` / `SessionOwned`, `RouteError`, `ProviderError`, `StoreError`."""
+
+    def info(self) -> PortInfo:
+        """Name, version, models and modes (cheap: no I/O)."""
+
+    async def model_info(self, route: str) -> ModelInfo:
+        """What `route` can take (images, documents) and whether it still needs a key,
+        re-reading stored credentials when it does; raises `RouteError`."""
+
+    async def open(
+        self,
+        cwd: str,
+        *,
+        conversation_id: str | None = None,
+        model: str | None = None,
+        attach: Attach | None = None,
+    ) -> Conversation:
+        """A new conversation in `cwd` (under `conversation_id` when the client names it)."""
+
+    async def load(
+        self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
+    ) -> Conversation:
+        """An existing conversation (from memory or the store; `cwd` replaces its folder);
+        raises `SessionNotFound`, or `SessionBusy` when `attach` is given while a turn runs."""
+
+    async def fork(
+        self, conversation_id: str, cwd: str, *, attach: Attach | None = None
+    ) -> Conversation:
+        """A new conversation holding a copy of `conversation_id`'s whole visible history."""
+
+    async def list(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> SessionPage:
+        """Conversations, newest first, a page at a time."""
+
+    async def close(self, conversation_id: str) -> bool:
+        """Cancel its turn and let memory go of it (its log stays); False when not open."""
+
+    async def delete(self, conversation_id: str) -> bool:
+        """Close it and remove its log; False when there was no such conversation."""
+
+    def reserve(self, conversation_id: str) -> Reservation | None:
+        """Hold an idle conversation for the caller's next `prompt` (synchronous, so two
+        racing requests never both get it); None when a turn or another hold has it."""
+
+    async def prompt(
+        self,
+        conversation_id: str,
+        turn: TurnInput,
+        sink: EventSink,
+        *,
+        cancel: CancelToken | None = None,
+        reservation: Reservation | None = None,
+    ) -> RunOutcome:
+        """Run one turn: every LoopEvent goes to `sink` as it is logged, the last being the
+        run's `run_finished` / `run_failed` (also `RunOutcome.final_event`). Raises
+        `SessionBusy` / `SessionOwned` / `RouteError` before anything is logged."""
+
+    async def cancel(self, conversation_id: str, reason: str) -> bool:
+        """Cancel its running turn, wherever it runs; False when none runs."""
+
+    async def steer(
+        self, conversation_id: str, content: tuple[ContentPart, ...], message_id: str | None
+    ) -> bool:
+        """Add a message to the running turn at its next step; False when none runs."""
+
+    async def follow_up(
+        self, conversation_id: str, content: tuple[ContentPart, ...], message_id: str | None
+    ) -> bool:
+        """Queue a message for when the running turn would end; False when none runs."""
+
+    async def set_mode(self, conversation_id: str, mode_id: str) -> LoopEvent | None:
+        """Switch mode; the logged `mode_changed` (None when it already was that mode).
+        Raises `ValueError` naming the modes for an unknown one."""
+
+    async def set_model(self, conversation_id: str, route: str) -> LoopEvent | None:
+        """Switch model; the logged `config_changed` (None when unchanged). Raises
+        `ValueError` naming the models for an unknown one."""
+
+    async def record(self, conversation_id: str, event: LoopEvent) -> LoopEvent:
+        """Log a conversation-level event outside any turn (the transport's command list,
+        a user message that arrived with a request). The caller builds `event` with any
+        session id, run id, seq and ts (e.g. "", "", -1, 0): the port stamps them and
+        returns the event as logged."""
+
+    async def events_after(self, conversation_id: str, seq: int = -1) -> Sequence[LoopEvent]:
+        """Its visible events after `seq`, oldest first (the whole conversation, compacted
+        or not, for `seq` -1): replay, history snapshots, catching up with other workers."""
+
+    async def aclose(self) -> None:
+        """Shut down: cancel every running turn and release what the agent holds."""
