@@ -49,7 +49,7 @@ from steerable_bridge.runtime.storage import (
 )
 from steerable_bridge.runtime.tokens import TokenCalibration
 from steerable_bridge.runtime.tools import Tool
-from steerable_bridge.runtime.turn import LoopSettings
+from steerable_bridge.runtime.turn import LoopSettings, TurnEngine
 from steerable_bridge.runtime.values import ContentPart
 
 log = logging.getLogger(__name__)
@@ -97,8 +97,11 @@ class Agent:
         config: AgentConfig,
         observers: Sequence[Observer] = (),
         approvals: ApprovalMemory | None = None,
+        engine: TurnEngine | None = None,
     ) -> None:
         self.router = router
+        self.engine = engine
+        """Runs each turn (None: our model loop, `loop.run_turn`); a bridge passes its own."""
         self.store = store
         self.config = config
         self.approvals = approvals

@@ -45,6 +45,8 @@ __all__ = ["Session", "SessionBusy"]
 
 log = logging.getLogger(__name__)
 
+_FINAL_KINDS = frozenset({"run_finished", "run_failed"})
+
 
 class Session:
     """One conversation. Create or load it through `Agent`."""
@@ -185,12 +187,22 @@ class Session:
             async with anyio.create_task_group() as flusher:
                 flusher.start_soon(self._flush_every, context.settings.commit_interval_s, done)
                 try:
-                    outcome = await run_turn(context, turn)
+                    outcome = await (self.agent.engine or run_turn)(context, turn)
                 finally:
                     done.set()  # the flusher returns on its own: no cancellation to unwind
-            if observed.trace_id is None:
-                return outcome
-            return dataclasses.replace(outcome, trace_id=observed.trace_id)
+            return dataclasses.replace(
+                outcome,
+                trace_id=observed.trace_id or outcome.trace_id,
+                final_event=outcome.final_event or self._final_event(outcome.run_id),
+            )
+
+    def _final_event(self, run_id: str) -> ev.LoopEvent | None:
+        """The run's closing event, when it is the last one logged."""
+        view = self.log.view()
+        last = view[-1] if len(view) else None
+        if last is not None and last.run_id == run_id and last.kind in _FINAL_KINDS:
+            return last
+        return None
 
     async def _flush_every(self, interval: float, done: anyio.Event) -> None:
         """Commit streamed events at least every `interval` s, even while the model stalls,

@@ -38,6 +38,7 @@ __all__ = [
     "ResumeDecision",
     "RunOutcome",
     "TurnContext",
+    "TurnEngine",
     "TurnInput",
 ]
 
@@ -105,6 +106,10 @@ class RunOutcome:
     error_message: str | None = None
     trace_id: str | None = None
     """The trace the run was recorded under (as in its `run_started`), when traced."""
+    final_event: LoopEvent | None = None
+    """The run's closing `run_finished` / `run_failed` as logged (seq, ts, usage), so a
+    transport can carry it on its wire without reading the log; None only when the turn
+    could not log one (the store refused it)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -148,3 +153,9 @@ class TurnContext:
     """The project's remembered "always" answers (see `approvals.py`), or None."""
     shelf: ToolShelf | None = None
     """The session's tool tiers (see `exposure.py`); None: every tool is offered."""
+
+
+TurnEngine = Callable[[TurnContext, TurnInput], Awaitable[RunOutcome]]
+"""What runs one turn of a session: `loop.run_turn` (our model loop) by default; a bridge
+supplies its own, which drives another agent and records what it says through the same
+context (log, facts, sink), so claims, cancel, steering, replay and traces stay the same."""

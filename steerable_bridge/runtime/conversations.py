@@ -1,0 +1,247 @@
+"""Our runtime behind the agent port: `LocalPort(agent)` implements `port.AgentPort`.
+
+It is the one place that knows sessions: a conversation is a `Session` (`session.py`) the
+`Agent` (`agent.py`) creates, loads from the store, keeps or forgets. Attachments a
+transport hands in at open become the session's permission policy (an asker → `ModePolicy`
+under `--approve ask`, none → permissions deferred to the client's next run), its
+environment and its extra tools. Busy lives here and in the session only: a turn holds the
+session (`Session.running`, plus the store's claim against other processes), and a
+`reserve`d conversation is held for the caller's next `prompt`, so two requests racing for
+one conversation never both run. Fork copies the source's whole visible history into a new
+session's log. `events_after` reads the visible history (`replay.py`), catching up first
+with what other processes sharing the store appended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import replace
+
+from steerable_bridge import __version__
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
+from steerable_bridge.runtime.port import Attach, Conversation, PortInfo
+from steerable_bridge.runtime.projection import session_facts
+from steerable_bridge.runtime.replay import visible_log
+from steerable_bridge.runtime.session import Session
+from steerable_bridge.runtime.storage import SessionBusy, SessionPage
+from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
+from steerable_bridge.runtime.values import ContentPart
+
+__all__ = ["LocalPort"]
+
+_BASE_FIELDS = frozenset({"session_id", "run_id", "seq", "ts", "kind"})
+
+
+class _Hold:
+    """A reservation: `LocalPort` holds the conversation for its holder until released."""
+
+    __slots__ = ("_held", "_id")
+
+    def __init__(self, held: dict[str, _Hold], conversation_id: str) -> None:
+        self._held = held
+        self._id = conversation_id
+
+    def release(self) -> None:
+        if self._held.get(self._id) is self:
+            del self._held[self._id]
+
+
+class LocalPort:
+    """The agent port over this process's `Agent` (see the module docstring)."""
+
+    def __init__(self, agent: Agent, *, name: str = "steerable-bridge") -> None:
+        self.agent = agent
+        self._name = name
+        self._held: dict[str, _Hold] = {}
+
+    # -- what the agent is --------------------------------------------------------------------
+
+    def info(self) -> PortInfo:
+        return PortInfo(
+            name=self._name,
+            version=__version__,
+            default_model=self.agent.config.model,
+            models=tuple(self.agent.router.routes),
+            modes=tuple((mode, name, text) for mode, (name, text) in MODES.items()),
+        )
+
+    async def model_info(self, route: str) -> ModelInfo:
+        info = self.agent.router.resolve(route).info
+        if info.needs_api_key_env:  # a login may have stored the key since
+            await self.agent.router.refresh()
+            info = self.agent.router.resolve(route).info
+        return info
+
+    # -- opening and closing ------------------------------------------------------------------
+
+    async def open(
+        self,
+        cwd: str,
+        *,
+        conversation_id: str | None = None,
+        model: str | None = None,
+        attach: Attach | None = None,
+    ) -> Conversation:
+        session = await self.agent.new_session(cwd, session_id=conversation_id, model=model)
+        await self._attach(session, attach)
+        return _conversation(session)
+
+    async def load(
+        self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
+    ) -> Conversation:
+        session = await self.agent.load_session(conversation_id)
+        if attach is not None:
+            if session.running or conversation_id in self._held:
+                raise SessionBusy(conversation_id)
+            if cwd is not None:
+                session.cwd = cwd
+            await self._attach(session, attach)
+        return _conversation(session)
+
+    async def fork(
+        self, conversation_id: str, cwd: str, *, attach: Attach | None = None
+    ) -> Conversation:
+        source = await self.agent.load_session(conversation_id)
+        if source.running:
+            raise SessionBusy(conversation_id)
+        fork = await self.agent.new_session(cwd, model=source.model)
+        for event in await visible_log(source):  # the whole history, not only the loaded tail
+            fork.log.append(replace(event, session_id=fork.id))
+        await fork.log.commit()
+        fork.facts = session_facts(fork.log.view())
+        await self._attach(fork, attach)
+        return _conversation(fork)
+
+    async def _attach(self, session: Session, attach: Attach | None) -> None:
+        approval = self.agent.config.approval
+        if attach is None:
+            session.policy = StaticPolicy(approval, defer=True)
+            return
+        attachments = await attach(session.id)
+        if attachments.asker is None:
+            session.policy = StaticPolicy(approval, defer=True)
+        elif approval == "ask":
+            session.policy = ModePolicy(lambda: session.mode, attachments.asker)
+        else:
+            session.policy = StaticPolicy(approval)
+        session.environment = attachments.environment
+        session.extra_tools = attachments.tools
+
+    async def list(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> SessionPage:
+        return await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
+
+    async def close(self, conversation_id: str) -> bool:
+        self._held.pop(conversation_id, None)
+        return await self.agent.close_session(conversation_id)
+
+    async def delete(self, conversation_id: str) -> bool:
+        self._held.pop(conversation_id, None)
+        return await self.agent.delete_session(conversation_id)
+
+    # -- turns --------------------------------------------------------------------------------
+
+    def reserve(self, conversation_id: str) -> _Hold | None:
+        if conversation_id in self._held:
+            return None
+        session = self.agent.get(conversation_id)
+        if session is not None and session.running:
+            return None
+        hold = self._held[conversation_id] = _Hold(self._held, conversation_id)
+        return hold
+
+    async def prompt(
+        self,
+        conversation_id: str,
+        turn: TurnInput,
+        sink: EventSink,
+        *,
+        cancel: CancelToken | None = None,
+        reservation: object | None = None,
+    ) -> RunOutcome:
+        held = self._held.get(conversation_id)
+        if held is not None and held is not reservation:
+            raise SessionBusy(conversation_id)
+        try:
+            session = await self.agent.load_session(conversation_id)
+            return await session.prompt(turn, sink, cancel=cancel)
+        finally:
+            if held is not None:
+                held.release()
+
+    async def cancel(self, conversation_id: str, reason: str) -> bool:
+        return await self.agent.cancel(conversation_id, reason)
+
+    async def steer(
+        self, conversation_id: str, content: tuple[ContentPart, ...], message_id: str | None
+    ) -> bool:
+        return await self.agent.steer(conversation_id, content, message_id)
+
+    async def follow_up(
+        self, conversation_id: str, content: tuple[ContentPart, ...], message_id: str | None
+    ) -> bool:
+        return await self.agent.follow_up(conversation_id, content, message_id)
+
+    # -- settings and history -----------------------------------------------------------------
+
+    async def set_mode(self, conversation_id: str, mode_id: str) -> LoopEvent | None:
+        if mode_id not in MODES:
+            raise ValueError(f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}")
+        session = await self.agent.load_session(conversation_id)
+        if mode_id == session.mode:
+            return None
+        return await session.record(ev.ModeChanged, mode_id=mode_id)
+
+    async def set_model(self, conversation_id: str, route: str) -> LoopEvent | None:
+        routes = self.agent.router.routes
+        if route not in routes:
+            raise ValueError(f"there is no model {route!r}; models: {', '.join(routes)}")
+        session = await self.agent.load_session(conversation_id)
+        if route == session.model:
+            return None
+        return await session.record(ev.ConfigChanged, option_id="model", value=route)
+
+    async def record(self, conversation_id: str, event: LoopEvent) -> LoopEvent:
+        session = await self.agent.load_session(conversation_id)
+        fields = {
+            f.name: getattr(event, f.name)
+            for f in dataclasses.fields(event)
+            if f.name not in _BASE_FIELDS
+        }
+        return await session.record(type(event), **fields)
+
+    async def events_after(self, conversation_id: str, seq: int = -1) -> Sequence[LoopEvent]:
+        session = await self.agent.load_session(conversation_id)
+        if self.agent.shares_store:
+            await session.refresh()
+        view = session.log.view()
+        if len(view) and view[0].seq <= seq + 1:  # all of it is in memory
+            first = len(view)
+            while first > 0 and view[first - 1].seq > seq:
+                first -= 1
+            return [view[index] for index in range(first, len(view))]
+        return [event for event in await visible_log(session) if event.seq > seq]
+
+    async def aclose(self) -> None:
+        self._held.clear()
+        await self.agent.aclose()
+
+
+def _conversation(session: Session) -> Conversation:
+    return Conversation(
+        conversation_id=session.id,
+        cwd=session.cwd,
+        model=session.model,
+        mode=session.mode,
+        title=session.facts.title,
+        running=session.running or session.facts.running,
+        last_seq=session.log.next_seq - 1,
+        open_calls=tuple(session.facts.open_calls),
+    )

@@ -1,0 +1,140 @@
+"""The runtime behind the agent port (`LocalPort`): what a transport sees through it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
+from steerable_bridge.runtime.port import AgentPort, Attachments
+from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound
+from steerable_bridge.runtime.turn import ResumeDecision, TurnInput
+from steerable_bridge.runtime.values import TextPart
+from tests.runtime.harness import make_agent, scripted, text_tool
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
+
+
+def _port(*rounds: dict[str, Any], **options: Any) -> LocalPort:
+    return LocalPort(make_agent(scripted(*rounds, loop=True), **options))
+
+
+async def _run(
+    port: AgentPort, conversation_id: str, text: str = "hi", **turn: Any
+) -> tuple[Any, list[ev.LoopEvent]]:
+    seen: list[ev.LoopEvent] = []
+
+    async def sink(event: ev.LoopEvent) -> None:
+        seen.append(event)
+
+    with anyio.fail_after(10):
+        content = (TextPart(text=text),) if text else ()
+        outcome = await port.prompt(conversation_id, TurnInput(content=content, **turn), sink)
+    return outcome, seen
+
+
+async def test_a_prompt_streams_to_the_sink_and_the_outcome_carries_the_final_event() -> None:
+    port: AgentPort = _port({"text": "hello"})
+    conversation = await port.open("/tmp")
+    outcome, seen = await _run(port, conversation.conversation_id)
+    assert outcome.stop_reason == "end_turn"
+    assert isinstance(seen[-1], ev.RunFinished)
+    assert outcome.final_event == seen[-1]
+    history = await port.events_after(conversation.conversation_id)
+    assert list(history) == seen
+    assert list(await port.events_after(conversation.conversation_id, seen[3].seq)) == seen[4:]
+
+
+async def test_a_reserved_conversation_refuses_other_prompts_until_its_holder_runs() -> None:
+    port = _port({"text": "hello"})
+    cid = (await port.open("/tmp")).conversation_id
+    hold = port.reserve(cid)
+    assert hold is not None
+    assert port.reserve(cid) is None
+    with pytest.raises(SessionBusy):
+        await _run(port, cid)
+    seen: list[ev.LoopEvent] = []
+
+    async def sink(event: ev.LoopEvent) -> None:
+        seen.append(event)
+
+    await port.prompt(cid, TurnInput(content=(TextPart(text="x"),)), sink, reservation=hold)
+    assert isinstance(seen[-1], ev.RunFinished)
+    assert port.reserve(cid) is not None  # the turn let go of the hold
+
+
+async def test_without_an_asker_a_permission_is_deferred_and_answered_by_resume() -> None:
+    tool = text_tool("write", kind="edit")
+    port = _port(
+        {"tool_calls": [{"id": "c1", "name": "write", "arguments": {"text": "x"}}]},
+        {"text": "done"},
+        tools=[tool],
+        approval="ask",
+    )
+    conversation = await port.open("/tmp")
+    outcome, seen = await _run(port, conversation.conversation_id)
+    assert outcome.stop_reason == "interrupted"
+    assert any(isinstance(event, ev.PermissionRequested) for event in seen)
+    loaded = await port.load(conversation.conversation_id)
+    assert loaded.open_calls == ("c1",)
+    resume = (ResumeDecision(call_id="c1", approved=True),)
+    outcome, seen = await _run(port, conversation.conversation_id, "", resume=resume)
+    assert outcome.stop_reason == "end_turn"
+    results = [e for e in seen if isinstance(e, ev.ToolFinished)]
+    assert [r.status for r in results] == ["completed"]
+
+
+async def test_an_asker_given_at_open_is_asked_in_the_turn() -> None:
+    asked: list[str] = []
+
+    async def asker(request: PermissionRequest) -> PermissionAnswer:
+        asked.append(request.call.call_id)
+        return PermissionAnswer(outcome="reject_once", option_id="reject_once")
+
+    async def attach(conversation_id: str) -> Attachments:
+        return Attachments(asker=asker)
+
+    port = _port(
+        {"tool_calls": [{"id": "c1", "name": "write", "arguments": {"text": "x"}}]},
+        {"text": "ok"},
+        tools=[text_tool("write", kind="edit")],
+        approval="ask",
+    )
+    cid = (await port.open("/tmp", attach=attach)).conversation_id
+    outcome, _ = await _run(port, cid)
+    assert asked == ["c1"]
+    assert outcome.stop_reason == "end_turn"
+
+
+async def test_mode_model_and_recorded_events_are_logged_once() -> None:
+    port = _port({"text": "hello"})
+    port.agent.router.offer("test:m")
+    cid = (await port.open("/tmp")).conversation_id
+    changed = await port.set_mode(cid, "read-only")
+    assert isinstance(changed, ev.ModeChanged) and changed.seq >= 0
+    assert await port.set_mode(cid, "read-only") is None
+    with pytest.raises(ValueError, match="modes: default"):
+        await port.set_mode(cid, "nope")
+    with pytest.raises(ValueError, match="models: test:m"):
+        await port.set_model(cid, "other:x")
+    note = ev.CommandsUpdated(session_id="", run_id="", seq=-1, ts=0, commands=())
+    logged = await port.record(cid, note)
+    assert logged.session_id == cid and logged.seq == changed.seq + 1
+    assert (await port.load(cid)).mode == "read-only"
+
+
+async def test_fork_copies_the_history_and_unknown_ids_are_not_found() -> None:
+    port = _port({"text": "hello"})
+    cid = (await port.open("/tmp")).conversation_id
+    _, seen = await _run(port, cid)
+    fork = await port.fork(cid, "/tmp")
+    copied = await port.events_after(fork.conversation_id)
+    assert [(e.kind, e.seq) for e in copied] == [(e.kind, e.seq) for e in seen]
+    with pytest.raises(SessionNotFound):
+        await port.load("sess_missing")
+    assert await port.delete(fork.conversation_id)
+    assert not await port.delete(fork.conversation_id)
