@@ -6,8 +6,9 @@ ended when the check ends), connects the `acp` SDK's client side to its pipes, r
 raw transcript, and runs the agent-side checks in order: `initialize` (raw protocolVersion,
 capability shapes), `session/new`, one prompt (skipped with the agent's own reason when it
 needs credentials it lacks), cancel semantics (stop reason `cancelled`, nothing after the
-response), an unknown method (→ -32601), a malformed JSON line (→ -32700 parse error, and
-the agent still answers afterwards — written as raw bytes around the SDK), `session/load`
+response), an unknown method (→ -32601), a malformed JSON line (→ -32700 parse error; no
+answer at all is only a warning, as the official SDKs give none; and the agent still answers
+afterwards — written as raw bytes around the SDK), `session/load`
 replay if advertised and `session/resume` without replay if advertised. Last, the
 conformance suite's ACP transcript rules run over everything recorded; their evidence names
 lines of the `--record` file. Every check that did not run is listed as skipped with the

@@ -57,7 +57,6 @@ async def test_a_broken_agent_fails_with_the_expected_ids() -> None:
         "agent.cancel.stop_reason",
         "agent.cancel.nothing_after_response",
         "agent.unknown_extension_method",
-        "agent.malformed_json.parse_error",
         "agent.session.load",
         "agent.session.resume",
         "acp.after-response",
@@ -65,6 +64,10 @@ async def test_a_broken_agent_fails_with_the_expected_ids() -> None:
         "acp.resume-replay",
     }, report.to_text()
     assert report.exit_code() == 1
+    # It drops a broken JSON line without answering, as the official TS and Python SDKs do:
+    # a warning (no agent on those SDKs could pass), not a failure.
+    warned = {c.id for c in report.checks if c.status == "warn"}
+    assert warned == {"agent.malformed_json.parse_error"}, report.to_text()
     passed = {c.id for c in report.checks if c.status == "pass"}
     assert {"agent.unknown_method", "agent.malformed_json.alive", "agent.prompt"} <= passed
 
@@ -138,9 +141,11 @@ async def test_legal_session_updates_after_responses_are_not_failures(tmp_path: 
         settings=QUICK,
         record=record,
     )
-    # The SDK's agent side drops a broken JSON line without the -32700 JSON-RPC requires:
-    # the one true finding.
-    assert {c.id for c in report.failed} == {"agent.malformed_json.parse_error"}, report.to_text()
+    # The SDK's agent side drops a broken JSON line without the -32700 JSON-RPC asks for:
+    # the one finding, a warning since every agent on the official Python SDK does so.
+    assert report.failed == (), report.to_text()
+    warned = {c.id for c in report.checks if c.status == "warn"}
+    assert warned == {"agent.malformed_json.parse_error"}, report.to_text()
     got = {c.id: c for c in report.checks}
     for check_id in (
         "agent.prompt.nothing_after_response",
