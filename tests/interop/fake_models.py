@@ -57,7 +57,10 @@ __all__ = [
     "serve_fake_models",
 ]
 
-DEFAULT_TOOLS: tuple[tuple[str, Mapping[str, Any]], ...] = (
+ToolScript = tuple[str, Mapping[str, Any]]
+"""A tool name the fake calls when offered, and the arguments it calls it with."""
+
+DEFAULT_TOOLS: tuple[ToolScript, ...] = (
     # Claude Code: Bash asks permission in the default mode.
     ("Bash", {"command": "touch fake-model-was-here.txt", "description": "Create a file"}),
     # codex: `shell` (argv) / `shell_command` (a string) / `exec_command` (unified exec).
@@ -119,7 +122,7 @@ class FakeModel:
     text: str = "Hello from the fake model."
     after_tool: str = "The tool finished; that is all."
     trigger: str = "[use-a-tool]"
-    tool_preferences: Sequence[tuple[str, Mapping[str, Any]]] = DEFAULT_TOOLS
+    tool_preferences: Sequence[ToolScript] = DEFAULT_TOOLS
     model: str = "fake-model"
     requests: list[Recorded] = field(default_factory=list)
     _ids: Iterator[int] = field(default_factory=itertools.count)
@@ -149,6 +152,12 @@ class FakeModel:
                 )
             )
         return reply
+
+    def reset(self, tool_preferences: Sequence[ToolScript] = DEFAULT_TOOLS) -> None:
+        """Forget what was recorded and script the tool choice afresh (a fake shared by tests)."""
+        with self._lock:
+            self.requests.clear()
+            self.tool_preferences = tool_preferences
 
     def tool_calls(self) -> list[Recorded]:
         """The requests answered with a tool call."""
