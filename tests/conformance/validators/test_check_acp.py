@@ -18,6 +18,28 @@ BROKEN = str(Path(__file__).with_name("broken_acp_agent.py"))
 QUICK = AgentCheckSettings(prompt_timeout=30, cancel_timeout=5, probe_timeout=1, quiet_period=0.3)
 
 
+async def test_a_bad_permission_flow_fails_the_permission_checks() -> None:
+    settings = AgentCheckSettings(
+        prompt_timeout=30, cancel_timeout=5, probe_timeout=1, quiet_period=0.3,
+        tool_prompt="[tool] write the file",
+    )  # fmt: skip
+    report = await check_acp_agent([sys.executable, BROKEN], settings=settings)
+    got = {c.id: c for c in report.checks}
+    assert got["agent.tool_prompt"].status == "pass", report.to_text()
+    assert got["agent.permission.request"].status == "fail"
+    assert "repeats an optionId" in got["agent.permission.request"].evidence
+    assert got["agent.permission.resolved"].status == "fail"
+    assert "write-1" in got["agent.permission.resolved"].evidence
+
+
+async def test_without_a_tool_prompt_the_permission_checks_say_how_to_run_them() -> None:
+    report = await check_acp_agent([sys.executable, BROKEN], settings=QUICK)
+    got = {c.id: c for c in report.checks}
+    for check_id in ("agent.tool_prompt", "agent.permission.request", "agent.permission.resolved"):
+        assert got[check_id].status == "skipped"
+        assert "--tool-prompt" in got[check_id].evidence
+
+
 async def test_our_own_agent_passes_every_check(tmp_path: Path) -> None:
     env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "20"}
     record = tmp_path / "transcript.jsonl"
