@@ -2,13 +2,15 @@
 
 `FakeModel` is the scripted "brain": when the newest user message contains `trigger` (and no
 tool result has come back since), it calls the first tool of `tool_preferences` that the
-request offers (by name, or an MCP server's `server__name`), with the arguments given
-there; once the tool's result is the newest thing in the conversation it answers
-`after_tool`; otherwise it answers `text`. It keeps no state
-between requests — the decision comes from the request alone — so it serves agents that make
-side requests (titles, summaries, token counts) in any order. Every request is recorded as a
-`Recorded` (path, JSON body, the text of each tool result it carried, the reply chosen), so a
-test can assert e.g. that the tool result reached the model.
+request offers (by name, or an MCP server's `server__name`), with the arguments given there;
+once the tool's result is the newest thing in the conversation it answers `after_tool`; a
+prompt holding `long_marker` (what `check acp`'s cancel probe asks for) gets `long_text`
+streamed slowly (`long_pace` s an event), so a cancel meets a running turn; otherwise it
+answers `text`. It keeps no state between requests — the decision comes from the request
+alone — so it serves agents that make side requests (titles, summaries, token counts) in any
+order. Every request is recorded as a `Recorded` (path, JSON body, the text of each tool
+result it carried, the reply chosen), so a test can assert e.g. that the tool result reached
+the model.
 
 `serve_fake_models(model)` runs one Starlette app under uvicorn on 127.0.0.1 (OS-picked port)
 in a thread and yields a `FakeModelServer` whose `url` is the base (`.../v1`). The app speaks:
@@ -41,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import uvicorn
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
@@ -86,6 +89,8 @@ class Reply:
     tool: str = ""
     arguments: Mapping[str, Any] = field(default_factory=dict)
     call_id: str = ""
+    pace: float = 0.0
+    """Seconds between streamed events (a long answer that a cancel can interrupt)."""
 
     @property
     def is_tool_call(self) -> bool:
@@ -122,6 +127,10 @@ class FakeModel:
     text: str = "Hello from the fake model."
     after_tool: str = "The tool finished; that is all."
     trigger: str = "[use-a-tool]"
+    long_marker: str = "count from 1 to 500"
+    """A prompt holding this (check acp's cancel probe asks for it) gets `long_text`, slowly."""
+    long_text: str = " ".join(str(n) for n in range(1, 501))
+    long_pace: float = 0.02
     tool_preferences: Sequence[ToolScript] = DEFAULT_TOOLS
     model: str = "fake-model"
     requests: list[Recorded] = field(default_factory=list)
@@ -134,6 +143,8 @@ class FakeModel:
         reply = Reply(text=self.text)
         if seen.ends_with_tool_result:
             reply = Reply(text=self.after_tool)
+        elif self.long_marker in seen.last_user_text:
+            reply = Reply(text=self.long_text, pace=self.long_pace)
         elif self.trigger in seen.last_user_text:
             for wanted, arguments in self.tool_preferences:
                 name = _offered(wanted, seen.offered_tools)
@@ -260,9 +271,13 @@ def _chunks(text: str) -> list[str]:
     return [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
 
 
-def _sse(events: list[dict[str, Any]], *, named: bool, done: bool = False) -> Response:
+def _sse(
+    events: list[dict[str, Any]], *, named: bool, done: bool = False, pace: float = 0.0
+) -> Response:
     async def stream() -> AsyncIterator[ServerSentEvent]:
         for event in events:
+            if pace:
+                await anyio.sleep(pace)  # a slow model; the client's disconnect cancels it
             yield ServerSentEvent(
                 data=json.dumps(event), event=str(event["type"]) if named else None
             )
@@ -509,13 +524,13 @@ def create_app(model: FakeModel) -> Starlette:
         if not body.get("stream"):
             return JSONResponse(_chat_json(reply, name))
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return _sse(_chat_events(reply, name, usage), named=False, done=True)
+        return _sse(_chat_events(reply, name, usage), named=False, done=True, pace=reply.pace)
 
     async def responses(request: Request) -> Response:
         body = await body_of(request)
         reply = model.decide(request.url.path, body, _read_responses(body))
         name = str(body.get("model") or model.model)
-        return _sse(_responses_events(reply, name, next(counter)), named=True)
+        return _sse(_responses_events(reply, name, next(counter)), named=True, pace=reply.pace)
 
     async def messages(request: Request) -> Response:
         body = await body_of(request)
@@ -523,7 +538,7 @@ def create_app(model: FakeModel) -> Starlette:
         name = str(body.get("model") or model.model)
         if not body.get("stream"):
             return JSONResponse(_anthropic_json(reply, name, next(counter)))
-        return _sse(_anthropic_events(reply, name, next(counter)), named=True)
+        return _sse(_anthropic_events(reply, name, next(counter)), named=True, pace=reply.pace)
 
     async def count_tokens(request: Request) -> Response:
         return JSONResponse({"input_tokens": 11})

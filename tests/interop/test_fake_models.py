@@ -149,3 +149,13 @@ def test_messages_streams_the_anthropic_grammar_with_a_tool_use_block(
     assert payloads[-2]["delta"]["stop_reason"] == "end_turn"
     assert model.requests[-1].tool_results == ("done",)
     assert model.requests[-1].last_user_text == model.trigger
+
+
+def test_the_cancel_probes_long_prompt_gets_a_long_slow_answer(
+    client: httpx.Client, fake: FakeModelServer
+) -> None:
+    model = fake.model
+    body = {"model": "m", "messages": [{"role": "user", "content": f"please {model.long_marker}"}]}
+    answer = client.post("/chat/completions", json=body).json()
+    assert answer["choices"][0]["message"]["content"] == model.long_text
+    assert model.requests[-1].reply.pace == model.long_pace > 0

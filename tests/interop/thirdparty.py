@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shlex
 import signal
 import subprocess
 import warnings
@@ -91,6 +92,11 @@ class AgentLaunch:
     command: tuple[str, ...]
     env: Mapping[str, str]
     workspace: Path
+
+    @property
+    def command_line(self) -> str:
+        """The command as one shell-quoted line, e.g. for `serve --acp-agent LINE`."""
+        return shlex.join(self.command)
 
 
 def skip_unavailable(reason: str) -> NoReturn:
