@@ -3,10 +3,10 @@
 Each server is a tiny script in `servers/` run from its cached venv (installed on first use,
 `venvs.py`) on an OS-picked port, its model the fake Chat Completions server
 (`fake_models.py`). Two clients grade it: our `steerable-bridge check agui` (a text run, a
-backend tool run; the command line itself for the tool run) must report no failure — a
-failure on these servers would be a false one, a bug of ours — and the official
-`@ag-ui/client` HttpAgent (`thirdparty_agui.mjs`), which verifies every stream as it reads it,
-must complete a two-prompt chat (the second model request carries the first exchange), a
+backend tool run — through the command line itself — and a frontend tool run) must report no
+failure — a failure on these servers would be a false one, a bug of ours — and the official
+`@ag-ui/client` HttpAgent (`thirdparty_agui.mjs`), which verifies every stream as it reads
+it, must complete a two-prompt chat (the second model request carries the first exchange), a
 backend tool call whose result reaches the model, and a frontend tool the client answers in
 the next run. Without node, uv or the packages, the tests skip with a warning.
 """
@@ -41,6 +41,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 SERVERS = ["pydantic_ai_agui", "langgraph_agui"]
 CARD = ("show_card", {"title": "from the fake"})
+CARD_TOOL = {
+    "name": "show_card",
+    "description": "Show a card in the page.",
+    "parameters": {"type": "object", "properties": {"title": {"type": "string"}}},
+}
 
 
 @pytest.fixture(scope="module", params=SERVERS)
@@ -105,6 +110,18 @@ def test_check_agui_passes_a_real_server_on_text_and_tool_runs(
     types = _types((tmp_path / "tool.sse").read_bytes())
     assert {"TOOL_CALL_START", "TOOL_CALL_END", "TOOL_CALL_RESULT"} <= set(types), types
     assert fake.saw_tool_result(), "the server never sent the tool result back to the model"
+
+    fake.reset((CARD, *fake.tool_preferences))
+    front_input = {**tool_input, "tools": [CARD_TOOL]}
+    front = anyio.run(
+        lambda: check_agui_endpoint(
+            server, run_input=front_input, record=tmp_path / "front.sse", within=90
+        )
+    )
+    assert front.ok, front.to_text()
+    types = _types((tmp_path / "front.sse").read_bytes())
+    assert "TOOL_CALL_START" in types and "TOOL_CALL_RESULT" not in types, types
+    assert fake.tool_calls()[-1].reply.tool == "show_card"
 
 
 def _ag_ui_client(node: str, url: str, trigger: str) -> dict[str, Any]:
