@@ -41,6 +41,13 @@ def register(subparsers: Any) -> None:
         "acp", help="spawn an ACP agent and check it", usage="%(prog)s [OPTIONS] -- CMD [ARGS...]"
     )
     acp.add_argument(
+        "--init-timeout",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="for initialize and session/new (20)",
+    )
+    acp.add_argument(
         "--prompt-timeout", type=float, default=90.0, metavar="S", help="per prompt (90)"
     )
     acp.add_argument(
@@ -49,6 +56,13 @@ def register(subparsers: Any) -> None:
         default=5.0,
         metavar="S",
         help="for answers that should be immediate: unknown method, parse error (5)",
+    )
+    acp.add_argument(
+        "--tool-prompt",
+        metavar="TEXT",
+        default="",
+        help="a prompt that makes the agent's model call a tool needing permission; grades"
+        " the permission flow (skipped without it)",
     )
     _add_output_options(acp, record_help="keep the JSON-RPC transcript (JSON lines) in PATH")
     acp.add_argument("command", nargs=argparse.REMAINDER, help="the agent command, after --")
@@ -110,7 +124,10 @@ def _check_acp(args: argparse.Namespace) -> int:
         )
         return 2
     settings = AgentCheckSettings(
-        prompt_timeout=args.prompt_timeout, probe_timeout=args.probe_timeout
+        init_timeout=args.init_timeout,
+        prompt_timeout=args.prompt_timeout,
+        probe_timeout=args.probe_timeout,
+        tool_prompt=args.tool_prompt,
     )
     try:
         report = anyio.run(lambda: check_acp_agent(command, settings=settings, record=args.record))

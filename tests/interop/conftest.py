@@ -13,6 +13,11 @@ needs one (CopilotKit's only one is a telemetry ping). The lock file holds hand-
 dependency) that were never published: without them `npm ci` refuses the lock as out of
 sync; a later `npm install` drops them, so add them back after updating the lock.
 
+The fixtures at the end start the real third-party agents and AG-UI servers of
+`thirdparty.py` against the fake model servers of `fake_models.py`, one per test; the Python
+ones install on first use into cached venvs (`venvs.py`), and whatever the machine lacks
+(node, Python 3.12 for fast-agent, uv) skips their tests with a warning saying so.
+
 Interop tests get their `timeout` marker applied to the test body only, so the one-off
 install (bounded by its own timeout here) does not eat the first test's budget.
 """
@@ -24,10 +29,22 @@ import shutil
 import subprocess
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.interop.fake_models import FakeModel, FakeModelServer, serve_fake_models
+from tests.interop.thirdparty import (
+    AgentLaunch,
+    Unavailable,
+    claude_agent,
+    codex_agent,
+    fast_agent,
+    langgraph_server,
+    pydantic_ai_server,
+    skip_unavailable,
+)
 
 HERE = Path(__file__).resolve().parent
 LOCK_FILE = HERE / "package-lock.json"
@@ -105,3 +122,66 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         args, kwargs = (marker.args, dict(marker.kwargs)) if marker is not None else ((), {})
         kwargs.setdefault("func_only", True)
         item.add_marker(pytest.mark.timeout(*args, **kwargs), append=False)
+
+
+# -- third-party agents and servers on fake models (tests/interop/thirdparty.py) -------------
+
+
+@pytest.fixture
+def fake_models() -> Iterator[FakeModelServer]:
+    """The fake model servers (Chat Completions, Responses, Messages) on one local port."""
+    with serve_fake_models(FakeModel()) as server:
+        yield server
+
+
+def _launch_or_skip(make: Callable[[], AgentLaunch]) -> AgentLaunch:
+    try:
+        return make()
+    except Unavailable as err:
+        skip_unavailable(str(err))
+
+
+@pytest.fixture
+def claude_acp(node: str, fake_models: FakeModelServer, tmp_path: Path) -> AgentLaunch:
+    """Claude Code over ACP (claude-agent-acp) on the fake Messages API."""
+    return _launch_or_skip(lambda: claude_agent(node, fake_models, tmp_path))
+
+
+@pytest.fixture
+def codex_acp(node: str, fake_models: FakeModelServer, tmp_path: Path) -> AgentLaunch:
+    """codex over ACP (codex-acp) on the fake Responses API."""
+    return _launch_or_skip(lambda: codex_agent(node, fake_models, tmp_path))
+
+
+@pytest.fixture
+def fast_agent_acp(fake_models: FakeModelServer, tmp_path: Path) -> AgentLaunch:
+    """fast-agent over ACP (cached venv, Python >= 3.12) on the fake Chat Completions API."""
+    return _launch_or_skip(lambda: fast_agent(fake_models, tmp_path))
+
+
+@pytest.fixture
+def pydantic_ai_agui(fake_models: FakeModelServer, tmp_path: Path) -> Iterator[str]:
+    """A pydantic-ai agent's AG-UI endpoint (`.../agent`) on the fake Chat Completions API."""
+    try:
+        server = pydantic_ai_server(fake_models, tmp_path)
+        url = server.__enter__()
+    except Unavailable as err:
+        skip_unavailable(str(err))
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def langgraph_agui(fake_models: FakeModelServer, tmp_path: Path) -> Iterator[str]:
+    """A LangGraph graph's AG-UI endpoint (`.../agent`) on the fake Chat Completions API."""
+    try:
+        server = langgraph_server(fake_models, tmp_path)
+        url = server.__enter__()
+    except Unavailable as err:
+        skip_unavailable(str(err))
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)

@@ -56,7 +56,7 @@ _CONTENT_UPDATES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class AgentCheckSettings:
-    """Deadlines (seconds) for each kind of answer the agent owes."""
+    """Deadlines (seconds) for each kind of answer the agent owes, and what to ask it."""
 
     init_timeout: float = 20.0
     prompt_timeout: float = 90.0
@@ -68,6 +68,9 @@ class AgentCheckSettings:
     """A prompt that ends other than `cancelled` this soon after session/cancel was sent may
     have ended before the agent read the cancel (the two crossed, which is legal): could not
     check, rather than fail."""
+    tool_prompt: str = ""
+    """A prompt that makes the agent's model call a tool needing permission (`--tool-prompt`);
+    empty: the permission checks are skipped."""
 
 
 def needs_credentials(error: RequestError) -> bool:

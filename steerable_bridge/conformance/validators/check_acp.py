@@ -6,13 +6,15 @@ ended when the check ends), connects the `acp` SDK's client side to its pipes, r
 raw transcript, and runs the agent-side checks in order: `initialize` (raw protocolVersion,
 capability shapes), `session/new`, one prompt (skipped with the agent's own reason when it
 needs credentials it lacks), cancel semantics (stop reason `cancelled`, nothing after the
-response), an unknown method (→ -32601), a malformed JSON line (→ -32700 parse error, and
-the agent still answers afterwards — written as raw bytes around the SDK), `session/load`
-replay if advertised and `session/resume` without replay if advertised. Last, the
-conformance suite's ACP transcript rules run over everything recorded; their evidence names
-lines of the `--record` file. Every check that did not run is listed as skipped with the
-reason, so a report always holds the same ids. Raises `CouldNotRun` when the agent cannot be
-started or exits before answering `initialize`.
+response), an unknown method (→ -32601), a malformed JSON line (→ -32700 parse error; no
+answer at all is only a warning, as the official SDKs give none; and the agent still answers
+afterwards — written as raw bytes around the SDK), `session/load` replay if advertised and
+`session/resume` without replay if advertised; with `--tool-prompt TEXT`, the permission
+flow of a turn that runs a tool (`permission_probe.py`). Last, the conformance suite's ACP
+transcript rules run over everything recorded; their evidence names lines of the `--record`
+file. Every check that did not run is listed as skipped with the reason, so a report always
+holds the same ids. Raises `CouldNotRun` when the agent cannot be started or exits before
+answering `initialize`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from steerable_bridge.conformance.validators.agent_probes import (
     CouldNotRun,
 )
 from steerable_bridge.conformance.validators.agent_process import agent_process
+from steerable_bridge.conformance.validators.permission_probe import PERMISSION_CHECKS, tool_prompt
 from steerable_bridge.conformance.validators.report import Check, Report
 from steerable_bridge.conformance.validators.transcript import Transcript
 
@@ -134,6 +137,7 @@ AGENT_CHECKS = (
     "agent.prompt.nothing_after_response",
     "agent.cancel.stop_reason",
     "agent.cancel.nothing_after_response",
+    *PERMISSION_CHECKS,
     "agent.unknown_method",
     "agent.unknown_extension_method",
     "agent.malformed_json.parse_error",
@@ -162,6 +166,7 @@ _SESSION_CHECKS = (
     "agent.prompt.nothing_after_response",
     "agent.cancel.stop_reason",
     "agent.cancel.nothing_after_response",
+    *PERMISSION_CHECKS,
     "agent.session.load",
     "agent.session.resume",
 )
@@ -181,7 +186,11 @@ async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
     else:
         reason = await probe.prompt(session)
         if reason:
-            probe.skip(("agent.cancel.stop_reason", "agent.cancel.nothing_after_response"), reason)
+            probe.skip(
+                ("agent.cancel.stop_reason", "agent.cancel.nothing_after_response",
+                 *PERMISSION_CHECKS),
+                reason,
+            )  # fmt: skip
         else:
             second = await probe.new_session(record=False)
             if second is not None:
@@ -191,6 +200,7 @@ async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
                     ("agent.cancel.stop_reason", "agent.cancel.nothing_after_response"),
                     "a second session/new (for the cancel probe) did not succeed",
                 )
+            await _tool_prompt(probe)
     await probe.unknown_method()
     await probe.malformed_json()
     caps = init.agent_capabilities
@@ -215,6 +225,22 @@ async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
             + _tail(stderr),
         )
     return probe.checks
+
+
+async def _tool_prompt(probe: AgentProbe) -> None:
+    text = probe.settings.tool_prompt
+    if not text:
+        probe.skip(
+            PERMISSION_CHECKS,
+            "not asked: pass --tool-prompt TEXT, a prompt that makes the agent's model call a"
+            " tool needing permission",
+        )
+        return
+    session = await probe.new_session(record=False)
+    if session is None:
+        probe.skip(PERMISSION_CHECKS, "a session/new (for the tool prompt) did not succeed")
+        return
+    await tool_prompt(probe, session, text)
 
 
 def _transcript_rules(transcript: Transcript, crossed: Set[str] = frozenset()) -> list[Check]:

@@ -2,11 +2,14 @@
 
 Every validator in this package (the ACP client validator, `check acp`, `check agui`) ends
 with a `Report`: an ordered tuple of `Check(id, status, evidence)` where status is `pass`,
-`fail` or `skipped`, and evidence is one sentence a developer can act on (what was sent,
-what came back, or why the check could not run). The report renders as a Markdown summary
-table (shown to the person in the editor and printed by the CLI), as JSON (`to_json`, the
-format `--report PATH` writes) and as JUnit XML (`to_junit_xml`, for CI dashboards). This
-module does no I/O except `write_report`, and never decides a verdict itself.
+`fail`, `warn` or `skipped`, and evidence is one sentence a developer can act on (what was
+sent, what came back, or why the check could not run). `warn` is for a deviation from the
+letter of a spec that the official SDKs themselves make, so no agent built on one could
+pass it: it is reported (and named in the tally) but does not fail the target. The report
+renders as a Markdown summary table (shown to the person in the editor and printed by the
+CLI), as JSON (`to_json`, the format `--report PATH` writes) and as JUnit XML
+(`to_junit_xml`, for CI dashboards). This module does no I/O except `write_report`, and
+never decides a verdict itself.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ __all__ = [
     "write_report",
 ]
 
-CheckStatus = Literal["pass", "fail", "skipped"]
+CheckStatus = Literal["pass", "fail", "warn", "skipped"]
 
 
 class CouldNotRun(Exception):
@@ -37,7 +40,7 @@ class CouldNotRun(Exception):
     code = "could_not_run"
 
 
-_STATUSES: tuple[CheckStatus, ...] = ("pass", "fail", "skipped")
+_STATUSES: tuple[CheckStatus, ...] = ("pass", "fail", "warn", "skipped")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +84,19 @@ class Report:
         return 0 if self.ok else 1
 
     def summary_line(self) -> str:
+        warned = f" {self.count('warn')} warned," if self.count("warn") else ""
         return (
             f"{self.validator} on {self.target}: {self.count('pass')} passed,"
-            f" {self.count('fail')} failed, {self.count('skipped')} skipped"
+            f" {self.count('fail')} failed,{warned} {self.count('skipped')} skipped"
         )
 
     def to_markdown(self) -> str:
         """The summary table: check id, result, evidence; failures first in the tally line."""
         rows = ["| check | result | evidence |", "|---|---|---|"]
         for check in self.checks:
-            mark = {"pass": "pass", "fail": "**FAIL**", "skipped": "skipped"}[check.status]
+            mark = {"pass": "pass", "fail": "**FAIL**", "warn": "warn", "skipped": "skipped"}[
+                check.status
+            ]
             rows.append(f"| `{check.id}` | {mark} | {_cell(check.evidence)} |")
         return "\n".join([f"**{self.summary_line()}**", "", *rows])
 
@@ -135,6 +141,8 @@ class Report:
                 failure.text = check.evidence
             elif check.status == "skipped":
                 ET.SubElement(case, "skipped", message=check.evidence)
+            elif check.status == "warn":  # JUnit has no warning: a pass that says so
+                ET.SubElement(case, "system-out").text = f"warning: {check.evidence}"
             else:
                 ET.SubElement(case, "system-out").text = check.evidence
         root = ET.Element("testsuites")

@@ -3,7 +3,9 @@
 Its faults, each one a complaint editors have about real agents: protocolVersion sent as a
 string; session/cancel ignored (the turn ends `end_turn`); an update sent after the prompt
 response; session/load that replays only the agent's text; session/resume that replays;
-unknown extension methods answered with an empty result; malformed JSON silently dropped.
+unknown extension methods answered with an empty result; malformed JSON silently dropped;
+asked for a tool (`[tool]` in the prompt), a permission request whose two options share one
+id, and a tool call it then never reports finished.
 With `--needs-key` it is instead an agent that refuses every prompt for want of an API key;
 with `--needs-login`, one that refuses to open a session until someone logs in.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 from acp import RequestError, run_agent, update_agent_message_text, update_user_message_text
 from acp.interfaces import Client
+from acp.schema import PermissionOption, ToolCallUpdate
 
 
 class BrokenAgent:
@@ -53,6 +56,8 @@ class BrokenAgent:
         if "--needs-key" in sys.argv:
             raise RequestError.auth_required({"hint": "set EXAMPLE_API_KEY and restart"})
         self.prompts[session_id].append(prompt[0].text)
+        if "[tool]" in prompt[0].text:
+            return await self._ask_badly(session_id)
         for n in range(40):
             text = f"word{n} "
             self.texts[session_id].append(text)
@@ -66,6 +71,19 @@ class BrokenAgent:
         task = asyncio.create_task(straggler())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return {"stopReason": "end_turn"}
+
+    async def _ask_badly(self, session_id: str) -> dict[str, Any]:
+        assert self.conn is not None
+        call = ToolCallUpdate(tool_call_id="write-1", title="Write a file", status="pending")
+        await self.conn.request_permission(
+            session_id=session_id,
+            tool_call=call,
+            options=[
+                PermissionOption(option_id="same", name="Allow", kind="allow_once"),
+                PermissionOption(option_id="same", name="Always", kind="allow_always"),
+            ],
+        )
         return {"stopReason": "end_turn"}
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:

@@ -18,6 +18,28 @@ BROKEN = str(Path(__file__).with_name("broken_acp_agent.py"))
 QUICK = AgentCheckSettings(prompt_timeout=30, cancel_timeout=5, probe_timeout=1, quiet_period=0.3)
 
 
+async def test_a_bad_permission_flow_fails_the_permission_checks() -> None:
+    settings = AgentCheckSettings(
+        prompt_timeout=30, cancel_timeout=5, probe_timeout=1, quiet_period=0.3,
+        tool_prompt="[tool] write the file",
+    )  # fmt: skip
+    report = await check_acp_agent([sys.executable, BROKEN], settings=settings)
+    got = {c.id: c for c in report.checks}
+    assert got["agent.tool_prompt"].status == "pass", report.to_text()
+    assert got["agent.permission.request"].status == "fail"
+    assert "repeats an optionId" in got["agent.permission.request"].evidence
+    assert got["agent.permission.resolved"].status == "fail"
+    assert "write-1" in got["agent.permission.resolved"].evidence
+
+
+async def test_without_a_tool_prompt_the_permission_checks_say_how_to_run_them() -> None:
+    report = await check_acp_agent([sys.executable, BROKEN], settings=QUICK)
+    got = {c.id: c for c in report.checks}
+    for check_id in ("agent.tool_prompt", "agent.permission.request", "agent.permission.resolved"):
+        assert got[check_id].status == "skipped"
+        assert "--tool-prompt" in got[check_id].evidence
+
+
 async def test_our_own_agent_passes_every_check(tmp_path: Path) -> None:
     env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "20"}
     record = tmp_path / "transcript.jsonl"
@@ -57,7 +79,6 @@ async def test_a_broken_agent_fails_with_the_expected_ids() -> None:
         "agent.cancel.stop_reason",
         "agent.cancel.nothing_after_response",
         "agent.unknown_extension_method",
-        "agent.malformed_json.parse_error",
         "agent.session.load",
         "agent.session.resume",
         "acp.after-response",
@@ -65,6 +86,10 @@ async def test_a_broken_agent_fails_with_the_expected_ids() -> None:
         "acp.resume-replay",
     }, report.to_text()
     assert report.exit_code() == 1
+    # It drops a broken JSON line without answering, as the official TS and Python SDKs do:
+    # a warning (no agent on those SDKs could pass), not a failure.
+    warned = {c.id for c in report.checks if c.status == "warn"}
+    assert warned == {"agent.malformed_json.parse_error"}, report.to_text()
     passed = {c.id for c in report.checks if c.status == "pass"}
     assert {"agent.unknown_method", "agent.malformed_json.alive", "agent.prompt"} <= passed
 
@@ -138,9 +163,11 @@ async def test_legal_session_updates_after_responses_are_not_failures(tmp_path: 
         settings=QUICK,
         record=record,
     )
-    # The SDK's agent side drops a broken JSON line without the -32700 JSON-RPC requires:
-    # the one true finding.
-    assert {c.id for c in report.failed} == {"agent.malformed_json.parse_error"}, report.to_text()
+    # The SDK's agent side drops a broken JSON line without the -32700 JSON-RPC asks for:
+    # the one finding, a warning since every agent on the official Python SDK does so.
+    assert report.failed == (), report.to_text()
+    warned = {c.id for c in report.checks if c.status == "warn"}
+    assert warned == {"agent.malformed_json.parse_error"}, report.to_text()
     got = {c.id: c for c in report.checks}
     for check_id in (
         "agent.prompt.nothing_after_response",
