@@ -7,12 +7,14 @@ under `--approve ask`, none → permissions deferred to the client's next run), 
 environment and its extra tools. Busy lives here and in the session only: a turn holds the
 session (`Session.running`, plus the store's claim against other processes), and a
 `reserve`d conversation is held for the caller's next `prompt`, so two requests racing for
-one conversation never both run. Fork copies the source's whole visible history into a new
-session's log. `events_after` reads the visible history (`replay.py`), catching up first
-with what other processes sharing the store appended. Attachments outlive the `Session`
-object: the agent forgets idle sessions (`max_sessions`, `session_ttl_s`) and rebuilds them
-from the store, so a turn first gives a rebuilt session the attachments its conversation was
-opened with (a conversation opened without any defers its permissions) until it is closed.
+one conversation never both run; a `compact` turn that folded nothing says why in its
+outcome's `notice` (the compactor's `declined`). Fork copies the source's whole visible
+history into a new session's log. `events_after` reads the visible history (`replay.py`),
+catching up first with what other processes sharing the store appended. Attachments
+outlive the `Session` object: the agent forgets idle sessions (`max_sessions`,
+`session_ttl_s`) and rebuilds them from the store, so a turn first gives a rebuilt session
+the attachments its conversation was opened with (a conversation opened without any defers
+its permissions) until it is closed.
 """
 
 from __future__ import annotations
