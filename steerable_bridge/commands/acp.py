@@ -114,10 +114,12 @@ def main(args: argparse.Namespace) -> int:
     anyio.run(
         functools.partial(
             serve,
-            functools.partial(_build_agent, args, extra),
+            functools.partial(_build_port, args, extra),
             info=info,
             model=args.model,
             workspaces=functools.partial(_workspaces, args),
+            permission_timeout_s=args.permission_timeout,
+            background=_relay_signals,
         )
     )
     return 0
@@ -136,20 +138,38 @@ def _check_quality(args: argparse.Namespace) -> None:
         load_hooks(spec)
 
 
-def _build_agent(args: argparse.Namespace, extra: list[Any]) -> Any:
-    """The runtime agent with the built-in and `--tools-module` tools."""
+def _build_port(args: argparse.Namespace, extra: list[Any]) -> Any:
+    """The agent port the transport serves: our runtime agent (`LocalPort`) with the
+    built-in and `--tools-module` tools."""
     import dataclasses
 
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.common import build_agent
     from steerable_bridge.commands.telemetry import tracing_observers
+    from steerable_bridge.runtime.conversations import LocalPort
 
     agent = build_agent(args, tools=[*builtin_tools(), *extra], observers=tracing_observers())
     agent.config = dataclasses.replace(
         agent.config,
         loop=dataclasses.replace(agent.config.loop, permission_timeout_s=args.permission_timeout),
     )
-    return agent
+    return LocalPort(agent)
+
+
+async def _relay_signals(port: Any) -> None:
+    """Apply steer / cancel signals from other processes sharing the store to the turns
+    this one runs, while it serves; a store that cannot listen costs a warning, not the
+    connection."""
+    import logging
+
+    from steerable_bridge.runtime.storage import StoreError
+
+    try:
+        await port.agent.relay_signals()
+    except StoreError as err:
+        logging.getLogger("steerable_bridge.acp").warning(
+            "steer and cancel from other processes will not arrive: %s", err.message
+        )
 
 
 def _workspaces(args: argparse.Namespace) -> Any:

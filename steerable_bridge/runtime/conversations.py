@@ -7,14 +7,20 @@ under `--approve ask`, none → permissions deferred to the client's next run), 
 environment and its extra tools. Busy lives here and in the session only: a turn holds the
 session (`Session.running`, plus the store's claim against other processes), and a
 `reserve`d conversation is held for the caller's next `prompt`, so two requests racing for
-one conversation never both run. Fork copies the source's whole visible history into a new
-session's log. `events_after` reads the visible history (`replay.py`), catching up first
-with what other processes sharing the store appended.
+one conversation never both run; a `compact` turn that folded nothing says why in its
+outcome's `notice` (the compactor's `declined`). Fork copies the source's whole visible
+history into a new session's log. `events_after` reads the visible history (`replay.py`),
+catching up first with what other processes sharing the store appended. Attachments
+outlive the `Session` object: the agent forgets idle sessions (`max_sessions`,
+`session_ttl_s`) and rebuilds them from the store, so a turn first gives a rebuilt session
+the attachments its conversation was opened with (a conversation opened without any defers
+its permissions) until it is closed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -25,7 +31,7 @@ from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
-from steerable_bridge.runtime.port import Attach, Conversation, PortInfo
+from steerable_bridge.runtime.port import Attach, Attachments, Conversation, PortInfo
 from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.replay import visible_log
 from steerable_bridge.runtime.session import Session
@@ -59,6 +65,10 @@ class LocalPort:
         self.agent = agent
         self._name = name
         self._held: dict[str, _Hold] = {}
+        self._attachments: dict[str, Attachments] = {}
+        """What each conversation was opened with (absent: nothing, permissions deferred)."""
+        self._bound: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
+        """The session object each conversation's attachments were given to."""
 
     # -- what the agent is --------------------------------------------------------------------
 
@@ -119,11 +129,18 @@ class LocalPort:
         return _conversation(fork)
 
     async def _attach(self, session: Session, attach: Attach | None) -> None:
-        approval = self.agent.config.approval
         if attach is None:
-            session.policy = StaticPolicy(approval, defer=True)
+            self._attachments.pop(session.id, None)
+            self._give(session, None)
             return
-        attachments = await attach(session.id)
+        attachments = self._attachments[session.id] = await attach(session.id)
+        self._give(session, attachments)
+
+    def _give(self, session: Session, attachments: Attachments | None) -> None:
+        """Make `attachments` (None: none, permissions deferred) `session`'s own."""
+        self._bound[session.id] = session
+        approval = self.agent.config.approval
+        attachments = attachments or Attachments()
         if attachments.asker is None:
             session.policy = StaticPolicy(approval, defer=True)
         elif approval == "ask":
@@ -138,12 +155,21 @@ class LocalPort:
     ) -> SessionPage:
         return await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
 
+    async def _session(self, conversation_id: str) -> Session:
+        """The conversation's session, with its attachments even when the agent rebuilt it."""
+        session = await self.agent.load_session(conversation_id)
+        if self._bound.get(conversation_id) is not session:
+            self._give(session, self._attachments.get(conversation_id))
+        return session
+
     async def close(self, conversation_id: str) -> bool:
         self._held.pop(conversation_id, None)
+        self._attachments.pop(conversation_id, None)
         return await self.agent.close_session(conversation_id)
 
     async def delete(self, conversation_id: str) -> bool:
         self._held.pop(conversation_id, None)
+        self._attachments.pop(conversation_id, None)
         return await self.agent.delete_session(conversation_id)
 
     # -- turns --------------------------------------------------------------------------------
@@ -170,11 +196,14 @@ class LocalPort:
         if held is not None and held is not reservation:
             raise SessionBusy(conversation_id)
         try:
-            session = await self.agent.load_session(conversation_id)
-            return await session.prompt(turn, sink, cancel=cancel)
+            session = await self._session(conversation_id)
+            outcome = await session.prompt(turn, sink, cancel=cancel)
         finally:
             if held is not None:
                 held.release()
+        if turn.compact and session.compactor.declined:
+            return replace(outcome, notice=session.compactor.declined)
+        return outcome
 
     async def cancel(self, conversation_id: str, reason: str) -> bool:
         return await self.agent.cancel(conversation_id, reason)

@@ -158,8 +158,9 @@ class AgentPort(Protocol):
         reservation: Reservation | None = None,
     ) -> RunOutcome:
         """Run one turn: every LoopEvent goes to `sink` as it is logged, the last being the
-        run's `run_finished` / `run_failed` (also `RunOutcome.final_event`). Raises
-        `SessionBusy` / `SessionOwned` / `RouteError` before anything is logged."""
+        run's `run_finished` / `run_failed` (also `RunOutcome.final_event`; `notice` says
+        why a `compact` turn folded nothing, when it did not). Raises `SessionBusy` /
+        `SessionOwned` / `RouteError` before anything is logged."""
 
     async def cancel(self, conversation_id: str, reason: str) -> bool:
         """Cancel its running turn, wherever it runs; False when none runs."""

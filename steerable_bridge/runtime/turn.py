@@ -110,6 +110,9 @@ class RunOutcome:
     """The run's closing `run_finished` / `run_failed` as logged (seq, ts, usage), so a
     transport can carry it on its wire without reading the log; None only when the turn
     could not log one (the store refused it)."""
+    notice: str = ""
+    """A short word for the user about the turn that no event carries: why a `compact`
+    turn folded nothing (its summary would not have been smaller); "" when there is none."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -138,3 +138,43 @@ async def test_fork_copies_the_history_and_unknown_ids_are_not_found() -> None:
         await port.load("sess_missing")
     assert await port.delete(fork.conversation_id)
     assert not await port.delete(fork.conversation_id)
+
+
+async def test_attachments_outlive_the_agent_forgetting_an_idle_session() -> None:
+    asked: list[str] = []
+
+    async def asker(request: PermissionRequest) -> PermissionAnswer:
+        asked.append(request.call.call_id)
+        return PermissionAnswer(outcome="reject_once", option_id="reject_once")
+
+    async def attach(conversation_id: str) -> Attachments:
+        return Attachments(asker=asker)
+
+    port = _port(
+        {"tool_calls": [{"id": "c1", "name": "write", "arguments": {"text": "x"}}]},
+        {"text": "ok"},
+        tools=[text_tool("write", kind="edit")],
+        approval="ask",
+    )
+    cid = (await port.open("/tmp", attach=attach)).conversation_id
+    await _run(port, cid)
+    assert port.agent.forget(cid) and port.agent.get(cid) is None  # as after its idle TTL
+    outcome, seen = await _run(port, cid)
+    assert len(asked) == 2, "the rebuilt session lost the asker it was opened with"
+    assert outcome.stop_reason == "end_turn"
+    assert not any(isinstance(e, ev.RunFinished) and e.interrupts for e in seen)
+
+
+async def test_a_compact_turn_that_would_grow_the_conversation_says_why() -> None:
+    long_summary = {"text": "A very long summary of almost nothing at all. " * 10}
+    port = LocalPort(
+        make_agent(scripted({"text": "Hi."}, loop=True, summary_rounds=[long_summary]))
+    )
+    cid = (await port.open("/tmp")).conversation_id
+    await _run(port, cid, "hello")
+    outcome, seen = await _run(port, cid, "", compact=True)
+    assert outcome.stop_reason == "end_turn"
+    assert not any(isinstance(e, ev.Compaction) for e in seen)
+    assert outcome.notice.startswith("Not compacted") and "would not be smaller" in outcome.notice
+    plain, _ = await _run(port, cid, "again")
+    assert plain.notice == ""

@@ -1,17 +1,20 @@
-"""The ACP agent: every ACP method, wired to the runtime's `Agent` and `Session`.
+"""The ACP agent: every ACP method, wired to the agent port.
 
 `AcpAgent` is a plain class the SDK's `AgentSideConnection` routes to (it deliberately does
 not subclass `acp.Agent`, a Protocol whose defaults would answer unknown methods with empty
-results). It holds one `ClientLink` and, per open session, an `AcpSession` (see
-`session.py`); LoopEvents go out through `AcpSession.emit` inside the request, so nothing is
-sent after a prompt's response. `choose_environment` (called whenever a session is opened:
-new, load, resume, fork) is the hook where a session's workspace environment is picked
-from the client's capabilities; the default leaves the runtime's own.
-Opening, loading, resuming, forking, listing and closing sessions live in `lifecycle.py`
-(`SessionLifecycle`, which `AcpAgent` extends); here are the connection, modes and models,
-and `session/prompt`: the ACP content blocks become the runtime's parts (`content.py`), the
-turn runs through `Session.prompt` (`runtime/session.py`, then `runtime/loop.py`), and each
-LoopEvent goes back as a `session/update` through `AcpSession.emit` and `AcpRenderer`.
+results). It reaches the agent only through an `AgentPort` (`runtime/port.py`: our runtime
+behind `LocalPort`, or a bridged agent), and holds one `ClientLink` and, per open session,
+an `AcpSession` (see `session.py`); LoopEvents go out through `AcpSession.emit` inside the
+request, so nothing is sent after a prompt's response. `choose_environment` (called
+whenever a session is opened: new, load, resume, fork) is the hook where a session's
+workspace environment is picked from the client's capabilities; the default leaves the
+agent's own. Opening, loading, resuming, forking, listing and closing sessions live in
+`lifecycle.py` (`SessionLifecycle`, which `AcpAgent` extends); here are the connection,
+modes and models, and `session/prompt`: the conversation is reserved (a second prompt is
+refused as busy), the ACP content blocks become the runtime's parts (`content.py`), the
+turn runs through `AgentPort.prompt`, and each LoopEvent goes back as a `session/update`
+through `AcpSession.emit` and `AcpRenderer`; the run's closing event rides in the
+response's `_meta` (`RunOutcome.final_event`).
 Slash commands (/help, /mode, /model, `COMMANDS`) are answered by `slash.py` without a model
 turn. Methods the SDK has no route for reach `ext_method` / `ext_notification` under
 `GAP_PREFIX` (see `server.py`).
@@ -26,13 +29,12 @@ from typing import Any
 from acp import PROTOCOL_VERSION
 from acp import schema as acp
 
-from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelInfo
-from steerable_bridge.runtime.permissions import MODES
+from steerable_bridge.runtime.port import AgentPort, Conversation, Reservation
 from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.session import Session, SessionBusy
+from steerable_bridge.runtime.storage import SessionBusy, StoreError
 from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.capabilities import (
@@ -54,7 +56,7 @@ from steerable_bridge.transports.acp.session import (
     EnvironmentChooser,
     keep_runtime_environment,
 )
-from steerable_bridge.transports.acp.slash import SlashCommands, is_compact
+from steerable_bridge.transports.acp.slash import SlashCommands, is_compact, slash_commands
 
 __all__ = [
     "GAP_PREFIX",
@@ -73,14 +75,18 @@ class AcpAgent(SessionLifecycle):
 
     def __init__(
         self,
-        agent: Agent,
+        port: AgentPort,
         *,
         spawn: Callable[[Callable[[], Awaitable[None]]], None],
         choose_environment: EnvironmentChooser = keep_runtime_environment,
         prompt_requests: dict[Any, str] | None = None,
         workspaces: AcpWorkspaces | None = None,
+        permission_timeout_s: float = 300.0,
     ) -> None:
-        self.agent = agent
+        self.port = port
+        self.permission_timeout_s = permission_timeout_s
+        """How long a `session/request_permission` may wait for the client's answer."""
+        self.commands = slash_commands(port.info().modes)
         self.workspaces = workspaces
         self.link = ClientLink()
         self.sessions: dict[str, AcpSession] = {}
@@ -95,9 +101,9 @@ class AcpAgent(SessionLifecycle):
 
     # -- connection ---------------------------------------------------------------------------
 
-    def _default_info(self) -> ModelInfo | None:
+    async def _default_info(self) -> ModelInfo | None:
         try:
-            return self.agent.router.resolve(self.agent.config.model).info
+            return await self.port.model_info(self.port.info().default_model)
         except RouteError:
             return None
 
@@ -115,8 +121,8 @@ class AcpAgent(SessionLifecycle):
         steerable = kwargs.get("steerable")
         self.link.events = isinstance(steerable, dict) and steerable.get("events") is True
         return initialize_response(
-            self._default_info(),
-            self.agent.config.model,
+            await self._default_info(),
+            self.port.info().default_model,
             workspaces=self.workspaces is not None,
             client=client_capabilities,
         )
@@ -132,7 +138,7 @@ class AcpAgent(SessionLifecycle):
                 f" (or run `steerable-bridge login` in a terminal)",
                 stable="unknown_auth_method",
             )
-        await self.check_key(self.agent.config.model)
+        await self.check_key(self.port.info().default_model)
         return acp.AuthenticateResponse()
 
     def state(self, session_id: str) -> AcpSession:
@@ -140,6 +146,15 @@ class AcpAgent(SessionLifecycle):
         if state is None:
             raise errors.session_not_found(session_id)
         return state
+
+    async def conversation(self, state: AcpSession) -> Conversation:
+        """The open session's conversation as it is now (its mode, model and folder)."""
+        try:
+            return await self.port.load(state.id)
+        except StoreError as error:
+            if error.code == "session_not_found":  # deleted by another process
+                raise errors.session_not_found(state.id) from None
+            raise
 
     # -- mode and model -----------------------------------------------------------------------
 
@@ -150,12 +165,12 @@ class AcpAgent(SessionLifecycle):
         return acp.SetSessionModeResponse()
 
     async def change_mode(self, state: AcpSession, mode_id: str) -> None:
-        if mode_id not in MODES:
-            raise errors.invalid_params(
-                f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}", stable="unknown_mode"
-            )
-        if mode_id != state.session.mode:
-            await state.emit(await state.session.record(ev.ModeChanged, mode_id=mode_id))
+        try:
+            changed = await self.port.set_mode(state.id, mode_id)
+        except ValueError as error:
+            raise errors.invalid_params(str(error), stable="unknown_mode") from None
+        if changed is not None:
+            await state.emit(changed)
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: Any, **kwargs: Any
@@ -166,21 +181,19 @@ class AcpAgent(SessionLifecycle):
                 f"there is no config option {config_id!r}; the only option is 'model'",
                 stable="unknown_config_option",
             )
-        await self.change_model(state, str(value))
+        route = str(value)
+        await self.change_model(state, route)
         return acp.SetSessionConfigOptionResponse(
-            config_options=list(model_options(self.agent.router.routes, state.session.model))
+            config_options=list(model_options(self.port.info().models, route))
         )
 
     async def change_model(self, state: AcpSession, route: str) -> None:
-        routes = self.agent.router.routes
-        if route not in routes:
-            raise errors.invalid_params(
-                f"there is no model {route!r}; models: {', '.join(routes)}", stable="unknown_model"
-            )
-        if route != state.session.model:
-            await state.emit(
-                await state.session.record(ev.ConfigChanged, option_id="model", value=route)
-            )
+        try:
+            changed = await self.port.set_model(state.id, route)
+        except ValueError as error:
+            raise errors.invalid_params(str(error), stable="unknown_model") from None
+        if changed is not None:
+            await state.emit(changed)
 
     # -- prompt -------------------------------------------------------------------------------
 
@@ -200,44 +213,55 @@ class AcpAgent(SessionLifecycle):
         self, prompt: list[PromptBlock], session_id: str, **kwargs: Any
     ) -> acp.PromptResponse:
         state = self.state(session_id)
-        session = state.session
         if not prompt:
             raise errors.invalid_params(
                 "the prompt is empty; send at least one content block", stable="empty_prompt"
             )
-        if state.token is not None or session.running:
+        hold = self.port.reserve(session_id) if state.token is None else None
+        if hold is None:
             raise errors.session_busy(session_id)
+        try:
+            return await self._prompt(state, prompt, hold, kwargs)
+        finally:
+            hold.release()
+
+    async def _prompt(
+        self, state: AcpSession, prompt: list[PromptBlock], hold: Reservation, meta: dict[str, Any]
+    ) -> acp.PromptResponse:
         compact = is_compact(prompt)
         if not compact:
             reply = await self._slash.handle(state, prompt)
             if reply is not None:
                 return reply
-        provider = await self.check_key(session.model)
+        conversation = await self.conversation(state)
+        info = await self.check_key(conversation.model)
         token = state.token = CancelToken()
         try:
             if compact:
-                turn = TurnInput(compact=True, traceparent=_traceparent(kwargs))
+                turn = TurnInput(compact=True, traceparent=_traceparent(meta))
             else:
                 parts = await prompt_parts(
                     prompt,
-                    cwd=session.cwd,
+                    cwd=conversation.cwd,
                     read_text=self._reader(state),
-                    accepts_images=provider.info.accepts_images,
-                    route=session.model,
-                    accepts_documents=provider.info.accepts_documents,
+                    accepts_images=info.accepts_images,
+                    route=conversation.model,
+                    accepts_documents=info.accepts_documents,
                 )
-                turn = TurnInput(content=parts, traceparent=_traceparent(kwargs))
-            outcome = await session.prompt(turn, state.emit, cancel=token, provider=provider)
+                turn = TurnInput(content=parts, traceparent=_traceparent(meta))
+            outcome = await self.port.prompt(
+                state.id, turn, state.emit, cancel=token, reservation=hold
+            )
         except SessionBusy as busy:
-            raise errors.session_busy(session_id, busy) from None
+            raise errors.session_busy(state.id, busy) from None
         except RouteError as error:
             raise errors.route_failed(error.code, error.message) from None
         finally:
             if state.token is token:
                 state.token = None
         if compact and outcome.stop_reason == "end_turn":
-            await self._slash.after_compact(state, outcome.run_id)
-        ending = _run_end(session, outcome.run_id)
+            await self._slash.after_compact(state, outcome)
+        ending = _jsonable(outcome.final_event)
         if outcome.stop_reason is None:
             raise errors.run_failed(
                 outcome.error_code or "run_failed",
@@ -277,8 +301,8 @@ class AcpAgent(SessionLifecycle):
             return
         if state.token is not None:
             state.token.cancel("cancelled by the client (session/cancel)")
-        elif await self.agent.owner_elsewhere(session_id) is not None:  # another process
-            await self.agent.cancel(session_id, "cancelled by the client (session/cancel)")
+        else:  # a turn another process runs in the session, if any
+            await self.port.cancel(session_id, "cancelled by the client (session/cancel)")
 
     # -- extensions (see extensions.py) ------------------------------------------------------
 
@@ -289,15 +313,13 @@ class AcpAgent(SessionLifecycle):
         self._extensions.notification(method, params)
 
 
-def _run_end(session: Session, run_id: str) -> dict[str, Any] | None:
+def _jsonable(event: LoopEvent | None) -> dict[str, Any] | None:
     """The run's closing LoopEvent as JSON, so a decoder rebuilds it exactly (seq, ts, usage)."""
-    view = session.log.view()
-    last = view[-1] if len(view) else None
-    if last is not None and last.run_id == run_id and last.kind in ("run_finished", "run_failed"):
-        from steerable_bridge.runtime import codec  # first use, not at start
+    if event is None:
+        return None
+    from steerable_bridge.runtime import codec  # first use, not at start
 
-        return codec.event_to_jsonable(last)
-    return None
+    return codec.event_to_jsonable(event)
 
 
 def _traceparent(meta: dict[str, Any]) -> str | None:

@@ -13,20 +13,22 @@ did not advertise falls back to the local environment it wraps. Every request is
 `AcpWorkspaces` is the ACP agent's per-session hook: the composition root hands it a
 `KitFactory` (confinement, local environment, workspace tools, MCP servers — adapters the
 transport never imports), and it mounts a session's kit on session/new, load, resume and
-fork, connects its `mcpServers` (stdio, and `http` / `sse` ones, as `mcpCapabilities`
-advertises; others are refused), tells the user about servers that failed in a visible
-message, and stops
-everything when the session closes or the connection ends.
+fork (while the agent port attaches the conversation), connects its `mcpServers` (stdio,
+and `http` / `sse` ones, as `mcpCapabilities` advertises; others are refused), returns the
+`Mount`: the client environment, the tools, and a message for the user about servers that
+failed (which the agent shows once the session is open), and stops everything when the
+session closes or the connection ends.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import anyio
-from acp import RequestError, update_agent_message_text
+from acp import RequestError
 from acp import schema as acp
 
 from steerable_bridge.runtime.environment import CommandResult, Environment, EnvironmentError
@@ -34,13 +36,14 @@ from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.values import Sandbox
 
 if TYPE_CHECKING:
-    from steerable_bridge.transports.acp.session import AcpSession
+    from steerable_bridge.transports.acp.session import ClientLink
 
 __all__ = [
     "AcpWorkspaces",
     "ClientEnvironment",
     "KitFactory",
     "McpServerSpec",
+    "Mount",
     "SessionKit",
     "Spawn",
 ]
@@ -298,6 +301,16 @@ def _steerable_meta(meta: Any) -> dict[str, Any]:
     return inner if isinstance(inner, dict) else {}
 
 
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One session's mounted workspace: what the agent port attaches, and what to tell."""
+
+    environment: ClientEnvironment
+    tools: tuple[Tool, ...]
+    warning: str | None
+    """One message for the user about the MCP servers that failed (None: all started)."""
+
+
 class AcpWorkspaces:
     """Mounts and unmounts each ACP session's workspace kit (see the module docstring)."""
 
@@ -307,33 +320,26 @@ class AcpWorkspaces:
 
     async def mount(
         self,
-        state: AcpSession,
+        session_id: str,
+        cwd: str,
+        link: ClientLink,
         *,
         spawn: Spawn,
         mcp_servers: Sequence[Any] | None,
         additional_directories: Sequence[str] | None,
-    ) -> None:
-        """Give the session its environment and tools, start its MCP servers, report failures."""
-        session = state.session
-        await self.unmount(session.id)
-        kit = self.factory(session.cwd, tuple(additional_directories or ()), spawn)
-        self.kits[session.id] = kit
-        session.environment = ClientEnvironment(
-            state.link.conn, session.id, state.link.capabilities, kit.environment
-        )
+    ) -> Mount:
+        """The session's environment and tools, with its MCP servers started."""
+        await self.unmount(session_id)
+        kit = self.factory(cwd, tuple(additional_directories or ()), spawn)
+        self.kits[session_id] = kit
+        environment = ClientEnvironment(link.conn, session_id, link.capabilities, kit.environment)
         specs, problems = mcp_specs(mcp_servers or ())
         if specs:
             problems.extend(await kit.start_mcp(specs))
-        session.extra_tools = kit.tools()
         for problem in problems:
-            log.warning("session %s: %s", session.id, problem)
-        if problems:
-            text = "\n".join(f"⚠ {problem}" for problem in problems)
-
-            async def tell() -> None:
-                await state.send(update_agent_message_text(text))
-
-            spawn(tell)
+            log.warning("session %s: %s", session_id, problem)
+        warning = "\n".join(f"⚠ {problem}" for problem in problems) if problems else None
+        return Mount(environment=environment, tools=kit.tools(), warning=warning)
 
     async def unmount(self, session_id: str) -> None:
         """Stop the session's MCP servers; safe to call twice."""

@@ -1,9 +1,10 @@
 """ACP extensions and the spec methods the SDK does not route, answered for `AcpAgent`.
 
 - `_steerable/steer` `{sessionId, text}` → `{taken, reason}`: queue a message for the
-  running turn's next step boundary (`Session.steer`); `taken: false` when idle.
+  running turn's next step boundary (`AgentPort.steer`, which reaches a turn another
+  process runs too); `taken: false` when idle.
 - `_steerable/follow_up` `{sessionId, text}` → `{taken, reason}`: queue a message the
-  running turn takes when it would otherwise end (`Session.follow_up`); `taken: false`
+  running turn takes when it would otherwise end (`AgentPort.follow_up`); `taken: false`
   when idle. Both are advertised in `initialize`'s `agentCapabilities._meta.steerable`.
 - `session/delete`, `logout` and `$/cancel_request` arrive here renamed under `GAP_PREFIX`
   (see `server.py`): delete goes to the agent, logout is refused with the reason, and
@@ -43,9 +44,9 @@ class Extensions:
 
     async def method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "steerable/steer":
-            return self._queue(params, "steer")
+            return await self._queue(params, "steer")
         if method == "steerable/follow_up":
-            return self._queue(params, "follow_up")
+            return await self._queue(params, "follow_up")
         if method == GAP_PREFIX + "session/delete":
             return await self._agent.delete_session(params)
         if method == GAP_PREFIX + "logout":
@@ -83,16 +84,18 @@ class Extensions:
         if state is not None and state.token is not None:
             state.token.cancel("cancelled by the client ($/cancel_request)")
 
-    def _queue(self, params: dict[str, Any], kind: str) -> dict[str, Any]:
+    async def _queue(self, params: dict[str, Any], kind: str) -> dict[str, Any]:
         session_id, text = params.get("sessionId"), params.get("text")
         if not isinstance(session_id, str) or not isinstance(text, str) or not text:
             raise errors.invalid_params(
                 f"_steerable/{kind} needs {{sessionId: string, text: non-empty string}}",
                 stable=f"invalid_{kind}",
             )
-        session = self._agent.state(session_id).session
+        self._agent.state(session_id)  # an open session, or session_not_found
         content = (TextPart(text=text),)
-        taken = session.steer(content) if kind == "steer" else session.follow_up(content)
+        port = self._agent.port
+        queue = port.steer if kind == "steer" else port.follow_up
+        taken = await queue(session_id, content, None)
         return {
             "taken": taken,
             "reason": None if taken else "no prompt is running; send it as a prompt instead",

@@ -2,15 +2,17 @@
 
 `SessionLifecycle` is the part of `AcpAgent` (`agent.py`) that answers `session/new`,
 `session/load`, `session/resume`, `session/fork`, `session/list`, `session/close` and the
-delete extension. Opening a session (`_open`) wraps the runtime's `Session` in an
-`AcpSession` (`session.py`) with its own `AcpRenderer`, gives it its permission policy
-(asking the client through `AcpPermissionAsker` when approval is `ask`) and the workspace
-environment `choose_environment` picks from the client's capabilities, then mounts the
-client's MCP servers and workspace tools (`client_env.py`). A load replays the log to the
-client through a replaying renderer: the whole visible log (`runtime/replay.py`), each
-message's streamed deltas coalesced into one chunk unless the client opted in to every
-LoopEvent (`_steerable/event`), which replays exactly as logged. Prompts, modes and
-models stay in `agent.py`.
+delete extension, each through the agent port (`runtime/port.py`). Opening a conversation
+(new, load, resume, fork) hands the port an `attach` that the port calls once it knows the
+conversation's id: it makes the conversation's `AcpSession` (`session.py`) with its own
+`AcpRenderer`, an `AcpPermissionAsker` that asks the client (which the agent uses when its
+approval is `ask`), the workspace environment `choose_environment` picks from the client's
+capabilities, and mounts the client's MCP servers and workspace tools (`client_env.py`),
+whose failures are told to the user once the session is open. A load replays the
+conversation to the client through a replaying renderer: every visible event
+(`AgentPort.events_after`), each message's streamed deltas coalesced into one chunk
+(`runtime/replay.py`) unless the client opted in to every LoopEvent (`_steerable/event`),
+which replays exactly as logged. Prompts, modes and models stay in `agent.py`.
 """
 
 from __future__ import annotations
@@ -18,20 +20,20 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from acp import schema as acp
+from acp import update_agent_message_text
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent
-from steerable_bridge.runtime.model import ModelProvider
-from steerable_bridge.runtime.permissions import ModePolicy, StaticPolicy
-from steerable_bridge.runtime.projection import session_facts
-from steerable_bridge.runtime.replay import coalesce_deltas, visible_log
+from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.port import AgentPort, Attach, Attachments, Conversation
+from steerable_bridge.runtime.replay import coalesce_deltas
 from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.session import Session
-from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.storage import SessionBusy, StoreError
+from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.values import Command
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.permissions import AcpPermissionAsker
@@ -42,39 +44,37 @@ from steerable_bridge.transports.acp.renderer import (
     model_options,
 )
 from steerable_bridge.transports.acp.session import AcpSession, ClientLink, EnvironmentChooser
-from steerable_bridge.transports.acp.slash import COMMANDS
 
 __all__ = ["SessionLifecycle"]
 
 log = logging.getLogger("steerable_bridge.acp")
 
+Opening = Callable[[Attach], Awaitable[Conversation]]
+"""One of the port's open / load / fork calls, waiting for its `attach`."""
+
 
 class SessionLifecycle:
     """How `AcpAgent` opens, replays, forks, lists and closes sessions (set by its init)."""
 
-    agent: Agent
+    port: AgentPort
     link: ClientLink
     sessions: dict[str, AcpSession]
     workspaces: AcpWorkspaces | None
     choose_environment: EnvironmentChooser
+    permission_timeout_s: float
+    commands: tuple[Command, ...]
     _spawn: Callable[[Callable[[], Awaitable[None]]], None]
 
-    async def check_key(self, route: str) -> ModelProvider:
-        """`route`'s provider; AUTH_REQUIRED unless it has the key it needs, re-reading the
-        stored credentials first when it has not (a login may have saved one since)."""
-        provider = self._resolve(route)
-        if provider.info.needs_api_key_env:
-            await self.agent.router.refresh()
-            provider = self._resolve(route)
-        if provider.info.needs_api_key_env:
-            raise errors.auth_required(provider.info.needs_api_key_env, route)
-        return provider
-
-    def _resolve(self, route: str) -> ModelProvider:
+    async def check_key(self, route: str) -> ModelInfo:
+        """What `route` takes; AUTH_REQUIRED unless it has the key it needs (the port
+        re-reads the stored credentials first: a login may have saved one since)."""
         try:
-            return self.agent.router.resolve(route)
+            info = await self.port.model_info(route)
         except RouteError as error:
             raise errors.route_failed(error.code, error.message) from None
+        if info.needs_api_key_env:
+            raise errors.auth_required(info.needs_api_key_env, route)
+        return info
 
     def _check_cwd(self, cwd: str) -> str:
         if not os.path.isabs(cwd):
@@ -89,43 +89,83 @@ class SessionLifecycle:
             )
         return _normalize(cwd)
 
-    def _open(self, session: Session) -> AcpSession:
-        state = AcpSession(
-            session=session,
-            link=self.link,
-            renderer=AcpRenderer(routes=self.agent.router.routes),
-        )
-        approval = self.agent.config.approval
-        if approval == "ask":
+    def _modes(self, conversation: Conversation) -> acp.SessionModeState:
+        return mode_state(conversation.mode, self.port.info().modes)
+
+    def _options(self, route: str) -> list[acp.SessionConfigOptionSelect]:
+        return list(model_options(self.port.info().models, route))
+
+    async def _open(
+        self,
+        opening: Opening,
+        cwd: str,
+        mcp_servers: list[Any] | None,
+        kwargs: dict[str, Any],
+        *,
+        source: str | None = None,
+    ) -> tuple[AcpSession, Conversation, str | None]:
+        """Run `opening` with this connection's `attach`; the conversation's `AcpSession`
+        (now open), the conversation, and a warning for the user about MCP servers that
+        failed. `source` is the id load / resume / fork name (for their errors)."""
+        made: list[tuple[AcpSession, str | None]] = []
+
+        async def attach(conversation_id: str) -> Attachments:
+            state = AcpSession(
+                id=conversation_id,
+                link=self.link,
+                renderer=AcpRenderer(routes=self.port.info().models),
+            )
             asker = AcpPermissionAsker(
                 self.link.conn,
-                session.id,
-                timeout_s=self.agent.config.loop.permission_timeout_s,
-                announced=lambda call_id: _announced(session, call_id),
+                conversation_id,
+                timeout_s=self.permission_timeout_s,
+                announced=state.take_announced,
             )
-            session.policy = ModePolicy(lambda: session.mode, asker)
-        else:
-            session.policy = StaticPolicy(approval)
-        environment = self.choose_environment(self.link, session)
-        if environment is not None:
-            session.environment = environment
-        self.sessions[session.id] = state
-        return state
+            environment: Environment | None = self.choose_environment(self.link, conversation_id)
+            tools: tuple[Tool, ...] = ()
+            warning = None
+            if self.workspaces is not None:
+                mount = await self.workspaces.mount(
+                    conversation_id,
+                    cwd,
+                    self.link,
+                    spawn=self._spawn,
+                    mcp_servers=mcp_servers,
+                    additional_directories=kwargs.get("additional_directories"),
+                )
+                environment, tools, warning = mount.environment, mount.tools, mount.warning
+            elif mcp_servers:
+                log.info("ignoring %d MCP servers: no workspace is configured", len(mcp_servers))
+            made.append((state, warning))
+            return Attachments(asker=asker, environment=environment, tools=tools)
 
-    async def _load(self, session_id: str) -> Session:
         try:
-            return await self.agent.load_session(session_id)
-        except StoreError as error:
-            if error.code == "session_not_found":
-                raise errors.session_not_found(session_id) from None
-            raise errors.invalid_params(error.message, stable=error.code) from None
+            conversation = await opening(attach)
+        except BaseException as error:
+            for state, _ in made:  # attached, then refused: stop what was mounted
+                await self._unmount(state.id)
+            if source is not None and isinstance(error, SessionBusy):
+                raise errors.session_busy(source) from None
+            if source is not None and isinstance(error, StoreError):
+                if error.code == "session_not_found":
+                    raise errors.session_not_found(source) from None
+                raise errors.invalid_params(error.message, stable=error.code) from None
+            raise
+        if not made:
+            raise RuntimeError("the agent port opened a conversation without attaching it")
+        state, warning = made[-1]
+        self.sessions[state.id] = state
+        return state, conversation, warning
 
-    async def _loaded(self, session_id: str, cwd: str) -> Session:
-        session = await self._load(session_id)
-        if session.running:
-            raise errors.session_busy(session_id)
-        session.cwd = cwd
-        return session
+    def _tell(self, state: AcpSession, warning: str | None) -> None:
+        """Show `warning` (failed MCP servers) in the session, after the response."""
+        if warning is None:
+            return
+
+        async def tell() -> None:
+            await state.send(update_agent_message_text(warning))
+
+        self._spawn(tell)
 
     def _after_response(self, state: AcpSession, event: ev.LoopEvent) -> None:
         async def send() -> None:
@@ -133,30 +173,43 @@ class SessionLifecycle:
 
         self._spawn(send)
 
+    async def _announce_commands(self, conversation_id: str) -> ev.LoopEvent:
+        """Log the slash commands the conversation offers (`available_commands_update`)."""
+        return await self.port.record(
+            conversation_id,
+            ev.CommandsUpdated(session_id="", run_id="", seq=-1, ts=0, commands=self.commands),
+        )
+
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> acp.NewSessionResponse:
         cwd = self._check_cwd(cwd)
-        await self.check_key(self.agent.config.model)
-        state = self._open(await self.agent.new_session(cwd))
-        await self._mount(state, mcp_servers, kwargs)
-        event = await state.session.record(ev.CommandsUpdated, commands=COMMANDS)
-        self._after_response(state, event)
+        await self.check_key(self.port.info().default_model)
+        state, conversation, warning = await self._open(
+            lambda attach: self.port.open(cwd, attach=attach), cwd, mcp_servers, kwargs
+        )
+        self._tell(state, warning)
+        self._after_response(state, await self._announce_commands(state.id))
         return acp.NewSessionResponse(
             session_id=state.id,
-            modes=mode_state(state.session.mode),
-            config_options=list(model_options(self.agent.router.routes, state.session.model)),
+            modes=self._modes(conversation),
+            config_options=self._options(conversation.model),
         )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> acp.LoadSessionResponse:
         cwd = self._check_cwd(cwd)
-        session = await self._loaded(session_id, cwd)
-        state = self._open(session)
-        replay = AcpRenderer(routes=self.agent.router.routes, echo_user=True)
+        state, conversation, warning = await self._open(
+            lambda attach: self.port.load(session_id, cwd=cwd, attach=attach),
+            cwd,
+            mcp_servers,
+            kwargs,
+            source=session_id,
+        )
+        replay = AcpRenderer(routes=self.port.info().models, echo_user=True)
         has_commands = False
-        history = await visible_log(session)
+        history = await self.port.events_after(session_id)
         sent = 0  # how many of `history` went out on the lossless channel
         for item in coalesce_deltas(history):  # each message's streamed deltas as one chunk
             while sent < len(history) and history[sent].seq <= item.last_seq:
@@ -166,40 +219,44 @@ class SessionLifecycle:
             for update in replay.render(item.event, last_seq=item.last_seq):
                 await state.send(update)
         if not has_commands:
-            await state.emit(await session.record(ev.CommandsUpdated, commands=COMMANDS))
-        await self._mount(state, mcp_servers, kwargs)
+            await state.emit(await self._announce_commands(session_id))
+        self._tell(state, warning)
         return acp.LoadSessionResponse(
-            modes=mode_state(session.mode),
-            config_options=list(model_options(self.agent.router.routes, session.model)),
+            modes=self._modes(conversation), config_options=self._options(conversation.model)
         )
 
     async def resume_session(
         self, cwd: str, session_id: str, **kwargs: Any
     ) -> acp.ResumeSessionResponse:
-        session = await self._loaded(session_id, self._check_cwd(cwd))
-        await self._mount(self._open(session), kwargs.get("mcp_servers"), kwargs)
+        cwd = self._check_cwd(cwd)
+        state, conversation, warning = await self._open(
+            lambda attach: self.port.load(session_id, cwd=cwd, attach=attach),
+            cwd,
+            kwargs.get("mcp_servers"),
+            kwargs,
+            source=session_id,
+        )
+        self._tell(state, warning)
         return acp.ResumeSessionResponse(
-            modes=mode_state(session.mode),
-            config_options=list(model_options(self.agent.router.routes, session.model)),
+            modes=self._modes(conversation), config_options=self._options(conversation.model)
         )
 
     async def fork_session(
         self, cwd: str, session_id: str, **kwargs: Any
     ) -> acp.ForkSessionResponse:
         cwd = self._check_cwd(cwd)
-        source = await self._load(session_id)
-        if source.running:
-            raise errors.session_busy(session_id)
-        fork = await self.agent.new_session(cwd, model=source.model)
-        for event in await visible_log(source):  # the whole log, not only the loaded tail
-            fork.log.append(replace(event, session_id=fork.id))
-        await fork.log.commit()
-        fork.facts = session_facts(fork.log.view())
-        await self._mount(self._open(fork), kwargs.get("mcp_servers"), kwargs)
+        state, conversation, warning = await self._open(
+            lambda attach: self.port.fork(session_id, cwd, attach=attach),
+            cwd,
+            kwargs.get("mcp_servers"),
+            kwargs,
+            source=session_id,
+        )
+        self._tell(state, warning)
         return acp.ForkSessionResponse(
-            session_id=fork.id,
-            modes=mode_state(fork.mode),
-            config_options=list(model_options(self.agent.router.routes, fork.model)),
+            session_id=state.id,
+            modes=self._modes(conversation),
+            config_options=self._options(conversation.model),
         )
 
     async def list_sessions(
@@ -210,9 +267,7 @@ class SessionLifecycle:
                 f"cwd {cwd!r} is not an absolute path", stable="cwd_not_absolute"
             )
         try:
-            page = await self.agent.list_sessions(
-                cwd=_normalize(cwd) if cwd else None, cursor=cursor
-            )
+            page = await self.port.list(cwd=_normalize(cwd) if cwd else None, cursor=cursor)
         except StoreError as error:
             raise errors.invalid_params(error.message, stable=error.code) from None
         return acp.ListSessionsResponse(
@@ -235,7 +290,7 @@ class SessionLifecycle:
         if state.token is not None:
             state.token.cancel("the session was closed")
         await self._unmount(session_id)
-        await self.agent.close_session(session_id)
+        await self.port.close(session_id)
         return acp.CloseSessionResponse()
 
     async def delete_session(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -244,39 +299,13 @@ class SessionLifecycle:
         if state is not None and state.token is not None:
             state.token.cancel("the session was deleted")
         await self._unmount(request.session_id)
-        if not await self.agent.delete_session(request.session_id):
+        if not await self.port.delete(request.session_id):
             raise errors.session_not_found(request.session_id)
         return acp.DeleteSessionResponse().model_dump(by_alias=True, exclude_none=True)
-
-    # -- workspace: environment, workspace tools, MCP servers (see client_env.py) -------------
-
-    async def _mount(
-        self, state: AcpSession, mcp_servers: list[Any] | None, kwargs: dict[str, Any]
-    ) -> None:
-        if self.workspaces is None:
-            if mcp_servers:
-                log.info("ignoring %d MCP servers: no workspace is configured", len(mcp_servers))
-            return
-        await self.workspaces.mount(
-            state,
-            spawn=self._spawn,
-            mcp_servers=mcp_servers,
-            additional_directories=kwargs.get("additional_directories"),
-        )
 
     async def _unmount(self, session_id: str) -> None:
         if self.workspaces is not None:
             await self.workspaces.unmount(session_id)
-
-
-def _announced(session: Session, call_id: str) -> ev.LoopEvent | None:
-    """The `permission_requested` event the loop just logged for `call_id` (for `_meta`)."""
-    view = session.log.view()
-    for index in range(len(view) - 1, max(len(view) - 16, -1), -1):
-        event = view[index]
-        if isinstance(event, ev.PermissionRequested) and event.call_id == call_id:
-            return event
-    return None
 
 
 def _normalize(path: str) -> str:

@@ -83,7 +83,6 @@ from acp import schema as acp
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent, StopReason
-from steerable_bridge.runtime.permissions import MODES
 from steerable_bridge.runtime.values import (
     Command,
     ContentPart,
@@ -187,13 +186,14 @@ def tool_content(part: ToolContent) -> ToolCallContent:
     return acp.ContentToolCallContent(type="content", content=content_block(part))
 
 
-def mode_state(current: str) -> acp.SessionModeState:
-    """The modes a session offers (runtime `MODES`) with the current one."""
+def mode_state(current: str, modes: Sequence[tuple[str, str, str]]) -> acp.SessionModeState:
+    """The `modes` a session offers ((id, name, description), as `PortInfo.modes` lists
+    them) with the current one."""
     return acp.SessionModeState(
         current_mode_id=current,
         available_modes=[
             acp.SessionMode(id=mode_id, name=name, description=description)
-            for mode_id, (name, description) in MODES.items()
+            for mode_id, name, description in modes
         ],
     )
 

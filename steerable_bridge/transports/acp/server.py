@@ -17,11 +17,13 @@ lacks, each written here because no SDK hook covers it:
 
 Before anything is served, file descriptor 1 is pointed at stderr and the protocol keeps a
 private copy of stdout, so neither a stray `print` nor a child process can corrupt the
-JSON-RPC stream. While it serves, signals from other processes sharing the store (a cancel
-or steer sent to another server) reach the turns this one runs (`Agent.relay_signals`).
-When the client closes stdin, running turns are cancelled, requests already read are
-answered (within `EOF_GRACE_S`), the agent is shut down (`Agent.aclose`: model providers'
-HTTP clients, the store) and the process exits.
+JSON-RPC stream. While it serves, the composition root's `background` job runs beside the
+connection (for our runtime: the relay that brings signals from other processes sharing the
+store — a cancel or steer sent to another server — to the turns this one runs). When the
+client closes stdin, running turns are cancelled, requests already read are answered
+(within `EOF_GRACE_S`), the background job is stopped, the agent port is shut down
+(`AgentPort.aclose`: for our runtime, model providers' HTTP clients and the store) and the
+process exits.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -55,7 +57,7 @@ from steerable_bridge.transports.acp.frames import (
 from steerable_bridge.transports.acp.front import LazyAcpAgent
 
 if TYPE_CHECKING:  # loaded after `initialize` is answered (see front.py)
-    from steerable_bridge.runtime.agent import Agent
+    from steerable_bridge.runtime.port import AgentPort
     from steerable_bridge.transports.acp.client_env import AcpWorkspaces
     from steerable_bridge.transports.acp.session import EnvironmentChooser
 
@@ -207,18 +209,22 @@ def _pollable(fd: int) -> bool:
 
 
 async def serve(
-    build: Callable[[], Agent],
+    build: Callable[[], AgentPort],
     *,
     info: ModelInfo | None,
     model: str,
     workspaces: Callable[[], AcpWorkspaces] | None = None,
     choose_environment: EnvironmentChooser | None = None,
+    permission_timeout_s: float = 300.0,
+    background: Callable[[AgentPort], Awaitable[None]] | None = None,
 ) -> None:
     """Serve one ACP client on stdin / stdout until it closes stdin.
 
     `initialize` is answered from `info` (the default model's) and `model` at once; `build`
-    (the runtime `Agent`) and `workspaces` (per-session workspace mounting) are called
-    right after, so their imports never delay the handshake (see `front.py`).
+    (the agent port) and `workspaces` (per-session workspace mounting) are called right
+    after, so their imports never delay the handshake (see `front.py`). `background(port)`
+    then runs for as long as the connection serves and is cancelled before the port is
+    shut down; `permission_timeout_s` bounds each `session/request_permission`.
     """
     reader, writer = await _protocol_streams()
     transport = GuardedTransport(reader, cast(MessageSender, BatchingSender(writer)))
@@ -232,17 +238,19 @@ async def serve(
         def build_acp_agent() -> Any:
             from steerable_bridge.transports.acp.agent import AcpAgent
 
-            agent = build()
+            port = build()
             mounted.extend([workspaces()] if workspaces is not None else [])
-            spawn(functools.partial(_relay, agent, relaying))
+            if background is not None:
+                spawn(functools.partial(_beside, background, port, relaying))
             options: dict[str, Any] = {}
             if choose_environment is not None:
                 options["choose_environment"] = choose_environment
             return AcpAgent(
-                agent,
+                port,
                 spawn=spawn,
                 prompt_requests=transport.prompts,
                 workspaces=mounted[0] if mounted else None,
+                permission_timeout_s=permission_timeout_s,
                 **options,
             )
 
@@ -273,22 +281,18 @@ async def serve(
                     await anyio.sleep(0.01)
             for mount in mounted:  # stop MCP servers before their tasks are cancelled
                 await mount.aclose()
-            relaying.cancel()  # before the store closes: the relay would reopen it
+            relaying.cancel()  # before the port closes (a relay would reopen the store)
             if front.built is not None:
                 with anyio.move_on_after(EOF_GRACE_S, shield=True):
-                    await front.built.agent.aclose()
+                    await front.built.port.aclose()
             tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await conn.close()
 
 
-async def _relay(agent: Agent, scope: anyio.CancelScope) -> None:
-    """Apply steer / cancel signals from other processes sharing the store, until `scope`
-    is cancelled; a store that cannot listen costs a warning, not the connection."""
-    from steerable_bridge.runtime.storage import StoreError
-
+async def _beside(
+    job: Callable[[AgentPort], Awaitable[None]], port: AgentPort, scope: anyio.CancelScope
+) -> None:
+    """Run `job(port)` until it returns or `scope` is cancelled."""
     with scope:
-        try:
-            await agent.relay_signals()
-        except StoreError as err:
-            log.warning("steer and cancel from other processes will not arrive: %s", err.message)
+        await job(port)

@@ -3,13 +3,17 @@
 `ClientLink` holds what the client said in `initialize` (capabilities, info, whether it
 wants every LoopEvent as `_steerable/event`) and the SDK's `AgentSideConnection`, through
 which the agent reaches the client (`session_update`, `request_permission`,
-`read_text_file`, `create_terminal`, ...). `AcpSession` pairs a runtime `Session` with its
-renderer and the running prompt's cancel token; `emit` is the loop's event sink: the raw
-event first (opt-in), then the rendered updates, all awaited, so they precede the prompt's
-response. `EnvironmentChooser` is the hook where a session's workspace environment is
-picked from the link (the client's fs / terminal when offered); `keep_runtime_environment`
-is the default. A lost connection, or a client that stops reading for `SEND_TIMEOUT_S`,
-cancels the running turn instead of failing it.
+`read_text_file`, `create_terminal`, ...). `AcpSession` is the ACP side of one conversation
+the agent port (`runtime/port.py`) holds: its id, its renderer and the running prompt's
+cancel token; `emit` is the turn's event sink: the raw event first (opt-in), then the
+rendered updates, all awaited, so they precede the prompt's response. It remembers what the
+events it passed on said that the transport needs later: the `permission_requested` event
+of each call waiting for the client (the request's `_meta`; the loop sends it to the sink
+before it asks), and the run that last compacted (`/compact`'s reply).
+`EnvironmentChooser` is the hook where a session's workspace environment is picked from the
+link (the client's fs / terminal when offered); `keep_runtime_environment` is the default.
+A lost connection, or a client that stops reading for `SEND_TIMEOUT_S`, cancels the running
+turn instead of failing it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from acp import schema as acp
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
-from steerable_bridge.runtime.session import Session
 from steerable_bridge.transports.acp.renderer import AcpRenderer, Update
 
 __all__ = ["AcpSession", "ClientLink", "EnvironmentChooser", "keep_runtime_environment"]
@@ -49,10 +52,11 @@ class ClientLink:
     alive: bool = True
 
 
-EnvironmentChooser = Callable[[ClientLink, Session], Environment | None]
+EnvironmentChooser = Callable[[ClientLink, str], Environment | None]
+"""(the client link, the conversation id) → the conversation's environment (None: the agent's)."""
 
 
-def keep_runtime_environment(link: ClientLink, session: Session) -> Environment | None:
+def keep_runtime_environment(link: ClientLink, conversation_id: str) -> Environment | None:
     """The default hook: no client-side environment (tools use the runtime's own)."""
     return None
 
@@ -61,17 +65,31 @@ def keep_runtime_environment(link: ClientLink, session: Session) -> Environment 
 class AcpSession:
     """The ACP side of one open session."""
 
-    session: Session
+    id: str
+    """The conversation's id (the ACP session id)."""
     link: ClientLink
     renderer: AcpRenderer
     token: CancelToken | None = None
     """The cancel token of the prompt being prepared or run (None when idle)."""
+    announced: dict[str, ev.PermissionRequested] = field(default_factory=dict)
+    """Call id → the `permission_requested` event sent for it, until the asker takes it."""
+    compacted_in: str | None = None
+    """The run id of the last `compaction` event sent."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Room for other parts of the transport (client environment, MCP) to keep state."""
 
-    @property
-    def id(self) -> str:
-        return self.session.id
+    def observe(self, event: ev.LoopEvent) -> None:
+        """Remember what the transport needs later from an event on its way to the client."""
+        if isinstance(event, ev.PermissionRequested):
+            self.announced[event.call_id] = event
+        elif isinstance(event, ev.Compaction):
+            self.compacted_in = event.run_id
+        elif isinstance(event, ev.RunFinished | ev.RunFailed):
+            self.announced.clear()  # the turn is over: nothing of it waits for the asker
+
+    def take_announced(self, call_id: str) -> ev.LoopEvent | None:
+        """The `permission_requested` event the loop just sent for `call_id` (for `_meta`)."""
+        return self.announced.pop(call_id, None)
 
     async def send(self, update: Update) -> None:
         if not self.link.alive:
@@ -83,6 +101,7 @@ class AcpSession:
 
     async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
         """Send one LoopEvent: the opt-in raw event first, then its rendered updates."""
+        self.observe(event)
         await self.send_event(event)
         for update in (renderer or self.renderer).render(event):
             await self.send(update)

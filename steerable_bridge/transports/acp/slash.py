@@ -1,18 +1,20 @@
 """Slash commands typed in the editor's prompt box: `/help`, `/mode <id>`, `/model <route>`,
 `/compact`.
 
-The agent advertises them with `available_commands_update` after `session/new` and
-`session/load`; `SlashCommands.handle` intercepts a prompt that is one of them and answers
-without a model turn. `/mode` and `/model` do exactly what `session/set_mode` and
+The agent advertises them (`slash_commands(modes)`, for the modes the agent port offers)
+with `available_commands_update` after `session/new` and `session/load`;
+`SlashCommands.handle` intercepts a prompt that is one of them and answers without a model
+turn. `/mode` and `/model` do exactly what `session/set_mode` and
 `session/set_config_option` do (logged `mode_changed` / `config_changed`, then the matching
 update). The short reply is sent as `agent_message_chunk`s *without* `_meta.steerable`: it
 is not a LoopEvent and is not replayed by `session/load`. Anything else starting with `/`
 goes to the model unchanged. `/compact` is a turn of its own (the agent runs
 `TurnInput(compact=True)`: `run_started`, `compaction`, `run_finished`, no model call); its
 reply is the rendered `compaction` event (an `agent_message_chunk` with the event's
-headline, "Compacted 3 turns: 6,120 → 1,450 tokens.", and the event in `_meta`). When
-there was nothing to fold, or its summary would not have been smaller (`Compactor.declined`),
-`after_compact` says so in a short reply like `/help`'s.
+headline, "Compacted 3 turns: 6,120 → 1,450 tokens.", and the event in `_meta`). When the
+turn sent no `compaction` — nothing to fold, or its summary would not have been smaller
+(the run's `RunOutcome.notice` says so) — `after_compact` says so in a short reply like
+`/help`'s. Everything here goes through the agent (`AcpAgent`) and its port.
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ from typing import TYPE_CHECKING
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime.events import Compaction
-from steerable_bridge.runtime.permissions import MODES
+from steerable_bridge.runtime.turn import RunOutcome
 from steerable_bridge.runtime.values import Command
 
 if TYPE_CHECKING:
@@ -32,23 +33,26 @@ if TYPE_CHECKING:
     from steerable_bridge.transports.acp.content import PromptBlock
     from steerable_bridge.transports.acp.session import AcpSession
 
-__all__ = ["COMMANDS", "NOTHING_TO_COMPACT", "SlashCommands", "is_compact", "parse"]
+__all__ = ["NOTHING_TO_COMPACT", "SlashCommands", "is_compact", "parse", "slash_commands"]
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command(name="help", description="Show the commands, modes and models this agent offers"),
-    Command(
-        name="mode",
-        description="Switch the permission mode: " + ", ".join(MODES),
-        input_hint="mode id",
-    ),
-    Command(name="model", description="Switch the model route", input_hint="provider:model"),
-    Command(
-        name="compact",
-        description="Summarize the conversation so far to free the model's context",
-    ),
-)
-"""The slash commands a session announces (`available_commands_update`)."""
+def slash_commands(modes: Sequence[tuple[str, str, str]]) -> tuple[Command, ...]:
+    """The slash commands a session announces (`available_commands_update`), for the
+    agent's `modes` ((id, name, description), as `PortInfo.modes` lists them)."""
+    return (
+        Command(name="help", description="Show the commands, modes and models this agent offers"),
+        Command(
+            name="mode",
+            description="Switch the permission mode: " + ", ".join(mode for mode, _, _ in modes),
+            input_hint="mode id",
+        ),
+        Command(name="model", description="Switch the model route", input_hint="provider:model"),
+        Command(
+            name="compact",
+            description="Summarize the conversation so far to free the model's context",
+        ),
+    )
+
 
 NOTHING_TO_COMPACT = (
     "Nothing to compact: everything since the last compaction fits in the turns kept verbatim."
@@ -93,7 +97,7 @@ class SlashCommands:
         if name == "compact":
             return None  # a turn of its own: the agent runs it
         if name == "help":
-            reply = self._help(state)
+            reply = await self._help(state)
         elif name == "mode":
             reply = await self._switch(state, argument, mode=True)
         else:
@@ -106,15 +110,12 @@ class SlashCommands:
         )
         return acp.PromptResponse(stop_reason="end_turn")
 
-    async def after_compact(self, state: AcpSession, run_id: str) -> None:
+    async def after_compact(self, state: AcpSession, outcome: RunOutcome) -> None:
         """Tell the user when their `/compact` turn found nothing to fold (a compaction
         answers for itself: its rendered event is the reply)."""
-        for event in reversed(state.session.log.view()):
-            if event.run_id != run_id:
-                break
-            if isinstance(event, Compaction):
-                return
-        reply = state.session.compactor.declined or NOTHING_TO_COMPACT
+        if state.compacted_in == outcome.run_id:
+            return
+        reply = outcome.notice or NOTHING_TO_COMPACT
         await state.send(
             acp.AgentMessageChunk(
                 session_update="agent_message_chunk",
@@ -122,15 +123,16 @@ class SlashCommands:
             )
         )
 
-    def _help(self, state: AcpSession) -> str:
-        session = state.session
+    async def _help(self, state: AcpSession) -> str:
+        conversation = await self._agent.conversation(state)
+        info = self._agent.port.info()
         modes = "\n".join(
-            f"- `{mode_id}`{' (current)' if mode_id == session.mode else ''}: {description}"
-            for mode_id, (_, description) in MODES.items()
+            f"- `{mode_id}`{' (current)' if mode_id == conversation.mode else ''}: {description}"
+            for mode_id, _, description in info.modes
         )
         models = "\n".join(
-            f"- `{route}`{' (current)' if route == session.model else ''}"
-            for route in self._agent.agent.router.routes
+            f"- `{route}`{' (current)' if route == conversation.model else ''}"
+            for route in info.models
         )
         return (
             "Commands:\n- `/help`: this text\n- `/mode <id>`: switch the permission mode\n"
@@ -142,8 +144,10 @@ class SlashCommands:
     async def _switch(self, state: AcpSession, argument: str, *, mode: bool) -> str:
         what = "mode" if mode else "model"
         if not argument:
-            current = state.session.mode if mode else state.session.model
-            choices = ", ".join(MODES) if mode else ", ".join(self._agent.agent.router.routes)
+            conversation = await self._agent.conversation(state)
+            current = conversation.mode if mode else conversation.model
+            info = self._agent.port.info()
+            choices = ", ".join(m for m, _, _ in info.modes) if mode else ", ".join(info.models)
             return f"The {what} is `{current}`. Choose one of: {choices}"
         try:
             if mode:

@@ -9,6 +9,7 @@ from acp import schema as acp
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import KINDS
+from steerable_bridge.runtime.permissions import MODES
 from steerable_bridge.runtime.values import (
     Command,
     DiffContent,
@@ -204,7 +205,8 @@ def test_stop_reasons(runtime: Any, wire: str) -> None:
 
 
 def test_mode_state_and_model_options_include_the_current_value() -> None:
-    state = mode_state("accept-edits")
+    modes = tuple((mode, name, text) for mode, (name, text) in MODES.items())
+    state = mode_state("accept-edits", modes)
     assert state.current_mode_id == "accept-edits"
     assert [m.id for m in state.available_modes] == ["default", "accept-edits", "read-only"]
     [option] = model_options(["demo:default"], "scripted:x.json")
