@@ -106,7 +106,8 @@ def prompt_blocks(text: str) -> list[Any]:
 
 # -- a server that is not ours -----------------------------------------------------------------
 
-Reply = Callable[[dict[str, Any]], Sequence[BaseEvent] | Response]
+Reply = Callable[[dict[str, Any]], Sequence[BaseEvent | str] | Response]
+"""A run's answer: SDK events, or raw `data` strings (events the SDK does not know)."""
 
 
 @dataclass
@@ -133,7 +134,7 @@ async def foreign_server(replies: list[Reply]) -> AsyncIterator[ForeignServer]:
 
         async def frames() -> AsyncIterator[str]:
             for event in answer:
-                yield encoder.encode(event)
+                yield f"data: {event}\n\n" if isinstance(event, str) else encoder.encode(event)
 
         return StreamingResponse(frames(), media_type="text/event-stream")
 
