@@ -105,15 +105,5 @@ def bridged(
     return holder[0]
 
 
-def plain(event: LoopEvent) -> tuple[Any, ...]:
-    """An event as (kind, the fields a test compares), without ids, seq and ts."""
-    data = {
-        k: v
-        for k, v in event.__class__.__dataclass_fields__.items()
-        if k not in ("session_id", "run_id", "seq", "ts", "kind")
-    }
-    return (event.kind, *(getattr(event, name) for name in data))
-
-
 def kinds(events: Sequence[LoopEvent]) -> list[str]:
     return [event.kind for event in events]

@@ -35,7 +35,7 @@ from ag_ui.core import (
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.values import PlanEntry, TextPart
-from tests.transports.agui.bridge.engine_kit import bridged, kinds
+from tests.transports.agui.bridge.engine_kit import bridged, kinds, sse
 
 pytestmark = pytest.mark.anyio
 
@@ -258,3 +258,22 @@ async def test_a_bad_answer_is_one_clear_failure(
     outcome, events = await bridge.turn(sid, "hi")
     assert outcome.error_code == code and words in (outcome.error_message or "")
     assert kinds(events)[-1] == "run_failed"
+
+
+async def test_steering_sent_during_a_run_goes_out_as_the_next_run() -> None:
+    holder: list[str] = []
+
+    def first(body: dict[str, object]) -> httpx.Response:
+        session = bridge.port.agent.get(holder[0])
+        assert session is not None and session.steer((TextPart(text="also Spain"),), "s1")
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=sse(_answer("a", "Paris."))
+        )
+
+    bridge = bridged([first, _answer("b", "Madrid.")])
+    holder.append(await bridge.open())
+    outcome, events = await bridge.turn(holder[0], "capital of France?")
+    assert outcome.stop_reason == "end_turn" and len(bridge.inputs) == 2
+    assert bridge.inputs[1]["messages"][-1] == {"id": "s1", "role": "user", "content": "also Spain"}
+    assert "steer_applied" in kinds(events)
+    assert [e.delta for e in events if isinstance(e, ev.TextDelta)] == ["Paris.", "Madrid."]
