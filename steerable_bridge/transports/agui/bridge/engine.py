@@ -182,6 +182,7 @@ class _BridgedTurn(TurnRecorder):
         """One AG-UI run into the mapper, under the cancel token and the run deadline."""
         self.mapper.begin_run()
         deadline = self.endpoint.settings.run_timeout_s
+        before = self.mapper.handled
         ended = False
         for attempt in range(BUSY_RETRIES + 1):
             try:
@@ -195,7 +196,7 @@ class _BridgedTurn(TurnRecorder):
                     " --agui-timeout, or ask for something smaller",
                 ) from None
             except BridgeError as error:
-                if not _busy(error) or attempt == BUSY_RETRIES or self.mapper.handled:
+                if not _busy(error) or attempt == BUSY_RETRIES or self.mapper.handled > before:
                     raise
                 log.info("the AG-UI thread is still busy; retrying (%s)", error.message)
                 with self.ctx.cancel.scope():
