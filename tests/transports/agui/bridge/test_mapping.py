@@ -5,7 +5,9 @@ unknown events, reused ids, frontend tools, interrupts without a tool call, bad 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
+import anyio
 import httpx
 import pytest
 from ag_ui.core import (
@@ -277,3 +279,31 @@ async def test_steering_sent_during_a_run_goes_out_as_the_next_run() -> None:
     assert bridge.inputs[1]["messages"][-1] == {"id": "s1", "role": "user", "content": "also Spain"}
     assert "steer_applied" in kinds(events)
     assert [e.delta for e in events if isinstance(e, ev.TextDelta)] == ["Paris.", "Madrid."]
+
+
+async def test_a_thread_still_busy_with_its_last_run_is_retried() -> None:
+    busy = httpx.Response(409, json={"message": "thread t is already running"})
+    bridge = bridged([lambda body: busy, _answer("m", "ok")])
+    sid = await bridge.open()
+    outcome, events = await bridge.turn(sid, "hi")
+    assert outcome.stop_reason == "end_turn" and len(bridge.inputs) == 2
+    assert [e.delta for e in events if isinstance(e, ev.TextDelta)] == ["ok"]
+
+
+async def test_a_run_that_never_ends_fails_at_the_run_deadline() -> None:
+    async def endless() -> AsyncIterator[bytes]:
+        yield sse([START])
+        await anyio.Event().wait()  # the server sends nothing more, ever
+        yield b""  # pragma: no cover
+
+    def forever(body: dict[str, object]) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=endless())
+
+    bridge = bridged([forever], run_timeout_s=0.5)
+    sid = await bridge.open()
+    with anyio.fail_after(10):
+        outcome, events = await bridge.turn(sid, "hi")
+    assert outcome.error_code == "agui_timeout" and "--agui-timeout" in (
+        outcome.error_message or ""
+    )
+    assert kinds(events)[-1] == "run_failed"
