@@ -5,6 +5,7 @@ new process, and the one clear prompt error a server that is down gets."""
 from __future__ import annotations
 
 import socket
+import sys
 from pathlib import Path
 
 import anyio
@@ -13,7 +14,15 @@ from acp import RequestError
 from acp import schema as acp
 
 from tests.commands.serve_child import started
-from tests.transports.agui.bridge.harness import EditorSide, bridge, prompt_blocks, write_script
+from tests.transports.agui.bridge.harness import (
+    EditorSide,
+    bridge,
+    bridge_env,
+    prompt_blocks,
+    write_script,
+)
+
+CHECK = [sys.executable, "-m", "steerable_bridge.cli", "check", "acp"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -147,3 +156,19 @@ async def test_a_server_that_is_down_gets_one_clear_prompt_error(tmp_path: Path)
     assert failed.value.data["code"] == "agui_unreachable"
     assert "cannot reach the AG-UI server" in str(failed.value)
     assert "Traceback" not in str(failed.value)
+
+
+@pytest.mark.timeout(240)
+async def test_check_acp_finds_no_failure_in_the_bridged_agent(tmp_path: Path) -> None:
+    script = tmp_path / "loop.json"
+    script.write_text('{"rounds": [{"text": "A reply from the far side."}], "loop": true}')
+    with started(["--model", f"scripted:{script}"]) as (base, _):
+        agent = [sys.executable, "-m", "steerable_bridge.cli", "acp", "--storage", "memory"]
+        done = await anyio.run_process(
+            [*CHECK, "--prompt-timeout", "60", "--", *agent, "--agui-url", f"{base}/agent"],
+            check=False,
+            env=bridge_env(),
+        )
+    report = done.stdout.decode()
+    assert done.returncode == 0, report
+    assert ", 0 failed" in report and "FAIL " not in report
