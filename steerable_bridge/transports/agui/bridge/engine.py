@@ -32,9 +32,10 @@ from steerable_bridge.runtime.storage import StoreError
 from steerable_bridge.runtime.surrogates import scrub
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.runtime.values import ContentPart, TextPart
+from steerable_bridge.transports.agui.bridge.calls import BridgedCall, ids_in
 from steerable_bridge.transports.agui.bridge.endpoint import AguiEndpoint, BridgeError
 from steerable_bridge.transports.agui.bridge.interrupts import answer_interrupts
-from steerable_bridge.transports.agui.bridge.mapping import BridgedCall, EventMapper, ids_in
+from steerable_bridge.transports.agui.bridge.mapping import EventMapper
 from steerable_bridge.transports.agui.bridge.request import run_input
 
 __all__ = ["MAX_RUNS_PER_TURN", "AguiEngine"]

@@ -32,7 +32,8 @@ from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionReq
 from steerable_bridge.runtime.tool_batch import STOP_OPTION, Emit
 from steerable_bridge.runtime.turn import TurnContext
 from steerable_bridge.runtime.values import TextPart, ToolCall
-from steerable_bridge.transports.agui.bridge.mapping import BridgedCall, EventMapper, raw_arguments
+from steerable_bridge.transports.agui.bridge.calls import BridgedCall, raw_arguments
+from steerable_bridge.transports.agui.bridge.mapping import EventMapper
 
 __all__ = ["Answers", "answer_interrupts"]
 

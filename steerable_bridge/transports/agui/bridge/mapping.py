@@ -30,15 +30,14 @@ call's kind, title and locations, a result's status, content (diffs, terminals),
 output and error, and the moment a tool started (CUSTOM `steerable.tool_started`) — so an
 editor shows a bridged call exactly as a native one. `close_open()` ends whatever is still
 open; `settle_calls(...)` gives every call still without a result its one `tool_finished`.
+The values it keeps (calls, the run's ending) and the reading of our metadata are `calls.py`'s.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import jsonpatch
 from ag_ui.core import (
@@ -46,7 +45,6 @@ from ag_ui.core import (
     BaseEvent,
     CustomEvent,
     EventType,
-    Interrupt,
     ReasoningMessageChunkEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
@@ -65,11 +63,10 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from pydantic import JsonValue, ValidationError
+from pydantic import JsonValue
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.events import LoopEvent, ToolStatus
+from steerable_bridge.runtime.events import ToolStatus
 from steerable_bridge.runtime.tool_batch import Emit
 from steerable_bridge.runtime.values import (
     Location,
@@ -81,75 +78,12 @@ from steerable_bridge.runtime.values import (
     Usage,
     canonical_json,
 )
+from steerable_bridge.transports.agui.bridge.calls import BridgedCall, Ending, described
 from steerable_bridge.transports.agui.bridge.plan import plan_from_activity, plan_from_state
 
-__all__ = ["BridgedCall", "Ending", "EventMapper", "ids_in"]
+__all__ = ["EventMapper"]
 
 log = logging.getLogger(__name__)
-
-META_KEY = "steerable"
-
-
-@dataclass(slots=True)
-class BridgedCall:
-    """A tool call of the turn, as far as the server has told it."""
-
-    call_id: str
-    name: str
-    args: list[str] = field(default_factory=list)
-    ended: ev.ToolCallEnd | None = None
-    started: bool = False
-    finished: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ending:
-    """How one AG-UI run ended: finished (with an outcome) or failed."""
-
-    failed: bool = False
-    code: str = ""
-    message: str = ""
-    outcome: Literal["success", "interrupt", "cancelled"] = "success"
-    interrupts: tuple[Interrupt, ...] = ()
-    pending: tuple[str, ...] = ()
-    """Calls the server left for its client (`pendingToolCallIds`), as the turn names them."""
-
-
-def ids_in(events: Iterable[LoopEvent]) -> set[str]:
-    """Every message and tool call id the events use (taken before the turn)."""
-    taken: set[str] = set()
-    for event in events:
-        message_id = getattr(event, "message_id", None)
-        if isinstance(message_id, str):
-            taken.add(message_id)
-        call_id = getattr(event, "call_id", None)
-        if isinstance(call_id, str):
-            taken.add(call_id)
-    return taken
-
-
-def _steerable(event: BaseEvent) -> Mapping[str, Any] | None:
-    metadata = event.metadata
-    extra = metadata.get(META_KEY) if isinstance(metadata, Mapping) else None
-    return extra if isinstance(extra, Mapping) else None
-
-
-def _ours(kind: str, extra: Mapping[str, Any] | None, **fields: Any) -> Any:
-    """Our server's LoopEvent `kind` rebuilt from its metadata, or None when not ours."""
-    if extra is None or extra.get("kind") != kind:
-        return None
-    data = {
-        **{k: v for k, v in extra.items() if k not in ("seq", "run_id")},
-        **fields,
-        "session_id": "",
-        "run_id": "",
-        "seq": 0,
-        "ts": 0,
-    }
-    try:
-        return codec.event_from_jsonable(data)
-    except (ValidationError, ValueError, TypeError):
-        return None
 
 
 def _text(content: str | list[Any]) -> str:
@@ -404,14 +338,18 @@ class EventMapper:
         await self._emit(ev.ToolCallStart, call_id=ours, name=name, parent_message_id=parent)
         return call
 
-    async def _end_call(self, call: BridgedCall, extra: Mapping[str, Any] | None) -> None:
+    async def _end_call(self, call: BridgedCall, event: BaseEvent | None) -> None:
         arguments = "".join(call.args) or "{}"
         kind: ToolKind = "other"
         title = call.name
         locations: tuple[Location, ...] = ()
-        described = _ours("tool_call_end", extra, call_id=call.call_id, name=call.name)
-        if isinstance(described, ev.ToolCallEnd):
-            kind, title, locations = described.tool_kind, described.title, described.locations
+        ours = (
+            None
+            if event is None
+            else described("tool_call_end", event, call_id=call.call_id, name=call.name)
+        )
+        if isinstance(ours, ev.ToolCallEnd):
+            kind, title, locations = ours.tool_kind, ours.title, ours.locations
         call.ended = await self._emit(
             ev.ToolCallEnd,
             call_id=call.call_id,
@@ -439,7 +377,7 @@ class EventMapper:
     async def _call_end(self, event: ToolCallEndEvent) -> None:
         call = self.call(event.tool_call_id)
         if call is not None and call.ended is None:
-            await self._end_call(call, _steerable(event))
+            await self._end_call(call, event)
 
     async def _call_chunk(self, event: ToolCallChunkEvent) -> None:
         ours = await self._chunk_open("call", event.tool_call_id, event.tool_call_name)
@@ -467,7 +405,7 @@ class EventMapper:
         content: tuple[ToolContent, ...] = (TextPart(text=text),) if text else ()
         raw: str | None = None
         error: ToolError | None = None
-        result = _ours("tool_finished", _steerable(event), call_id=call.call_id)
+        result = described("tool_finished", event, call_id=call.call_id)
         if isinstance(result, ev.ToolFinished):
             status, content = result.status, result.content
             raw, error = result.raw_output_json, result.error
@@ -556,12 +494,3 @@ class EventMapper:
             code=event.code or "agui_run_error",
             message=event.message or "the AG-UI server reported an error without a message",
         )
-
-
-def raw_arguments(call: BridgedCall) -> dict[str, Any]:
-    """A call's arguments as an object (empty when they are not one)."""
-    try:
-        value = json.loads(call.ended.arguments_json if call.ended else "".join(call.args))
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
