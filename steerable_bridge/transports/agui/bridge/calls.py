@@ -25,7 +25,15 @@ from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 
-__all__ = ["BridgedCall", "Ending", "described", "ids_in", "raw_arguments"]
+__all__ = [
+    "LEGACY_INTERRUPT",
+    "BridgedCall",
+    "Ending",
+    "described",
+    "ids_in",
+    "legacy_interrupt",
+    "raw_arguments",
+]
 
 META_KEY = "steerable"
 
@@ -53,6 +61,32 @@ class Ending:
     interrupts: tuple[Interrupt, ...] = ()
     pending: tuple[str, ...] = ()
     """Calls the server left for its client (`pendingToolCallIds`), as the turn names them."""
+    legacy: bool = False
+    """The interrupts came as CUSTOM `on_interrupt` (ag-ui-langgraph before AG-UI 1.0
+    outcomes): they are answered in `forwardedProps.command.resume`, not `resume[]`."""
+
+
+LEGACY_INTERRUPT = "on_interrupt"
+"""The CUSTOM event ag-ui-langgraph sends for a LangGraph `interrupt()` (its value: the
+interrupt's value, a string or JSON text), before a RUN_FINISHED without an outcome."""
+
+_QUESTION_KEYS = ("message", "question", "prompt", "text", "description")
+
+
+def legacy_interrupt(number: int, value: Any) -> Interrupt:
+    """An `on_interrupt` CUSTOM event's value as an AG-UI interrupt to put to the person."""
+    parsed = value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+    if isinstance(parsed, Mapping):
+        text = next((parsed[k] for k in _QUESTION_KEYS if isinstance(parsed.get(k), str)), None)
+        message = text or json.dumps(parsed)[:500]
+    else:
+        message = (parsed if isinstance(parsed, str) else json.dumps(parsed))[:500]
+    return Interrupt(id=f"{LEGACY_INTERRUPT}-{number}", reason=LEGACY_INTERRUPT, message=message)
 
 
 def ids_in(events: Iterable[LoopEvent]) -> set[str]:

@@ -9,8 +9,9 @@ conversation so far (`request.py`), streamed into the turn's events (`mapping.py
 the run deadline and under the turn's cancel token — `session/cancel` aborts the stream,
 which is also how our own server is told to stop (it cancels a run whose client left).
 A run that ends in an interrupt is answered by the person (`interrupts.py`) and resumed,
-in the same turn, with `resume[]`; steering and follow-ups queued meanwhile go out as the
-next run. Calls the server left for its own client (frontend tools) cannot run in an
+in the same turn, with `resume[]` (ag-ui-langgraph's CUSTOM `on_interrupt` likewise,
+answered in `forwardedProps.command.resume`); steering and follow-ups queued meanwhile go
+out as the next run. Calls the server left for its own client (frontend tools) cannot run in an
 editor: they get a failed result saying so. The turn ends with exactly one `run_finished`
 (stop reason from the last run's outcome) or `run_failed`: the server's RUN_ERROR with its
 message and code, or the bridge's own (`agui_unreachable`, `agui_bad_response`,
@@ -21,6 +22,7 @@ traceback. Events are recorded through `TurnRecorder.emit`, the path our own loo
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import anyio
 from ag_ui.core import ResumeEntry, RunAgentInput
@@ -120,6 +122,7 @@ class _BridgedTurn(TurnRecorder):
     async def _runs(self) -> RunOutcome:
         ctx, mapper = self.ctx, self.mapper
         resume: tuple[ResumeEntry, ...] = ()
+        forwarded: dict[str, Any] | None = None
         agui_run, parent = self.run_id, None
         for _ in range(self.max_runs):
             if ctx.cancel.cancelled:
@@ -131,6 +134,7 @@ class _BridgedTurn(TurnRecorder):
                 state=ctx.facts.state,
                 resume=resume,
                 parent_run_id=parent,
+                forwarded_props=forwarded,
             )
             ended = await self._stream(request)
             if ctx.cancel.cancelled:
@@ -151,9 +155,13 @@ class _BridgedTurn(TurnRecorder):
                 if ctx.cancel.cancelled:
                     return await self.finish("cancelled")
                 self.stopped = self.stopped or answers.stop
-                resume = answers.resume
+                resume, forwarded = answers.resume, None
+                if ending.legacy:  # ag-ui-langgraph: one answer, in forwardedProps
+                    first = answers.resume[0]
+                    answer = first.payload if first.status == "resolved" else {"approved": False}
+                    resume, forwarded = (), {"command": {"resume": answer}}
                 continue
-            resume = ()
+            resume, forwarded = (), None
             await mapper.settle_calls("failed", "frontend_tool", _frontend)
             if ending.outcome == "cancelled":
                 return await self.finish("rejected" if self.stopped else "cancelled")

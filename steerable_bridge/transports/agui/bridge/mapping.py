@@ -14,6 +14,7 @@ validated AG-UI event says, returning True when the run has ended:
     STATE_SNAPSHOT / STATE_DELTA         state_snapshot / state_delta, + plan_updated when
                                          the state holds a plan (`plan.py`)
     ACTIVITY_SNAPSHOT of type plan       plan_updated
+    CUSTOM on_interrupt (ag-ui-langgraph) the run ends in an interrupt (`Ending.legacy`)
     RUN_FINISHED                         usage summed; its outcome is kept (`ending`)
     RUN_ERROR                            kept as the failure (`ending`)
     RUN_STARTED, STEP_*, MESSAGES_SNAPSHOT, RAW, ACTIVITY_DELTA, SUBAGENT_*,
@@ -78,7 +79,13 @@ from steerable_bridge.runtime.values import (
     Usage,
     canonical_json,
 )
-from steerable_bridge.transports.agui.bridge.calls import BridgedCall, Ending, described
+from steerable_bridge.transports.agui.bridge.calls import (
+    LEGACY_INTERRUPT,
+    BridgedCall,
+    Ending,
+    described,
+    legacy_interrupt,
+)
 from steerable_bridge.transports.agui.bridge.plan import plan_from_activity, plan_from_state
 
 __all__ = ["EventMapper"]
@@ -117,6 +124,8 @@ class EventMapper:
         self._plan: tuple[PlanEntry, ...] | None = None
         self.usage = Usage()
         self.ending: Ending | None = None
+        self._legacy: list[Any] = []
+        """Values of the run's CUSTOM `on_interrupt` events (ag-ui-langgraph)."""
         self.handled = 0
         self._handlers: dict[EventType, Callable[[Any], Any]] = {
             EventType.TEXT_MESSAGE_START: self._text_start,
@@ -151,6 +160,7 @@ class EventMapper:
     def begin_run(self) -> None:
         """A new AG-UI run of the turn starts (its ending is not known yet)."""
         self.ending = None
+        self._legacy.clear()
 
     async def handle(self, event: BaseEvent) -> bool:
         """Record one event; True when it ended the run."""
@@ -453,6 +463,9 @@ class EventMapper:
         await self._set_plan(plan_from_activity(event.activity_type, event.content))
 
     async def _custom(self, event: CustomEvent) -> None:
+        if event.name == LEGACY_INTERRUPT:
+            self._legacy.append(event.value)
+            return
         if event.name == "steerable.tool_started" and isinstance(event.value, Mapping):
             call = self.call(event.value.get("call_id"))
             if call is not None and call.ended is not None and not call.started:
@@ -484,6 +497,9 @@ class EventMapper:
             self.ending = Ending(outcome="interrupt", interrupts=interrupts)
         elif kind == "cancelled":
             self.ending = Ending(outcome="cancelled")
+        elif self._legacy:
+            interrupts = tuple(legacy_interrupt(n, v) for n, v in enumerate(self._legacy, 1))
+            self.ending = Ending(outcome="interrupt", interrupts=interrupts, legacy=True)
         else:
             pending = getattr(outcome, "pending_tool_call_ids", None) or ()
             self.ending = Ending(pending=tuple(self._mapped(i) for i in pending))

@@ -9,12 +9,14 @@ assistant text and tool calls under the server's own ids, tool results — leavi
 take back. A server that does keep threads (ours) recognises the ids and adds nothing
 twice. `threadId` is the session id; `state` the last state the log knows; `tools` and
 `context` are empty (an editor brings no frontend tools); `resume` answers the interrupts
-of the run before. Pure; no I/O.
+of the run before (`forwarded_props` carries ag-ui-langgraph's `command.resume`
+instead). Pure; no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ag_ui.core import PROTOCOL_VERSION, ResumeEntry, RunAgentInput
 from pydantic import JsonValue
@@ -35,6 +37,7 @@ def run_input(
     state: JsonValue,
     resume: Sequence[ResumeEntry] = (),
     parent_run_id: str | None = None,
+    forwarded_props: dict[str, Any] | None = None,
 ) -> RunAgentInput:
     """The input of one AG-UI run continuing the conversation `events` hold."""
     messages = [m for m in thread_messages(thread_id, events) if m.role not in _LEFT_OUT]
@@ -47,6 +50,6 @@ def run_input(
         state=state if state is not None else {},
         tools=[],
         context=[],
-        forwarded_props={},
+        forwarded_props=forwarded_props or {},
         resume=list(resume) or None,
     )

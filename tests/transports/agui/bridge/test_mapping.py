@@ -307,3 +307,20 @@ async def test_a_run_that_never_ends_fails_at_the_run_deadline() -> None:
         outcome.error_message or ""
     )
     assert kinds(events)[-1] == "run_failed"
+
+
+async def test_a_langgraph_on_interrupt_is_asked_and_answered_in_forwarded_props() -> None:
+    first = [
+        START,
+        CustomEvent(name="on_interrupt", value=json.dumps({"question": "Proceed with step 2?"})),
+        DONE,
+    ]
+    bridge = bridged([first, _answer("m", "Proceeding.")])
+    sid = await bridge.open("allow_once")
+    outcome, events = await bridge.turn(sid, "plan it")
+    assert outcome.stop_reason == "end_turn"
+    assert [r.title for r in bridge.asked] == ["Proceed with step 2?"]
+    second = bridge.inputs[1]
+    assert second["forwardedProps"] == {"command": {"resume": {"approved": True}}}
+    assert "resume" not in second
+    assert [e.delta for e in events if isinstance(e, ev.TextDelta)] == ["Proceeding."]
