@@ -6,7 +6,8 @@ keyless demo model. Only JSON-RPC frames go to stdout; logs go to stderr at the 
 `--log-level` / `STEERABLE_LOG` (debug, info, warning) and, with `--log-file` /
 `STEERABLE_LOG_FILE`, to a file too; `--log-format json` writes one JSON object per line
 (`logs.py`). `--tools-module` loads extra tools (a Python file or module exposing `TOOLS`
-or `tools()`); `--hooks-module` loads hooks the same way. Heavy imports happen inside
+or `tools()`); `--hooks-module` loads hooks the same way. `--agui-url URL` serves an AG-UI
+endpoint instead of our runtime (bridge mode, `acp_agui.py`). Heavy imports happen inside
 `main`, so `--help` and the other commands never load the ACP SDK. To add an option, add
 it in `register` and read it in `main`.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from steerable_bridge.commands.acp_agui import add_bridge_options, run_agui_bridge
 from steerable_bridge.commands.check import add_validate_client_options, run_validate_client
 from steerable_bridge.commands.common import (
     ConfigError,
@@ -50,6 +52,7 @@ def register(subparsers: Any) -> None:
         help="load extra tools from a Python file or module exposing TOOLS or tools()",
     )
     add_tool_process_options(parser)
+    add_bridge_options(parser)  # --agui-url: serve an AG-UI endpoint instead (acp_agui.py)
     add_validate_client_options(parser)  # --validate-client: the reference agent instead
     parser.add_argument(
         "action",
@@ -85,6 +88,8 @@ def main(args: argparse.Namespace) -> int:
         return run_login(provider=None, base_url=None, key_stdin=False)
     if args.validate_client:
         return run_validate_client(args)
+    if args.agui_url is not None:
+        return run_agui_bridge(args)
     import functools
 
     import anyio

@@ -1,0 +1,176 @@
+"""An AG-UI interrupt answered by the person at the editor, as the runtime asks about tools.
+
+A server that needs approval ends its run with `outcome: interrupt` and the interrupts
+(`id`, `reason`, `message`, `toolCallId`, `responseSchema`); the answer goes back as
+`resume[]` on the next run. `answer_interrupts(...)` asks about each one through the turn's
+permission policy — in an editor, the ACP transport's asker, i.e. `session/request_permission`
+— with the runtime's rules: an "always" answer remembered for the call (the session's, then
+the project's) is used without asking; the mode may allow or deny at once; otherwise
+`permission_requested`, the question (bounded by the permission timeout and the turn's
+cancel token), `permission_resolved`, and an "always" kept for next time. An interrupt that
+names no tool call is shown as a call of its own (`agui_interrupt`, titled with its
+message) so the editor has something to approve, finished with the answer. The resume
+payload follows the interrupt's schema: `{"approved": bool}` (plus `"stop": true` for
+"Reject and stop" when the schema has it, as ours does), or the schema's first boolean
+property; a withdrawn question answers `status: "cancelled"`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from ag_ui.core import Interrupt, ResumeEntry
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.approvals import approval_key, approval_options
+from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
+from steerable_bridge.runtime.tool_batch import STOP_OPTION, Emit
+from steerable_bridge.runtime.turn import TurnContext
+from steerable_bridge.runtime.values import TextPart, ToolCall
+from steerable_bridge.transports.agui.bridge.calls import BridgedCall, raw_arguments
+from steerable_bridge.transports.agui.bridge.mapping import EventMapper
+
+__all__ = ["Answers", "answer_interrupts"]
+
+log = logging.getLogger(__name__)
+
+INTERRUPT_TOOL = "agui_interrupt"
+"""The name an interrupt without a tool call is shown under."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """The resume entries for the next run, and whether the person stopped the turn."""
+
+    resume: tuple[ResumeEntry, ...]
+    stop: bool = False
+
+
+def _payload(schema: Mapping[str, Any] | None, approved: bool, stop: bool) -> dict[str, Any]:
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    properties = properties if isinstance(properties, Mapping) else {}
+    if "approved" in properties or not properties:
+        payload: dict[str, Any] = {"approved": approved}
+        if stop and "stop" in properties:
+            payload["stop"] = True
+        return payload
+    for name, spec in properties.items():
+        if isinstance(spec, Mapping) and spec.get("type") == "boolean":
+            return {name: approved}
+    return {"approved": approved}
+
+
+async def _shown_call(mapper: EventMapper, emit: Emit, item: Interrupt) -> BridgedCall:
+    """A call standing for an interrupt that names none, so the editor can show it."""
+    call_id = mapper.claim(f"interrupt-{item.id}")
+    call = mapper.calls[call_id] = BridgedCall(call_id=call_id, name=INTERRUPT_TOOL)
+    title = item.message or item.reason
+    await emit(
+        ev.ToolCallStart,
+        call_id=call_id,
+        name=INTERRUPT_TOOL,
+        parent_message_id=mapper.claim(f"msg-{call_id}"),
+    )
+    call.ended = await emit(
+        ev.ToolCallEnd,
+        call_id=call_id,
+        name=INTERRUPT_TOOL,
+        arguments_json=json.dumps({"reason": item.reason, "message": item.message}),
+        title=title,
+    )
+    return call
+
+
+async def _ask(ctx: TurnContext, emit: Emit, call: BridgedCall, title: str) -> PermissionAnswer:
+    """The person's answer about `call` (or the remembered / the mode's one)."""
+    args = raw_arguments(call)
+    key = approval_key(call.name, args)
+    remembered = None if key is None else ctx.facts.always.get(key)
+    if remembered is None and key is not None and ctx.approvals is not None:
+        with anyio.move_on_after(10):
+            remembered = await ctx.approvals.recall(ctx.cwd, key)
+    if remembered is not None:
+        return PermissionAnswer(outcome="allow_once" if remembered else "reject_once")
+    assert call.ended is not None
+    request = PermissionRequest(
+        session_id=ctx.log.session_id,
+        call=ToolCall(
+            call_id=call.call_id, name=call.name, arguments_json=call.ended.arguments_json
+        ),
+        tool_kind=call.ended.tool_kind,
+        title=title,
+        options=approval_options(call.name, key),
+    )
+    verdict, reason = ctx.policy.verdict(request)
+    if verdict == "allow":
+        return PermissionAnswer(outcome="allow_once")
+    if verdict in ("deny", "defer"):
+        log.info("interrupt for %s refused without asking: %s", call.call_id, reason or verdict)
+        return PermissionAnswer(outcome="reject_once")
+    await emit(
+        ev.PermissionRequested, call_id=call.call_id, tool_name=call.name, options=request.options
+    )
+    answer: PermissionAnswer | None = None
+    with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
+        answer = await ctx.policy.ask(request)
+    if answer is None:
+        answer = PermissionAnswer(outcome="cancelled")
+    outcome = answer.outcome
+    if key is None and outcome in ("allow_always", "reject_always"):
+        outcome = "allow_once" if outcome == "allow_always" else "reject_once"
+    await emit(
+        ev.PermissionResolved,
+        call_id=call.call_id,
+        tool_name=call.name,
+        outcome=outcome,
+        option_id=answer.option_id,
+        approval_key=key,
+    )
+    if outcome in ("allow_always", "reject_always") and key is not None and ctx.approvals:
+        try:
+            with anyio.fail_after(10):
+                await ctx.approvals.remember(ctx.cwd, key, outcome == "allow_always")
+        except Exception:
+            log.warning("could not keep the project's approval for %s", key, exc_info=True)
+    return PermissionAnswer(outcome=outcome, option_id=answer.option_id)
+
+
+async def answer_interrupts(
+    ctx: TurnContext, emit: Emit, mapper: EventMapper, interrupts: tuple[Interrupt, ...]
+) -> Answers:
+    """Ask about each interrupt in order; the resume entries that answer them."""
+    entries: list[ResumeEntry] = []
+    stop = False
+    for item in interrupts:
+        call = mapper.call(item.tool_call_id)
+        shown = call is None or call.ended is None
+        if shown:
+            call = await _shown_call(mapper, emit, item)
+        assert call is not None and call.ended is not None
+        if stop or ctx.cancel.cancelled:
+            answer = PermissionAnswer(outcome="cancelled")
+        else:
+            answer = await _ask(ctx, emit, call, item.message or call.ended.title or item.reason)
+        approved = answer.outcome in ("allow_once", "allow_always")
+        stop = stop or answer.option_id == STOP_OPTION
+        if answer.outcome == "cancelled":
+            entries.append(ResumeEntry(interrupt_id=item.id, status="cancelled"))
+        else:
+            payload = _payload(item.response_schema, approved, answer.option_id == STOP_OPTION)
+            entries.append(ResumeEntry(interrupt_id=item.id, status="resolved", payload=payload))
+        if shown:
+            call.finished = True
+            text = "approved" if approved else "declined"
+            await emit(ev.ToolStarted, call_id=call.call_id)
+            await emit(
+                ev.ToolFinished,
+                call_id=call.call_id,
+                status="completed" if approved else "failed",
+                content=(TextPart(text=text),),
+            )
+    return Answers(resume=tuple(entries), stop=stop)
