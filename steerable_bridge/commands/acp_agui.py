@@ -71,6 +71,7 @@ def run_agui_bridge(args: argparse.Namespace) -> int:
 
     import anyio
 
+    from steerable_bridge.commands.acp import _relay_signals as relay_signals
     from steerable_bridge.commands.logs import configure_logging
     from steerable_bridge.commands.startup import announce, redacted_storage
     from steerable_bridge.runtime.model import ModelInfo
@@ -99,16 +100,19 @@ def run_agui_bridge(args: argparse.Namespace) -> int:
             info=ModelInfo(route=route, accepts_images=True),
             model=route,
             workspaces=None,
+            permission_timeout_s=args.permission_timeout,
+            background=relay_signals,
         )
     )
     return 0
 
 
 def _build_agent(args: argparse.Namespace, settings: Any) -> Any:
-    """The runtime agent whose turns run on the AG-UI endpoint."""
+    """The agent port over a runtime agent whose turns run on the AG-UI endpoint."""
     from steerable_bridge.commands.common import build_approvals, build_store
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
+    from steerable_bridge.runtime.conversations import LocalPort
     from steerable_bridge.runtime.quality_settings import QualitySettings
     from steerable_bridge.runtime.routing import ModelRouter, RouteError
     from steerable_bridge.runtime.turn import LoopSettings
@@ -135,7 +139,7 @@ def _build_agent(args: argparse.Namespace, settings: Any) -> Any:
         loop=LoopSettings(permission_timeout_s=args.permission_timeout, new_id=new_id),
         quality=QualitySettings(mode="off"),
     )
-    return Agent(
+    agent = Agent(
         router=router,
         store=build_store(args.storage),
         config=config,
@@ -143,3 +147,4 @@ def _build_agent(args: argparse.Namespace, settings: Any) -> Any:
         approvals=build_approvals(args.storage),
         engine=AguiEngine(endpoint),
     )
+    return LocalPort(agent)
