@@ -105,6 +105,8 @@ class ChildAgent:
         self._failure: str | None = None
         """Why the last start failed (None: the last start worked, or none was tried)."""
         self._starting = True
+        self._stop = anyio.Event()
+        self._stopped = anyio.Event()
 
     @property
     def command(self) -> str:
@@ -136,22 +138,36 @@ class ChildAgent:
         if live is not None and live.process.returncode is None:
             live.process.kill()
 
+    async def stop(self) -> None:
+        """Stop the agent for good: end its process (closing its stdin, then terminating it,
+        as the SDK does) and wait for the supervisor to return (the caller bounds it)."""
+        self._stop.set()
+        live = self.live
+        if live is not None and live.process.returncode is None:
+            live.process.terminate()
+        await self._stopped.wait()
+
     async def supervise(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
-        """Run the agent, restarting it whenever it exits, until cancelled."""
+        """Run the agent, restarting it whenever it exits, until `stop()` or cancelled."""
         task_status.started()
         pause = 0.0
-        while True:
-            started = anyio.current_time()
-            self._starting = True
-            self._notify()
-            await self._run_once()
-            lived = anyio.current_time() - started
-            pause = 0.0 if lived >= STEADY_S else min(MAX_BACKOFF_S, max(0.5, pause * 2))
-            self._starting = False
-            self._notify()
-            if pause:
+        try:
+            while not self._stop.is_set():
+                started = anyio.current_time()
+                self._starting = True
+                self._notify()
+                await self._run_once()
+                lived = anyio.current_time() - started
+                pause = 0.0 if lived >= STEADY_S else min(MAX_BACKOFF_S, max(0.5, pause * 2))
+                self._starting = False
+                self._notify()
+                if self._stop.is_set():
+                    break
                 log.warning("the ACP agent `%s` stopped; restarting in %.1f s", self.name, pause)
-            await anyio.sleep(pause)
+                with anyio.move_on_after(pause):
+                    await self._stop.wait()
+        finally:
+            self._stopped.set()
 
     async def _run_once(self) -> None:
         self.incarnation += 1
@@ -191,11 +207,15 @@ class ChildAgent:
                     note = (
                         "" if process.returncode is None else f" (exit code {process.returncode})"
                     )
-                    log.warning("the ACP agent `%s` exited%s", self.name, note)
+                    if self._stop.is_set():
+                        log.info("the ACP agent `%s` stopped%s", self.name, note)
+                        then = "the server is shutting down"
+                    else:
+                        log.warning("the ACP agent `%s` exited%s", self.name, note)
+                        then = "it is being restarted — send the message again to continue"
                     self.client.fail_all(
                         "acp_agent_exited",
-                        f"the ACP agent `{self.name}` exited during this run{note}; it is being"
-                        " restarted — send the message again to continue",
+                        f"the ACP agent `{self.name}` exited during this run{note}; {then}",
                     )
         except OSError as error:
             self._failure = f"it could not be started: {error}"

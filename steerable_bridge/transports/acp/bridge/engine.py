@@ -121,6 +121,8 @@ class AcpBridge:
                     parked.asked.reply(None)
                 self.parked.clear()
                 self.workspace.aclose()
+                with anyio.move_on_after(10, shield=True):
+                    await self.child.stop()
                 tasks.cancel_scope.cancel()
 
     async def __call__(self, ctx: TurnContext, turn: TurnInput) -> RunOutcome:
