@@ -209,7 +209,12 @@ class BridgeTurn:
         while True:
             item = None
             if not ctx.cancel.cancelled:
-                with ctx.cancel.scope():
+                try:  # what already arrived is taken without a trip through the event loop
+                    item = prompt.receive.receive_nowait()
+                except anyio.WouldBlock:
+                    with ctx.cancel.scope():
+                        item = await self._next(prompt)
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
                     item = await self._next(prompt)
             if item is None:
                 if not cancelled:
