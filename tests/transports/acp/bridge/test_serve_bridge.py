@@ -109,7 +109,7 @@ def test_a_child_killed_mid_turn_fails_the_run_clearly_and_the_next_run_works(
         events = []
         for event in bridge.stream(run_input("t1", "r1", "start")):
             events.append(event)
-            if event["type"] == "TEXT_MESSAGE_CONTENT" and len(events) < 100:
+            if event["type"] == "TEXT_MESSAGE_CONTENT" and {"type": "killed"} not in events:
                 os.kill(first_pid, signal.SIGKILL)
                 events.append({"type": "killed"})
         error = events[-1]
@@ -154,3 +154,43 @@ def test_a_thread_continues_in_the_same_child_session_after_serve_restarts(
     record = json.loads(shown.stdout)
     assert record["title"] == "remember apples"
     assert record["messages"] == 4  # both prompts and both answers
+
+
+def test_a_command_runs_in_a_terminal_the_bridge_serves_inside_the_workspace(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "data.txt").write_text("forty-two\n")
+    run = {
+        "tool_calls": [
+            {"id": "r1", "name": "run_command", "arguments": {"command": "cat data.txt"}}
+        ]
+    }
+    with bridged(tmp_path, [run, {"text": "It says forty-two."}], workspace=workspace) as bridge:
+        first = bridge.run(run_input("t1", "r1", "what is in data.txt?"))
+        assert first[-1]["outcome"]["type"] == "interrupt"
+        second = bridge.run(run_input("t1", "r2", resume=resume("r1", approved=True)))
+    result = last(second, "TOOL_CALL_RESULT")
+    assert "forty-two" in result["content"]
+    assert text_of(second) == "It says forty-two."
+
+
+def test_a_steer_during_the_childs_answer_becomes_its_next_prompt(tmp_path: Path) -> None:
+    slow = {"text": "b" * 200, "chunk_size": 4, "delay_ms": 60}
+    with bridged(tmp_path, [slow, {"text": "Steered."}]) as bridge:
+        events = []
+        for event in bridge.stream(run_input("t1", "r1", "start")):
+            events.append(event)
+            if event["type"] == "TEXT_MESSAGE_CONTENT" and {"type": "steered"} not in events:
+                steer = run_input(
+                    "t1", "s1", "change course", forwardedProps={"steerable": {"steer": True}}
+                )
+                answer = bridge.client.post(bridge.url, json=steer)
+                assert "steerable.steer_absorbed" in answer.text
+                events.append({"type": "steered"})
+    names = kinds(events)
+    assert "steerable.steer_applied" in names
+    assert names.index("steerable.steer_applied") > names.index("steered")
+    assert text_of(events).endswith("Steered.")
+    assert events[-1]["outcome"] == {"type": "success"}
