@@ -109,9 +109,12 @@ class BridgeTurn:
             await self.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
             parked = self.bridge.parked.pop(self.session_id, None)
             if parked is not None:
+                withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
                 end = await self.settle(parked)
-                if end != "end_turn" or self.stopped or ctx.cancel.cancelled:
+                if self.stopped or ctx.cancel.cancelled or end not in ("end_turn", "cancelled"):
                     return await self.end(end)
+                if end == "cancelled" and not withdrawn:
+                    return await self.end(end)  # a new message goes on after a withdrawn ask
             elif ctx.facts.open_calls:
                 await self.drop_open_calls()
                 if turn.resume and not turn.content:

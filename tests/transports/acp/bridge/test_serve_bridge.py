@@ -194,3 +194,19 @@ def test_a_steer_during_the_childs_answer_becomes_its_next_prompt(tmp_path: Path
     assert names.index("steerable.steer_applied") > names.index("steered")
     assert text_of(events).endswith("Steered.")
     assert events[-1]["outcome"] == {"type": "success"}
+
+
+def test_a_new_message_instead_of_an_answer_withdraws_the_request_and_is_answered(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    rounds = [WRITE, {"text": "Sure, something else."}]
+    with bridged(tmp_path, rounds, workspace=workspace) as bridge:
+        bridge.run(run_input("t1", "r1", "write a note"))
+        second = bridge.run(run_input("t1", "r2", "no, do something else"))
+    assert second[-1]["outcome"] == {"type": "success"}, second[-1]
+    assert text_of(second) == "Sure, something else."
+    assert not (workspace / "note.txt").exists()
+    resolved = [e for e in second if e.get("name") == "steerable.permission_resolved"]
+    assert [e["value"]["outcome"] for e in resolved] == ["cancelled"]
