@@ -25,7 +25,11 @@ under uvicorn's supervisor (it restarts a worker that dies): the socket is bound
 and inherited, each worker builds its own agent from the same options (`worker_app`, which
 reads them from `STEERABLE_SERVE_OPTIONS`), and they share the store — SQLite or
 PostgreSQL, never `memory` — which keeps a thread's run in one process and carries steer
-and stop requests to it. Stops on Ctrl-C.
+and stop requests to it. `--acp-agent "CMD ARGS"` serves that ACP agent instead of our
+model loop (bridge mode, `transports/acp/bridge`): our agent with the bridge as its turn
+engine and the route `acp-agent:<name>`, the child process started and stopped by the
+app's lifespan, its fs / terminal requests served inside `--workspace` (one worker only).
+Stops on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -159,7 +163,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(problem)
     if args.workers < 1:
         raise ConfigError("--workers must be at least 1")
-    if getattr(args, "acp_agent", None) and args.workers > 1:
+    if getattr(args, "acp_agent", None) is not None and args.workers > 1:
         raise ConfigError("--acp-agent runs one agent process per server; use --workers 1")
     max_runs(args)
     if args.workers > 1 and args.storage == "memory":
@@ -228,9 +232,8 @@ def build_app(args: argparse.Namespace) -> Any:
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.transports.agui.app import create_app
-    from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS
 
-    if getattr(args, "acp_agent", None):
+    if getattr(args, "acp_agent", None) is not None:
         return _bridge_app(args)
     tools = builtin_tools(shared_state=True)
     cwd = args.cwd
@@ -246,21 +249,11 @@ def build_app(args: argparse.Namespace) -> Any:
     metrics = ServerMetrics()
     observers = [metrics, *tracing_observers()]
     agent = build_agent(args, tools=tools, observers=observers, wrap_store=metrics.timed_store)
-    return create_app(
-        agent,
-        metrics=metrics,
-        token=args.token or None,
-        max_body=args.max_body,
-        cors_origins=tuple(args.cors_origin),
-        cwd=cwd,
-        allowed_hosts=(args.host, *args.allowed_host),
-        any_ip_host=args.host in WILDCARD_HOSTS,
-        max_runs=max_runs(args),
-        on_idle=release_idle_memory,
-    )
+    return create_app(agent, metrics=metrics, cwd=cwd, **_app_options(args))
 
 
 def _app_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `create_app` takes from the options besides the agent, its metrics and cwd."""
     from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS
 
     return {
