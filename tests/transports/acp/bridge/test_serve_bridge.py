@@ -210,3 +210,23 @@ def test_a_new_message_instead_of_an_answer_withdraws_the_request_and_is_answere
     assert not (workspace / "note.txt").exists()
     resolved = [e for e in second if e.get("name") == "steerable.permission_resolved"]
     assert [e["value"]["outcome"] for e in resolved] == ["cancelled"]
+
+
+def test_check_agui_finds_no_failure_on_a_bridged_endpoint(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    look = {
+        "text": "Let me look.",
+        "tool_calls": [{"id": "c1", "name": "list_dir", "arguments": {}}],
+    }
+    with bridged(tmp_path, [look, {"text": "Done."}], workspace=workspace) as bridge:
+        checked = subprocess.run(
+            [sys.executable, "-m", "steerable_bridge", "check", "agui", bridge.url],
+            capture_output=True,
+            text=True,
+            env=env(),
+            timeout=90,
+            check=False,
+        )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert " 0 failed" in checked.stdout
