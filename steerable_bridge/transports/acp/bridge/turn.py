@@ -10,7 +10,8 @@
    this run. Open calls with no parked prompt (the server restarted meanwhile) get a
    `cancelled` result.
 2. The client's shared state (`state_snapshot`), the user's message (`user_message`, and a
-   title on the first one), then `session/prompt` to the agent's session for this
+   title on the first one), then `session/prompt` — with any user messages logged since the
+   last run in front (the earlier messages of one AG-UI request) — to the agent's session for this
    conversation (`engine.py` opens or reopens it) and every update it sends, mapped by
    `mapping.py` and recorded through the turn's `TurnRecorder` (log, facts, sink, commits).
 3. A permission request: the session's policy decides — allow / deny answer the agent at
@@ -105,6 +106,7 @@ class BridgeTurn:
 
     async def run(self) -> RunOutcome:
         ctx, turn = self.ctx, self.turn
+        earlier = self.unsent()
         try:
             await self.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
             parked = self.bridge.parked.pop(self.session_id, None)
@@ -134,7 +136,7 @@ class BridgeTurn:
             )
             if ctx.facts.title is None:
                 await self.emit(ev.SessionInfo, title=_title(turn.content))
-            content: tuple[ContentPart, ...] = turn.content
+            content: tuple[ContentPart, ...] = earlier + turn.content
             while True:
                 end = await self.stream(await self.start(content))
                 if end != "end_turn" or self.stopped:
@@ -161,6 +163,19 @@ class BridgeTurn:
         except Exception as error:
             log.exception("bridged run %s failed with an unexpected error", self.rec.run_id)
             return await self.fail("internal_error", f"{type(error).__name__}: {error}")
+
+    def unsent(self) -> tuple[ContentPart, ...]:
+        """User messages logged since the last run, outside any (the earlier messages of
+        one AG-UI request): the agent has not seen them, so they open the next prompt."""
+        view = self.ctx.log.view()
+        parts: list[ContentPart] = []
+        index = len(view) - 1
+        while index >= 0 and view[index].run_id == "":
+            event = view[index]
+            if isinstance(event, ev.UserMessage):
+                parts[:0] = event.content
+            index -= 1
+        return tuple(parts)
 
     # -- the child's session and prompt -----------------------------------------------------
 

@@ -48,6 +48,8 @@ class Foreign:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
         notes: list[str] = []
+        said = " / ".join(b.text for b in prompt if isinstance(b, s.TextContentBlock))
+        await self.say(session_id, f"heard: {said}\n")
         try:
             await self.conn.ext_method("vendor/ping", {})
             notes.append("vendor: answered")

@@ -111,3 +111,15 @@ async def test_a_rejection_answers_the_agents_own_reject_option(
     assert text(second) == "permission: no"
     finished = next(e for e in second if isinstance(e, ev.ToolFinished))
     assert finished.status == "failed"
+
+
+async def test_earlier_messages_logged_between_runs_open_the_next_prompt(
+    port: LocalPort, tmp_path: Path
+) -> None:
+    conversation = (await port.open(str(tmp_path))).conversation_id
+    earlier = ev.UserMessage(
+        session_id="", run_id="", seq=-1, ts=0, message_id="u0", content=(TextPart(text="one"),)
+    )
+    await port.record(conversation, earlier)  # as the AG-UI server logs a request's earlier ones
+    events = await run(port, conversation, TurnInput(content=(TextPart(text="two"),)))
+    assert text(events).startswith("heard: one / two\n")
