@@ -230,3 +230,22 @@ def test_check_agui_finds_no_failure_on_a_bridged_endpoint(tmp_path: Path) -> No
         )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert " 0 failed" in checked.stdout
+
+
+def test_an_approval_after_serve_restarted_says_the_request_is_gone(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = write_script(tmp_path, [WRITE, {"text": "Fresh start."}])
+    command = child_command(script)
+    args = ["--storage", str(tmp_path / "bridge.sqlite"), "--workspace", str(workspace)]
+    with serving(args, command) as bridge:
+        first = bridge.run(run_input("t1", "r1", "write a note"))
+    assert first[-1]["outcome"]["type"] == "interrupt"
+    with serving(args, command) as bridge:
+        late = bridge.run(run_input("t1", "r2", resume=resume("c1", approved=True)))
+        error = late[-1]
+        assert error["type"] == "RUN_ERROR" and error["code"] == "acp_agent_request_lost"
+        assert "send your message again" in error["message"]
+        again = bridge.run(run_input("t1", "r3", "write a note"))
+    assert not (workspace / "note.txt").exists()
+    assert again[-1]["outcome"]["type"] == "interrupt"  # asked again, in a new agent session
