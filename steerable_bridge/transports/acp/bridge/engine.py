@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import anyio
 from acp import RequestError
+from acp import schema as acp
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -51,6 +52,9 @@ log = logging.getLogger("steerable_bridge.acp.bridge")
 
 SESSION_OPTION = "acp.session"
 """The `config_changed` option id under which a conversation logs its child session id."""
+
+_CURRENT = (acp.AvailableCommandsUpdate, acp.CurrentModeUpdate, acp.ConfigOptionUpdate)
+"""What a `session/load` replay says that still holds now (not its old plans or titles)."""
 
 PROMPT_TIMEOUT_S = 3600.0
 REQUEST_TIMEOUT_S = 120.0
@@ -143,6 +147,8 @@ class AcpBridge:
                     await live.conn.resume_session(session_id=session_id, cwd=cwd)
                 else:
                     await live.conn.load_session(cwd=cwd, session_id=session_id, mcp_servers=[])
+                    child = self.client.session(session_id)  # the replay is already logged:
+                    child.between = [u for u in child.between if isinstance(u, _CURRENT)]
         except RequestError as error:
             return f"it answered {error} ({error.code})"
         except TimeoutError:

@@ -1,15 +1,17 @@
 """An ACP agent that is not ours, for the bridge's tests: run as `python foreign_agent.py`.
 
-It behaves like third-party agents do: no `_meta.steerable` anywhere, no session/load or
-resume, a command list sent right after `session/new` (before any prompt), and mid-turn
-it calls a vendor extension and reads a file outside the workspace, then asks permission
-for a tool and reports in its answer what each request got back. Written with the ACP SDK's
-agent side; everything it says is plain ACP.
+It behaves like third-party agents do: no `_meta.steerable` anywhere, no session/resume
+(session/load only with `FOREIGN_LOAD=1`, replaying an old answer, plan and commands), a
+command list sent right after `session/new` (before any prompt), and mid-turn it calls a
+vendor extension and reads a file outside the workspace, then asks permission for a tool
+and reports in its answer what each request got back (and what it heard). Written with the
+ACP SDK's agent side; everything it says is plain ACP.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent
@@ -25,9 +27,31 @@ class Foreign:
         self.conn = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> s.InitializeResponse:
+        loads = os.environ.get("FOREIGN_LOAD") == "1"
         return s.InitializeResponse(
-            protocol_version=PROTOCOL_VERSION, agent_capabilities=s.AgentCapabilities()
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=s.AgentCapabilities(load_session=loads),
         )
+
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> None:
+        """Any session loads (this agent keeps nothing): it replays an old answer, an old
+        plan and its commands, as agents replay a stored session."""
+        await self.say(session_id, "an old answer")
+        await self.conn.session_update(
+            session_id,
+            s.AgentPlanUpdate(
+                session_update="plan",
+                entries=[s.PlanEntry(content="old step", priority="low", status="completed")],
+            ),
+        )
+        await self.conn.session_update(
+            session_id,
+            s.AvailableCommandsUpdate(
+                session_update="available_commands_update",
+                available_commands=[s.AvailableCommand(name="resumed", description="again")],
+            ),
+        )
+        return None
 
     async def new_session(self, cwd: str, **kwargs: Any) -> s.NewSessionResponse:
         self.count += 1

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -123,3 +124,39 @@ async def test_earlier_messages_logged_between_runs_open_the_next_prompt(
     await port.record(conversation, earlier)  # as the AG-UI server logs a request's earlier ones
     events = await run(port, conversation, TurnInput(content=(TextPart(text="two"),)))
     assert text(events).startswith("heard: one / two\n")
+
+
+async def test_after_the_agent_restarts_its_session_is_loaded_without_logging_the_replay(
+    tmp_path: Path,
+) -> None:
+    bridge = AcpBridge(
+        [sys.executable, str(AGENT)],
+        cwd=str(tmp_path),
+        name="foreign",
+        env={**os.environ, "FOREIGN_LOAD": "1"},
+    )
+    router = ModelRouter()
+    router.register(ROUTE_PROVIDER, BridgedAgentRoute)
+    config = AgentConfig(model=f"{ROUTE_PROVIDER}:foreign")
+    agent = Agent(router=router, store=MemoryStore(), config=config, engine=bridge)
+    async with bridge.running():
+        port = LocalPort(agent)
+        conversation = (await port.open(str(tmp_path))).conversation_id
+        go = TurnInput(content=(TextPart(text="go"),))
+        await run(port, conversation, go)
+        await run(
+            port, conversation, TurnInput(resume=(ResumeDecision(call_id="x1", approved=True),))
+        )
+        first = (await bridge.child.ready()).incarnation
+        bridge.child.kill()
+        with anyio.fail_after(30):
+            while (await bridge.child.ready()).incarnation == first:  # noqa: ASYNC110 - no event tells a restart
+                await anyio.sleep(0.05)
+        events = await run(port, conversation, go)
+        await port.aclose()
+    assert "an old answer" not in text(events)  # the replay of what we logged before
+    assert not any(isinstance(e, ev.PlanUpdated) for e in events)
+    assert not any(isinstance(e, ev.HookAction) for e in events)  # the same agent session
+    commands = [e for e in events if isinstance(e, ev.CommandsUpdated)]
+    assert [c.commands[0].name for c in commands] == ["resumed"]
+    assert text(events).startswith("heard: go")
