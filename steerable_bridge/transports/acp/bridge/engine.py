@@ -190,8 +190,10 @@ class AcpBridge:
                 " it was cancelled — send a shorter request or retry",
             )
         except RequestError as error:
+            data = error.data if isinstance(error.data, dict) else {}
+            code = data.get("code") if isinstance(data.get("code"), str) else None
             end = PromptFailed(
-                "acp_agent_error",
+                code or "acp_agent_error",
                 f"the ACP agent answered the prompt with an error: {error} (JSON-RPC"
                 f" {error.code}{_data(error)}); fix what it says and send the message again",
             )

@@ -4,8 +4,9 @@
 LoopEvents that carry it, as `(event class, fields)` pairs the engine records through the
 turn's recorder; `permission(tool_call)` does the same for the call a
 `session/request_permission` names; `close(...)` ends whatever the prompt left open. It
-never assumes the agent is ours (no `_meta.steerable` needed; a `_meta.steerable.name`
-names the tool when present) and ignores update kinds it does not know.
+never assumes the agent is ours (no `_meta.steerable` needed; when present it names the
+tool, and a result's exact status — `cancelled` too —, error and content) and ignores
+update kinds it does not know.
 
 | ACP update                          | LoopEvents                                               |
 |-------------------------------------|----------------------------------------------------------|
@@ -14,8 +15,8 @@ names the tool when present) and ignores update kinds it does not know.
 | agent_thought_chunk (text)          | reasoning_start / reasoning_delta / reasoning_end, alike  |
 | tool_call                           | tool_call_start; its end (one tool_call_delta with the   |
 |                                     | whole rawInput, tool_call_end with kind, title,          |
-|                                     | locations) waits for the call to run or ask, since       |
-|                                     | agents often send rawInput in a later update             |
+|                                     | locations) at once when it has rawInput, else when the   |
+|                                     | call runs or asks (agents often send it in an update)    |
 | tool_call_update                    | in_progress → tool_started; content while running →      |
 |                                     | tool_output (the new parts); completed / failed →        |
 |                                     | tool_finished (content: text, diff, terminal; rawOutput) |
@@ -181,9 +182,14 @@ class _Call:
             self.arguments_json = raw
 
 
-def _steerable_name(meta: Any) -> str | None:
+def _own(meta: Any) -> dict[str, Any]:
+    """`_meta.steerable` when the agent is ours (it says more than ACP can); else empty."""
     own = meta.get("steerable") if isinstance(meta, dict) else None
-    name = own.get("name") if isinstance(own, dict) else None
+    return own if isinstance(own, dict) else {}
+
+
+def _steerable_name(meta: Any) -> str | None:
+    name = _own(meta).get("name")
     return name if isinstance(name, str) and name else None
 
 
@@ -298,6 +304,8 @@ class UpdateMapper:
         call, out = self._call(update)
         if call.finished:
             return out
+        if isinstance(update, acp.ToolCallStart) and update.raw_input is not None:
+            self._end(call, out)  # its input is known: complete now, as our loop does
         content = tool_parts(update.content) if update.content is not None else None
         previous = call.content
         if content is not None:
@@ -307,10 +315,17 @@ class UpdateMapper:
             self._start(call, out)
             call.finished = True
             error = None
-            if status == "failed":
+            own = _own(update.field_meta)
+            if own.get("status") in ("completed", "failed", "cancelled"):
+                status = own["status"]  # ours: ACP has no `cancelled`
+            if isinstance(own.get("parts"), int):  # ours: the error's text is not content
+                call.content = call.content[: own["parts"]]
+            if status != "completed":
                 text = " ".join(p.text for p in call.content if isinstance(p, TextPart)).strip()
+                given: dict[str, Any] = own["error"] if isinstance(own.get("error"), dict) else {}
                 error = ToolError(
-                    code="tool_failed", message=text or "the bridged agent's tool failed"
+                    code=str(given.get("code") or "tool_failed"),
+                    message=str(given.get("message") or text or "the bridged agent's tool failed"),
                 )
             out.append(
                 (

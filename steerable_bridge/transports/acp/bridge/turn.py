@@ -18,8 +18,9 @@
    once, `ask` asks (bounded) and records `permission_requested` / `permission_resolved`,
    `defer` records `permission_requested` and ends the run `interrupted` with an approval
    interrupt, parking the prompt. Cancel → `session/cancel`, and the rest of the prompt is
-   recorded for at most `cancel_grace_s`. When the prompt ends, queued steering (then
-   follow-ups) becomes the next prompt of the same run. The run ends with one
+   recorded for at most `cancel_grace_s`. Steering goes to the agent mid-turn when it
+   takes it (ours: `_steerable/steer`); otherwise, and follow-ups, it becomes the next
+   prompt of the same run when the prompt ends. The run ends with one
    `run_finished` (the agent's stop reason, the usage it reported) or `run_failed` (the
    agent exited — `acp_agent_exited` — or answered with an error, or could not start).
 """
@@ -37,6 +38,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import StopReason
 from steerable_bridge.runtime.permissions import PermissionRequest
 from steerable_bridge.runtime.recorder import TurnRecorder
+from steerable_bridge.runtime.steering import Queued
 from steerable_bridge.runtime.storage import StoreError
 from steerable_bridge.runtime.tool_batch import APPROVAL_SCHEMA, STOP_OPTION
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
@@ -72,6 +74,8 @@ __all__ = ["BridgeTurn"]
 log = logging.getLogger("steerable_bridge.acp.bridge")
 
 BRIDGE_HOOK = "acp-bridge"
+STEER_POLL_S = 0.1
+"""How often a prompt with nothing arriving looks at the steering queue."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,8 @@ class BridgeTurn:
         self.interrupts: list[Interrupt] = []
         self.stopped = False
         self.mapper: UpdateMapper | None = None
+        self.unforwarded: list[Queued] = []
+        """Steering the agent could not take mid-turn: sent as the next prompt."""
 
     async def emit(self, cls: type[ev.EventBase], /, **fields: Any) -> ev.EventBase:
         return await self.rec.emit(cls, **fields)
@@ -141,7 +147,7 @@ class BridgeTurn:
                 end = await self.stream(await self.start(content))
                 if end != "end_turn" or self.stopped:
                     return await self.end(end)
-                steering = ctx.steering.take()
+                steering, self.unforwarded = self.unforwarded + ctx.steering.take(), []
                 follow_ups = ctx.follow_ups.take() if not steering else []
                 if not steering and not follow_ups:
                     return await self.end(end)
@@ -226,12 +232,16 @@ class BridgeTurn:
         grace_end = 0.0
         while True:
             item = None
+            if len(ctx.steering) and not cancelled:
+                await self.forward_steering(prompt)
             if not ctx.cancel.cancelled:
                 try:  # what already arrived is taken without a trip through the event loop
                     item = prompt.receive.receive_nowait()
                 except anyio.WouldBlock:
-                    with ctx.cancel.scope():
+                    with ctx.cancel.scope(), anyio.move_on_after(STEER_POLL_S):
                         item = await self._next(prompt)
+                    if item is None and not ctx.cancel.cancelled:
+                        continue  # nothing yet: look at the steering queue again
                 except (anyio.EndOfStream, anyio.ClosedResourceError):
                     item = await self._next(prompt)
             if item is None:
@@ -264,6 +274,36 @@ class BridgeTurn:
                     return "interrupted"
                 continue
             await self.emit_all(prompt.mapper.update(item))
+
+    async def forward_steering(self, prompt: Prompt) -> None:
+        """Hand queued steering to an agent that takes it mid-turn (ours: `_steerable/steer`,
+        as its `initialize` advertises), logged as `steer_applied`; the rest waits to be
+        sent as the next prompt."""
+        queued = self.ctx.steering.take()
+        caps = prompt.live.init.agent_capabilities
+        own = (caps.field_meta or {}).get("steerable") if caps is not None else None
+        for content, message_id in queued:
+            text = "".join(p.text for p in content if isinstance(p, TextPart))
+            taken = False
+            if (
+                isinstance(own, dict)
+                and "steer" in own
+                and all(isinstance(p, TextPart) for p in content)
+            ):
+                try:
+                    with anyio.fail_after(10):
+                        reply = await prompt.live.conn.ext_method(
+                            "steerable/steer",
+                            {"sessionId": prompt.child.session_id, "text": text},
+                        )
+                    taken = reply.get("taken") is True
+                except Exception as error:
+                    log.info("the ACP agent did not take a steer: %s", error)
+            if taken:
+                message_id = message_id or self.rec.new_id("steer")
+                await self.emit(ev.SteerApplied, message_id=message_id, content=content)
+            else:
+                self.unforwarded.append(Queued(content, message_id))
 
     async def _next(self, prompt: Prompt) -> object:
         try:

@@ -198,3 +198,29 @@ def test_stop_reasons_and_usage_of_the_prompt_response() -> None:
     )
     assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens) == (10, 5, 4)
     assert run_usage(None).total_tokens == 0
+
+
+def test_a_call_with_its_input_ends_at_once_and_our_own_agent_says_cancelled() -> None:
+    m = mapper()
+    out = m.update(call(title="Wait", status="pending", raw_input={}))
+    assert kinds(out) == ["tool_call_start", "tool_call_delta", "tool_call_end"]
+    failed = m.update(
+        progress(
+            status="failed",
+            content=[
+                acp.ContentToolCallContent(
+                    type="content", content=acp.TextContentBlock(type="text", text="stopped")
+                )
+            ],
+            field_meta={
+                "steerable": {
+                    "status": "cancelled",
+                    "parts": 0,
+                    "error": {"code": "cancelled", "message": "stopped"},
+                }
+            },
+        )
+    )
+    finished = failed[-1][1]
+    assert finished["status"] == "cancelled" and finished["content"] == ()
+    assert finished["error"].code == "cancelled"
