@@ -176,7 +176,7 @@ def test_a_command_runs_in_a_terminal_the_bridge_serves_inside_the_workspace(
     assert text_of(second) == "It says forty-two."
 
 
-def test_a_steer_during_the_childs_answer_becomes_its_next_prompt(tmp_path: Path) -> None:
+def test_a_steer_during_the_childs_answer_reaches_it_and_is_answered(tmp_path: Path) -> None:
     slow = {"text": "b" * 200, "chunk_size": 4, "delay_ms": 60}
     with bridged(tmp_path, [slow, {"text": "Steered."}]) as bridge:
         events = []
