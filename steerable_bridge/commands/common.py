@@ -28,7 +28,7 @@ from steerable_bridge.commands.model_deadlines import (
     deadlines_from_args,
 )
 from steerable_bridge.runtime.model import ModelProvider
-from steerable_bridge.runtime.routing import ModelRouter, RouteError, split_route
+from steerable_bridge.runtime.routing import ModelRouter, ProviderFactory, RouteError, split_route
 
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
     from steerable_bridge.adapters.llm.deadlines import CallDeadlines
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers
     from steerable_bridge.runtime.observe import Observer
     from steerable_bridge.runtime.storage import SessionStore
     from steerable_bridge.runtime.tools import Tool
+    from steerable_bridge.runtime.turn import TurnEngine
 
 __all__ = [
     "ConfigError",
@@ -217,12 +218,16 @@ def _pace_ms() -> float:
 
 
 def build_router(
-    model: str, deadlines: CallDeadlines | None = None, env: ModelEnv | None = None
+    model: str,
+    deadlines: CallDeadlines | None = None,
+    env: ModelEnv | None = None,
+    providers: Mapping[str, ProviderFactory] | None = None,
 ) -> ModelRouter:
     """A router with every provider this build ships, offering `model` first; HTTP providers
     bound each call by `deadlines` (the defaults of `CallDeadlines` when None) and configure
     from `env` (the environment plus stored credentials, read here when None), which
-    `router.refresh()` re-reads."""
+    `router.refresh()` re-reads. `providers` adds factories by provider name (a bridged
+    agent's route)."""
     from steerable_bridge.commands.credentials import ModelEnv
 
     env = ModelEnv() if env is None else env
@@ -242,6 +247,8 @@ def build_router(
 
     router.register("demo", demo)
     router.register("scripted", scripted)
+    for name, factory in (providers or {}).items():
+        router.register(name, factory)
     _register_openai(router, env, deadlines)
     _register_anthropic(router, env, deadlines)
     try:
@@ -463,9 +470,13 @@ def build_agent(
     approval: str | None = None,
     observers: Sequence[Observer] = (),
     wrap_store: Callable[[SessionStore], SessionStore] | None = None,
+    engine: TurnEngine | None = None,
+    providers: Mapping[str, ProviderFactory] | None = None,
 ) -> Agent:
     """The agent for a command's parsed options, with `tools` registered globally, turns
-    watched by `observers`, and its store passed through `wrap_store` (e.g. to time it)."""
+    watched by `observers`, and its store passed through `wrap_store` (e.g. to time it).
+    `engine` runs its turns instead of our model loop (a bridge) and `providers` adds model
+    providers by name (the bridged agent's route)."""
     from steerable_bridge.commands.compaction_env import compaction_from_env
     from steerable_bridge.commands.limits_env import limits_from_env
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
@@ -483,7 +494,7 @@ def build_agent(
         deadlines = deadlines_from_args(args)
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    router = build_router(args.model, deadlines, getattr(args, "model_env", None))
+    router = build_router(args.model, deadlines, getattr(args, "model_env", None), providers)
     try:
         router.resolve(args.model)
     except RouteError as err:
@@ -516,6 +527,7 @@ def build_agent(
         config=config,
         observers=observers,
         approvals=build_approvals(args.storage),
+        engine=engine,
     )
     from steerable_bridge.adapters.tools.notes import ProjectNotes
     from steerable_bridge.adapters.tools.spill import FileSpill

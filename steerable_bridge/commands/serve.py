@@ -25,7 +25,11 @@ under uvicorn's supervisor (it restarts a worker that dies): the socket is bound
 and inherited, each worker builds its own agent from the same options (`worker_app`, which
 reads them from `STEERABLE_SERVE_OPTIONS`), and they share the store — SQLite or
 PostgreSQL, never `memory` — which keeps a thread's run in one process and carries steer
-and stop requests to it. Stops on Ctrl-C.
+and stop requests to it. `--acp-agent "CMD ARGS"` serves that ACP agent instead of our
+model loop (bridge mode, `transports/acp/bridge`): our agent with the bridge as its turn
+engine and the route `acp-agent:<name>`, the child process started and stopped by the
+app's lifespan, its fs / terminal requests served inside `--workspace` (one worker only).
+Stops on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -98,6 +102,15 @@ def register(subparsers: Any) -> None:
         help="allow a non-loopback --host without --token (anyone who can reach it can run"
         " the agent)",
     )
+    parser.add_argument(
+        "--acp-agent",
+        default=None,
+        metavar='"CMD ARGS..."',
+        help="serve this ACP agent (a command line, shell-split) instead of our own: each"
+        " thread is a session of that agent, its fs/terminal requests are served inside"
+        " --workspace (refused without one), and its permission requests become AG-UI"
+        " interrupts",
+    )
     add_limit_options(parser)
     parser.add_argument(
         "--max-runs",
@@ -150,6 +163,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(problem)
     if args.workers < 1:
         raise ConfigError("--workers must be at least 1")
+    if getattr(args, "acp_agent", None) is not None and args.workers > 1:
+        raise ConfigError("--acp-agent runs one agent process per server; use --workers 1")
     max_runs(args)
     if args.workers > 1 and args.storage == "memory":
         raise ConfigError(
@@ -217,8 +232,9 @@ def build_app(args: argparse.Namespace) -> Any:
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.transports.agui.app import create_app
-    from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS
 
+    if getattr(args, "acp_agent", None) is not None:
+        return _bridge_app(args)
     tools = builtin_tools(shared_state=True)
     cwd = args.cwd
     if args.workspace is not None:
@@ -233,18 +249,101 @@ def build_app(args: argparse.Namespace) -> Any:
     metrics = ServerMetrics()
     observers = [metrics, *tracing_observers()]
     agent = build_agent(args, tools=tools, observers=observers, wrap_store=metrics.timed_store)
-    return create_app(
-        agent,
-        metrics=metrics,
-        token=args.token or None,
-        max_body=args.max_body,
-        cors_origins=tuple(args.cors_origin),
-        cwd=cwd,
-        allowed_hosts=(args.host, *args.allowed_host),
-        any_ip_host=args.host in WILDCARD_HOSTS,
-        max_runs=max_runs(args),
-        on_idle=release_idle_memory,
+    return create_app(agent, metrics=metrics, cwd=cwd, **_app_options(args))
+
+
+def _app_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `create_app` takes from the options besides the agent, its metrics and cwd."""
+    from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS
+
+    return {
+        "token": args.token or None,
+        "max_body": args.max_body,
+        "cors_origins": tuple(args.cors_origin),
+        "allowed_hosts": (args.host, *args.allowed_host),
+        "any_ip_host": args.host in WILDCARD_HOSTS,
+        "max_runs": max_runs(args),
+        "on_idle": release_idle_memory,
+    }
+
+
+def _bridge_app(args: argparse.Namespace) -> Any:
+    """`--acp-agent`: the AG-UI app over our agent whose turns the ACP bridge runs, with the
+    child agent started and stopped by the app's lifespan (around the agent's own)."""
+    from contextlib import asynccontextmanager
+
+    from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
+    from steerable_bridge.commands.telemetry import tracing_observers
+    from steerable_bridge.transports.acp.bridge import ROUTE_PROVIDER, AcpBridge
+    from steerable_bridge.transports.acp.bridge.route import BridgedAgentRoute
+    from steerable_bridge.transports.agui.app import create_app
+
+    argv = agent_command(args.acp_agent)
+    environment = None
+    cwd = args.cwd
+    if args.workspace is not None:
+        from steerable_bridge.adapters.tools.local_env import LocalEnvironment
+        from steerable_bridge.adapters.tools.paths import Workspace
+
+        if not os.path.isdir(args.workspace):
+            raise ConfigError(f"--workspace {args.workspace} is not a directory; pass a folder")
+        environment = LocalEnvironment(Workspace.of(args.workspace), policy=command_policy(args))
+        cwd = args.workspace
+    name = agent_name(argv)
+    bridge = AcpBridge(argv, environment=environment, cwd=cwd, name=name)
+    args.model = f"{ROUTE_PROVIDER}:{name}"
+    metrics = ServerMetrics()
+    agent = build_agent(
+        args,
+        observers=[metrics, *tracing_observers()],
+        wrap_store=metrics.timed_store,
+        engine=bridge,
+        providers={ROUTE_PROVIDER: BridgedAgentRoute},
     )
+    app = create_app(agent, metrics=metrics, cwd=cwd, **_app_options(args))
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        async with bridge.running(), inner(app) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+_LAUNCHERS = ("python", "node", "npx", "uvx", "uv", "bunx", "bun", "pnpm", "pipx", "deno")
+
+
+def agent_command(line: str) -> list[str]:
+    """`--acp-agent`'s command line, shell-split, or a `ConfigError` naming the remedy."""
+    import shlex
+    import shutil
+
+    try:
+        argv = shlex.split(line)
+    except ValueError as err:
+        raise ConfigError(f"--acp-agent {line!r} is not a valid command line: {err}") from None
+    if not argv:
+        raise ConfigError('--acp-agent needs a command line, e.g. --acp-agent "codex-acp"')
+    if shutil.which(argv[0]) is None:
+        raise ConfigError(
+            f"--acp-agent: {argv[0]!r} is not a program on PATH; install the agent or give"
+            " its full path"
+        )
+    return argv
+
+
+def agent_name(argv: list[str]) -> str:
+    """A short name for the agent (its route `acp-agent:<name>`): the program, or for a
+    launcher (`npx`, `python -m`, ...) the package it starts."""
+    name = os.path.basename(argv[0])
+    if name.startswith(_LAUNCHERS):
+        package = next((a for a in argv[1:] if not a.startswith("-") and a != "run"), None)
+        if package is not None:
+            version = package.find("@", 1)  # a pinned version: pkg@1.2, @scope/pkg@1.2
+            name = os.path.basename(package[:version] if version > 0 else package)
+    return name.replace(":", "-") or "agent"
 
 
 def max_runs(args: argparse.Namespace) -> int | None:

@@ -1,0 +1,490 @@
+"""One of our turns, run as prompts of the bridged ACP agent and recorded as LoopEvents.
+
+`BridgeTurn.run()` reads top to bottom as the turn, in the order the native loop logs it:
+
+1. `run_started`; a prompt an earlier run left parked on a permission request is settled —
+   the run's `resume` decision answers the agent's still-pending request (approve → its
+   allow-once option, reject → reject-once, reject-and-stop → the agent's own
+   `reject_stop` option when it offers one, else reject-once and `session/cancel`; no
+   decision → `cancelled`, with `session/cancel`) and the rest of that prompt streams into
+   this run. Open calls with no parked prompt (the server restarted meanwhile) get a
+   `cancelled` result.
+2. The client's shared state (`state_snapshot`), the user's message (`user_message`, and a
+   title on the first one), then `session/prompt` — with any user messages logged since the
+   last run in front (the earlier messages of one AG-UI request) — to the agent's session for this
+   conversation (`engine.py` opens or reopens it) and every update it sends, mapped by
+   `mapping.py` and recorded through the turn's `TurnRecorder` (log, facts, sink, commits).
+3. A permission request: the session's policy decides — allow / deny answer the agent at
+   once, `ask` asks (bounded) and records `permission_requested` / `permission_resolved`,
+   `defer` records `permission_requested` and ends the run `interrupted` with an approval
+   interrupt, parking the prompt. Cancel → `session/cancel`, and the rest of the prompt is
+   recorded for at most `cancel_grace_s`. Steering goes to the agent mid-turn when it
+   takes it (ours: `_steerable/steer`); otherwise, and follow-ups, it becomes the next
+   prompt of the same run when the prompt ends. The run ends with one
+   `run_finished` (the agent's stop reason, the usage it reported) or `run_failed` (the
+   agent exited — `acp_agent_exited` — or answered with an error, or could not start).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+from acp import RequestError
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.events import StopReason
+from steerable_bridge.runtime.permissions import PermissionRequest
+from steerable_bridge.runtime.recorder import TurnRecorder
+from steerable_bridge.runtime.steering import Queued
+from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.tool_batch import APPROVAL_SCHEMA, STOP_OPTION
+from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
+from steerable_bridge.runtime.values import (
+    ContentPart,
+    Interrupt,
+    PermissionOption,
+    TextPart,
+    ToolCall,
+    ToolError,
+)
+from steerable_bridge.transports.acp.bridge.child import AgentUnavailable, Live
+from steerable_bridge.transports.acp.bridge.client import Asked, PromptDone, PromptFailed
+from steerable_bridge.transports.acp.bridge.engine import (
+    REQUEST_TIMEOUT_S,
+    SESSION_OPTION,
+    AcpBridge,
+    Parked,
+    Prompt,
+)
+from steerable_bridge.transports.acp.bridge.mapping import (
+    Emission,
+    UpdateMapper,
+    config_options,
+    run_stop_reason,
+    run_usage,
+    session_level,
+)
+from steerable_bridge.transports.acp.renderer import content_block
+
+__all__ = ["BridgeTurn"]
+
+log = logging.getLogger("steerable_bridge.acp.bridge")
+
+BRIDGE_HOOK = "acp-bridge"
+STEER_POLL_S = 0.1
+"""How often a prompt with nothing arriving looks at the steering queue."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    code: str
+    message: str
+
+
+_End = StopReason | _Failed
+"""How streaming a prompt ended: a stop reason (`interrupted` when parked) or a failure."""
+
+
+class BridgeTurn:
+    """One turn of a bridged conversation (see the module docstring)."""
+
+    def __init__(self, bridge: AcpBridge, ctx: TurnContext, turn: TurnInput) -> None:
+        self.bridge = bridge
+        self.ctx = ctx
+        self.turn = turn
+        self.rec = TurnRecorder(ctx, turn)
+        self.session_id = ctx.log.session_id
+        self.interrupts: list[Interrupt] = []
+        self.stopped = False
+        self.mapper: UpdateMapper | None = None
+        self.unforwarded: list[Queued] = []
+        """Steering the agent could not take mid-turn: sent as the next prompt."""
+
+    async def emit(self, cls: type[ev.EventBase], /, **fields: Any) -> ev.EventBase:
+        return await self.rec.emit(cls, **fields)
+
+    async def emit_all(self, emissions: list[Emission]) -> None:
+        for cls, fields in emissions:
+            await self.rec.emit(cls, **fields)
+
+    async def run(self) -> RunOutcome:
+        ctx, turn = self.ctx, self.turn
+        earlier = self.unsent()
+        try:
+            await self.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
+            parked = self.bridge.parked.pop(self.session_id, None)
+            if parked is not None:
+                withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
+                end = await self.settle(parked)
+                if self.stopped or ctx.cancel.cancelled or end not in ("end_turn", "cancelled"):
+                    return await self.end(end)
+                if end == "cancelled" and not withdrawn:
+                    return await self.end(end)  # a new message goes on after a withdrawn ask
+            elif ctx.facts.open_calls:
+                await self.drop_open_calls()
+                if turn.resume and not turn.content:
+                    return await self.fail(
+                        "acp_agent_request_lost",
+                        "the ACP agent's permission request is gone (the server or the agent"
+                        " restarted while it waited); send your message again",
+                    )
+            if turn.state_json is not None:
+                await self.emit(ev.StateSnapshot, state_json=turn.state_json)
+            if not turn.content:
+                return await self.end("end_turn")
+            await self.emit(
+                ev.UserMessage,
+                message_id=turn.message_id or self.rec.new_id("user"),
+                content=turn.content,
+            )
+            if ctx.facts.title is None:
+                await self.emit(ev.SessionInfo, title=_title(turn.content))
+            content: tuple[ContentPart, ...] = earlier + turn.content
+            while True:
+                end = await self.stream(await self.start(content))
+                if end != "end_turn" or self.stopped:
+                    return await self.end(end)
+                steering, self.unforwarded = self.unforwarded + ctx.steering.take(), []
+                follow_ups = ctx.follow_ups.take() if not steering else []
+                if not steering and not follow_ups:
+                    return await self.end(end)
+                cls = ev.SteerApplied if steering else ev.FollowUpApplied
+                parts: list[ContentPart] = []
+                for queued, message_id in steering or follow_ups:
+                    await self.emit(
+                        cls, message_id=message_id or self.rec.new_id("steer"), content=queued
+                    )
+                    parts.extend(queued)
+                content = tuple(parts)
+        except AgentUnavailable as error:
+            return await self.fail(error.code, error.message)
+        except RequestError as error:
+            return await self.fail("acp_agent_error", f"the ACP agent refused: {error}")
+        except StoreError as error:
+            log.warning("run %s: the session store failed: %s", self.rec.run_id, error.message)
+            return await self.fail(error.code, error.message)
+        except Exception as error:
+            log.exception("bridged run %s failed with an unexpected error", self.rec.run_id)
+            return await self.fail("internal_error", f"{type(error).__name__}: {error}")
+
+    def unsent(self) -> tuple[ContentPart, ...]:
+        """User messages logged since the last run, outside any (the earlier messages of
+        one AG-UI request): the agent has not seen them, so they open the next prompt."""
+        view = self.ctx.log.view()
+        parts: list[ContentPart] = []
+        index = len(view) - 1
+        while index >= 0 and view[index].run_id == "":
+            event = view[index]
+            if isinstance(event, ev.UserMessage):
+                parts[:0] = event.content
+            index -= 1
+        return tuple(parts)
+
+    # -- the child's session and prompt -----------------------------------------------------
+
+    async def child_session(self, live: Live) -> str:
+        bridge, ctx = self.bridge, self.ctx
+        opened = bridge.opened.get(self.session_id)
+        if opened is not None and opened[1] == live.incarnation:
+            return opened[0]
+        stored = ctx.facts.config.get(SESSION_OPTION)
+        why = None
+        if stored is not None:
+            why = await bridge.reopen(live, stored, ctx.cwd)
+            if why is None:
+                bridge.opened[self.session_id] = (stored, live.incarnation)
+                return stored
+        with anyio.fail_after(REQUEST_TIMEOUT_S):
+            created = await live.conn.new_session(cwd=ctx.cwd, mcp_servers=[])
+        await self.emit(ev.ConfigChanged, option_id=SESSION_OPTION, value=created.session_id)
+        if stored is not None:
+            detail = (
+                f"the ACP agent could not continue its session {stored} ({why}), so this"
+                f" conversation goes on in its new session {created.session_id}, which does"
+                " not remember the earlier turns"
+            )
+            log.warning("conversation %s: %s", self.session_id, detail)
+            await self.emit(
+                ev.HookAction, hook=BRIDGE_HOOK, action="new_agent_session", detail=detail
+            )
+        if created.modes is not None:
+            await self.emit(ev.ModeChanged, mode_id=created.modes.current_mode_id)
+        await self.emit_all(config_options(created.config_options))
+        bridge.opened[self.session_id] = (created.session_id, live.incarnation)
+        return created.session_id
+
+    async def start(self, content: tuple[ContentPart, ...]) -> Prompt:
+        live = await self.bridge.child.ready()
+        child = self.bridge.client.session(await self.child_session(live))
+        for update in child.take_between():  # what it said about the session since
+            await self.emit_all(session_level(update) or [])
+        self.mapper = UpdateMapper(new_id=self.rec.new_id)
+        blocks: list[object] = [content_block(part) for part in content]
+        return self.bridge.start(live, child, blocks, self.mapper)
+
+    async def stream(self, prompt: Prompt) -> _End:
+        """Record the prompt's updates until it ends, fails, or parks on a permission."""
+        ctx = self.ctx
+        cancelled = False
+        grace_end = 0.0
+        while True:
+            item = None
+            if len(ctx.steering) and not cancelled:
+                await self.forward_steering(prompt)
+            if not ctx.cancel.cancelled:
+                try:  # what already arrived is taken without a trip through the event loop
+                    item = prompt.receive.receive_nowait()
+                except anyio.WouldBlock:
+                    with ctx.cancel.scope(), anyio.move_on_after(STEER_POLL_S):
+                        item = await self._next(prompt)
+                    if item is None and not ctx.cancel.cancelled:
+                        continue  # nothing yet: look at the steering queue again
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    item = await self._next(prompt)
+            if item is None:
+                if not cancelled:
+                    cancelled = True
+                    grace_end = anyio.current_time() + self.bridge.cancel_grace_s
+                    await self.bridge.cancel_child(prompt.live, prompt.child.session_id)
+                with anyio.move_on_after(max(0.0, grace_end - anyio.current_time())):
+                    item = await self._next(prompt)
+                if item is None:  # the agent did not end its prompt in time: let it go
+                    log.warning("the ACP agent did not end a cancelled prompt in time")
+                    prompt.child.close_prompt()
+                    await self.emit_all(prompt.mapper.close("cancelled"))
+                    return "cancelled"
+            if isinstance(item, PromptDone):
+                prompt.child.close_prompt()
+                self.rec.usage = self.rec.usage + run_usage(item.response.usage)
+                stop = "cancelled" if cancelled else run_stop_reason(item.response.stop_reason)
+                await self.emit_all(prompt.mapper.close("cancelled" if cancelled else "end"))
+                return stop
+            if isinstance(item, PromptFailed):
+                prompt.child.close_prompt()
+                await self.emit_all(prompt.mapper.close("failed"))
+                return _Failed(item.code, item.message)
+            if isinstance(item, Asked):
+                if cancelled:
+                    item.reply(None)
+                    continue
+                if await self.permission(prompt, item):
+                    return "interrupted"
+                continue
+            await self.emit_all(prompt.mapper.update(item))
+
+    async def forward_steering(self, prompt: Prompt) -> None:
+        """Hand queued steering to an agent that takes it mid-turn (ours: `_steerable/steer`,
+        as its `initialize` advertises), logged as `steer_applied`; the rest waits to be
+        sent as the next prompt."""
+        queued = self.ctx.steering.take()
+        caps = prompt.live.init.agent_capabilities
+        own = (caps.field_meta or {}).get("steerable") if caps is not None else None
+        for content, message_id in queued:
+            text = "".join(p.text for p in content if isinstance(p, TextPart))
+            taken = False
+            if (
+                isinstance(own, dict)
+                and "steer" in own
+                and all(isinstance(p, TextPart) for p in content)
+            ):
+                try:
+                    with anyio.fail_after(10):
+                        reply = await prompt.live.conn.ext_method(
+                            "steerable/steer",
+                            {"sessionId": prompt.child.session_id, "text": text},
+                        )
+                    taken = reply.get("taken") is True
+                except Exception as error:
+                    log.info("the ACP agent did not take a steer: %s", error)
+            if taken:
+                message_id = message_id or self.rec.new_id("steer")
+                await self.emit(ev.SteerApplied, message_id=message_id, content=content)
+            else:
+                self.unforwarded.append(Queued(content, message_id))
+
+    async def _next(self, prompt: Prompt) -> object:
+        try:
+            return await prompt.receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return PromptFailed(
+                "acp_agent_exited", "the ACP agent's prompt ended without an answer"
+            )
+
+    # -- permissions ------------------------------------------------------------------------
+
+    async def permission(self, prompt: Prompt, asked: Asked) -> bool:
+        """Decide the agent's permission request; True when it was deferred (parked)."""
+        ctx = self.ctx
+        emissions, name, title = prompt.mapper.permission(asked.tool_call)
+        await self.emit_all(emissions)
+        call_id = asked.tool_call.tool_call_id
+        call = prompt.mapper.calls[call_id]
+        options = tuple(
+            PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind) for o in asked.options
+        )
+        request = PermissionRequest(
+            session_id=self.session_id,
+            call=ToolCall(call_id=call_id, name=name, arguments_json=call.arguments_json),
+            tool_kind=call.kind,
+            title=title,
+            options=options,
+        )
+        verdict, reason = ctx.policy.verdict(request)
+        if verdict in ("allow", "deny"):
+            asked.reply(_pick(options, allow=verdict == "allow"))
+            if verdict == "deny":
+                log.info("bridged call %s denied by policy: %s", call_id, reason)
+            return False
+        await self.emit(ev.PermissionRequested, call_id=call_id, tool_name=name, options=options)
+        if verdict == "defer":
+            self.interrupts.append(
+                Interrupt(
+                    id=f"approval-{call_id}",
+                    reason=f"Approve {title}?",
+                    tool_call_id=call_id,
+                    response_schema_json=APPROVAL_SCHEMA,
+                )
+            )
+            self.bridge.parked[self.session_id] = Parked(
+                prompt=prompt, asked=asked, call_id=call_id, tool_name=name
+            )
+            return True
+        answer = None
+        with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
+            answer = await ctx.policy.ask(request)
+        outcome = answer.outcome if answer is not None else "cancelled"
+        await self.emit(
+            ev.PermissionResolved,
+            call_id=call_id,
+            tool_name=name,
+            outcome=outcome,
+            option_id=answer.option_id if answer is not None else None,
+        )
+        asked.reply(answer.option_id if answer is not None and outcome != "cancelled" else None)
+        return False
+
+    async def settle(self, parked: Parked) -> _End:
+        """Answer the parked prompt's request with this run's decision; stream the rest."""
+        prompt, asked = parked.prompt, parked.asked
+        self.mapper = prompt.mapper
+        decision = next((d for d in self.turn.resume if d.call_id == parked.call_id), None)
+        options = tuple(
+            PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind) for o in asked.options
+        )
+        late = asked.answered.is_set()  # the agent stopped waiting (the client's bound)
+        if decision is None or late:
+            if not late:
+                await self.bridge.cancel_child(prompt.live, prompt.child.session_id)
+                asked.reply(None)
+            await self.emit(
+                ev.PermissionResolved, call_id=parked.call_id, tool_name=parked.tool_name,
+                outcome="cancelled",
+            )  # fmt: skip
+        else:
+            stop = not decision.approved and decision.stop
+            choice = _pick(options, allow=decision.approved)
+            if stop:
+                own = next((o.option_id for o in options if o.option_id == STOP_OPTION), None)
+                choice = own or choice
+                self.stopped = True
+            await self.emit(
+                ev.PermissionResolved,
+                call_id=parked.call_id,
+                tool_name=parked.tool_name,
+                outcome="allow_once" if decision.approved else "reject_once",
+                option_id=choice,
+            )
+            asked.reply(choice)
+            if stop and choice != STOP_OPTION:
+                await self.bridge.cancel_child(prompt.live, prompt.child.session_id)
+        end = await self.stream(prompt)
+        return "rejected" if self.stopped and not isinstance(end, _Failed) else end
+
+    async def drop_open_calls(self) -> None:
+        for call_id in list(self.ctx.facts.open_calls):
+            await self.emit(
+                ev.ToolFinished,
+                call_id=call_id,
+                status="cancelled",
+                error=ToolError(
+                    code="cancelled",
+                    message="the ACP agent's request for this call is gone (it or the server"
+                    " restarted), so the call did not run",
+                ),
+            )
+
+    # -- ending -----------------------------------------------------------------------------
+
+    async def _close_open(self, why: Literal["end", "cancelled", "failed"]) -> None:
+        waiting = {i.tool_call_id for i in self.interrupts}
+        parked = self.bridge.parked.get(self.session_id)
+        if parked is not None and parked.prompt.mapper is self.mapper:
+            # the prompt goes on in the agent: its calls finish in the run that resumes it
+            waiting |= {c.call_id for c in parked.prompt.mapper.calls.values() if not c.finished}
+        elif self.mapper is not None:
+            await self.emit_all(self.mapper.close(why))
+        for call_id in list(self.ctx.facts.open_calls):
+            if call_id not in waiting:
+                await self.emit(
+                    ev.ToolFinished,
+                    call_id=call_id,
+                    status="cancelled",
+                    error=ToolError(code="cancelled", message="cancelled before it finished"),
+                )
+
+    async def end(self, end: _End) -> RunOutcome:
+        if isinstance(end, _Failed):
+            return await self.fail(end.code, end.message)
+        interrupted = end == "interrupted"
+        with anyio.CancelScope(shield=True):
+            await self._close_open("cancelled" if end == "cancelled" else "end")
+            final = await self.emit(
+                ev.RunFinished,
+                stop_reason=end,
+                usage=self.rec.usage,
+                interrupts=tuple(self.interrupts) if interrupted else (),
+            )
+        return RunOutcome(
+            run_id=self.rec.run_id,
+            stop_reason=end,
+            usage=self.rec.usage,
+            final_event=final,  # type: ignore[arg-type]
+        )
+
+    async def fail(self, code: str, message: str) -> RunOutcome:
+        with anyio.CancelScope(shield=True):
+            self.bridge.parked.pop(self.session_id, None)
+            self.interrupts.clear()
+            final = None
+            if not self.rec.ended:
+                await self._close_open("failed")
+                final = await self.emit(ev.RunFailed, code=code, message=message)
+        return RunOutcome(
+            run_id=self.rec.run_id,
+            stop_reason=None,
+            usage=self.rec.usage,
+            error_code=code,
+            error_message=message,
+            final_event=final,  # type: ignore[arg-type]
+        )
+
+
+def _pick(options: tuple[PermissionOption, ...], *, allow: bool) -> str | None:
+    """The agent's option for a plain allow (once, else always) or reject (once, else
+    always); None (answered `cancelled`) when it offers no such option."""
+    kinds = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+    for kind in kinds:
+        for option in options:
+            if option.kind == kind and option.option_id != STOP_OPTION:
+                return option.option_id
+    return None
+
+
+def _title(content: tuple[ContentPart, ...]) -> str:
+    text = " ".join(" ".join(p.text for p in content if isinstance(p, TextPart)).split())
+    if not text:
+        return "New session"
+    return text if len(text) <= 60 else text[:57] + "..."
