@@ -276,6 +276,7 @@ def anthropic_routes(env: Mapping[str, str]) -> list[str]:
 HTTP_PROVIDERS = {
     "openai": "steerable_bridge.adapters.llm.openai_compat",
     "anthropic": "steerable_bridge.adapters.llm.anthropic",
+    "openai-responses": "steerable_bridge.adapters.llm.openai_responses",
 }
 """The HTTP model adapters by route prefix; each module's `register` offers that prefix."""
 

@@ -63,6 +63,7 @@ __all__ = [
     "HttpStreamProvider",
     "Remedies",
     "StreamDecoder",
+    "bearer_headers",
     "is_loopback",
 ]
 
@@ -78,6 +79,15 @@ def is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def bearer_headers(api_key: str | None) -> dict[str, str]:
+    """Headers asking for an event stream, with `Authorization: Bearer KEY` when there is a
+    key (the OpenAI-style wires)."""
+    headers = {"Accept": "text/event-stream"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,6 +38,7 @@ from steerable_bridge.adapters.llm.http_stream import (
     HttpConfig,
     HttpStreamProvider,
     Remedies,
+    bearer_headers,
     is_loopback,
 )
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
@@ -59,6 +60,7 @@ __all__ = [
     "config_from_env",
     "factory",
     "is_loopback",
+    "openai_status_error",
     "register",
 ]
 
@@ -143,10 +145,7 @@ class OpenAICompatProvider(HttpStreamProvider[OpenAIConfig, ChunkDecoder]):
         return config_from_env(model, env)
 
     def headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        return headers
+        return bearer_headers(self.config.api_key)
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         config = self.config
@@ -187,49 +186,65 @@ class OpenAICompatProvider(HttpStreamProvider[OpenAIConfig, ChunkDecoder]):
         return decoder.feed(payload)
 
     def status_error(self, reply: httpx.Response, tries: int) -> ProviderError:
-        status = reply.status_code
-        body = json_or_text(reply)
-        detail = _error_text(body)
-        base = self.config.base_url
-        if is_context_overflow(status, body):
-            return ProviderError(
-                CONTEXT_OVERFLOW,
-                f"the request does not fit {self.config.model!r}'s context window (HTTP {status}:"
-                f" {detail}) — compact the session (/compact), start a new one, or set"
-                " STEERABLE_CONTEXT_WINDOW to the server's real window",
-            )
-        after = attempts(tries)
-        if status in (401, 403):
-            return ProviderError(
-                "auth_failed",
-                f"{base} refused the API key (HTTP {status}: {detail}) — set STEERABLE_API_KEY"
-                " to a valid key",
-            )
-        if status == 404:
-            return ProviderError(
-                "model_not_found",
-                f"{base} has no model {self.config.model!r} or no /chat/completions endpoint"
-                f" (HTTP 404: {detail}) — check --model openai:NAME and STEERABLE_BASE_URL",
-            )
-        if status == 429:
-            return RetryableError(
-                "rate_limited",
-                f"{base} is rate limiting requests{after} (HTTP 429: {detail}) — wait and send"
-                " the prompt again, or check your plan's limits",
-                retry_after(reply),
-            )
-        if status in _RETRY_STATUS:
-            return RetryableError(
-                "server_error",
-                f"{base} failed{after} (HTTP {status}: {detail}) — the model server is in"
-                " trouble; check its log or try again later",
-                retry_after(reply),
-            )
-        return ProviderError(
-            "bad_request",
-            f"{base} rejected the request (HTTP {status}: {detail}) — check that the model"
-            " supports this request (tools, images) and the server's log",
+        config = self.config
+        return openai_status_error(
+            reply,
+            tries,
+            base_url=config.base_url,
+            route=f"{self.prefix}:NAME",
+            model=config.model,
+            path=self.path,
         )
+
+
+def openai_status_error(
+    reply: httpx.Response, tries: int, *, base_url: str, route: str, model: str, path: str
+) -> ProviderError:
+    """The error for an OpenAI-style reply other than 200 on try `tries` (0-based): `route`
+    and `path` name what to check on a 404 (`openai:NAME`, `/chat/completions`)."""
+    status = reply.status_code
+    body = json_or_text(reply)
+    detail = _error_text(body)
+    base = base_url
+    if is_context_overflow(status, body):
+        return ProviderError(
+            CONTEXT_OVERFLOW,
+            f"the request does not fit {model!r}'s context window (HTTP {status}:"
+            f" {detail}) — compact the session (/compact), start a new one, or set"
+            " STEERABLE_CONTEXT_WINDOW to the server's real window",
+        )
+    after = attempts(tries)
+    if status in (401, 403):
+        return ProviderError(
+            "auth_failed",
+            f"{base} refused the API key (HTTP {status}: {detail}) — set STEERABLE_API_KEY"
+            " to a valid key",
+        )
+    if status == 404:
+        return ProviderError(
+            "model_not_found",
+            f"{base} has no model {model!r} or no {path} endpoint"
+            f" (HTTP 404: {detail}) — check --model {route} and STEERABLE_BASE_URL",
+        )
+    if status == 429:
+        return RetryableError(
+            "rate_limited",
+            f"{base} is rate limiting requests{after} (HTTP 429: {detail}) — wait and send"
+            " the prompt again, or check your plan's limits",
+            retry_after(reply),
+        )
+    if status in _RETRY_STATUS:
+        return RetryableError(
+            "server_error",
+            f"{base} failed{after} (HTTP {status}: {detail}) — the model server is in"
+            " trouble; check its log or try again later",
+            retry_after(reply),
+        )
+    return ProviderError(
+        "bad_request",
+        f"{base} rejected the request (HTTP {status}: {detail}) — check that the model"
+        " supports this request (tools, images) and the server's log",
+    )
 
 
 def _error_text(value: Any) -> str:
