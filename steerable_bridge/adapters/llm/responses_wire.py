@@ -4,8 +4,8 @@
 `POST /responses` call: the system prompt as `instructions`, and the history as `input`
 items — user and assistant messages (`input_text` / `input_image` / `output_text` parts),
 each tool call as a `function_call` item and each result as a `function_call_output` —
-built from the Chat Completions mapping of `openai_wire.to_openai_messages`, so both wires
-render a history the same way. It asks `store: false` (the history is sent whole each
+built from the Chat Completions body of `openai_wire.request_body`, so both wires render a
+history and its tools the same way. It asks `store: false` (the history is sent whole each
 time; nothing is kept server-side). `EventDecoder` turns each decoded stream event into
 our `ModelChunk`s: `response.output_text.delta` and `response.refusal.delta` as text,
 `response.reasoning_summary_text.delta` / `response.reasoning_text.delta` as reasoning,
@@ -20,11 +20,10 @@ repaired per channel (`runtime/surrogates.py`). Pure data mapping: no I/O, used 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from steerable_bridge.adapters.llm.openai_wire import to_openai_messages
+from steerable_bridge.adapters.llm.openai_wire import request_body as chat_body
 from steerable_bridge.runtime.model import (
     FinishReason,
     ModelChunk,
@@ -46,30 +45,23 @@ INCOMPLETE_REASONS: dict[str, FinishReason] = {
 
 
 def request_body(request: ModelRequest, *, model: str, accepts_images: bool) -> dict[str, Any]:
-    """The JSON body of one streaming Responses call."""
-    chat = to_openai_messages(request, accepts_images=accepts_images)
+    """The JSON body of one streaming Responses call, from the Chat Completions body."""
+    chat = chat_body(request, model=model, accepts_images=accepts_images, include_usage=False)
+    messages = chat.pop("messages")
     body: dict[str, Any] = {
         "model": model,
-        "input": to_input_items(chat[1:] if request.system else chat),
+        "input": to_input_items(messages[1:] if request.system else messages),
         "stream": True,
         "store": False,
     }
     if request.system:
         body["instructions"] = request.system
-    if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": json.loads(tool.parameters_json),
-            }
-            for tool in request.tools
-        ]
-    if request.max_tokens is not None:
-        body["max_output_tokens"] = request.max_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    if "tools" in chat:  # {"type": "function", "function": {...}} → {"type": "function", ...}
+        body["tools"] = [{"type": "function", **tool["function"]} for tool in chat["tools"]]
+    if "max_tokens" in chat:
+        body["max_output_tokens"] = chat["max_tokens"]
+    if "temperature" in chat:
+        body["temperature"] = chat["temperature"]
     return body
 
 
