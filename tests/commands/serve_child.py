@@ -21,8 +21,8 @@ COMMAND = [*CLI, "serve"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The test's environment without STEERABLE_* settings, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    """The test's environment without STEERABLE_* and OTEL_* settings, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OTEL_"))}
     return {**env, "STEERABLE_DEMO_PACE_MS": "0", **extra}
 
 
@@ -34,11 +34,12 @@ def started(
     storage: str = "memory",
     **popen: Any,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """Run `serve --port 0 --storage STORAGE ARGS`; yields (base URL, process)."""
+    """Run `serve --port 0 --storage STORAGE ARGS`; yields (base URL, process). Its stderr
+    is dropped unless `popen` says otherwise (`stderr=subprocess.PIPE` to read the logs)."""
+    popen.setdefault("stderr", subprocess.DEVNULL)
     process = subprocess.Popen(
         [*COMMAND, "--port", "0", "--storage", storage, *args],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
         env=dict(env) if env is not None else clean_env(),
         text=True,
         **popen,
