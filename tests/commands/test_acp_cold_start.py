@@ -36,6 +36,7 @@ DEFERRED = (
     "steerable_bridge.adapters.llm.http_stream",  # httpx: imported when an HTTP route resolves
     "steerable_bridge.adapters.llm.openai_compat",
     "steerable_bridge.adapters.llm.anthropic",
+    "steerable_bridge.adapters.llm.openai_responses",
 )
 
 
