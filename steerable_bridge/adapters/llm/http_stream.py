@@ -313,15 +313,16 @@ class HttpStreamProvider(ABC, Generic[C, D]):
             base_url=config.base_url,
             hint=self.remedies.endpoint,
         ) as events:
+            marker, decode, ended = self.done_marker, self._decode, self.ended  # per event
             async for data in events:
-                if data == self.done_marker:
+                if data == marker:
                     if decoder.finish_reason is None:
                         decoder.finish_reason = "end_turn"  # some servers omit it before [DONE]
                     await drain(events)
                     break
-                for chunk in self._decode(decoder, data, tries):
+                for chunk in decode(decoder, data, tries):
                     yield chunk
-                if self.ended(decoder):
+                if ended(decoder):
                     await drain(events)
                     break
         for chunk in decoder.flush():
@@ -348,21 +349,20 @@ class HttpStreamProvider(ABC, Generic[C, D]):
         )
 
     def _decode(self, decoder: D, data: str, tries: int) -> list[ModelChunk]:
-        base, hint = self.config.base_url, self.remedies.endpoint
         try:
             payload = json.loads(data)
         except ValueError:
-            raise ProviderError(
-                "invalid_response",
-                f"{base} sent a stream event that is not JSON: {data[:200]!r}; {hint}",
-            ) from None
+            raise self._undecodable("that is not JSON", data) from None
         if not isinstance(payload, dict):
             return []
         try:
             return self.feed(decoder, payload, tries)
         except (AttributeError, TypeError, ValueError) as err:  # a shape the decoder missed
-            raise ProviderError(
-                "invalid_response",
-                f"{base} sent a stream event of an unexpected shape ({err}): {data[:200]!r};"
-                f" {hint}",
-            ) from None
+            raise self._undecodable(f"of an unexpected shape ({err})", data) from None
+
+    def _undecodable(self, what: str, data: str) -> ProviderError:
+        return ProviderError(
+            "invalid_response",
+            f"{self.config.base_url} sent a stream event {what}: {data[:200]!r};"
+            f" {self.remedies.endpoint}",
+        )
