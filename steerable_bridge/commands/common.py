@@ -15,7 +15,7 @@ This is the composition root: the only place adapters are chosen.
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -106,7 +106,6 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
 
 def load_user_module(spec: str, flag: str) -> ModuleType:
     """Import a user's Python file (`*.py`) or module for `flag`; ConfigError when it fails."""
-    import importlib
     import importlib.util
 
     try:
@@ -249,8 +248,7 @@ def build_router(
     router.register("scripted", scripted)
     for name, factory in (providers or {}).items():
         router.register(name, factory)
-    _register_openai(router, env, deadlines)
-    _register_anthropic(router, env, deadlines)
+    _register_http(router, env, deadlines)
     try:
         split_route(model)
     except RouteError as err:
@@ -282,46 +280,37 @@ def anthropic_routes(env: Mapping[str, str]) -> list[str]:
     return [f"anthropic:{name}" for name in names]
 
 
-def _register_openai(
+HTTP_PROVIDERS = {
+    "openai": "steerable_bridge.adapters.llm.openai_compat",
+    "anthropic": "steerable_bridge.adapters.llm.anthropic",
+    "openai-responses": "steerable_bridge.adapters.llm.openai_responses",
+}
+"""The HTTP model adapters by route prefix; each module's `register` offers that prefix."""
+
+
+def _register_http(
     router: ModelRouter, env: Mapping[str, str], deadlines: CallDeadlines | None
 ) -> None:
-    # Imported when an openai: route is resolved: httpx costs every start ~100 ms otherwise.
-    # The router keeps the provider it returns for the route (one pooled HTTP client each)
-    # and closes it when the agent shuts down; an HTTP provider added here does the same.
-    def openai(name: str) -> ModelProvider:
-        from steerable_bridge.adapters.llm.openai_compat import (
-            OpenAICompatProvider,
-            config_from_env,
-        )
-
-        config = config_from_env(name, env)
-        if deadlines is not None:
-            config = dataclasses.replace(
-                config,
-                deadlines=deadlines,  # a raised idle deadline must not meet httpx's read timeout
-                read_timeout_s=max(config.read_timeout_s, deadlines.idle_s),
-            )
-        return OpenAICompatProvider(config)
-
-    router.register("openai", openai)
+    # What each adapter's `register(router, env, deadlines)` does, with the adapter imported
+    # when its first route is resolved (httpx costs every start ~100 ms otherwise): its
+    # `factory(env, deadlines)`, under its prefix. The router keeps the provider built for
+    # a route (one pooled HTTP client each) and closes it when the agent shuts down.
+    for prefix, module in HTTP_PROVIDERS.items():
+        router.register(prefix, _on_first_use(module, env, deadlines))
 
 
-def _register_anthropic(
-    router: ModelRouter, env: Mapping[str, str], deadlines: CallDeadlines | None
-) -> None:
-    def anthropic(name: str) -> ModelProvider:
-        from steerable_bridge.adapters.llm.anthropic import AnthropicProvider, config_from_env
+def _on_first_use(
+    module: str, env: Mapping[str, str], deadlines: CallDeadlines | None
+) -> ProviderFactory:
+    """A factory that imports `module` on its first call and builds with its `factory`."""
+    built: list[ProviderFactory] = []
 
-        config = config_from_env(name, env)
-        if deadlines is not None:
-            config = dataclasses.replace(
-                config,
-                deadlines=deadlines,  # a raised idle deadline must not meet httpx's read timeout
-                read_timeout_s=max(config.read_timeout_s, deadlines.idle_s),
-            )
-        return AnthropicProvider(config)
+    def build(model: str) -> ModelProvider:
+        if not built:
+            built.append(importlib.import_module(module).factory(env, deadlines))
+        return built[0](model)
 
-    router.register("anthropic", anthropic)
+    return build
 
 
 def default_storage() -> str:

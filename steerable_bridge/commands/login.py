@@ -65,7 +65,7 @@ def run_login(
     out: TextIO | None = None,
 ) -> int:
     """Ask for what the flags leave out (on a terminal), check it, save it; 0 when saved."""
-    from steerable_bridge.adapters.llm.openai_compat import is_loopback
+    from steerable_bridge.adapters.llm.http_stream import is_loopback
     from steerable_bridge.commands.credentials import StoredKey, credentials_path, save_credential
 
     stdin = sys.stdin if stdin is None else stdin

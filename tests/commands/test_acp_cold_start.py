@@ -33,6 +33,10 @@ DEFERRED = (
     "steerable_bridge.runtime.codec",
     "steerable_bridge.runtime.hooks",
     "steerable_bridge.runtime.quality",
+    "steerable_bridge.adapters.llm.http_stream",  # httpx: imported when an HTTP route resolves
+    "steerable_bridge.adapters.llm.openai_compat",
+    "steerable_bridge.adapters.llm.anthropic",
+    "steerable_bridge.adapters.llm.openai_responses",
 )
 
 

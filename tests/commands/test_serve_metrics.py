@@ -5,38 +5,23 @@ json` logs one JSON object per line."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-COMMAND = [sys.executable, "-m", "steerable_bridge.cli", "serve"]
+from .serve_child import started
+
 TOKEN = "s3cret"
 
 
 @pytest.fixture
-def server(tmp_path: object) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OTEL_"))}
-    env["STEERABLE_DEMO_PACE_MS"] = "0"
-    process = subprocess.Popen(
-        [*COMMAND, "--port", "0", "--storage", "memory", "--token", TOKEN, "--log-format", "json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        base = process.stdout.readline().split()[-1].removesuffix("/agent")
-        yield base, process
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def server() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    args = ["--token", TOKEN, "--log-format", "json"]
+    with started(args, stderr=subprocess.PIPE) as served:
+        yield served
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -53,12 +38,6 @@ def test_metrics_count_the_runs_made(server: tuple[str, subprocess.Popen[str]]) 
     auth = {"Authorization": f"Bearer {TOKEN}"}
     prompts = ["hello"] * 6 + ["use a tool"] * 4 + ["show an error"] * 2
     with httpx.Client(base_url=base, timeout=20) as client:
-        for _ in range(200):
-            try:
-                client.get("/health")
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
         assert client.get("/metrics").status_code == 401
         for number, text in enumerate(prompts):
             body = {

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +14,8 @@ import httpx
 import pytest
 
 from steerable_bridge.adapters.tools.workspace import READ_MAX_CHARS
+
+from .serve_child import clean_env, frames, started
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -40,33 +39,14 @@ def serving(tmp_path: Path, *, ripgrep: bool) -> Iterator[str]:
     script = tmp_path / "script.json"
     rounds = [{"tool_calls": CALLS}, {"text": "done"}]
     script.write_text(json.dumps({"rounds": rounds, "loop": True}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # spill files stay in the test's folder
+    env = clean_env(XDG_STATE_HOME=str(tmp_path / "state"))  # spill files stay in tmp_path
     if not ripgrep:
         empty = tmp_path / "bin"
         empty.mkdir()
         env["PATH"] = str(empty)  # the server runs by absolute path; rg is not found
-    command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", "0"]
-    command += ["--storage", "memory", "--model", f"scripted:{script}"]
-    command += ["--workspace", str(workspace), "--sandbox", "off"]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True
-    )
-    try:
-        assert process.stdout is not None
-        base = process.stdout.readline().split()[-1].removesuffix("/agent")
-        with httpx.Client(base_url=base, timeout=5) as client:
-            for _ in range(400):  # bound before the line is printed; serving a moment later
-                try:
-                    if client.get("/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
+    args = ["--model", f"scripted:{script}", "--workspace", str(workspace), "--sandbox", "off"]
+    with started(args, env) as (base, _):
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.mark.parametrize("ripgrep", [True, False], ids=["ripgrep", "re2-fallback"])
@@ -80,9 +60,9 @@ def test_fifos_huge_lines_and_runaway_patterns_end_promptly(tmp_path: Path, ripg
         # A safety bound only: each tool's own timeout is 30-60 s, and a FIFO that blocked
         # would end as tool_timeout, failing the code check below.
         reply = httpx.post(f"{base}/agent", json=body, timeout=100)
-    frames = [json.loads(b[6:]) for b in reply.text.split("\n\n") if b.startswith("data: ")]
-    assert frames[-1]["type"] == "RUN_FINISHED"
-    results = {f["toolCallId"]: f for f in frames if f["type"] == "TOOL_CALL_RESULT"}
+    events = frames(reply.text)
+    assert events[-1]["type"] == "RUN_FINISHED"
+    results = {f["toolCallId"]: f for f in events if f["type"] == "TOOL_CALL_RESULT"}
     assert set(results) == {call["id"] for call in CALLS}
 
     def error_of(call_id: str) -> object:

@@ -6,9 +6,6 @@ thread takes the next run; a bad `--max-runs` exits 2 naming the remedy."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,13 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from .serve_child import run_cli, started
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
-
-COMMAND = [sys.executable, "-m", "steerable_bridge.cli"]
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
 
 
 @contextmanager
@@ -33,29 +26,8 @@ def serving(tmp_path: Path, *extra: str) -> Iterator[tuple[str, str]]:
     rounds = [{"text": "thinking about it", "chunk_size": 4, "hang": True}]
     script.write_text(json.dumps({"rounds": rounds, "loop": True}))
     storage = str(tmp_path / "sessions.db")
-    options = ["--port", "0", "--storage", storage, "--model", f"scripted:{script}", *extra]
-    process = subprocess.Popen(
-        [*COMMAND, "serve", *options],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_env(),
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        base = process.stdout.readline().split()[-1].removesuffix("/agent")
-        with httpx.Client(base_url=base, timeout=5) as client:
-            for _ in range(400):  # bound before the line is printed; serving a moment later
-                try:
-                    if client.get("/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
+    with started(["--model", f"scripted:{script}", *extra], storage=storage) as (base, _):
         yield base, storage
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def body(thread: str, run: str) -> dict[str, object]:
@@ -110,14 +82,7 @@ def test_runs_beyond_the_cap_get_503_and_a_gone_client_frees_its_slot(tmp_path: 
         wait_for_streams(client, 0)
         with streaming(client, "a", "a2"), streaming(client, "c", "c2"):
             assert open_streams(client) == 2  # the thread took a new run, the slot a third
-    exported = subprocess.run(
-        [*COMMAND, "sessions", "export", "a", "--storage", storage],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=60,
-        check=True,
-    )
+    exported = run_cli("sessions", "export", "a", "--storage", storage, check=True)
     finished = [
         event
         for event in map(json.loads, exported.stdout.splitlines())
@@ -128,13 +93,6 @@ def test_runs_beyond_the_cap_get_503_and_a_gone_client_frees_its_slot(tmp_path: 
 
 @pytest.mark.parametrize("value", ["-1", "many"])
 def test_a_bad_max_runs_exits_2_naming_the_remedy(value: str) -> None:
-    done = subprocess.run(
-        [*COMMAND, "serve", "--max-runs", value, "--storage", "memory", "--port", "0"],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=60,
-        check=False,
-    )
+    done = run_cli("serve", "--max-runs", value, "--storage", "memory", "--port", "0")
     assert done.returncode == 2 and "--max-runs" in done.stderr and "whole number" in done.stderr
     assert done.stdout == ""

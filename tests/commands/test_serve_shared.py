@@ -7,10 +7,6 @@ server with `--workers 2`. A thread's run may land on either; a second run is re
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,14 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-COMMAND = [sys.executable, "-m", "steerable_bridge.cli"]
+from .serve_child import frames, run_cli, started
+
 SLOW_TEXT = "working on it, one slow character at a time, until stopped ......"
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
 
 
 @pytest.fixture
@@ -40,29 +33,8 @@ def script(tmp_path: Path) -> str:
 @contextmanager
 def serving(storage: str, script: str, *extra: str) -> Iterator[str]:
     """A `serve` child process on a free port; yields its base URL."""
-    options = ["--port", "0", "--storage", storage, "--model", f"scripted:{script}", *extra]
-    process = subprocess.Popen(
-        [*COMMAND, "serve", *options],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_env(),
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        base = process.stdout.readline().split()[-1].removesuffix("/agent")
-        with httpx.Client(base_url=base, timeout=5) as client:
-            for _ in range(400):  # bound before the line is printed; serving a moment later
-                try:
-                    if client.get("/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
+    with started(["--model", f"scripted:{script}", *extra], storage=storage) as (base, _):
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def body(thread: str, run: str, text: str, **steerable: bool) -> dict[str, object]:
@@ -72,10 +44,6 @@ def body(thread: str, run: str, text: str, **steerable: bool) -> dict[str, objec
         "messages": [{"id": f"{run}-u", "role": "user", "content": text}],
         "forwardedProps": {"steerable": steerable} if steerable else {},
     }
-
-
-def frames(text: str) -> list[dict[str, object]]:
-    return [json.loads(b[6:]) for b in text.split("\n\n") if b.startswith("data: ")]
 
 
 def run_elsewhere_then_steer_and_stop(runner: str, other: str, thread: str, run: str) -> None:
@@ -113,24 +81,12 @@ def run_elsewhere_then_steer_and_stop(runner: str, other: str, thread: str, run:
 
 
 def check_store(storage: str, threads: list[str]) -> None:
-    listed = subprocess.run(
-        [*COMMAND, "sessions", "list", "--json", "--storage", storage, "--limit", "100"],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=60,
-        check=True,
+    listed = run_cli(
+        "sessions", "list", "--json", "--storage", storage, "--limit", "100", check=True
     )
     ids = {r["session_id"] for r in json.loads(listed.stdout)["sessions"]}
     assert set(threads) <= ids
-    checked = subprocess.run(
-        [*COMMAND, "sessions", "check", "--json", "--storage", storage],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=60,
-        check=False,
-    )
+    checked = run_cli("sessions", "check", "--json", "--storage", storage)
     report = json.loads(checked.stdout)
     assert checked.returncode == 0 and report["ok"], report["problems"]
 
@@ -161,12 +117,5 @@ def test_workers_share_the_port_and_the_store(tmp_path: Path, script: str) -> No
 
 
 def test_workers_refuse_a_store_they_cannot_share(script: str) -> None:
-    done = subprocess.run(
-        [*COMMAND, "serve", "--workers", "2", "--storage", "memory"],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=60,
-        check=False,
-    )
+    done = run_cli("serve", "--workers", "2", "--storage", "memory")
     assert done.returncode == 2 and "--workers" in done.stderr and "memory" in done.stderr

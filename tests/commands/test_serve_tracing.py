@@ -5,12 +5,10 @@ RUN_STARTED. Without those variables nothing of OpenTelemetry is imported."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,7 +20,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from steerable_bridge.commands.common import ConfigError
 from steerable_bridge.commands.telemetry import tracing_observers, tracing_requested
 
-COMMAND = [sys.executable, "-m", "steerable_bridge.cli", "serve"]
+from .serve_child import clean_env, frames, started
+
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
 
@@ -99,9 +98,7 @@ def _attributes(span: Any) -> dict[str, Any]:
 @pytest.mark.timeout(90)
 def test_serve_exports_the_spans_of_a_tool_run_over_otlp_http(receiver: Receiver) -> None:
     """The batch delay is a minute, so the spans arriving proves the flush on shutdown too."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OTEL_"))}
-    env.update(
-        STEERABLE_DEMO_PACE_MS="0",
+    env = clean_env(
         OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
         OTEL_EXPORTER_OTLP_HEADERS="x-team=bridge",
         OTEL_SERVICE_NAME="bridge-under-test",
@@ -109,23 +106,8 @@ def test_serve_exports_the_spans_of_a_tool_run_over_otlp_http(receiver: Receiver
         OTEL_TRACES_SAMPLER_ARG="1.0",
         OTEL_BSP_SCHEDULE_DELAY="60000",  # nothing leaves before the server stops
     )
-    process = subprocess.Popen(
-        [*COMMAND, "--port", "0", "--storage", "memory", "--log-level", "warning"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        base = process.stdout.readline().split()[-1].removesuffix("/agent")
+    with started(["--log-level", "warning"], env) as (base, _):
         with httpx.Client(base_url=base, timeout=20) as client:
-            for _ in range(200):
-                try:
-                    client.get("/health")
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.05)
             body = {
                 "threadId": "traced",
                 "runId": "r1",
@@ -136,15 +118,12 @@ def test_serve_exports_the_spans_of_a_tool_run_over_otlp_http(receiver: Receiver
                 json=body,
                 headers={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"},
             )
-        frames = [json.loads(b[6:]) for b in reply.text.split("\n\n") if b.startswith("data: ")]
-        started = frames[0]
-        assert started["type"] == "RUN_STARTED"
-        assert started["metadata"]["steerable"]["trace_id"] == CALLER_TRACE
+        first = frames(reply.text)[0]
+        assert first["type"] == "RUN_STARTED"
+        assert first["metadata"]["steerable"]["trace_id"] == CALLER_TRACE
 
         assert receiver.names() == set()
-    finally:
-        process.terminate()  # a stopping server exports what it still buffers
-        process.wait(timeout=20)
+    # leaving `started` stops the server, which exports what it still buffers
     wanted = {"invoke_agent steerable-bridge", "chat default", "execute_tool calculate"}
     assert wanted <= receiver.wait_for(wanted, timeout=10)
     assert set(receiver.paths) == {"/v1/traces"}

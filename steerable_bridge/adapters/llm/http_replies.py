@@ -20,6 +20,7 @@ from httpx_sse import EventSource, SSEError
 
 from steerable_bridge.adapters.llm.deadlines import CallClock
 from steerable_bridge.runtime.model import ProviderError
+from steerable_bridge.runtime.surrogates import scrub
 
 __all__ = [
     "DRAIN_S",
@@ -29,6 +30,7 @@ __all__ = [
     "json_or_text",
     "posted_events",
     "retry_after",
+    "shortened",
     "sse_data",
     "transport_error",
     "transport_reason",
@@ -97,6 +99,13 @@ def json_or_text(reply: httpx.Response) -> Any:
         return reply.json()
     except ValueError:
         return reply.text
+
+
+def shortened(value: object) -> str:
+    """`value` as one line for an error message: white space folded, lone surrogates
+    replaced, at most 300 characters (then "..."), "no detail" when empty."""
+    text = scrub(" ".join(str(value).split()))
+    return (text[:300] + "...") if len(text) > 300 else (text or "no detail")
 
 
 def retry_after(reply: httpx.Response) -> float | None:
