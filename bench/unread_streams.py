@@ -17,8 +17,8 @@ another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
 `PYTHONMALLOC=malloc` (small objects from glibc's malloc, whose free pages the server's
 `malloc_trim` after a burst can give back, instead of CPython's arenas). Every wait is
 bounded. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
-`--duration 40 --after 20 --every 10`: start ~67, after ~90 MB (+35 %); with `--malloc`
-~65 / ~70 MB (+8 %).
+`--duration 40 --after 20 --every 10`: start ~68, after ~85 MB (+26 %); with `--malloc`
+~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 

@@ -19,14 +19,15 @@ ends, at most every `RELEASE_EVERY_S`): a full collection, then glibc's `malloc_
 (`malloc_trimmer()`: looked up once, only on Linux with glibc; elsewhere there is nothing to
 call), which hands the free pages inside malloc's heaps back to the kernel. Measured with
 `bench/unread_streams.py --duration 40 --after 20 --every 10` (80 streams nobody reads,
-then the clients leave; RSS at start / after): without the trim ~67 / ~91 MB; the trim
-gives back 3-6 MB. What stays is CPython's small-object allocator's 1 MiB arenas: the
-burst's small objects fill ~20 new arenas, and an arena goes back only when every object in
-it is freed, which the few objects that outlive the burst (cached threads and sessions,
-the store's last request per session, connection state) prevent. With `PYTHONMALLOC=malloc`
-in `serve`'s environment small objects come from malloc instead, and the trim then gives
-nearly everything back: ~65 / ~70 MB (+8 %), at a measured cost in speed (the bench's
-`--malloc`; see README, "Memory after a burst").
+then the clients leave; RSS at the start / after): ~67 / ~94 MB before the trim (and before
+threads whose client left were dropped), ~68 / ~85 MB (+26 %) with both. What stays is
+CPython's small-object allocator's 1 MiB arenas: the burst's small objects fill ~20 new
+arenas, and an arena goes back only when every object in it is freed, which the few that
+outlive the burst (the store's last request per session, connection and cache state)
+prevent. With `PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc
+instead and the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's
+`--malloc`), for ~20 % more server CPU per run (`bench/agui_concurrency.py --runs 500`:
+1.6-1.8 ms → 2.0 ms), so it is the operator's choice, not the default.
 """
 
 from __future__ import annotations
