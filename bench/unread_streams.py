@@ -13,7 +13,12 @@ reports open at the end (`/metrics`, `steerable_sse_clients`), and says whether 
 targets hold: flat once the cap is reached (the last value within 10 % of the value at a
 quarter of the way), and back within 10 % of the start after the clients leave. Extra
 server options go after `--` (e.g. `-- --max-runs 16`); `--src DIR` runs the server from
-another checkout (PYTHONPATH), to compare builds. Every wait is bounded.
+another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
+`PYTHONMALLOC=malloc` (small objects from glibc's malloc, whose free pages the server's
+`malloc_trim` after a burst can give back, instead of CPython's arenas). Every wait is
+bounded. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
+`--duration 40 --after 20 --every 10`: start ~68, after ~85 MB (+26 %); with `--malloc`
+~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 
@@ -121,6 +126,9 @@ def main() -> None:
         help="STEERABLE_SESSION_CACHE for the server (idle sessions kept; default: its own)",
     )
     parser.add_argument("--src", default="", help="run the server from another checkout")
+    parser.add_argument(
+        "--malloc", action="store_true", help="run the server with PYTHONMALLOC=malloc"
+    )
     parser.add_argument("server_options", nargs="*", help="extra serve options, after --")
     args = parser.parse_args()
     port = free_port()
@@ -132,6 +140,8 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
         if args.src:
             env["PYTHONPATH"] = args.src
+        if args.malloc:
+            env["PYTHONMALLOC"] = "malloc"
         if args.session_cache:
             env["STEERABLE_SESSION_CACHE"] = args.session_cache
         command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
@@ -168,7 +178,7 @@ def main() -> None:
             last = samples[-1][1]
             quarter = next(rss for at, rss in samples if at >= args.duration / 4)
             print(f"start {start:.1f} MB, peak {peak:.1f} MB, last {last:.1f} MB,", end=" ")
-            print(f"after {after:.1f} MB")
+            print(f"after {after:.1f} MB ({(after - start) / start * 100:+.0f} % of the start)")
             print(
                 f"503 answers: {refused} of {args.streams}; runs open while stuck: {open_during:g},"
                 f" after the clients left: {open_streams(base):g}"

@@ -1,9 +1,16 @@
-"""settle_startup_heap: what start-up made is frozen, young collections run less often."""
+"""settle_startup_heap: what start-up made is frozen, young collections run less often;
+release_idle_memory: garbage collected, then the C heap trimmed."""
 
 from __future__ import annotations
 
 import gc
+import platform
+import sys
+import weakref
 
+import pytest
+
+from steerable_bridge.commands import heap
 from steerable_bridge.commands.heap import YOUNG_THRESHOLD, settle_startup_heap
 
 
@@ -22,3 +29,28 @@ def test_the_startup_heap_is_frozen_and_the_young_threshold_raised() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_releasing_idle_memory_collects_and_trims(monkeypatch: pytest.MonkeyPatch) -> None:
+    trims: list[int] = []
+    monkeypatch.setattr(heap, "_trimmer", [lambda: trims.append(gc.get_count()[0])])
+    monkeypatch.setattr(heap, "_released_at", [float("-inf")])
+    watcher = weakref.ref(_Node())  # a cycle nobody holds, gone only by a collection
+    heap.release_idle_memory()
+    assert watcher() is None
+    assert len(trims) == 1
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="malloc_trim is glibc's",
+)
+def test_on_glibc_the_trim_is_found_once_and_runs() -> None:
+    trim = heap.malloc_trimmer()
+    assert trim is not None and heap.malloc_trimmer() is trim
+    assert trim() in (0, 1)  # 1: memory was given back, 0: there was none to give
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self

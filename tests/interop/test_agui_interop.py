@@ -127,10 +127,11 @@ async def test_the_chat_page_stop_button_cancels_the_turn_on_the_server(node: st
     async with live_server(app) as url:
         report = await _node_json(node, "agui_browser.mjs", f"{url}/", "unused.png", "stop")
         threads = app.state.threads
-        (thread,) = threads._threads.values()
-        await until(lambda: not thread.busy, 2.0)
-        # The run's client left, so the server let go of the session: read it from the store.
-        session = await threads.agent.load_session(thread.thread_id)
+        # The run's client left, so once it ended the server let go of its thread and
+        # session: read the session from the store.
+        await until(lambda: len(threads) == 0, 5.0)
+        (record,) = (await threads.agent.store.list()).records
+        session = await threads.agent.load_session(record.session_id)
     assert report["reply"] and "stopped" in report["notes"]
     assert "to use a real model" not in report["reply"][0].lower()  # cut short
     finished = [e for e in session.log.view() if isinstance(e, ev.RunFinished)]

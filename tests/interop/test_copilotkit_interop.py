@@ -64,10 +64,12 @@ async def test_copilotkit_runtime_and_core_client_drive_the_endpoint(node: str) 
     slow_app = create_app(agent_for(DemoProvider(pace_ms=40)))
     async with live_server(fast_app) as fast, live_server(slow_app) as slow:
         report = await _report(node, f"{fast}/agent", f"{slow}/agent")
-        (slow_thread,) = slow_app.state.threads._threads.values()
-        await until(lambda: not slow_thread.busy, 5.0)
-        # The stopped run's client left, so the server let go of its session: from the store.
-        slow_session = await slow_app.state.threads.agent.load_session(slow_thread.thread_id)
+        slow_threads = slow_app.state.threads
+        # The stopped run's client left, so once it ended the server let go of its thread
+        # and session: read the session from the store.
+        await until(lambda: len(slow_threads) == 0, 5.0)
+        (slow_record,) = (await slow_threads.agent.store.list()).records
+        slow_session = await slow_threads.agent.load_session(slow_record.session_id)
     assert report["agUiClient"] == "0.0.59"  # the strict client CopilotKit ships
     got = _scenarios(report)
     for name, scenario in got.items():

@@ -148,12 +148,15 @@ class Threads:
         return thread.session
 
     def forget_session(self, thread: Thread) -> None:
-        """Let memory go of the thread's session when it is idle (a run whose client left:
-        nobody is watching it, and its log may be long); the next run reloads it."""
+        """Let memory go of the thread and its session when they are idle (a run whose
+        client left: nobody is watching it, and its log may be long); the next run reloads
+        them from the store (everything a `Thread` holds is rebuilt from the log)."""
         session = thread.session
         if session is not None and not thread.busy and self.agent.forget(session.id):
             thread.session = None
             thread.known.clear()  # rebuilt from the log on reload
+            if self._threads.peek(thread.thread_id) is thread and _idle(thread):
+                self._threads.pop(thread.thread_id)
 
     async def prepare(
         self, thread: Thread, run: RunAgentInput, *, traceparent: str | None = None

@@ -68,6 +68,33 @@ async def test_disconnect_cancels_the_turn_within_a_second(
     assert "ended cancelled" in caplog.text
 
 
+async def test_a_thread_whose_client_left_is_forgotten_and_reloads_whole() -> None:
+    """Nobody watches a run whose client left: once it ended, the server holds neither its
+    thread nor its session (memory back), and the next run reloads both from the store,
+    so the conversation is whole."""
+    hangs = scripted(
+        {"text": "working", "tool_calls": [{"id": "c1", "name": "slow"}]}, {"text": "back"}
+    )
+    agent = agent_for(hangs, tools=[SLOW])
+    app = create_app(agent)
+    async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        async with client.stream(
+            "POST", "/agent", json=run_input("t1", "r1", [user("u1", "first")])
+        ) as response:
+            async for line in response.aiter_lines():
+                if "steerable.tool_started" in line:
+                    break
+        await until(lambda: len(app.state.threads) == 0 and agent.sessions_in_memory == 0)
+        again = await client.post(
+            "/agent", json=run_input("t1", "r2", [user("u1", "first"), user("u2", "again")])
+        )
+    wire = frames(again.content)
+    assert wire[-1]["type"] == "RUN_FINISHED"
+    snapshot = [f for f in wire if f["type"] == "MESSAGES_SNAPSHOT"][-1]
+    said = [m.get("content") for m in snapshot["messages"] if m["role"] == "user"]
+    assert said == ["first", "again"]  # u1 known from the store, not sent twice
+
+
 async def test_a_thread_whose_client_left_takes_the_next_request_at_once() -> None:
     """Disconnect mid-turn, then POST again on the same thread straight away, 50 times: each
     new run is taken (waiting, bounded, for the cancellation to settle), never a 409."""
