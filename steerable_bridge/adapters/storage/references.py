@@ -19,8 +19,10 @@ bases never crosses a compaction), and event references only name events after t
 history compaction's `through_seq`, so a store's tail read (which starts at or before
 `through_seq + 1`) holds every row its requests need. `Resolver` rebuilds requests from the
 rows a store read, and names (`missing`) the rows a partial read did not include so the
-store can fetch them (a read after a seq, a log another process wrote). Nothing here
-touches a database.
+store can fetch them (a read after a seq, a log another process wrote). A store that reads
+a session it has no writer for (a reload: a new process, or one that forgot the session)
+starts one from what it read (`RequestWriter.resumed`), so the first request after a reload
+is stored by reference too. Nothing here touches a database.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -43,17 +45,20 @@ from steerable_bridge.adapters.storage.formats import (
     decode_event,
     encode_body,
     is_reference,
+    is_run,
     short,
     upgraded,
     with_envelope,
 )
+from steerable_bridge.adapters.storage.runs import unfold
 from steerable_bridge.runtime.codec import event_from_jsonable
 from steerable_bridge.runtime.events import Compaction, LoopEvent, ModelRequestEvent
+from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.projection import event_message
 from steerable_bridge.runtime.values import Message
 
-__all__ = ["MAX_SOURCES", "RequestWriter", "Resolver"]
+__all__ = ["MAX_SOURCES", "RequestWriter", "Resolver", "resume_writer"]
 
 MAX_SOURCES = 4096
 """Messages of recent events a writer remembers per session (the oldest go first)."""
@@ -92,14 +97,50 @@ class RequestWriter:
         """The newest request whose row holds its system prompt / tools written out: a
         request without a base (after a compaction) refers to them there."""
 
+    @classmethod
+    def resumed(cls, events: Sequence[LoopEvent]) -> RequestWriter:
+        """The writer of a session whose stored log ends with `events` (read back, in seq
+        order): its base is the newest request, unless a history compaction came after it,
+        and it knows the messages of the events after that. What it cannot know — which
+        older row holds a system prompt written out — it leaves unset: the next request
+        without a base writes its own out."""
+        writer = cls()
+        start = 0
+        for index in range(len(events) - 1, -1, -1):
+            event = events[index]
+            if isinstance(event, ModelRequestEvent) or (
+                isinstance(event, Compaction) and event.scope == "history"
+            ):
+                start = index
+                break
+        for event in events[start:]:
+            writer.note(event)
+        return writer
+
+    def note(self, event: LoopEvent) -> None:
+        """Take in an event stored without `body` (a delta folded into a run, or one read
+        back): the state `body` keeps, without encoding anything."""
+        self._follow(event)
+        if isinstance(event, ModelRequestEvent):
+            self.previous = event
+        else:
+            self._observe(event)
+
     def body(self, event: LoopEvent) -> str:
-        if self.next_seq is not None and event.seq != self.next_seq:
-            self.previous, self.sources = None, {}  # events written elsewhere came between
-        self.next_seq = event.seq + 1
+        self._follow(event)
         if isinstance(event, ModelRequestEvent):
             text = self._request(event)
             self.previous = event
             return text
+        self._observe(event)
+        return encode_body(event)
+
+    def _follow(self, event: LoopEvent) -> None:
+        if self.next_seq is not None and event.seq != self.next_seq:
+            self.previous, self.sources = None, {}  # events written elsewhere came between
+        self.next_seq = event.seq + 1
+
+    def _observe(self, event: LoopEvent) -> None:
         if isinstance(event, Compaction):
             through = event.through_seq
             if event.scope == "history":
@@ -111,7 +152,6 @@ class RequestWriter:
             self.sources[message] = event.seq
             if len(self.sources) > MAX_SOURCES:
                 del self.sources[next(iter(self.sources))]
-        return encode_body(event)
 
     def _request(self, event: ModelRequestEvent) -> str:
         new = event.request
@@ -181,6 +221,19 @@ class RequestWriter:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
+def resume_writer(
+    writers: IdleCache[str, RequestWriter],
+    session_id: str,
+    events: Sequence[LoopEvent],
+    last_seq: int,
+) -> None:
+    """Give a session that has no writer in `writers` (a store's) one resumed from a read
+    of its log that ends at the stored `last_seq` (`RequestWriter.resumed`); a read that
+    stops short of the end, or a session that has a writer, changes nothing."""
+    if events and events[-1].seq == last_seq and writers.peek(session_id) is None:
+        writers.put(session_id, RequestWriter.resumed(events))
+
+
 class Resolver:
     """Decodes one session's rows in seq order, rebuilding requests stored by reference.
     `missing(rows)` names rows the read did not include that they refer to; put those in
@@ -218,20 +271,30 @@ class Resolver:
         self._literal_only |= quoted - need
         return need | quoted
 
-    def decode_all(self, rows: Iterable[Row]) -> list[LoopEvent]:
+    def decode_all(self, rows: Iterable[Row], from_seq: int = 0) -> list[LoopEvent]:
         """The rows' events, in their order (seq order); `extra` rows are decoded where
-        their seq falls and left out of the result."""
+        their seq falls and left out of the result, and so are the deltas of a run below
+        `from_seq` (`runs.py`)."""
         rows = list(rows)
         if not self.extra:
-            return [self.decode(row) for row in rows]
+            return [e for row in rows for e in self.decode_row(row, from_seq)]
         wanted = {row[0] for row in rows}
-        merged = sorted([*rows, *(r for s, r in self.extra.items() if s not in wanted)])
+        only = {s for s in self.extra if s not in wanted}
+        merged = sorted([*rows, *(r for s, r in self.extra.items() if s in only)])
         self.extra.clear()
-        events = [self.decode(row) for row in merged]
-        return [event for event in events if event.seq in wanted]
+        events = [e for row in merged for e in self.decode_row(row, from_seq)]
+        return [event for event in events if event.seq not in only]
+
+    def decode_row(self, row: Row, from_seq: int = 0) -> list[LoopEvent]:
+        """One row's events (rows must come in seq order): one, or a run's deltas from
+        `from_seq` on."""
+        if is_run(row[1], row[5]):
+            check_readable(self._what(row[0]), row[1])
+            return unfold(self.session_id, row, from_seq)
+        return [self.decode(row)]
 
     def decode(self, row: Row) -> LoopEvent:
-        """One row's event (rows must come in seq order)."""
+        """One row's event (rows must come in seq order; a run: `decode_row`)."""
         event = self._rebuild(row) if is_reference(row) else decode_event(self.session_id, row)
         self.remember(event)
         return event
