@@ -11,6 +11,9 @@ time from request to response, the agent process's CPU over it (utime + stime fr
 event. Run: `uv run python bench/acp_load.py [--turns N] [--db PATH] [--events]`; `--db`
 keeps the built store and reuses it when it exists (building 1,000 turns takes minutes;
 `--build-only` builds it without timing, so only the load needs the benchmark lock).
+Before the load it prints what the store holds for the session: rows, events, the bytes of
+the data column, of the events table with its indexes (`dbstat`) and of the whole file, and
+each against the text exchanged (user prompts, streamed answer text, tool results).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -29,7 +33,9 @@ import anyio
 from acp import schema as acp
 from acp import spawn_agent_process
 
+from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.commands.common import build_router, build_store
+from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
 from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
@@ -89,6 +95,50 @@ class Counter:
 
     def on_connect(self, conn: Any) -> None:
         return None
+
+
+def _text_bytes(events: list[ev.LoopEvent]) -> int:
+    """UTF-8 bytes of the text exchanged: prompts, streamed text and reasoning, tool call
+    arguments and tool results."""
+    total = 0
+    for event in events:
+        if isinstance(event, ev.UserMessage | ev.ToolFinished):
+            parts = event.content
+            total += sum(len(p.text.encode()) for p in parts if isinstance(p, TextPart))
+        elif isinstance(event, ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta):
+            total += len(event.delta.encode())
+    return total
+
+
+async def _read(db: Path, session_id: str) -> list[ev.LoopEvent]:
+    store = SqliteStore(db)
+    try:
+        return await store.read(session_id)
+    finally:
+        store.close()
+
+
+def storage(db: Path, session_id: str) -> None:
+    """Print what the store holds for the session against the text exchanged."""
+    events = anyio.run(_read, db, session_id)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        rows, data = conn.execute(
+            "SELECT count(*), sum(length(CAST(data AS BLOB))) FROM events WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        names = ("events", "events_by_seq", "events_by_kind", "events_with_facts")
+        (table,) = conn.execute(
+            f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({', '.join('?' * len(names))})",
+            names,
+        ).fetchone()
+    size = db.stat().st_size
+    text = _text_bytes(events)
+    print(
+        f"stored: {rows:,} rows for {len(events):,} events; data {data:,} B, events table and"
+        f" indexes {table:,} B, file {size:,} B; text exchanged {text:,} B — data"
+        f" {data / text:.2f}x, table {table / text:.2f}x, file {size / text:.2f}x the text"
+    )
 
 
 def _cpu_s(pid: int) -> float:
@@ -154,6 +204,7 @@ def main() -> None:
             print(f"building {options.turns} turns of ~200 streamed tokens in {db} ...")
             session_id = anyio.run(build, db, route, options.turns, folder)
             marker.write_text(session_id)
+        storage(db, session_id)
         if not options.build_only:
             anyio.run(load, db, route, session_id, folder, options.events)
 

@@ -67,8 +67,8 @@ _deltas = st.lists(
     st.tuples(
         st.sampled_from(["text_delta", "reasoning_delta", "tool_call_delta"]),
         st.sampled_from(["m1", "m2", 'q"\\é']),
-        _texts,
-        st.integers(min_value=-(2**40), max_value=2**41),
+        st.one_of(st.sampled_from(["", "ab", "token "]), _texts),  # repeats are packed
+        st.one_of(st.integers(0, 2), st.integers(min_value=-(2**40), max_value=2**41)),
     ),
     min_size=1,
     max_size=40,
@@ -127,7 +127,17 @@ def test_every_delta_kind_folds_and_no_event_body_can_look_like_a_run() -> None:
 def test_a_damaged_run_is_named_never_skipped_and_a_newer_one_is_refused() -> None:
     log = streamed([("text_delta", "m1", "ab", 5)] * 4)
     (row,) = rows_of([log])
-    for damage in ('{"run":[0,0,0],"message_id":"m1","parts":["a"]}', '{"run":', '{"run":[]}'):
+    assert row[5] == '{"run":[[0,3]],"message_id":"m1","text":"abababab","cuts":[[2,4]]}'
+    good = str(row[5])
+    for damage in (
+        '{"run":[0,0,0],"message_id":"m1","parts":["a"]}',  # another layout
+        '{"run":',
+        good.replace('"cuts":[[2,4]]', '"cuts":[[2,3]]'),  # cuts that do not cover the text
+        good.replace('"cuts":[[2,4]]', '"cuts":[[2,99999999999]]'),  # never allocated
+        good.replace('"run":[[0,3]]', '"run":[0,"0",0]'),
+        good.replace('"m1"', "7"),
+    ):
+        assert damage != good
         with pytest.raises(StoreError) as err:
             Resolver(SID).decode_all([(*row[:5], damage)])
         assert err.value.code == "corrupt_record" and "ending at event seq 3" in err.value.message
