@@ -11,7 +11,8 @@ time from request to response, the agent process's CPU over it (utime + stime fr
 event. Run: `uv run python bench/acp_load.py [--turns N] [--db PATH] [--events]`; `--db`
 keeps the built store and reuses it when it exists (building 1,000 turns takes minutes;
 `--build-only` builds it without timing, so only the load needs the benchmark lock).
-Before the load it prints what the store holds for the session: rows, events, the bytes of
+While building it prints the builder's RSS (the live session is in it). Before the load it
+prints what the store holds for the session: rows, events, the bytes of
 the data column, of the events table with its indexes (`dbstat`) and of the whole file, and
 each against the text exchanged (user prompts, streamed answer text, tool results).
 """
@@ -67,7 +68,11 @@ async def build(db: Path, route: str, turns: int, cwd: str) -> str:
         if outcome.stop_reason != "end_turn":
             raise SystemExit(f"turn {turn} ended {outcome.stop_reason}: {outcome.error_message}")
         if (turn + 1) % 100 == 0:
-            print(f"  built {turn + 1} turns ({time.perf_counter() - started:.0f} s)", flush=True)
+            print(
+                f"  built {turn + 1} turns ({time.perf_counter() - started:.0f} s),"
+                f" builder RSS {_rss_mib():.0f} MiB",
+                flush=True,
+            )
     await agent.close_session(session.id)
     return session.id
 
@@ -139,6 +144,14 @@ def storage(db: Path, session_id: str) -> None:
         f" indexes {table:,} B, file {size:,} B; text exchanged {text:,} B — data"
         f" {data / text:.2f}x, table {table / text:.2f}x, file {size / text:.2f}x the text"
     )
+
+
+def _rss_mib() -> float:
+    """This process's resident memory (the live session that built the log is in it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def _cpu_s(pid: int) -> float:
