@@ -11,6 +11,8 @@ time from request to response, the agent process's CPU over it (utime + stime fr
 event. Run: `uv run python bench/acp_load.py [--turns N] [--db PATH] [--events]`; `--db`
 keeps the built store and reuses it when it exists (building 1,000 turns takes minutes;
 `--build-only` builds it without timing, so only the load needs the benchmark lock).
+`--read-every 5` has the model read a 5 KB file (`--read-bytes`) every 5th turn, as in the
+figures of issue 26.
 While building it prints the builder's RSS (the live session is in it). Before the load it
 prints what the store holds for the session: rows, events, the bytes of
 the data column, of the events table with its indexes (`dbstat`) and of the whole file, and
@@ -35,6 +37,7 @@ from acp import schema as acp
 from acp import spawn_agent_process
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
+from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 from steerable_bridge.commands.common import build_router, build_store
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
@@ -42,23 +45,37 @@ from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 ANSWER = "token " * 200
+READ_NAME = "notes.txt"
 CHUNK = 6
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _script(folder: Path) -> Path:
+def _script(folder: Path, read_every: int) -> Path:
+    """The scripted model's rounds: an answer a turn; with `read_every` N, every Nth turn
+    first reads a file (a `read_file` call, then the answer)."""
+    answer = {"text": ANSWER, "chunk_size": CHUNK}
+    rounds: list[dict[str, Any]] = [answer]
+    if read_every > 0:
+        call = {"id": "c1", "name": "read_file", "arguments": {"path": READ_NAME}}
+        rounds = [answer] * (read_every - 1) + [{"tool_calls": [call]}, answer]
     path = folder / "script.json"
-    path.write_text(json.dumps({"rounds": [{"text": ANSWER, "chunk_size": CHUNK}], "loop": True}))
+    path.write_text(json.dumps({"rounds": rounds, "loop": True}))
     return path
 
 
-async def build(db: Path, route: str, turns: int, cwd: str) -> str:
-    """A session of `turns` turns in the store at `db`; returns its id."""
+async def build(db: Path, route: str, turns: int, cwd: str, read_bytes: int) -> str:
+    """A session of `turns` turns in the store at `db`; returns its id. The file the model
+    may read (`read_bytes` of text) is written into `cwd` first."""
+    line = "the quick brown fox jumps over the lazy dog 0123456789\n"
+    await anyio.Path(cwd, READ_NAME).write_text((line * (read_bytes // len(line) + 1))[:read_bytes])
     agent = Agent(
         router=build_router(route),
         store=build_store(str(db)),
         config=AgentConfig(model=route, approval="all"),
     )
+    for tool in fixed_workspace_tools(cwd):
+        if tool.name == "read_file":
+            agent.tools.register(tool)
     session = await agent.new_session(cwd)
     started = time.perf_counter()
     for turn in range(turns):
@@ -204,18 +221,21 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=None, help="keep (and reuse) the store here")
     parser.add_argument("--events", action="store_true", help="ask for _steerable/event too")
     parser.add_argument("--build-only", action="store_true", help="build --db, time nothing")
+    parser.add_argument("--read-every", type=int, default=0, help="read a file every N turns")
+    parser.add_argument("--read-bytes", type=int, default=5000, help="the size of that file")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="steerable-load-") as folder:
         work = Path(folder)
         db = options.db or work / "sessions.db"
-        route = f"scripted:{_script(db.parent if options.db else work)}"
+        script = _script(db.parent if options.db else work, options.read_every)
+        route = f"scripted:{script}"
         marker = db.with_suffix(".session")
         if options.db is not None and db.exists() and marker.exists():
             session_id = marker.read_text()
             print(f"reusing {db} (session {session_id})")
         else:
             print(f"building {options.turns} turns of ~200 streamed tokens in {db} ...")
-            session_id = anyio.run(build, db, route, options.turns, folder)
+            session_id = anyio.run(build, db, route, options.turns, folder, options.read_bytes)
             marker.write_text(session_id)
         storage(db, session_id)
         if not options.build_only:

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from steerable_bridge.adapters.storage import formats
 from steerable_bridge.adapters.storage.formats import Row, is_reference, is_run, with_envelopes
-from steerable_bridge.adapters.storage.references import Resolver
+from steerable_bridge.adapters.storage.references import Resolver, kept
 from steerable_bridge.runtime.codec import events_from_json
 from steerable_bridge.runtime.events import LoopEvent
 
@@ -52,30 +52,42 @@ def decode_rows(
     the caller has it), as `resolver.decode_all(rows, from_seq)` gives them: rows the
     resolver holds in `extra` are decoded where their seq falls and left out of the
     result, and so are the deltas of a run below `from_seq` (a read's lower bound: a run
-    row is selected by its last seq). `final`: the caller decodes nothing more with
-    `resolver`, so events after the last row that needs it are not noted in it (nothing
-    could refer to them)."""
+    row is selected by its last seq). Every event decoded is noted in `resolver.events`.
+    `final`: the caller decodes nothing more with `resolver`, so events after the last row
+    that needs it are not noted in its `requests` and `messages` (nothing could refer to
+    them)."""
+    extra: set[int] = set()
     if resolver.extra:
         wanted = {row[0] for row in rows}
-        only = {s for s in resolver.extra if s not in wanted}
-        merged = sorted([*rows, *(r for s, r in resolver.extra.items() if s in only)])
+        extra = {seq for seq in resolver.extra if seq not in wanted}
+        rows = sorted([*rows, *(resolver.extra[seq] for seq in extra)])
         resolver.extra.clear()
-        events = decode_rows(resolver, merged, final=final, from_seq=from_seq)
-        return [event for event in events if event.seq not in only]
+        plain = None
     if plain is None:
         plain = plain_rows(rows)
-    events = []
+    out: list[LoopEvent] = []
+    held = resolver.events
     start = 0
+
+    def add(events: list[LoopEvent], chunk: Sequence[Row]) -> None:
+        held.extend(events)
+        if not extra:
+            out.extend(events)
+        else:  # plain rows hold one event each
+            out.extend(e for e, row in zip(events, chunk, strict=True) if row[0] not in extra)
+
     for index, row in enumerate(rows):
         if plain[index]:
             continue
         if start < index:
-            events += _bulk(resolver, rows[start:index], remember=True)
-        events += resolver.decode_row(row, from_seq)
+            add(_bulk(resolver, rows[start:index], remember=True), rows[start:index])
+        events = resolver.decode_row(row)  # noted in `resolver.events`
+        if row[0] not in extra:
+            out += kept(events, from_seq)
         start = index + 1
     if start < len(rows):
-        events += _bulk(resolver, rows[start:], remember=not final)
-    return events
+        add(_bulk(resolver, rows[start:], remember=not final), rows[start:])
+    return out
 
 
 CHUNK = 4096

@@ -15,7 +15,9 @@ already has as columns (session id, run id, seq, ts, kind) and every field equal
 default are left out, and put back on read from the columns and the dataclass defaults — so
 changing a field's default needs a new format whose upgrade writes the old default in. 4
 lets a request quote its system prompt and tools from an earlier request. 5 (this build)
-adds rows that hold a run of streamed deltas (`runs.py`; `is_run` tells them apart).
+adds rows that hold a run of streamed deltas (`runs.py`; `is_run` tells them apart) and
+requests that refer to an assistant message by the events it was streamed in
+(`references.STEP`).
 Model requests stored by reference (formats 2 to 5) are rebuilt by `references.Resolver`,
 runs are unfolded by `runs.unfold`; `decode_event` alone refuses both.
 """

@@ -25,6 +25,7 @@ from steerable_bridge.runtime.storage import SessionRecord
 
 __all__ = [
     "EVENT_COLUMNS",
+    "FETCH_BLOCK",
     "INSERT_EVENT",
     "INSERT_SESSION",
     "READ_AFTER",
@@ -113,6 +114,13 @@ def event_rows(
             )
         )
     return rows
+
+
+FETCH_BLOCK = (
+    f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
+)
+"""Every row from one seq to another: the events of assistant messages that requests a read
+included refer to, from before the read (`references.Resolver.block`)."""
 
 
 def fetch_rows(count: int) -> str:

@@ -55,6 +55,7 @@ from steerable_bridge.adapters.storage.ownership import OwnerLocks
 from steerable_bridge.adapters.storage.readiness import SQLITE_SCHEMA_VERSION
 from steerable_bridge.adapters.storage.references import RequestWriter, Resolver, resume_writer
 from steerable_bridge.adapters.storage.sql import (
+    FETCH_BLOCK,
     INSERT_EVENT,
     INSERT_SESSION,
     READ_AFTER,
@@ -489,13 +490,20 @@ def _decode_all(
     rows after a seq)."""
     resolver = Resolver(session_id)
     plain = plain_rows(rows)
-    while not all(plain) and (need := resolver.missing(rows)):
-        seqs = sorted(need)
-        found = conn.execute(fetch_rows(len(seqs)), (session_id, *seqs)).fetchall()
-        resolver.extra.update((row[0], row) for row in found)
-        if len(found) < len(seqs):
-            absent = min(set(seqs) - {row[0] for row in found})
-            raise _missing_row(session_id, absent)
+    while not all(plain):
+        need, block = resolver.missing(rows), resolver.block(rows, from_seq)
+        if not need and block is None:
+            break
+        if block is not None:
+            found = conn.execute(FETCH_BLOCK, (session_id, *block)).fetchall()
+            resolver.extra.update((row[0], row) for row in found)
+        seqs = sorted(need - resolver.extra.keys())
+        if seqs:
+            found = conn.execute(fetch_rows(len(seqs)), (session_id, *seqs)).fetchall()
+            resolver.extra.update((row[0], row) for row in found)
+            if len(found) < len(seqs):
+                absent = min(set(seqs) - {row[0] for row in found})
+                raise _missing_row(session_id, absent)
     return decode_rows(resolver, rows, plain, final=True, from_seq=from_seq)
 
 

@@ -331,7 +331,12 @@ async def test_the_first_request_after_a_reload_is_stored_by_reference(
     assert all(is_reference(row) for row in rows)
     sizes = [len(row[5]) for row in rows]
     assert max(sizes) < 1000  # the 6 KB of earlier questions are referred to, not written
-    assert await opener().read(session.id) == logged
+    assert all('["from",' in str(row[5]) for row in rows[1:])  # and the answers streamed
+    assert "a fine answer" not in str(rows[-1][5])
+    reader = opener()
+    assert await reader.read(session.id) == logged
+    for after in range(-1, len(logged)):  # a read from anywhere fetches what it refers to
+        assert await reader.read(session.id, after_seq=after) == logged[after + 1 :]
 
 
 async def stored_requests(opener: Callable[[], SessionStore], sid: str) -> list[Row]:

@@ -24,6 +24,7 @@ from steerable_bridge.adapters.storage.postgres.driver import pipelined
 from steerable_bridge.adapters.storage.postgres.schema import SCHEMA_VERSION, stored_version
 from steerable_bridge.adapters.storage.references import Resolver
 from steerable_bridge.adapters.storage.sql import (
+    FETCH_BLOCK,
     READ_AFTER,
     ROW_COLUMNS,
     TAIL_COMPACTION,
@@ -68,8 +69,16 @@ async def decode_all(
     include (one query per level of reference)."""
     resolver = Resolver(session_id)
     plain = plain_rows(rows)
-    while not all(plain) and (need := resolver.missing(rows)):
-        seqs = sorted(need)
+    while not all(plain):
+        need, block = resolver.missing(rows), resolver.block(rows, from_seq)
+        if not need and block is None:
+            break
+        if block is not None:
+            cur = await conn.execute(pg(FETCH_BLOCK), (session_id, *block))
+            resolver.extra.update((row[0], row) for row in await cur.fetchall())
+        seqs = sorted(need - resolver.extra.keys())
+        if not seqs:
+            continue
         cur = await conn.execute(pg(fetch_rows(len(seqs))), (session_id, *seqs))
         found = await cur.fetchall()
         resolver.extra.update((row[0], row) for row in found)
