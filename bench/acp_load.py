@@ -14,9 +14,9 @@ keeps the built store and reuses it when it exists (building 1,000 turns takes m
 `--read-every 5` has the model read a 5 KB file (`--read-bytes`) every 5th turn, as in the
 figures of issue 26.
 While building it prints the builder's RSS (the live session is in it). Before the load it
-prints what the store holds for the session: rows, events, the bytes of
-the data column, of the events table with its indexes (`dbstat`) and of the whole file, and
-each against the text exchanged (user prompts, streamed answer text, tool results).
+prints what the store holds for the session: rows, events, the bytes of the data column, of
+the events table with its indexes (`dbstat`) and of the whole file, and each against the
+text exchanged (user prompts, streamed answer text, tool results).
 """
 
 from __future__ import annotations
