@@ -11,6 +11,12 @@ time from request to response, the agent process's CPU over it (utime + stime fr
 event. Run: `uv run python bench/acp_load.py [--turns N] [--db PATH] [--events]`; `--db`
 keeps the built store and reuses it when it exists (building 1,000 turns takes minutes;
 `--build-only` builds it without timing, so only the load needs the benchmark lock).
+`--read-every 5` has the model read a 5 KB file (`--read-bytes`) every 5th turn, as in the
+figures of issue 26.
+While building it prints the builder's RSS (the live session is in it). Before the load it
+prints what the store holds for the session: rows, events, the bytes of the data column, of
+the events table with its indexes (`dbstat`) and of the whole file, and each against the
+text exchanged (user prompts, streamed answer text, tool results).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -29,29 +36,46 @@ import anyio
 from acp import schema as acp
 from acp import spawn_agent_process
 
+from steerable_bridge.adapters.storage.sqlite import SqliteStore
+from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 from steerable_bridge.commands.common import build_router, build_store
+from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
 from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 ANSWER = "token " * 200
+READ_NAME = "notes.txt"
 CHUNK = 6
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _script(folder: Path) -> Path:
+def _script(folder: Path, read_every: int) -> Path:
+    """The scripted model's rounds: an answer a turn; with `read_every` N, every Nth turn
+    first reads a file (a `read_file` call, then the answer)."""
+    answer = {"text": ANSWER, "chunk_size": CHUNK}
+    rounds: list[dict[str, Any]] = [answer]
+    if read_every > 0:
+        call = {"id": "c1", "name": "read_file", "arguments": {"path": READ_NAME}}
+        rounds = [answer] * (read_every - 1) + [{"tool_calls": [call]}, answer]
     path = folder / "script.json"
-    path.write_text(json.dumps({"rounds": [{"text": ANSWER, "chunk_size": CHUNK}], "loop": True}))
+    path.write_text(json.dumps({"rounds": rounds, "loop": True}))
     return path
 
 
-async def build(db: Path, route: str, turns: int, cwd: str) -> str:
-    """A session of `turns` turns in the store at `db`; returns its id."""
+async def build(db: Path, route: str, turns: int, cwd: str, read_bytes: int) -> str:
+    """A session of `turns` turns in the store at `db`; returns its id. The file the model
+    may read (`read_bytes` of text) is written into `cwd` first."""
+    line = "the quick brown fox jumps over the lazy dog 0123456789\n"
+    await anyio.Path(cwd, READ_NAME).write_text((line * (read_bytes // len(line) + 1))[:read_bytes])
     agent = Agent(
         router=build_router(route),
         store=build_store(str(db)),
         config=AgentConfig(model=route, approval="all"),
     )
+    for tool in fixed_workspace_tools(cwd):
+        if tool.name == "read_file":
+            agent.tools.register(tool)
     session = await agent.new_session(cwd)
     started = time.perf_counter()
     for turn in range(turns):
@@ -61,7 +85,11 @@ async def build(db: Path, route: str, turns: int, cwd: str) -> str:
         if outcome.stop_reason != "end_turn":
             raise SystemExit(f"turn {turn} ended {outcome.stop_reason}: {outcome.error_message}")
         if (turn + 1) % 100 == 0:
-            print(f"  built {turn + 1} turns ({time.perf_counter() - started:.0f} s)", flush=True)
+            print(
+                f"  built {turn + 1} turns ({time.perf_counter() - started:.0f} s),"
+                f" builder RSS {_rss_mib():.0f} MiB",
+                flush=True,
+            )
     await agent.close_session(session.id)
     return session.id
 
@@ -89,6 +117,58 @@ class Counter:
 
     def on_connect(self, conn: Any) -> None:
         return None
+
+
+def _text_bytes(events: list[ev.LoopEvent]) -> int:
+    """UTF-8 bytes of the text exchanged: prompts, streamed text and reasoning, tool call
+    arguments and tool results."""
+    total = 0
+    for event in events:
+        if isinstance(event, ev.UserMessage | ev.ToolFinished):
+            parts = event.content
+            total += sum(len(p.text.encode()) for p in parts if isinstance(p, TextPart))
+        elif isinstance(event, ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta):
+            total += len(event.delta.encode())
+    return total
+
+
+async def _read(db: Path, session_id: str) -> list[ev.LoopEvent]:
+    store = SqliteStore(db)
+    try:
+        return await store.read(session_id)
+    finally:
+        store.close()
+
+
+def storage(db: Path, session_id: str) -> None:
+    """Print what the store holds for the session against the text exchanged."""
+    events = anyio.run(_read, db, session_id)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        rows, data = conn.execute(
+            "SELECT count(*), sum(length(CAST(data AS BLOB))) FROM events WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        names = ("events", "events_by_seq", "events_by_kind", "events_with_facts")
+        (table,) = conn.execute(
+            f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({', '.join('?' * len(names))})",
+            names,
+        ).fetchone()
+    size = db.stat().st_size
+    text = _text_bytes(events)
+    print(
+        f"stored: {rows:,} rows for {len(events):,} events; data {data:,} B, events table and"
+        f" indexes {table:,} B, file {size:,} B; text exchanged {text:,} B — data"
+        f" {data / text:.2f}x, table {table / text:.2f}x, file {size / text:.2f}x the text"
+    )
+
+
+def _rss_mib() -> float:
+    """This process's resident memory (the live session that built the log is in it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def _cpu_s(pid: int) -> float:
@@ -141,19 +221,23 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=None, help="keep (and reuse) the store here")
     parser.add_argument("--events", action="store_true", help="ask for _steerable/event too")
     parser.add_argument("--build-only", action="store_true", help="build --db, time nothing")
+    parser.add_argument("--read-every", type=int, default=0, help="read a file every N turns")
+    parser.add_argument("--read-bytes", type=int, default=5000, help="the size of that file")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="steerable-load-") as folder:
         work = Path(folder)
         db = options.db or work / "sessions.db"
-        route = f"scripted:{_script(db.parent if options.db else work)}"
+        script = _script(db.parent if options.db else work, options.read_every)
+        route = f"scripted:{script}"
         marker = db.with_suffix(".session")
         if options.db is not None and db.exists() and marker.exists():
             session_id = marker.read_text()
             print(f"reusing {db} (session {session_id})")
         else:
             print(f"building {options.turns} turns of ~200 streamed tokens in {db} ...")
-            session_id = anyio.run(build, db, route, options.turns, folder)
+            session_id = anyio.run(build, db, route, options.turns, folder, options.read_bytes)
             marker.write_text(session_id)
+        storage(db, session_id)
         if not options.build_only:
             anyio.run(load, db, route, session_id, folder, options.events)
 

@@ -6,6 +6,9 @@ read-only snapshot fixed at the length it had when taken (appends after it stay 
 it). Everything the model sees is a projection of this log (`projection.py`); the loop keeps
 no second transcript. Events reach the `SessionStore` in batches on `commit()`; the loop
 commits at structural events and at least every `commit_interval_s` during streaming.
+A model request is logged sharing what it has in common with the one before (`_shared`):
+each step's request repeats the whole history, freshly projected, so a log that kept each
+copy would hold the conversation once per step; it holds it once.
 When the store refuses a batch because an event in it cannot be encoded (text with a lone
 UTF-16 surrogate that slipped past the edges, `surrogates.py`), `commit` stores that event
 repaired instead of retrying it forever, and notes it in `repairs`; the running turn then
@@ -14,6 +17,7 @@ fails with `internal_error` (`recorder.py`) and the session stays usable.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -22,8 +26,10 @@ from typing import Any, TypeVar, overload
 import anyio
 
 from steerable_bridge.runtime import codec
-from steerable_bridge.runtime.events import EventBase, LoopEvent
+from steerable_bridge.runtime.events import EventBase, LoopEvent, ModelRequestEvent
+from steerable_bridge.runtime.model import ModelRequest
 from steerable_bridge.runtime.storage import SessionStore
+from steerable_bridge.runtime.values import Message
 
 __all__ = ["LogView", "SessionLog", "UnencodableEvent", "now_ms"]
 
@@ -94,12 +100,15 @@ class SessionLog:
         self._store = store
         self._next_seq = 0
         self._commit_lock: anyio.Lock | None = None
+        self._request: ModelRequest | None = None
+        """The newest logged request that is not a one-off: the next one shares with it."""
         self.repairs: list[str] = []
         """Events `commit` found unencodable and stored repaired (a turn fails on them)."""
         for event in events:
             self._check(event)
             self._events.append(event)
             self._next_seq = event.seq + 1
+            self._note(event)
 
     @property
     def next_seq(self) -> int:
@@ -113,14 +122,24 @@ class SessionLog:
         return LogView(self._events, len(self._events))
 
     def record(self, cls: type[E], run_id: str, **fields: Any) -> E:
-        """Build an event of type `cls` with the next seq and now's timestamp, and append it."""
+        """Build an event of type `cls` with the next seq and now's timestamp, and append it.
+        A model request's messages, system prompt and tools equal to the previous request's
+        are that request's objects (the event equals the one asked for)."""
+        request = fields.get("request")
+        if cls is ModelRequestEvent and isinstance(request, ModelRequest):
+            fields["request"] = _shared(request, self._request)
         event = cls(
             session_id=self.session_id, run_id=run_id, seq=self._next_seq, ts=now_ms(), **fields
         )
         self._next_seq += 1
         self._events.append(event)  # type: ignore[arg-type]
         self._pending.append(event)  # type: ignore[arg-type]
+        self._note(event)  # type: ignore[arg-type]
         return event
+
+    def _note(self, event: LoopEvent) -> None:
+        if isinstance(event, ModelRequestEvent) and not event.request.one_off:
+            self._request = event.request
 
     def append(self, event: LoopEvent) -> None:
         """Append an event built elsewhere (e.g. imported); its seq must be the next one up."""
@@ -128,6 +147,7 @@ class SessionLog:
         self._events.append(event)
         self._pending.append(event)
         self._next_seq = event.seq + 1
+        self._note(event)
 
     def adopt(self, events: Sequence[LoopEvent]) -> None:
         """Add events another process already stored (they are not written again)."""
@@ -140,6 +160,7 @@ class SessionLog:
             self._check(event)
             self._events.append(event)
             self._next_seq = event.seq + 1
+            self._note(event)
 
     def _check(self, event: LoopEvent) -> None:
         if event.session_id != self.session_id:
@@ -208,3 +229,47 @@ class SessionLog:
         """The repairs noted since the last call (see `commit`), now forgotten."""
         notes, self.repairs = self.repairs, []
         return notes
+
+
+def _shared(new: ModelRequest, old: ModelRequest | None) -> ModelRequest:
+    """`new` with each message, and its system prompt and tools, replaced by the equal one
+    of `old` where `old` has one (by position first, then by value), so the two share
+    them; `new` itself when nothing is shared. Equal values: the request is the same."""
+    if old is None:
+        return new
+    known = old.messages
+    messages = list(new.messages)
+    by_value: dict[Message, Message] | None = None
+    changed = False
+    for i, message in enumerate(messages):
+        if i < len(known):
+            if known[i] is message:
+                continue
+            if known[i] == message:
+                messages[i] = known[i]
+                changed = True
+                continue
+        if by_value is None:
+            by_value = {}
+            for m in known:
+                try:
+                    by_value.setdefault(m, m)
+                except TypeError:  # a value that cannot be hashed: shared by position only
+                    continue
+        try:
+            found = by_value.get(message)
+        except TypeError:
+            continue
+        if found is not None:
+            messages[i] = found
+            changed = True
+    system = old.system if new.system is not old.system and new.system == old.system else None
+    tools = old.tools if new.tools is not old.tools and new.tools == old.tools else None
+    if not changed and system is None and tools is None:
+        return new
+    return dataclasses.replace(
+        new,
+        messages=tuple(messages) if changed else new.messages,
+        system=new.system if system is None else system,
+        tools=new.tools if tools is None else tools,
+    )

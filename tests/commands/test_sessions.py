@@ -409,8 +409,8 @@ def _two_big_sessions(db: Path) -> None:
             await store.append(
                 sid,
                 [
-                    ev.TextDelta(
-                        session_id=sid, run_id="r", seq=i, ts=i, message_id="m", delta="z" * 300
+                    ev.TextDelta(  # a message each: one row each (not a run, `runs.py`)
+                        session_id=sid, run_id="r", seq=i, ts=i, message_id=f"m{i}", delta="z" * 300
                     )
                     for i in range(400)
                 ],

@@ -10,7 +10,9 @@ import pytest
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.log import SessionLog
+from steerable_bridge.runtime.model import ModelRequest
 from steerable_bridge.runtime.storage import SessionRecord
+from steerable_bridge.runtime.values import Message, TextPart
 
 
 def delta(log: SessionLog, text: str) -> ev.TextDelta:
@@ -99,3 +101,42 @@ async def test_commit_writes_batches_in_order_and_loses_nothing_on_a_failed_writ
     await log.commit()  # nothing pending: no empty write
     assert store.batches == [[0, 1, 2]]
     assert [e.seq for e in await store.read("s1")] == [0, 1, 2]
+
+
+def _history(turns: int) -> tuple[Message, ...]:
+    """A freshly built copy of a conversation (equal values, new objects each call)."""
+    out: list[Message] = []
+    for i in range(turns):
+        out.append(
+            Message(id=f"u{i}", role="user", content=(TextPart(text="".join(["q", str(i)])),))
+        )
+        out.append(Message(id=f"a{i}", role="assistant", content=(TextPart(text="a" * (i + 1)),)))
+    return tuple(out)
+
+
+def test_each_request_shares_the_history_it_repeats_instead_of_keeping_a_copy() -> None:
+    log = SessionLog("s1")
+    system = "".join(["be ", "brief"])
+    asked = [
+        ModelRequest(model="m", system=system + "", messages=_history(n), tools=())
+        for n in (1, 2, 3)
+    ]
+    first, second, third = (
+        log.record(ev.ModelRequestEvent, "r1", step=i, request=request)
+        for i, request in enumerate(asked)
+    )
+    assert [e.request for e in (first, second, third)] == asked  # the same requests, by value
+    for older, newer in ((first, second), (second, third)):
+        kept = older.request.messages
+        assert all(a is b for a, b in zip(kept, newer.request.messages, strict=False))
+    assert third.request.messages[4] is asked[2].messages[4]  # new: kept as it came
+    # a request whose history moved (a compaction put a summary first) still shares by value
+    summary = Message(id="c", role="user", content=(TextPart(text="summary"),))
+    moved = ModelRequest(model="m", system=system, messages=(summary, *_history(3)[2:]))
+    fourth = log.record(ev.ModelRequestEvent, "r1", step=3, request=moved)
+    assert fourth.request == moved
+    kept = third.request.messages[2:]
+    assert all(a is b for a, b in zip(fourth.request.messages[1:], kept, strict=True))
+    reloaded = SessionLog("s1", list(log.view()))  # a loaded log shares with its last request
+    again = reloaded.record(ev.ModelRequestEvent, "r1", step=4, request=moved)
+    assert again.request.messages[0] is fourth.request.messages[0]

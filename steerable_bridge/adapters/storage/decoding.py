@@ -2,6 +2,7 @@
 
 A durable store reads a log back as rows (`formats.Row`: seq, format, kind, run id, ts,
 data) in seq order. Most rows hold a complete event body in this build's record format;
+a run of deltas (`runs.py`) is unfolded where it falls;
 those get their envelope back from their columns (`formats.with_envelopes`), are joined into
 one JSON array and validated by one pydantic call (`codec.events_from_json`), which costs
 about half of decoding them one by one. Every other row — an older format that needs
@@ -22,8 +23,8 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from steerable_bridge.adapters.storage import formats
-from steerable_bridge.adapters.storage.formats import Row, is_reference, with_envelopes
-from steerable_bridge.adapters.storage.references import Resolver
+from steerable_bridge.adapters.storage.formats import Row, is_reference, is_run, with_envelopes
+from steerable_bridge.adapters.storage.references import Resolver, kept
 from steerable_bridge.runtime.codec import events_from_json
 from steerable_bridge.runtime.events import LoopEvent
 
@@ -34,7 +35,9 @@ def plain_rows(rows: Sequence[Row]) -> list[bool]:
     """For each row, whether it holds a complete event body of this build's format (one
     that decodes on its own, in bulk); the others need the Resolver, perhaps other rows."""
     current = formats.FORMAT  # read now: a test may stand in for a later build
-    return [row[1] == current and not is_reference(row) for row in rows]
+    return [
+        row[1] == current and not is_reference(row) and not is_run(row[1], row[5]) for row in rows
+    ]
 
 
 def decode_rows(
@@ -43,32 +46,48 @@ def decode_rows(
     plain: Sequence[bool] | None = None,
     *,
     final: bool = False,
+    from_seq: int = 0,
 ) -> list[LoopEvent]:
     """The events of `rows` (one session's, in seq order; `plain` is `plain_rows(rows)` if
-    the caller has it), as `resolver.decode_all(rows)` gives them: rows the resolver holds
-    in `extra` are decoded where their seq falls and left out of the result. `final`: the
-    caller decodes nothing more with `resolver`, so events after the last row that needs
-    it are not noted in it (nothing could refer to them)."""
+    the caller has it), as `resolver.decode_all(rows, from_seq)` gives them: rows the
+    resolver holds in `extra` are decoded where their seq falls and left out of the
+    result, and so are the deltas of a run below `from_seq` (a read's lower bound: a run
+    row is selected by its last seq). Every event decoded is noted in `resolver.events`.
+    `final`: the caller decodes nothing more with `resolver`, so events after the last row
+    that needs it are not noted in its `requests` and `messages` (nothing could refer to
+    them)."""
+    extra: set[int] = set()
     if resolver.extra:
         wanted = {row[0] for row in rows}
-        merged = sorted([*rows, *(r for s, r in resolver.extra.items() if s not in wanted)])
+        extra = {seq for seq in resolver.extra if seq not in wanted}
+        rows = sorted([*rows, *(resolver.extra[seq] for seq in extra)])
         resolver.extra.clear()
-        events = decode_rows(resolver, merged, final=final)
-        return [event for event in events if event.seq in wanted]
+        plain = None
     if plain is None:
         plain = plain_rows(rows)
-    events = []
+    out: list[LoopEvent] = []
+    held = resolver.events
     start = 0
+
+    def add(events: list[LoopEvent], chunk: Sequence[Row]) -> None:
+        held.extend(events)
+        if not extra:
+            out.extend(events)
+        else:  # plain rows hold one event each
+            out.extend(e for e, row in zip(events, chunk, strict=True) if row[0] not in extra)
+
     for index, row in enumerate(rows):
         if plain[index]:
             continue
         if start < index:
-            events += _bulk(resolver, rows[start:index], remember=True)
-        events.append(resolver.decode(row))
+            add(_bulk(resolver, rows[start:index], remember=True), rows[start:index])
+        events = resolver.decode_row(row)  # noted in `resolver.events`
+        if row[0] not in extra:
+            out += kept(events, from_seq)
         start = index + 1
     if start < len(rows):
-        events += _bulk(resolver, rows[start:], remember=not final)
-    return events
+        add(_bulk(resolver, rows[start:], remember=not final), rows[start:])
+    return out
 
 
 CHUNK = 4096

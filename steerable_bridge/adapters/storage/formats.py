@@ -14,9 +14,12 @@ in the data column only the event's *body* (`encode_body`): the envelope fields 
 already has as columns (session id, run id, seq, ts, kind) and every field equal to its
 default are left out, and put back on read from the columns and the dataclass defaults — so
 changing a field's default needs a new format whose upgrade writes the old default in. 4
-(this build) lets a request quote its system prompt and tools from an earlier request.
-Model requests stored by reference (formats 2 to 4) are rebuilt by `references.Resolver`;
-`decode_event` alone refuses them.
+lets a request quote its system prompt and tools from an earlier request. 5 (this build)
+adds rows that hold a run of streamed deltas (`runs.py`; `is_run` tells them apart) and
+requests that refer to an assistant message by the events it was streamed in
+(`references.STEP`).
+Model requests stored by reference (formats 2 to 5) are rebuilt by `references.Resolver`,
+runs are unfolded by `runs.unfold`; `decode_event` alone refuses both.
 """
 
 from __future__ import annotations
@@ -47,17 +50,21 @@ __all__ = [
     "format_too_new",
     "history_compaction",
     "is_reference",
+    "is_run",
     "with_envelope",
     "with_envelopes",
 ]
 
-FORMAT = 4
+FORMAT = 5
 """The record format this build writes and the newest it reads."""
+
+RUN_FORMAT = 5
+"""The first format with rows that hold a run of deltas (`runs.py`)."""
 
 BODY_FORMAT = 3
 """The first format whose rows hold only an event's body (`encode_body`)."""
 
-REF_KEYS = {2: "request_ref", 3: "refs", 4: "refs"}
+REF_KEYS = {2: "request_ref", 3: "refs", 4: "refs", 5: "refs"}
 """The key that marks a model request stored by reference, per format."""
 
 Row = tuple[int, int | None, str, str, int, "str | bytes"]
@@ -90,11 +97,19 @@ def _v3_to_v4(data: JsonObject) -> JsonObject:
     return data
 
 
+def _v4_to_v5(data: JsonObject) -> JsonObject:
+    """Format 5 only adds rows holding a run of deltas, which a format-4 reader would
+    misread (they are unfolded before any upgrade, `runs.py`): a format-4 event is a
+    format-5 event."""
+    return data
+
+
 UPGRADES: dict[int, Callable[[JsonObject], JsonObject]] = {
     0: _v0_to_v1,
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 """`UPGRADES[n]` turns format-n JSON into format n + 1; a new format adds one entry."""
 
@@ -245,6 +260,18 @@ def with_envelopes(session_json: str, rows: Iterable[Row]) -> list[str]:
     return texts
 
 
+_RUN_MARK = '{"run":'
+_RUN_MARK_BYTES = _RUN_MARK.encode()
+
+
+def is_run(found: int | None, data: str | bytes) -> bool:
+    """Whether a row (its format and data column) holds a run of deltas (`runs.py`): its
+    body starts with the `run` key, which no event's body starts with."""
+    if found is None or found < RUN_FORMAT:
+        return False
+    return data.startswith(_RUN_MARK) if isinstance(data, str) else data.startswith(_RUN_MARK_BYTES)
+
+
 def is_reference(row: Row) -> bool:
     """Whether a row holds a model request stored by reference (formats 2 and 3)."""
     found, kind, data = row[1], row[2], row[5]
@@ -269,7 +296,7 @@ def decode_event(session_id: str, row: Row) -> LoopEvent:
     """The event stored in one row, upgraded to this build's format; raises StoreError."""
     seq, found = row[0], row[1]
     try:
-        if found == FORMAT and not is_reference(row):  # the common case, kept lean
+        if found == FORMAT and not is_reference(row) and not is_run(found, row[5]):
             event = event_from_json(with_envelope(_quoted(session_id), row))
             if event.seq == seq and event.session_id == session_id:
                 return event
@@ -280,6 +307,8 @@ def decode_event(session_id: str, row: Row) -> LoopEvent:
     version = check_readable(what, found)
     if is_reference(row):
         raise corrupt(what, "it is a request stored by reference; read it with its session")
+    if is_run(version, row[5]):
+        raise corrupt(what, "it is a run of deltas; read it with its session")
     try:
         if version >= BODY_FORMAT:
             event = event_from_jsonable(upgraded(with_envelope(_quoted(session_id), row), version))

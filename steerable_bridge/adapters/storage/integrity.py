@@ -155,15 +155,17 @@ def check_log(
         )
 
 
-def salvaged(session_id: str, row: Row, resolver: Resolver | None = None) -> Salvaged:
-    """One stored row, decoded, or the reason it cannot be. Rows read in seq order through
-    one `resolver` rebuild requests stored by reference from the rows before them."""
+def salvaged(session_id: str, row: Row, resolver: Resolver | None = None) -> list[Salvaged]:
+    """One stored row's events (one, or a run's deltas, `runs.py`), decoded, or the reason
+    it cannot be. Rows read in seq order through one `resolver` rebuild requests stored by
+    reference from the rows before them."""
     seq, found = row[0], row[1]
     try:
-        event = resolver.decode(row) if resolver is not None else decode_event(session_id, row)
-        return Salvaged(seq=seq, found=found, event=event)
+        if resolver is None:
+            return [Salvaged(seq=seq, found=found, event=decode_event(session_id, row))]
+        return [Salvaged(seq=e.seq, found=found, event=e) for e in resolver.decode_row(row)]
     except StoreError as err:
-        return Salvaged(seq=seq, found=found, problem=err.message)
+        return [Salvaged(seq=seq, found=found, problem=err.message)]
 
 
 def salvage_events(path: Path, session_id: str) -> Iterator[Salvaged]:
@@ -187,7 +189,7 @@ def _rows(conn: sqlite3.Connection, path: Path, session_id: str) -> Iterator[Sal
         ids = _scan_ids(conn, path, session_id)
     resolver = Resolver(session_id)
     for row_id in ids:
-        yield _salvage_row(conn, session_id, row_id, resolver)
+        yield from _salvage_row(conn, session_id, row_id, resolver)
 
 
 def _scan_ids(conn: sqlite3.Connection, path: Path, session_id: str) -> list[int]:
@@ -211,11 +213,11 @@ def _scan_ids(conn: sqlite3.Connection, path: Path, session_id: str) -> list[int
 
 def _salvage_row(
     conn: sqlite3.Connection, session_id: str, row_id: int, resolver: Resolver
-) -> Salvaged:
+) -> list[Salvaged]:
     try:
         row = conn.execute(f"SELECT {ROW_COLUMNS} FROM events WHERE id = ?", (row_id,)).fetchone()
     except sqlite3.DatabaseError as err:
-        return Salvaged(
-            seq=None, problem=f"session {session_id}: row {row_id} is unreadable: {err}"
-        )
+        return [
+            Salvaged(seq=None, problem=f"session {session_id}: row {row_id} is unreadable: {err}")
+        ]
     return salvaged(session_id, row, resolver)

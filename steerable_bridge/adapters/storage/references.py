@@ -6,7 +6,10 @@ previous request, the tool results and user prompts just logged as events. `Requ
 items (record format 3): a JSON object is a message written out; `[a, b]` stands for the
 messages a..b-1 of the base request (`refs.base`, the session's previous request); an
 integer is the seq of an event whose own message (`projection.event_message`: a tool result,
-a user prompt, a hook's note, a compaction summary) it is. A reference is written only when
+a user prompt, a hook's note, a compaction summary) it is; `["from", a, b]` (format 5) is the
+assistant message the events a..b make (one model call's deltas and tool calls, through its
+`model_response`), so an answer is stored once, in its deltas. A read that starts after a..b
+fetches those rows (`Resolver.block`). A reference is written only when
 the message it stands for is equal to the one in the request, so the rebuilt request is the
 logged one, exactly. A system prompt and tools equal to the base's are kept as digests; a
 request without a base (after a compaction) quotes them from the newest request whose row
@@ -19,16 +22,19 @@ bases never crosses a compaction), and event references only name events after t
 history compaction's `through_seq`, so a store's tail read (which starts at or before
 `through_seq + 1`) holds every row its requests need. `Resolver` rebuilds requests from the
 rows a store read, and names (`missing`) the rows a partial read did not include so the
-store can fetch them (a read after a seq, a log another process wrote). Nothing here
-touches a database.
+store can fetch them (a read after a seq, a log another process wrote). A store that reads
+a session it has no writer for (a reload: a new process, or one that forgot the session)
+starts one from what it read (`RequestWriter.resumed`), so the first request after a reload
+is stored by reference too. Nothing here touches a database.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -37,26 +43,47 @@ from steerable_bridge.adapters.storage.formats import (
     BODY_FORMAT,
     FORMAT,
     REF_KEYS,
+    RUN_FORMAT,
     Row,
     check_readable,
     corrupt,
     decode_event,
     encode_body,
     is_reference,
+    is_run,
     short,
     upgraded,
     with_envelope,
 )
+from steerable_bridge.adapters.storage.runs import unfold
 from steerable_bridge.runtime.codec import event_from_jsonable
-from steerable_bridge.runtime.events import Compaction, LoopEvent, ModelRequestEvent
+from steerable_bridge.runtime.events import (
+    Compaction,
+    LoopEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+)
+from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.model import ModelRequest, ToolSpec
-from steerable_bridge.runtime.projection import event_message
+from steerable_bridge.runtime.projection import ProjectionError, event_message, history_entries
 from steerable_bridge.runtime.values import Message
 
-__all__ = ["MAX_SOURCES", "RequestWriter", "Resolver"]
+__all__ = ["MAX_SOURCES", "STEP", "RequestWriter", "Resolver", "resume_writer"]
 
 MAX_SOURCES = 4096
 """Messages of recent events a writer remembers per session (the oldest go first)."""
+
+MAX_STEP = 100_000
+"""Events of one model call a writer keeps to name its assistant message at most."""
+
+STEP = "from"
+"""The tag of a message item `["from", first, last]`: the one assistant message that the
+events first..last (after a request, through its `model_response`) make, exactly as
+`projection.history_entries` makes it (format 5)."""
+
+
+def _first(source: int | tuple[int, int]) -> int:
+    return source[0] if isinstance(source, tuple) else source
 
 
 def _digest(text: str) -> str:
@@ -85,33 +112,95 @@ class RequestWriter:
         self.next_seq: int | None = None
         self.previous: ModelRequestEvent | None = None
         """The base of the next request (None: the next one is a root)."""
-        self.sources: dict[Message, int] = {}
-        """Messages that events after the newest history compaction added, by value."""
+        self.sources: dict[Message, int | tuple[int, int]] = {}
+        """Messages that events after the newest history compaction added, by value: the
+        seq of the event whose own message it is, or the (first, last) seqs of the events
+        after a request that make one assistant message (`STEP`)."""
+        self._step: list[LoopEvent] | None = None
+        """The events since the last request seen (None: no request seen since a gap)."""
         self.system_at: tuple[int, str] | None = None
         self.tools_at: tuple[int, tuple[ToolSpec, ...]] | None = None
         """The newest request whose row holds its system prompt / tools written out: a
         request without a base (after a compaction) refers to them there."""
 
+    @classmethod
+    def resumed(cls, events: Sequence[LoopEvent]) -> RequestWriter:
+        """The writer of a session whose stored log ends with `events` (read back, in seq
+        order): its base is the newest request, unless a history compaction came after it,
+        and it knows the messages of the events after that. What it cannot know — which
+        older row holds a system prompt written out — it leaves unset: the next request
+        without a base writes its own out."""
+        writer = cls()
+        start = 0
+        for index in range(len(events) - 1, -1, -1):
+            event = events[index]
+            if isinstance(event, ModelRequestEvent) or (
+                isinstance(event, Compaction) and event.scope == "history"
+            ):
+                start = index
+                break
+        for event in events[start:]:
+            writer.note(event)
+        return writer
+
+    def note(self, event: LoopEvent) -> None:
+        """Take in an event stored without `body` (a delta folded into a run, or one read
+        back): the state `body` keeps, without encoding anything."""
+        self._follow(event)
+        if isinstance(event, ModelRequestEvent):
+            self.previous = event
+        else:
+            self._observe(event)
+
     def body(self, event: LoopEvent) -> str:
-        if self.next_seq is not None and event.seq != self.next_seq:
-            self.previous, self.sources = None, {}  # events written elsewhere came between
-        self.next_seq = event.seq + 1
+        self._follow(event)
         if isinstance(event, ModelRequestEvent):
             text = self._request(event)
             self.previous = event
             return text
+        self._observe(event)
+        return encode_body(event)
+
+    def _follow(self, event: LoopEvent) -> None:
+        if self.next_seq is not None and event.seq != self.next_seq:
+            self.previous, self.sources = None, {}  # events written elsewhere came between
+            self._step = None
+        self.next_seq = event.seq + 1
+        if isinstance(event, ModelRequestEvent):
+            self._step = []
+        elif self._step is not None:
+            self._step.append(event)
+            if isinstance(event, ModelResponseEvent):
+                self._end_step(self._step)
+                self._step = None
+            elif len(self._step) > MAX_STEP:
+                self._step = None
+
+    def _end_step(self, events: list[LoopEvent]) -> None:
+        """Remember the assistant message the events of one model call make (when they make
+        exactly one), as a `STEP` reference."""
+        try:
+            entries = history_entries(events)
+        except ProjectionError:
+            return
+        if len(entries) == 1 and _key(entries[0][1]) is not None:
+            self._add(entries[0][1], (events[0].seq, events[-1].seq))
+
+    def _add(self, message: Message, source: int | tuple[int, int]) -> None:
+        self.sources.pop(message, None)
+        self.sources[message] = source
+        if len(self.sources) > MAX_SOURCES:
+            del self.sources[next(iter(self.sources))]
+
+    def _observe(self, event: LoopEvent) -> None:
         if isinstance(event, Compaction):
             through = event.through_seq
             if event.scope == "history":
                 self.previous = None
-            self.sources = {m: s for m, s in self.sources.items() if s > through}
+            self.sources = {m: s for m, s in self.sources.items() if _first(s) > through}
         message = event_message(event)
         if message is not None and _key(message) is not None:
-            self.sources.pop(message, None)
-            self.sources[message] = event.seq
-            if len(self.sources) > MAX_SOURCES:
-                del self.sources[next(iter(self.sources))]
-        return encode_body(event)
+            self._add(message, event.seq)
 
     def _request(self, event: ModelRequestEvent) -> str:
         new = event.request
@@ -129,15 +218,19 @@ class RequestWriter:
             if (
                 old is not None
                 and isinstance(last, list)
+                and len(last) == 2
                 and last[1] < len(old.messages)
                 and old.messages[last[1]] == message
             ):
                 last[1] += 1
                 continue
             key = _key(message)
-            seq = self.sources.get(key) if key is not None else None
-            if seq is not None:
-                items.append(seq)
+            source = self.sources.get(key) if key is not None else None
+            if isinstance(source, tuple):
+                items.append([STEP, *source])
+                continue
+            if source is not None:
+                items.append(source)
                 continue
             if old is not None and key is not None:
                 if index is None:
@@ -169,7 +262,9 @@ class RequestWriter:
         else:
             self.tools_at = (event.seq, new.tools)
         if self.previous is not None and (
-            "system" in refs or "tools" in refs or any(isinstance(i, list) for i in items)
+            "system" in refs
+            or "tools" in refs
+            or any(isinstance(i, list) and len(i) == 2 for i in items)
         ):
             refs["base"] = self.previous.seq
         if not refs and all(item is None for item in items):
@@ -179,6 +274,31 @@ class RequestWriter:
         body["request"]["messages"] = [next(written) if i is None else i for i in items]
         body[REF_KEYS[FORMAT]] = refs
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def resume_writer(
+    writers: IdleCache[str, RequestWriter],
+    session_id: str,
+    events: Sequence[LoopEvent],
+    last_seq: int,
+) -> None:
+    """Give a session that has no writer in `writers` (a store's) one resumed from a read
+    of its log that ends at the stored `last_seq` (`RequestWriter.resumed`); a read that
+    stops short of the end, or a session that has a writer, changes nothing."""
+    if events and events[-1].seq == last_seq and writers.peek(session_id) is None:
+        writers.put(session_id, RequestWriter.resumed(events))
+
+
+def kept(events: list[LoopEvent], from_seq: int) -> list[LoopEvent]:
+    """A row's events a read returns: a run's deltas from `from_seq` on (a read selects
+    a run by its last seq), every other row's event."""
+    if len(events) > 1 and events[0].seq < from_seq:
+        return [event for event in events if event.seq >= from_seq]
+    return events
+
+
+def _seq(event: LoopEvent) -> int:
+    return event.seq
 
 
 class Resolver:
@@ -196,6 +316,11 @@ class Resolver:
         """Fetched rows read only for the system prompt or tools they hold written out."""
         self._literal_only: set[int] = set()
         self._parsed: dict[int, dict[str, Any]] = {}
+        self.events: list[LoopEvent] = []
+        """Every event decoded so far, in seq order (`extra` rows' and a run's deltas
+        below a read's start too): what `STEP` items are rebuilt from."""
+        self._held_from: int | None = None
+        """The lowest seq from which on every row is held (read or fetched by `block`)."""
 
     def missing(self, rows: Iterable[Row]) -> set[int]:
         """Seqs the rows (and the fetched `extra`) refer to that neither they nor the rows
@@ -218,20 +343,54 @@ class Resolver:
         self._literal_only |= quoted - need
         return need | quoted
 
-    def decode_all(self, rows: Iterable[Row]) -> list[LoopEvent]:
+    def block(self, rows: Iterable[Row], start: int) -> tuple[int, int] | None:
+        """The seqs (first, last) of the rows to fetch into `extra` so that every `STEP`
+        item of the rows (and of `extra`) can be rebuilt, given that the read holds every
+        row from seq `start` on; None when nothing more is needed. Each call assumes the
+        caller fetches what the previous one named."""
+        held = start if self._held_from is None else self._held_from
+        lowest = held
+        for row in [*rows, *self.extra.values()]:
+            if not is_reference(row) or (row[1] or 0) < RUN_FORMAT:
+                continue
+            items = self._parse(row).get("request", {}).get("messages", ())
+            for item in items if isinstance(items, list) else ():
+                if isinstance(item, list) and len(item) == 3 and type(item[1]) is int:
+                    lowest = min(lowest, item[1])
+        self._held_from = lowest
+        return (lowest, held - 1) if lowest < held else None
+
+    def decode_all(self, rows: Iterable[Row], from_seq: int = 0) -> list[LoopEvent]:
         """The rows' events, in their order (seq order); `extra` rows are decoded where
-        their seq falls and left out of the result."""
-        rows = list(rows)
-        if not self.extra:
-            return [self.decode(row) for row in rows]
-        wanted = {row[0] for row in rows}
-        merged = sorted([*rows, *(r for s, r in self.extra.items() if s not in wanted)])
+        their seq falls and left out of the result, and so are the deltas of a run below
+        `from_seq` (`runs.py`)."""
+        wanted = list(rows)
+        keys = {row[0] for row in wanted}
+        merged = sorted(
+            [(row, False) for row in wanted]
+            + [(row, True) for s, row in self.extra.items() if s not in keys]
+        )
         self.extra.clear()
-        events = [self.decode(row) for row in merged]
-        return [event for event in events if event.seq in wanted]
+        out: list[LoopEvent] = []
+        for row, extra in merged:
+            events = self.decode_row(row)
+            if not extra:
+                out += kept(events, from_seq)
+        return out
+
+    def decode_row(self, row: Row) -> list[LoopEvent]:
+        """One row's events (rows must come in seq order): one, or a run's deltas; noted
+        in `events`."""
+        if is_run(row[1], row[5]):
+            check_readable(self._what(row[0]), row[1])
+            events = unfold(self.session_id, row)
+        else:
+            events = [self.decode(row)]
+        self.events += events
+        return events
 
     def decode(self, row: Row) -> LoopEvent:
-        """One row's event (rows must come in seq order)."""
+        """One row's event (rows must come in seq order; a run: `decode_row`)."""
         event = self._rebuild(row) if is_reference(row) else decode_event(self.session_id, row)
         self.remember(event)
         return event
@@ -336,6 +495,23 @@ class Resolver:
         full = dataclasses.replace(request, messages=messages, system=system, tools=tools)
         return dataclasses.replace(slim, request=full)
 
+    def _step(self, seq: int, first: object, last: object) -> Message:
+        """The one assistant message the events first..last make (a `STEP` item)."""
+        if not (type(first) is int and type(last) is int and 0 <= first <= last < seq):
+            raise ValueError(f"its step {first!r}..{last!r} is not a run of earlier seqs")
+        events = self.events
+        at = bisect.bisect_left(events, first, key=_seq)
+        span = events[at : at + last - first + 1]
+        if len(span) != last - first + 1 or span[0].seq != first or span[-1].seq != last:
+            raise KeyError(f"events {first}..{last}")
+        try:
+            entries = history_entries(span)
+        except ProjectionError as err:
+            raise ValueError(str(err)) from None
+        if len(entries) != 1:
+            raise ValueError(f"events {first}..{last} make {len(entries)} messages, not one")
+        return entries[0][1]
+
     def _quoted(self, seq: int, at: object) -> ModelRequest:
         """The request at `at` as far as its row holds it written out (system prompt and
         tools), without decoding that row when it was fetched only for them."""
@@ -376,6 +552,8 @@ class Resolver:
                 messages.append(next(literal))
             elif isinstance(item, int) and not isinstance(item, bool) and 0 <= item < seq:
                 messages.append(self.messages[item])
+            elif isinstance(item, list) and len(item) == 3 and item[0] == STEP:
+                messages.append(self._step(seq, item[1], item[2]))
             elif (
                 isinstance(item, list)
                 and base is not None

@@ -2,9 +2,10 @@
 
 The SQLite (`sqlite.py`) and PostgreSQL (`postgres.py`) stores keep the same two tables —
 `sessions` (one row per session: indexed columns plus its record JSON) and `events` (one
-row per LoopEvent: session id, seq, kind, run id, ts, a fact-carrying flag, the record
-format and the event's body, `formats.py`) — so the rows are built here once
-(`event_rows`, `appended_record`), every read selects `ROW_COLUMNS`, and the queries are
+row per LoopEvent — or per run of streamed deltas, `runs.py`: session id, seq, kind, run id,
+ts, a fact-carrying flag, the record format and the event's body, `formats.py`) — so the
+rows are built here once (`event_rows`, `appended_record`), every read selects
+`ROW_COLUMNS`, and the queries are
 written once in SQLite's `?` style; PostgreSQL takes them through `pg()`, which switches the
 placeholders to `%s`. The resume tail rule (start at the run holding the newest
 `compaction`, after the fact-carrying events) lives in `TAIL_*`. Nothing here opens a
@@ -17,12 +18,14 @@ from collections.abc import Sequence
 
 from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
 from steerable_bridge.adapters.storage.references import RequestWriter
+from steerable_bridge.adapters.storage.runs import encode_run, fold
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.projection import carries_facts
 from steerable_bridge.runtime.storage import SessionRecord
 
 __all__ = [
     "EVENT_COLUMNS",
+    "FETCH_BLOCK",
     "INSERT_EVENT",
     "INSERT_SESSION",
     "READ_AFTER",
@@ -86,20 +89,38 @@ def event_rows(
     session_id: str, batch: Sequence[LoopEvent], writer: RequestWriter
 ) -> list[EventRow]:
     """The `events` rows of a batch (columns in `EVENT_COLUMNS` order); `writer` is the
-    session's, and stores model requests by reference (`references.py`)."""
-    return [
-        (
-            session_id,
-            event.seq,
-            event.kind,
-            event.run_id,
-            event.ts,
-            1 if carries_facts(event) else 0,
-            FORMAT,
-            writer.body(event),
+    session's, and stores model requests by reference (`references.py`). Consecutive
+    deltas of one message take one row, a run keyed by its last delta (`runs.py`)."""
+    rows: list[EventRow] = []
+    for item in fold(batch):
+        if isinstance(item, tuple):
+            for delta in item:
+                writer.note(delta)
+            last = item[-1]
+            rows.append(
+                (session_id, last.seq, last.kind, last.run_id, last.ts, 0, FORMAT, encode_run(item))
+            )
+            continue
+        rows.append(
+            (
+                session_id,
+                item.seq,
+                item.kind,
+                item.run_id,
+                item.ts,
+                1 if carries_facts(item) else 0,
+                FORMAT,
+                writer.body(item),
+            )
         )
-        for event in batch
-    ]
+    return rows
+
+
+FETCH_BLOCK = (
+    f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
+)
+"""Every row from one seq to another: the events of assistant messages that requests a read
+included refer to, from before the read (`references.Resolver.block`)."""
 
 
 def fetch_rows(count: int) -> str:

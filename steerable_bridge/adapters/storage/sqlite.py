@@ -2,8 +2,9 @@
 
 One database file in WAL mode (readers never wait for the writer; a crash never leaves a
 half-written transaction) with a busy timeout for the moments two processes both write.
-`sessions` holds one row per session and `events` one row per LoopEvent; each row keeps
-its full JSON (`runtime/codec.py`) in `data`, stamped with its record format (`formats.py`),
+`sessions` holds one row per session and `events` one row per LoopEvent (or per run of
+streamed deltas, `runs.py`); each row keeps its JSON body in `data`, stamped with its record
+format (`formats.py`),
 beside the indexed columns that listing, paging and the resume tail-scan read (session id,
 seq, kind, run id, times, cwd, title). Appends check seq inside a `BEGIN IMMEDIATE`
 transaction, so two writers can never interleave one session's log.
@@ -52,8 +53,9 @@ from steerable_bridge.adapters.storage.formats import (
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
 from steerable_bridge.adapters.storage.readiness import SQLITE_SCHEMA_VERSION
-from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
+from steerable_bridge.adapters.storage.references import RequestWriter, Resolver, resume_writer
 from steerable_bridge.adapters.storage.sql import (
+    FETCH_BLOCK,
     INSERT_EVENT,
     INSERT_SESSION,
     READ_AFTER,
@@ -309,26 +311,30 @@ class SqliteStore:
         self._writers.sweep(lambda _: True)
 
     async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
-        def read(conn: sqlite3.Connection) -> list[LoopEvent]:
+        def read(conn: sqlite3.Connection) -> tuple[list[LoopEvent], int]:
             with _transaction(conn, write=False):
-                _require(conn, session_id)
+                last = _require(conn, session_id)
                 rows = conn.execute(READ_AFTER, (session_id, after_seq)).fetchall()
-                return _decode_all(conn, session_id, rows)
+                return _decode_all(conn, session_id, rows, after_seq + 1), last
 
-        return await self._run(read)
+        events, last = await self._run(read)
+        resume_writer(self._writers, session_id, events, last)  # a reload: see references.py
+        return events
 
     async def read_tail(self, session_id: str) -> list[LoopEvent]:
         """From the run holding the newest compaction on, after the fact-carrying events."""
 
-        def read_tail(conn: sqlite3.Connection) -> list[LoopEvent]:
+        def read_tail(conn: sqlite3.Connection) -> tuple[list[LoopEvent], int]:
             with _transaction(conn, write=False):
-                _require(conn, session_id)
+                last = _require(conn, session_id)
                 start = _tail_start(conn, session_id)
                 rows = conn.execute(TAIL_FACTS, (session_id, start)).fetchall()
                 rows += conn.execute(TAIL_FROM, (session_id, start)).fetchall()
-                return _decode_all(conn, session_id, rows)
+                return _decode_all(conn, session_id, rows, start), last
 
-        return await self._run(read_tail)
+        events, last = await self._run(read_tail)
+        resume_writer(self._writers, session_id, events, last)
+        return events
 
     async def get(self, session_id: str) -> SessionRecord | None:
         def get(conn: sqlite3.Connection) -> SessionRecord | None:
@@ -455,12 +461,16 @@ class _transaction:
             self.conn.execute("ROLLBACK")
 
 
-def _require(conn: sqlite3.Connection, session_id: str) -> None:
-    row = conn.execute("SELECT format FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+def _require(conn: sqlite3.Connection, session_id: str) -> int:
+    """The session's last stored seq; raises SessionNotFound or `format_too_new`."""
+    row = conn.execute(
+        "SELECT format, last_seq FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
     if row is None:
         raise SessionNotFound(session_id)
     if row[0] is not None and row[0] > FORMAT:
         raise format_too_new(f"session {session_id}", row[0])
+    return int(row[1])
 
 
 def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
@@ -472,19 +482,29 @@ def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
     return tail_start(found, int(run[0]) if run is not None else found.seq)
 
 
-def _decode_all(conn: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> list[LoopEvent]:
-    """The rows' events; requests stored by reference are rebuilt, fetching the rows they
-    refer to that the read did not include (a tail, or rows after a seq)."""
+def _decode_all(
+    conn: sqlite3.Connection, session_id: str, rows: Sequence[Row], from_seq: int
+) -> list[LoopEvent]:
+    """The rows' events from `from_seq` on (runs unfolded); requests stored by reference
+    are rebuilt, fetching the rows they refer to that the read did not include (a tail, or
+    rows after a seq)."""
     resolver = Resolver(session_id)
     plain = plain_rows(rows)
-    while not all(plain) and (need := resolver.missing(rows)):
-        seqs = sorted(need)
-        found = conn.execute(fetch_rows(len(seqs)), (session_id, *seqs)).fetchall()
-        resolver.extra.update((row[0], row) for row in found)
-        if len(found) < len(seqs):
-            absent = min(set(seqs) - {row[0] for row in found})
-            raise _missing_row(session_id, absent)
-    return decode_rows(resolver, rows, plain, final=True)
+    while not all(plain):
+        need, block = resolver.missing(rows), resolver.block(rows, from_seq)
+        if not need and block is None:
+            break
+        if block is not None:
+            found = conn.execute(FETCH_BLOCK, (session_id, *block)).fetchall()
+            resolver.extra.update((row[0], row) for row in found)
+        seqs = sorted(need - resolver.extra.keys())
+        if seqs:
+            found = conn.execute(fetch_rows(len(seqs)), (session_id, *seqs)).fetchall()
+            resolver.extra.update((row[0], row) for row in found)
+            if len(found) < len(seqs):
+                absent = min(set(seqs) - {row[0] for row in found})
+                raise _missing_row(session_id, absent)
+    return decode_rows(resolver, rows, plain, final=True, from_seq=from_seq)
 
 
 def _missing_row(session_id: str, seq: int) -> StoreError:

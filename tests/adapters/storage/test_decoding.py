@@ -49,10 +49,15 @@ def with_requests() -> list[ev.LoopEvent]:
     return log
 
 
-def stored(log: list[ev.LoopEvent]) -> list[Row]:
+def stored(log: list[ev.LoopEvent], *, runs: bool = False) -> list[Row]:
+    """The rows a store keeps for `log`: one per event (each appended alone, as deltas
+    that are not folded are), or with `runs` the whole log in one batch, its deltas folded."""
+    writer = RequestWriter()
+    batches = [log] if runs else [[event] for event in log]
     return [
         (seq, found, kind, run_id, ts, data)
-        for _, seq, kind, run_id, ts, _, found, data in event_rows(SID, log, RequestWriter())
+        for batch in batches
+        for _, seq, kind, run_id, ts, _, found, data in event_rows(SID, batch, writer)
     ]
 
 

@@ -77,13 +77,9 @@ def write_garbage(db: Path) -> None:
 async def seeded(db: Path, stores: list[SqliteStore], sid: str = "s1", n: int = 3) -> None:
     store = open_store(db, stores)
     await store.create(SessionRecord(session_id=sid, cwd="/w", created_at=1, updated_at=1))
-    await store.append(
-        sid,
-        [
-            ev.TextDelta(session_id=sid, run_id="r", seq=i, ts=10 + i, message_id="m", delta="x")
-            for i in range(n)
-        ],
-    )
+    for i in range(n):  # one batch each: one row each (a batch's deltas share a row)
+        base = {"session_id": sid, "run_id": "r", "message_id": "m"}
+        await store.append(sid, [ev.TextDelta(seq=i, ts=10 + i, delta="x", **base)])
 
 
 async def test_file_uses_wal_and_every_row_is_format_stamped(

@@ -110,7 +110,7 @@ async def append_rows(
         cur = await conn.execute(APPEND, params)
     except psycopg.errors.UniqueViolation:
         raise _conflict(session_id, batch[0].seq) from None
-    if cur.rowcount != len(batch):
+    if cur.rowcount != len(rows):  # fewer rows than events: runs of deltas, `runs.py`
         await _refusal(conn, session_id, batch)
         raise _conflict(session_id, batch[0].seq)
 

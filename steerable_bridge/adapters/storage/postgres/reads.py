@@ -24,6 +24,7 @@ from steerable_bridge.adapters.storage.postgres.driver import pipelined
 from steerable_bridge.adapters.storage.postgres.schema import SCHEMA_VERSION, stored_version
 from steerable_bridge.adapters.storage.references import Resolver
 from steerable_bridge.adapters.storage.sql import (
+    FETCH_BLOCK,
     READ_AFTER,
     ROW_COLUMNS,
     TAIL_COMPACTION,
@@ -47,25 +48,37 @@ if TYPE_CHECKING:
 __all__ = ["check", "get_record", "read_after", "read_tail"]
 
 
-_SESSION_FORMAT = "SELECT format FROM sessions WHERE session_id = %s"
+_SESSION_FORMAT = "SELECT format, last_seq FROM sessions WHERE session_id = %s"
 
 
-def _required(session_id: str, row: tuple[int | None] | None) -> None:
-    """Raise SessionNotFound, or format_too_new for a session from a newer build, given
-    the session's `_SESSION_FORMAT` row."""
+def _required(session_id: str, row: tuple[int | None, int] | None) -> int:
+    """The session's last stored seq, given its `_SESSION_FORMAT` row; raises
+    SessionNotFound, or format_too_new for a session from a newer build."""
     if row is None:
         raise SessionNotFound(session_id)
     if row[0] is not None and row[0] > RECORD_FORMAT:
         raise format_too_new(f"session {session_id}", row[0])
+    return int(row[1])
 
 
-async def decode_all(conn: Connection, session_id: str, rows: list[Any]) -> list[LoopEvent]:
-    """The rows' events; requests stored by reference are rebuilt, fetching the rows
-    they refer to that the read did not include (one query per level of reference)."""
+async def decode_all(
+    conn: Connection, session_id: str, rows: list[Any], from_seq: int = 0
+) -> list[LoopEvent]:
+    """The rows' events from `from_seq` on (runs of deltas unfolded, `runs.py`); requests
+    stored by reference are rebuilt, fetching the rows they refer to that the read did not
+    include (one query per level of reference)."""
     resolver = Resolver(session_id)
     plain = plain_rows(rows)
-    while not all(plain) and (need := resolver.missing(rows)):
-        seqs = sorted(need)
+    while not all(plain):
+        need, block = resolver.missing(rows), resolver.block(rows, from_seq)
+        if not need and block is None:
+            break
+        if block is not None:
+            cur = await conn.execute(pg(FETCH_BLOCK), (session_id, *block))
+            resolver.extra.update((row[0], row) for row in await cur.fetchall())
+        seqs = sorted(need - resolver.extra.keys())
+        if not seqs:
+            continue
         cur = await conn.execute(pg(fetch_rows(len(seqs))), (session_id, *seqs))
         found = await cur.fetchall()
         resolver.extra.update((row[0], row) for row in found)
@@ -76,29 +89,33 @@ async def decode_all(conn: Connection, session_id: str, rows: list[Any]) -> list
                 f"session {session_id} refers to event seq {absent}, which is not stored;"
                 " run `steerable-bridge sessions check`",
             )
-    return decode_rows(resolver, rows, plain, final=True)
+    return decode_rows(resolver, rows, plain, final=True, from_seq=from_seq)
 
 
-async def read_after(conn: Connection, session_id: str, after_seq: int) -> list[LoopEvent]:
-    """The session's events after `after_seq` (one round trip, pipelined; more only for
-    rows that requests stored by reference need)."""
+async def read_after(
+    conn: Connection, session_id: str, after_seq: int
+) -> tuple[list[LoopEvent], int]:
+    """The session's events after `after_seq`, and its last stored seq as of just before
+    they were read (one round trip, pipelined; more only for rows that requests stored by
+    reference need)."""
     async with pipelined(conn):
         head = await conn.execute(_SESSION_FORMAT, (session_id,))
         found = await conn.execute(pg(READ_AFTER), (session_id, after_seq))
-        _required(session_id, await head.fetchone())
+        last = _required(session_id, await head.fetchone())
         rows = await found.fetchall()
-    return await decode_all(conn, session_id, rows)
+    return await decode_all(conn, session_id, rows, after_seq + 1), last
 
 
-async def read_tail(conn: Connection, session_id: str) -> list[LoopEvent]:
+async def read_tail(conn: Connection, session_id: str) -> tuple[list[LoopEvent], int]:
     """From `tail_start` of the newest history compaction on, after the fact-carrying
-    events, in one snapshot: two round trips when the session has no compaction, three
-    when it has (pipelined), more only for rows that requests stored by reference need."""
+    events, in one snapshot, and the session's last stored seq: two round trips when the
+    session has no compaction, three when it has (pipelined), more only for rows that
+    requests stored by reference need."""
     async with pipelined(conn), conn.transaction():
         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         head = await conn.execute(_SESSION_FORMAT, (session_id,))
         compactions = await conn.execute(pg(TAIL_COMPACTION), (session_id,))
-        _required(session_id, await head.fetchone())
+        last = _required(session_id, await head.fetchone())
         found = history_compaction(session_id, await compactions.fetchall())
         rows: list[Any] = []
         start = -1
@@ -110,7 +127,7 @@ async def read_tail(conn: Connection, session_id: str) -> list[LoopEvent]:
         if found is not None:
             rows = await facts.fetchall()
         rows += await after.fetchall()
-        return await decode_all(conn, session_id, rows)
+        return await decode_all(conn, session_id, rows, start), last
 
 
 async def get_record(conn: Connection, session_id: str) -> SessionRecord | None:
@@ -141,7 +158,7 @@ async def check(conn: Connection, where: str, *, limit: int = 200) -> CheckRepor
             (session_id,),
         )
         resolver = Resolver(session_id)
-        items = [salvaged(session_id, row, resolver) for row in await cur.fetchall()]
+        items = [i for row in await cur.fetchall() for i in salvaged(session_id, row, resolver)]
         check_log(report, session_id, last_seq, found, items)
     orphans = await (
         await conn.execute(

@@ -34,7 +34,7 @@ from steerable_bridge.adapters.storage.postgres.driver import (
 )
 from steerable_bridge.adapters.storage.postgres.ownership import AdvisoryLocks
 from steerable_bridge.adapters.storage.postgres.schema import migrate
-from steerable_bridge.adapters.storage.references import RequestWriter
+from steerable_bridge.adapters.storage.references import RequestWriter, resume_writer
 from steerable_bridge.adapters.storage.sql import (
     INSERT_SESSION,
     event_rows,
@@ -169,13 +169,17 @@ class PostgresStore:
 
     async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
         async with self._conn() as conn:
-            return await reads.read_after(conn, session_id, after_seq)
+            events, last = await reads.read_after(conn, session_id, after_seq)
+        resume_writer(self._writers, session_id, events, last)  # a reload: see references.py
+        return events
 
     async def read_tail(self, session_id: str) -> list[LoopEvent]:
         """From `tail_start` of the newest history compaction on, after the fact-carrying
         events."""
         async with self._conn() as conn:
-            return await reads.read_tail(conn, session_id)
+            events, last = await reads.read_tail(conn, session_id)
+        resume_writer(self._writers, session_id, events, last)
+        return events
 
     async def get(self, session_id: str) -> SessionRecord | None:
         async with self._conn() as conn:
