@@ -216,6 +216,7 @@ def build_app(args: argparse.Namespace) -> Any:
     from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.telemetry import tracing_observers
+    from steerable_bridge.runtime.conversations import LocalPort
     from steerable_bridge.transports.agui.app import create_app
     from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS
 
@@ -234,7 +235,9 @@ def build_app(args: argparse.Namespace) -> Any:
     observers = [metrics, *tracing_observers()]
     agent = build_agent(args, tools=tools, observers=observers, wrap_store=metrics.timed_store)
     return create_app(
-        agent,
+        LocalPort(agent),
+        max_threads=agent.config.max_sessions,
+        thread_ttl_s=agent.config.session_ttl_s,
         metrics=metrics,
         token=args.token or None,
         max_body=args.max_body,

@@ -9,7 +9,10 @@ session (`Session.running`, plus the store's claim against other processes), and
 `reserve`d conversation is held for the caller's next `prompt`, so two requests racing for
 one conversation never both run. Fork copies the source's whole visible history into a new
 session's log. `events_after` reads the visible history (`replay.py`), catching up first
-with what other processes sharing the store appended.
+with what other processes sharing the store appended. A session the agent forgot while idle
+(over its cap, past its TTL) and loads again gets the attachments it was opened with back,
+or, when it was never attached in this process, deferred permissions — never the agent's
+default policy, which would refuse what a person should be asked about.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import replace
 
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
+
 from steerable_bridge import __version__
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
@@ -25,7 +31,7 @@ from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
-from steerable_bridge.runtime.port import Attach, Conversation, PortInfo
+from steerable_bridge.runtime.port import Attach, Attachments, Conversation, PortInfo
 from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.replay import visible_log
 from steerable_bridge.runtime.session import Session
@@ -59,6 +65,8 @@ class LocalPort:
         self.agent = agent
         self._name = name
         self._held: dict[str, _Hold] = {}
+        self._attached: dict[str, Attachments] = {}
+        """What each conversation was attached with here, for when its session reloads."""
 
     # -- what the agent is --------------------------------------------------------------------
 
@@ -69,6 +77,7 @@ class LocalPort:
             default_model=self.agent.config.model,
             models=tuple(self.agent.router.routes),
             modes=tuple((mode, name, text) for mode, (name, text) in MODES.items()),
+            tools=tuple(sorted(tool.name for tool in self.agent.tools.snapshot())),
         )
 
     async def model_info(self, route: str) -> ModelInfo:
@@ -95,7 +104,7 @@ class LocalPort:
     async def load(
         self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
     ) -> Conversation:
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         if attach is not None:
             if session.running or conversation_id in self._held:
                 raise SessionBusy(conversation_id)
@@ -107,7 +116,7 @@ class LocalPort:
     async def fork(
         self, conversation_id: str, cwd: str, *, attach: Attach | None = None
     ) -> Conversation:
-        source = await self.agent.load_session(conversation_id)
+        source = await self._session(conversation_id)
         if source.running:
             raise SessionBusy(conversation_id)
         fork = await self.agent.new_session(cwd, model=source.model)
@@ -118,12 +127,24 @@ class LocalPort:
         await self._attach(fork, attach)
         return _conversation(fork)
 
+    async def _session(self, conversation_id: str) -> Session:
+        """The conversation's session; one (re)loaded from the store gets its attachments."""
+        session = self.agent.get(conversation_id)
+        if session is None:
+            session = await self.agent.load_session(conversation_id)
+            self._apply(session, self._attached.get(conversation_id, Attachments()))
+        return session
+
     async def _attach(self, session: Session, attach: Attach | None) -> None:
-        approval = self.agent.config.approval
+        attachments = Attachments() if attach is None else await attach(session.id)
         if attach is None:
-            session.policy = StaticPolicy(approval, defer=True)
-            return
-        attachments = await attach(session.id)
+            self._attached.pop(session.id, None)
+        else:
+            self._attached[session.id] = attachments
+        self._apply(session, attachments)
+
+    def _apply(self, session: Session, attachments: Attachments) -> None:
+        approval = self.agent.config.approval
         if attachments.asker is None:
             session.policy = StaticPolicy(approval, defer=True)
         elif approval == "ask":
@@ -140,10 +161,12 @@ class LocalPort:
 
     async def close(self, conversation_id: str) -> bool:
         self._held.pop(conversation_id, None)
+        self._attached.pop(conversation_id, None)
         return await self.agent.close_session(conversation_id)
 
     async def delete(self, conversation_id: str) -> bool:
         self._held.pop(conversation_id, None)
+        self._attached.pop(conversation_id, None)
         return await self.agent.delete_session(conversation_id)
 
     # -- turns --------------------------------------------------------------------------------
@@ -170,7 +193,7 @@ class LocalPort:
         if held is not None and held is not reservation:
             raise SessionBusy(conversation_id)
         try:
-            session = await self.agent.load_session(conversation_id)
+            session = await self._session(conversation_id)
             return await session.prompt(turn, sink, cancel=cancel)
         finally:
             if held is not None:
@@ -189,12 +212,16 @@ class LocalPort:
     ) -> bool:
         return await self.agent.follow_up(conversation_id, content, message_id)
 
+    async def request_compact(self, conversation_id: str) -> bool:
+        session = self.agent.get(conversation_id)
+        return session is not None and session.request_compact()
+
     # -- settings and history -----------------------------------------------------------------
 
     async def set_mode(self, conversation_id: str, mode_id: str) -> LoopEvent | None:
         if mode_id not in MODES:
             raise ValueError(f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}")
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         if mode_id == session.mode:
             return None
         return await session.record(ev.ModeChanged, mode_id=mode_id)
@@ -203,13 +230,13 @@ class LocalPort:
         routes = self.agent.router.routes
         if route not in routes:
             raise ValueError(f"there is no model {route!r}; models: {', '.join(routes)}")
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         if route == session.model:
             return None
         return await session.record(ev.ConfigChanged, option_id="model", value=route)
 
     async def record(self, conversation_id: str, event: LoopEvent) -> LoopEvent:
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         fields = {
             f.name: getattr(event, f.name)
             for f in dataclasses.fields(event)
@@ -218,7 +245,7 @@ class LocalPort:
         return await session.record(type(event), **fields)
 
     async def events_after(self, conversation_id: str, seq: int = -1) -> Sequence[LoopEvent]:
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         if self.agent.shares_store:
             await session.refresh()
         view = session.log.view()
@@ -229,8 +256,12 @@ class LocalPort:
             return [view[index] for index in range(first, len(view))]
         return [event for event in await visible_log(session) if event.seq > seq]
 
+    async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+        await self.agent.relay_signals(task_status=task_status)
+
     async def aclose(self) -> None:
         self._held.clear()
+        self._attached.clear()
         await self.agent.aclose()
 
 

@@ -23,6 +23,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
+
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import LoopEvent
@@ -92,6 +95,9 @@ class PortInfo:
     can_fork: bool = True
     can_list: bool = True
     can_steer: bool = True
+    tools: tuple[str, ...] = ()
+    """Names of the tools every conversation is offered (a `/health` page lists them so a
+    client suggests only what the agent can do); empty when the agent does not say."""
 
 
 class Reservation(Protocol):
@@ -174,6 +180,10 @@ class AgentPort(Protocol):
     ) -> bool:
         """Queue a message for when the running turn would end; False when none runs."""
 
+    async def request_compact(self, conversation_id: str) -> bool:
+        """Compact the running turn's context at its next step boundary; False when no turn
+        runs here (then prompt with `TurnInput(compact=True)`)."""
+
     async def set_mode(self, conversation_id: str, mode_id: str) -> LoopEvent | None:
         """Switch mode; the logged `mode_changed` (None when it already was that mode).
         Raises `ValueError` naming the modes for an unknown one."""
@@ -191,6 +201,12 @@ class AgentPort(Protocol):
     async def events_after(self, conversation_id: str, seq: int = -1) -> Sequence[LoopEvent]:
         """Its visible events after `seq`, oldest first (the whole conversation, compacted
         or not, for `seq` -1): replay, history snapshots, catching up with other workers."""
+
+    async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+        """Carry what other processes sharing the agent's store ask of the turns this one
+        runs (cancel, steer, follow-up), for as long as the transport serves: run it in a
+        task group (`start` returns once it listens) and cancel it at shutdown. Returns at
+        once, after `task_status.started()`, when there is nothing to relay."""
 
     async def aclose(self) -> None:
         """Shut down: cancel every running turn and release what the agent holds."""

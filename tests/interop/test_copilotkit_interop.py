@@ -22,8 +22,9 @@ import pytest
 
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
-from tests.transports.agui.harness import agent_for, live_server, until
+from tests.transports.agui.harness import agent_for, live_server, thread_idle, until
 
 HERE = Path(__file__).resolve().parent
 
@@ -60,14 +61,14 @@ def _clean(run: Any) -> None:
 
 @pytest.mark.timeout(120)
 async def test_copilotkit_runtime_and_core_client_drive_the_endpoint(node: str) -> None:
-    fast_app = create_app(agent_for())
-    slow_app = create_app(agent_for(DemoProvider(pace_ms=40)))
+    fast_app = create_app(LocalPort(agent_for()))
+    slow_app = create_app(LocalPort(agent_for(DemoProvider(pace_ms=40))))
     async with live_server(fast_app) as fast, live_server(slow_app) as slow:
         report = await _report(node, f"{fast}/agent", f"{slow}/agent")
         (slow_thread,) = slow_app.state.threads._threads.values()
-        await until(lambda: not slow_thread.busy, 5.0)
+        await until(lambda: thread_idle(slow_app, slow_thread.thread_id), 5.0)
         # The stopped run's client left, so the server let go of its session: from the store.
-        slow_session = await slow_app.state.threads.agent.load_session(slow_thread.thread_id)
+        slow_session = await slow_app.state.port.agent.load_session(slow_thread.thread_id)
     assert report["agUiClient"] == "0.0.59"  # the strict client CopilotKit ships
     got = _scenarios(report)
     for name, scenario in got.items():

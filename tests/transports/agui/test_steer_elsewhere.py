@@ -16,6 +16,7 @@ import pytest
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.agui.app import create_app
@@ -44,7 +45,7 @@ async def test_a_steer_through_another_process_is_recorded_once(tmp_path: Path) 
     )
     agent_a = make_agent(model, tools=[waiting], store=store_a)  # type: ignore[arg-type]
     agent_b = make_agent(scripted({"text": "unused"}), store=store_b)  # type: ignore[arg-type]
-    app_a, app_b = create_app(agent_a), create_app(agent_b)
+    app_a, app_b = create_app(LocalPort(agent_a)), create_app(LocalPort(agent_b))
     async with asgi_client(app_a) as a, asgi_client(app_b) as b, anyio.create_task_group() as tg:
         await tg.start(agent_a.relay_signals)
         first: list[Any] = []
