@@ -45,13 +45,16 @@ _BASE_FIELDS = frozenset({"session_id", "run_id", "seq", "ts", "kind"})
 
 
 class _Hold:
-    """A reservation: `LocalPort` holds the conversation for its holder until released."""
+    """A reservation: `LocalPort` holds the conversation for its holder until released,
+    and keeps its session once known, so the agent's memory cap cannot drop it between the
+    holder's open or load and its prompt (a burst of new threads would reload each)."""
 
-    __slots__ = ("_held", "_id")
+    __slots__ = ("_held", "_id", "session")
 
     def __init__(self, held: dict[str, _Hold], conversation_id: str) -> None:
         self._held = held
         self._id = conversation_id
+        self.session: Session | None = None
 
     def release(self) -> None:
         if self._held.get(self._id) is self:
@@ -98,6 +101,7 @@ class LocalPort:
         attach: Attach | None = None,
     ) -> Conversation:
         session = await self.agent.new_session(cwd, session_id=conversation_id, model=model)
+        self._pin(session)
         await self._attach(session, attach)
         return _conversation(session)
 
@@ -129,11 +133,20 @@ class LocalPort:
 
     async def _session(self, conversation_id: str) -> Session:
         """The conversation's session; one (re)loaded from the store gets its attachments."""
-        session = self.agent.get(conversation_id)
+        hold = self._held.get(conversation_id)
+        session = hold.session if hold is not None else None
+        if session is None:
+            session = self.agent.get(conversation_id)
         if session is None:
             session = await self.agent.load_session(conversation_id)
             self._apply(session, self._attached.get(conversation_id, Attachments()))
+        self._pin(session)
         return session
+
+    def _pin(self, session: Session) -> None:
+        hold = self._held.get(session.id)
+        if hold is not None:
+            hold.session = session
 
     async def _attach(self, session: Session, attach: Attach | None) -> None:
         attachments = Attachments() if attach is None else await attach(session.id)

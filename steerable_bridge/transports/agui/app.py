@@ -226,7 +226,10 @@ class _Server:
             hold.release()
             return await self._busy(run, None)
         if self.max_runs is not None and self.running >= self.max_runs:
-            hold.release()
+            hold.release()  # a steer for a turn another process runs still passes
+            forwarded = await self.control.forward(run)
+            if isinstance(forwarded, EventStream):
+                return forwarded
             return self._full()
         try:
             traceparent = request.headers.get("traceparent")

@@ -74,6 +74,22 @@ class Control:
     async def answer(self, run: RunAgentInput, owner: str | None) -> EventStream | Refusal:
         """The answer for `run`, whose thread is busy here (`owner` None) or runs in the
         process `owner` names — or, for a stop request, may run nowhere."""
+        forwarded = await self.forward(run)
+        if forwarded is not None:
+            return forwarded
+        where = f" in {owner}" if owner is not None else ""
+        return Refusal(
+            409,
+            "thread_busy",
+            f"thread {run.thread_id} is already running{where}; wait for its RUN_FINISHED,"
+            " abort it or send forwardedProps.steerable.stop: true to stop it, or send"
+            " forwardedProps.steerable.steer: true to add your message to the running turn"
+            " (follow_up: true to have it taken when the turn would end)",
+        )
+
+    async def forward(self, run: RunAgentInput) -> EventStream | Refusal | None:
+        """The stop, command, steer or follow-up `run` asks for, taken by the thread's
+        running turn wherever it runs; None when it asks for none or no turn took it."""
         thread_id = run.thread_id
         if stop_requested(run):
             if await self.port.cancel(thread_id, "stopped by a client's stop request"):
@@ -114,15 +130,7 @@ class Control:
                     "steerable.steer_absorbed" if steer else "steerable.follow_up_queued",
                     {"messageIds": taken, "sessionId": thread_id},
                 )
-        where = f" in {owner}" if owner is not None else ""
-        return Refusal(
-            409,
-            "thread_busy",
-            f"thread {thread_id} is already running{where}; wait for its RUN_FINISHED, abort it"
-            " or send forwardedProps.steerable.stop: true to stop it, or send"
-            " forwardedProps.steerable.steer: true to add your message to the running turn"
-            " (follow_up: true to have it taken when the turn would end)",
-        )
+        return None
 
     def _short(self, run: RunAgentInput, name: str, value: dict[str, Any]) -> EventStream:
         renderer = AguiRenderer(thread_id=run.thread_id, run_id=run.run_id)
