@@ -170,7 +170,7 @@ async def _relay_signals(port: Any) -> None:
     from steerable_bridge.runtime.storage import StoreError
 
     try:
-        await port.agent.relay_signals()
+        await port.relay_signals()
     except StoreError as err:
         logging.getLogger("steerable_bridge.acp").warning(
             "steer and cancel from other processes will not arrive: %s", err.message

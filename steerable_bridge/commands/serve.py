@@ -231,7 +231,6 @@ def build_app(args: argparse.Namespace) -> Any:
     from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.telemetry import tracing_observers
-    from steerable_bridge.transports.agui.app import create_app
 
     if getattr(args, "acp_agent", None) is not None:
         return _bridge_app(args)
@@ -249,7 +248,22 @@ def build_app(args: argparse.Namespace) -> Any:
     metrics = ServerMetrics()
     observers = [metrics, *tracing_observers()]
     agent = build_agent(args, tools=tools, observers=observers, wrap_store=metrics.timed_store)
-    return create_app(agent, metrics=metrics, cwd=cwd, **_app_options(args))
+    return _port_app(agent, metrics=metrics, cwd=cwd, args=args)
+
+
+def _port_app(agent: Any, *, metrics: Any, cwd: str, args: argparse.Namespace) -> Any:
+    """The AG-UI app serving `agent` through the agent port (`LocalPort`)."""
+    from steerable_bridge.runtime.conversations import LocalPort
+    from steerable_bridge.transports.agui.app import create_app
+
+    return create_app(
+        LocalPort(agent),
+        max_threads=agent.config.max_sessions,
+        thread_ttl_s=agent.config.session_ttl_s,
+        metrics=metrics,
+        cwd=cwd,
+        **_app_options(args),
+    )
 
 
 def _app_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -276,7 +290,6 @@ def _bridge_app(args: argparse.Namespace) -> Any:
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.transports.acp.bridge import ROUTE_PROVIDER, AcpBridge
     from steerable_bridge.transports.acp.bridge.route import BridgedAgentRoute
-    from steerable_bridge.transports.agui.app import create_app
 
     argv = agent_command(args.acp_agent)
     environment = None
@@ -300,7 +313,7 @@ def _bridge_app(args: argparse.Namespace) -> Any:
         engine=bridge,
         providers={ROUTE_PROVIDER: BridgedAgentRoute},
     )
-    app = create_app(agent, metrics=metrics, cwd=cwd, **_app_options(args))
+    app = _port_app(agent, metrics=metrics, cwd=cwd, args=args)
     inner = app.router.lifespan_context
 
     @asynccontextmanager

@@ -39,6 +39,7 @@ from steerable_bridge.conformance.decode_agui import decode_event
 from steerable_bridge.conformance.scenarios import Scenario, Turn, TurnActions, scenario_agent
 from steerable_bridge.conformance.transcript import TranscriptRecorder, WireMessage
 from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.transports.agui.app import create_app
 
@@ -281,7 +282,7 @@ async def agui_server(scenario: Scenario, *, timeout_s: float = 10.0) -> AsyncIt
     Yields the endpoint (`.../agent`) and the agent; the server is stopped on exit.
     """
     agent = scenario_agent(scenario)
-    app = create_app(agent, cwd="/")
+    app = create_app(LocalPort(agent), cwd="/")
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:

@@ -7,22 +7,24 @@ under `--approve ask`, none → permissions deferred to the client's next run), 
 environment and its extra tools. Busy lives here and in the session only: a turn holds the
 session (`Session.running`, plus the store's claim against other processes), and a
 `reserve`d conversation is held for the caller's next `prompt`, so two requests racing for
-one conversation never both run; a `compact` turn that folded nothing says why in its
+one conversation never both run. A `compact` turn that folded nothing says why in its
 outcome's `notice` (the compactor's `declined`). Fork copies the source's whole visible
 history into a new session's log. `events_after` reads the visible history (`replay.py`),
-catching up first with what other processes sharing the store appended. Attachments
-outlive the `Session` object: the agent forgets idle sessions (`max_sessions`,
-`session_ttl_s`) and rebuilds them from the store, so a turn first gives a rebuilt session
-the attachments its conversation was opened with (a conversation opened without any defers
-its permissions) until it is closed.
+catching up first with what other processes sharing the store appended. A session the
+agent forgot while idle (over its cap, past its TTL) and loads again gets the attachments
+it was opened with back, or, when it was never attached in this process, deferred
+permissions — never the agent's default policy, which would refuse what a person should be
+asked about.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Sequence
 from dataclasses import replace
+
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime import events as ev
@@ -45,13 +47,16 @@ _BASE_FIELDS = frozenset({"session_id", "run_id", "seq", "ts", "kind"})
 
 
 class _Hold:
-    """A reservation: `LocalPort` holds the conversation for its holder until released."""
+    """A reservation: `LocalPort` holds the conversation for its holder until released,
+    and keeps its session once known, so the agent's memory cap cannot drop it between the
+    holder's open or load and its prompt (a burst of new threads would reload each)."""
 
-    __slots__ = ("_held", "_id")
+    __slots__ = ("_held", "_id", "session")
 
     def __init__(self, held: dict[str, _Hold], conversation_id: str) -> None:
         self._held = held
         self._id = conversation_id
+        self.session: Session | None = None
 
     def release(self) -> None:
         if self._held.get(self._id) is self:
@@ -65,10 +70,8 @@ class LocalPort:
         self.agent = agent
         self._name = name
         self._held: dict[str, _Hold] = {}
-        self._attachments: dict[str, Attachments] = {}
-        """What each conversation was opened with (absent: nothing, permissions deferred)."""
-        self._bound: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
-        """The session object each conversation's attachments were given to."""
+        self._attached: dict[str, Attachments] = {}
+        """What each conversation was attached with here, for when its session reloads."""
 
     # -- what the agent is --------------------------------------------------------------------
 
@@ -79,6 +82,7 @@ class LocalPort:
             default_model=self.agent.config.model,
             models=tuple(self.agent.router.routes),
             modes=tuple((mode, name, text) for mode, (name, text) in MODES.items()),
+            tools=tuple(sorted(tool.name for tool in self.agent.tools.snapshot())),
         )
 
     async def model_info(self, route: str) -> ModelInfo:
@@ -99,13 +103,14 @@ class LocalPort:
         attach: Attach | None = None,
     ) -> Conversation:
         session = await self.agent.new_session(cwd, session_id=conversation_id, model=model)
+        self._pin(session)
         await self._attach(session, attach)
         return _conversation(session)
 
     async def load(
         self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
     ) -> Conversation:
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         if attach is not None:
             if session.running or conversation_id in self._held:
                 raise SessionBusy(conversation_id)
@@ -117,7 +122,7 @@ class LocalPort:
     async def fork(
         self, conversation_id: str, cwd: str, *, attach: Attach | None = None
     ) -> Conversation:
-        source = await self.agent.load_session(conversation_id)
+        source = await self._session(conversation_id)
         if source.running:
             raise SessionBusy(conversation_id)
         fork = await self.agent.new_session(cwd, model=source.model)
@@ -128,19 +133,33 @@ class LocalPort:
         await self._attach(fork, attach)
         return _conversation(fork)
 
-    async def _attach(self, session: Session, attach: Attach | None) -> None:
-        if attach is None:
-            self._attachments.pop(session.id, None)
-            self._give(session, None)
-            return
-        attachments = self._attachments[session.id] = await attach(session.id)
-        self._give(session, attachments)
+    async def _session(self, conversation_id: str) -> Session:
+        """The conversation's session; one (re)loaded from the store gets its attachments."""
+        hold = self._held.get(conversation_id)
+        session = hold.session if hold is not None else None
+        if session is None:
+            session = self.agent.get(conversation_id)
+        if session is None:
+            session = await self.agent.load_session(conversation_id)
+            self._apply(session, self._attached.get(conversation_id, Attachments()))
+        self._pin(session)
+        return session
 
-    def _give(self, session: Session, attachments: Attachments | None) -> None:
-        """Make `attachments` (None: none, permissions deferred) `session`'s own."""
-        self._bound[session.id] = session
+    def _pin(self, session: Session) -> None:
+        hold = self._held.get(session.id)
+        if hold is not None:
+            hold.session = session
+
+    async def _attach(self, session: Session, attach: Attach | None) -> None:
+        attachments = Attachments() if attach is None else await attach(session.id)
+        if attach is None:
+            self._attached.pop(session.id, None)
+        else:
+            self._attached[session.id] = attachments
+        self._apply(session, attachments)
+
+    def _apply(self, session: Session, attachments: Attachments) -> None:
         approval = self.agent.config.approval
-        attachments = attachments or Attachments()
         if attachments.asker is None:
             session.policy = StaticPolicy(approval, defer=True)
         elif approval == "ask":
@@ -155,21 +174,14 @@ class LocalPort:
     ) -> SessionPage:
         return await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
 
-    async def _session(self, conversation_id: str) -> Session:
-        """The conversation's session, with its attachments even when the agent rebuilt it."""
-        session = await self.agent.load_session(conversation_id)
-        if self._bound.get(conversation_id) is not session:
-            self._give(session, self._attachments.get(conversation_id))
-        return session
-
     async def close(self, conversation_id: str) -> bool:
         self._held.pop(conversation_id, None)
-        self._attachments.pop(conversation_id, None)
+        self._attached.pop(conversation_id, None)
         return await self.agent.close_session(conversation_id)
 
     async def delete(self, conversation_id: str) -> bool:
         self._held.pop(conversation_id, None)
-        self._attachments.pop(conversation_id, None)
+        self._attached.pop(conversation_id, None)
         return await self.agent.delete_session(conversation_id)
 
     # -- turns --------------------------------------------------------------------------------
@@ -218,12 +230,16 @@ class LocalPort:
     ) -> bool:
         return await self.agent.follow_up(conversation_id, content, message_id)
 
+    async def request_compact(self, conversation_id: str) -> bool:
+        session = self.agent.get(conversation_id)
+        return session is not None and session.request_compact()
+
     # -- settings and history -----------------------------------------------------------------
 
     async def set_mode(self, conversation_id: str, mode_id: str) -> LoopEvent | None:
         if mode_id not in MODES:
             raise ValueError(f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}")
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         if mode_id == session.mode:
             return None
         return await session.record(ev.ModeChanged, mode_id=mode_id)
@@ -232,13 +248,13 @@ class LocalPort:
         routes = self.agent.router.routes
         if route not in routes:
             raise ValueError(f"there is no model {route!r}; models: {', '.join(routes)}")
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         if route == session.model:
             return None
         return await session.record(ev.ConfigChanged, option_id="model", value=route)
 
     async def record(self, conversation_id: str, event: LoopEvent) -> LoopEvent:
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         fields = {
             f.name: getattr(event, f.name)
             for f in dataclasses.fields(event)
@@ -247,7 +263,7 @@ class LocalPort:
         return await session.record(type(event), **fields)
 
     async def events_after(self, conversation_id: str, seq: int = -1) -> Sequence[LoopEvent]:
-        session = await self.agent.load_session(conversation_id)
+        session = await self._session(conversation_id)
         if self.agent.shares_store:
             await session.refresh()
         view = session.log.view()
@@ -258,8 +274,12 @@ class LocalPort:
             return [view[index] for index in range(first, len(view))]
         return [event for event in await visible_log(session) if event.seq > seq]
 
+    async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+        await self.agent.relay_signals(task_status=task_status)
+
     async def aclose(self) -> None:
         self._held.clear()
+        self._attached.clear()
         await self.agent.aclose()
 
 

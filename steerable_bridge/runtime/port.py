@@ -11,10 +11,12 @@ handed in once, as `Attachments`, when it is opened. A permission asked with no 
 deferred: the run ends `interrupted` and the next prompt's `TurnInput.resume` answers it.
 Busy, claims and ownership by another process live behind the port: `prompt` raises
 `SessionBusy` (or `SessionOwned`) when a turn already runs, and `reserve` lets a transport
-hold a conversation between validating a request and starting its turn. Three things
-implement it: our runtime (`conversations.py`), the ACP client side that drives any ACP
-agent (`transports/acp/bridge`) and the AG-UI client side that drives any AG-UI endpoint
-(`transports/agui/bridge`). Plain values and one Protocol; no behaviour here.
+hold a conversation between validating a request and starting its turn. Our runtime
+implements it (`conversations.py`, `LocalPort`); the two bridges run behind that same
+implementation as turn engines (`turn.TurnEngine`): the ACP client side drives any ACP agent
+(`transports/acp/bridge`), the AG-UI client side any AG-UI endpoint (`transports/agui/bridge`),
+so busy, claims, the log, replay and traces are one implementation for all three. Plain
+values and one Protocol; no behaviour here.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
 
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
@@ -92,6 +97,9 @@ class PortInfo:
     can_fork: bool = True
     can_list: bool = True
     can_steer: bool = True
+    tools: tuple[str, ...] = ()
+    """Names of the tools every conversation is offered (a `/health` page lists them so a
+    client suggests only what the agent can do); empty when the agent does not say."""
 
 
 class Reservation(Protocol):
@@ -175,6 +183,10 @@ class AgentPort(Protocol):
     ) -> bool:
         """Queue a message for when the running turn would end; False when none runs."""
 
+    async def request_compact(self, conversation_id: str) -> bool:
+        """Compact the running turn's context at its next step boundary; False when no turn
+        runs here (then prompt with `TurnInput(compact=True)`)."""
+
     async def set_mode(self, conversation_id: str, mode_id: str) -> LoopEvent | None:
         """Switch mode; the logged `mode_changed` (None when it already was that mode).
         Raises `ValueError` naming the modes for an unknown one."""
@@ -192,6 +204,12 @@ class AgentPort(Protocol):
     async def events_after(self, conversation_id: str, seq: int = -1) -> Sequence[LoopEvent]:
         """Its visible events after `seq`, oldest first (the whole conversation, compacted
         or not, for `seq` -1): replay, history snapshots, catching up with other workers."""
+
+    async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+        """Carry what other processes sharing the agent's store ask of the turns this one
+        runs (cancel, steer, follow-up), for as long as the transport serves: run it in a
+        task group (`start` returns once it listens) and cancel it at shutdown. Returns at
+        once, after `task_status.started()`, when there is nothing to relay."""
 
     async def aclose(self) -> None:
         """Shut down: cancel every running turn and release what the agent holds."""

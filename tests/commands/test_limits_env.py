@@ -35,9 +35,11 @@ def test_the_environment_reaches_the_agent_and_its_threads(
     assert (config.max_sessions, config.session_ttl_s) == (16, 90.5)
     assert config.output_limits == OutputLimits(max_lines=100, max_bytes=20_000)
     assert cut_middle("line\n" * 150, config.output_limits) is not None  # 150 > 100 lines
-    from steerable_bridge.transports.agui.threads import Threads
+    from steerable_bridge.cli import build_parser
+    from steerable_bridge.commands.serve import build_app
 
-    threads = Threads(agent)
+    app = build_app(build_parser("serve").parse_args(["serve", "--storage", "memory"]))
+    threads = app.state.threads
     assert (threads._threads.capacity, threads._threads.ttl_s) == (16, 90.5)
 
 

@@ -23,6 +23,7 @@ import pytest
 
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.transports.agui.harness import agent_for, live_server, until
 
@@ -49,7 +50,7 @@ async def _node_json(*args: str) -> Any:
 
 @pytest.mark.timeout(90)
 async def test_http_agent_runs_every_scenario_cleanly(node: str) -> None:
-    async with live_server(create_app(agent_for())) as url:
+    async with live_server(create_app(LocalPort(agent_for()))) as url:
         report = await _node_json(node, "agui_client.mjs", f"{url}/agent")
     assert report["warnings"] == []
     runs = {s["name"]: s["runs"] for s in report["scenarios"]}
@@ -96,7 +97,7 @@ async def test_the_chat_page_streams_a_reply_and_a_tool_call_in_chromium(node: s
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "agui-chat-page.png"
     shot.unlink(missing_ok=True)
-    async with live_server(create_app(agent_for())) as url:
+    async with live_server(create_app(LocalPort(agent_for()))) as url:
         report = await _node_json(node, "agui_browser.mjs", f"{url}/", str(shot))
     assert any("That is how a tool call looks." in text for text in report["reply"])
     assert any("calculate" in text.lower() and "42" in text for text in report["tool"])
@@ -123,15 +124,16 @@ async def test_the_chat_page_stop_button_cancels_the_turn_on_the_server(node: st
         )
         warnings.warn(reason, stacklevel=1)
         pytest.skip(reason)
-    app = create_app(agent_for(DemoProvider(pace_ms=40)))  # the intro takes seconds to stream
+    agent = agent_for(DemoProvider(pace_ms=40))  # the intro takes seconds to stream
+    app = create_app(LocalPort(agent))
     async with live_server(app) as url:
         report = await _node_json(node, "agui_browser.mjs", f"{url}/", "unused.png", "stop")
         threads = app.state.threads
         # The run's client left, so once it ended the server let go of its thread and
         # session: read the session from the store.
         await until(lambda: len(threads) == 0, 5.0)
-        (record,) = (await threads.agent.store.list()).records
-        session = await threads.agent.load_session(record.session_id)
+        (record,) = (await agent.store.list()).records
+        session = await agent.load_session(record.session_id)
     assert report["reply"] and "stopped" in report["notes"]
     assert "to use a real model" not in report["reply"][0].lower()  # cut short
     finished = [e for e in session.log.view() if isinstance(e, ev.RunFinished)]

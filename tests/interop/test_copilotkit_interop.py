@@ -22,6 +22,7 @@ import pytest
 
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.transports.agui.harness import agent_for, live_server, until
 
@@ -60,16 +61,17 @@ def _clean(run: Any) -> None:
 
 @pytest.mark.timeout(120)
 async def test_copilotkit_runtime_and_core_client_drive_the_endpoint(node: str) -> None:
-    fast_app = create_app(agent_for())
-    slow_app = create_app(agent_for(DemoProvider(pace_ms=40)))
+    fast_app = create_app(LocalPort(agent_for()))
+    slow_agent = agent_for(DemoProvider(pace_ms=40))
+    slow_app = create_app(LocalPort(slow_agent))
     async with live_server(fast_app) as fast, live_server(slow_app) as slow:
         report = await _report(node, f"{fast}/agent", f"{slow}/agent")
         slow_threads = slow_app.state.threads
         # The stopped run's client left, so once it ended the server let go of its thread
         # and session: read the session from the store.
         await until(lambda: len(slow_threads) == 0, 5.0)
-        (slow_record,) = (await slow_threads.agent.store.list()).records
-        slow_session = await slow_threads.agent.load_session(slow_record.session_id)
+        (slow_record,) = (await slow_agent.store.list()).records
+        slow_session = await slow_agent.load_session(slow_record.session_id)
     assert report["agUiClient"] == "0.0.59"  # the strict client CopilotKit ships
     got = _scenarios(report)
     for name, scenario in got.items():

@@ -140,6 +140,61 @@ async def test_fork_copies_the_history_and_unknown_ids_are_not_found() -> None:
     assert not await port.delete(fork.conversation_id)
 
 
+async def test_a_session_memory_forgot_comes_back_with_its_attachments() -> None:
+    """Over the cap or past the TTL the agent forgets an idle session; loaded again, it
+    still defers (never attached) or asks its asker (attached) — not the default policy,
+    which would refuse the call."""
+    asked: list[str] = []
+
+    async def asker(request: PermissionRequest) -> PermissionAnswer:
+        asked.append(request.call.call_id)
+        return PermissionAnswer(outcome="allow_once", option_id="allow_once")
+
+    async def attach(conversation_id: str) -> Attachments:
+        return Attachments(asker=asker)
+
+    def port() -> LocalPort:
+        return _port(
+            {"tool_calls": [{"id": "c1", "name": "write", "arguments": {"text": "x"}}]},
+            {"text": "ok"},
+            tools=[text_tool("write", kind="edit")],
+            approval="ask",
+        )
+
+    first, second = port(), port()
+    deferred = (await first.open("/tmp")).conversation_id
+    attached = (await second.open("/tmp", attach=attach)).conversation_id
+    assert first.agent.forget(deferred) and second.agent.forget(attached)
+    outcome, seen = await _run(first, deferred)
+    assert outcome.stop_reason == "interrupted"
+    assert any(isinstance(event, ev.PermissionRequested) for event in seen)
+    outcome, _ = await _run(second, attached)
+    assert asked == ["c1"] and outcome.stop_reason == "end_turn"
+
+
+async def test_compact_reaches_only_a_running_turn_and_info_names_the_tools() -> None:
+    port = _port({"text": "slow", "hang": True}, tools=[text_tool("write", kind="edit")])
+    cid = (await port.open("/tmp")).conversation_id
+    assert not await port.request_compact(cid)  # idle: a compact turn is the way
+    assert "write" in port.info().tools
+    started = anyio.Event()
+
+    async def sink(event: ev.LoopEvent) -> None:
+        started.set()
+
+    async def run() -> None:
+        await port.prompt(cid, TurnInput(content=(TextPart(text="go"),)), sink)
+
+    async with anyio.create_task_group() as tasks:
+        await tasks.start(port.relay_signals)  # a store only this process uses: at once
+        tasks.start_soon(run)
+        with anyio.fail_after(5):
+            await started.wait()
+        assert (await port.load(cid)).running
+        assert await port.request_compact(cid)
+        assert await port.cancel(cid, "done")
+
+
 async def test_attachments_outlive_the_agent_forgetting_an_idle_session() -> None:
     asked: list[str] = []
 

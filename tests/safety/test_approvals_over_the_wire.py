@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.transports.acp.harness import Recorder, running
 from tests.transports.agui.harness import WRITTEN, agent_for, asgi_client, post, run_input, user
@@ -170,7 +171,7 @@ async def test_acp_reject_and_stop_ends_the_prompt_cancelled(tmp_path: Path) -> 
 
 async def test_agui_resume_with_stop_ends_the_run_cancelled() -> None:
     WRITTEN.clear()
-    app = create_app(agent_for(approval="ask"))
+    app = create_app(LocalPort(agent_for(approval="ask")))
     async with asgi_client(app) as client:
         _, first = await post(client, run_input("t1", "r1", [user("u1", "write a note")]))
         (interrupt,) = first[-1]["outcome"]["interrupts"]

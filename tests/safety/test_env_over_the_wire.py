@@ -19,6 +19,7 @@ from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.tools import bwrap
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 from steerable_bridge.adapters.tools.local_env import CommandPolicy
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.transports.acp.harness import running
 from tests.transports.agui.harness import agent_for, asgi_client, post, run_input, user
@@ -68,7 +69,7 @@ async def test_agui_env_shows_no_provider_key(
         t for t in fixed_workspace_tools(str(tmp_path), policy=policy) if t.name == "run_command"
     ]
     agent = agent_for(provider, approval="all", tools=tools)
-    async with asgi_client(create_app(agent, cwd=str(tmp_path))) as client:
+    async with asgi_client(create_app(LocalPort(agent), cwd=str(tmp_path))) as client:
         response, frames = await post(client, run_input("t1", "r1", [user("u1", "env please")]))
     assert response.status_code == 200
     wire = json.dumps(frames)

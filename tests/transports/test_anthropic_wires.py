@@ -11,6 +11,7 @@ import pytest
 from acp import RequestError
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicConfig, AnthropicProvider
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.adapters.llm.fake_anthropic import Recorder, Stream, ok, serve
 from tests.transports.acp.harness import running
@@ -61,7 +62,7 @@ async def test_agui_shows_cache_usage_and_keeps_the_signature() -> None:
     rec = Recorder([ok(answer())])
     async with serve(rec) as url:
         provider = AnthropicProvider(AnthropicConfig(model="claude-w", base_url=url))
-        app = create_app(agent_for(provider))
+        app = create_app(LocalPort(agent_for(provider)))
         try:
             async with asgi_client(app) as client:
                 _, wire = await post(client, run_input("t1", "r1", [user("m1", "hi")]))

@@ -1,4 +1,8 @@
-"""The AG-UI HTTP app: `create_app(agent)`, a Starlette app other ASGI apps can mount.
+"""The AG-UI HTTP app: `create_app(port)`, a Starlette app other ASGI apps can mount.
+
+It reaches the agent through the agent port only (`runtime/port.py`: our runtime as
+`LocalPort(agent)`, or a bridged agent); `max_threads` / `thread_ttl_s` bound the threads
+it keeps in memory.
 
 Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
 `text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version
@@ -12,21 +16,22 @@ when one is configured (401); the body (`body.py`): `application/json` only (415
 limit checked on `Content-Length` and on the bytes read (413), strict JSON (422); schema
 validation (422 with the errors); and one run per thread, in this process or any other
 sharing the store (409 — unless the request asks to steer or stop with
-`forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). The run's own claim on
-the session decides, before anything is sent: a request that passed the check but lost the
-session to another process in the meantime gets the same 409, not a stream. With
+`forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). The port decides, before
+anything is sent: its reservation refuses a second request here, and its `prompt` raises
+`SessionOwned` when another process runs the thread, which gets the same 409 (naming that
+process), not a stream. With
 `max_runs`, a new run beyond that many streaming at once in this process is refused with
 503, `Retry-After` and code `too_many_runs` (steer and stop requests still pass); a run
-whose client left has its idle session dropped from memory (it reloads from the store),
+whose client left has its conversation closed in memory (it reloads from the store),
 and `on_idle()` is called when the last run of a burst (`BURST_RUNS` at once) ends (`serve`
 collects garbage then). CORS is added only for the origins given. Every error body is
 `{"error": {"code", "message"}}`, the message naming the remedy — a bug too (500,
 `internal_error`; the traceback only in the log) — and a store that refuses before a stream
 begins (507 `storage_full` for a full disk, else 503 with the store's code; once
 streaming, a RUN_ERROR with that code). The app's lifespan relays signals from
-other processes to the turns this one runs (`Agent.relay_signals`) and shuts the agent
-down when the server stops (`Agent.aclose`: model providers' pooled HTTP clients, the
-store); a host that mounts the app without running its lifespan calls `agent.aclose()`
+other processes to the turns this one runs (`port.relay_signals`) and shuts the agent
+down when the server stops (`port.aclose`: model providers' pooled HTTP clients, the
+store); a host that mounts the app without running its lifespan calls `port.aclose()`
 itself. With `metrics` given, `GET /metrics` serves them as Prometheus text
 (`metered.py`), behind the bearer token too.
 """
@@ -53,7 +58,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from steerable_bridge import __version__
-from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.port import AgentPort
 from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionOwned, StoreError
 from steerable_bridge.transports.agui.body import BodyError, read_json
 from steerable_bridge.transports.agui.control import Control, Refusal
@@ -66,7 +71,11 @@ from steerable_bridge.transports.agui.metered import (
     metrics_response,
 )
 from steerable_bridge.transports.agui.stream import EventStream, StreamRefused, Write
-from steerable_bridge.transports.agui.threads import Threads
+from steerable_bridge.transports.agui.threads import (
+    DEFAULT_MAX_THREADS,
+    DEFAULT_THREAD_TTL_S,
+    Threads,
+)
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -122,7 +131,7 @@ class _Server:
 
     def __init__(
         self,
-        agent: Agent,
+        port: AgentPort,
         *,
         token: str | None,
         max_body: int,
@@ -131,8 +140,10 @@ class _Server:
         metrics: HttpMetrics | None = None,
         max_runs: int | None = None,
         on_idle: Callable[[], None] | None = None,
+        max_threads: int = DEFAULT_MAX_THREADS,
+        thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
     ) -> None:
-        self.agent = agent
+        self.port = port
         self.on_idle = on_idle
         self.max_runs = max_runs
         self.running = 0
@@ -140,8 +151,8 @@ class _Server:
         self.peak = 0
         """The most runs at once since the last time none ran."""
         self.metrics = metrics
-        self.threads = Threads(agent, cwd=cwd)
-        self.control = Control(agent, self.threads, keepalive_s=keepalive_s)
+        self.threads = Threads(port, cwd=cwd, max_threads=max_threads, thread_ttl_s=thread_ttl_s)
+        self.control = Control(port, self.threads, keepalive_s=keepalive_s)
         self.token = token
         self.max_body = max_body
         self.keepalive_s = keepalive_s
@@ -150,14 +161,15 @@ class _Server:
     async def health(self, request: Request) -> Response:
         if not self._authorized(request):  # liveness only: who runs here is not for anyone
             return PlainTextResponse("ok")
+        info = self.port.info()
         return JSONResponse(
             {
                 "status": "ok",
                 "version": __version__,
-                "model": self.agent.config.model,
+                "model": info.default_model,
                 "protocolVersion": PROTOCOL_VERSION,
                 "auth": self.token is not None,
-                "tools": sorted(tool.name for tool in self.agent.tools.snapshot()),
+                "tools": sorted(info.tools),
             }
         )
 
@@ -206,39 +218,35 @@ class _Server:
                 "the body is not a valid AG-UI RunAgentInput; fix the fields listed in 'details'",
                 details=json.loads(err.json(include_url=False, include_input=False)),
             )
-        thread = await self.threads.claim_settled(run.thread_id)
-        if thread is None:
+        claimed = await self.threads.claim(run.thread_id)
+        if claimed is None:
             return await self._busy(run, None)
-        try:
-            owner = await self.agent.owner_elsewhere(run.thread_id)
-        except BaseException:
-            thread.busy = False
-            raise
-        if owner is not None or stop_requested(run):
-            thread.busy = False
-            return await self._busy(run, owner)
+        thread, hold = claimed
+        if stop_requested(run):
+            hold.release()
+            return await self._busy(run, None)
         if self.max_runs is not None and self.running >= self.max_runs:
-            thread.busy = False
+            hold.release()  # a steer for a turn another process runs still passes
+            forwarded = await self.control.forward(run)
+            if isinstance(forwarded, EventStream):
+                return forwarded
             return self._full()
         try:
             traceparent = request.headers.get("traceparent")
-            prepared = await self.threads.prepare(thread, run, traceparent=traceparent)
+            prepared = await self.threads.prepare(thread, hold, run, traceparent=traceparent)
         except InputError as err:
-            thread.busy = False
+            hold.release()
             return error(422, err.code, err.message)
         except BaseException:
-            thread.busy = False
+            hold.release()
             raise
 
-        holder = thread.holder
         self.running += 1
         self.peak = max(self.peak, self.running)
 
         def release() -> None:
             self.running -= 1
-            thread.release(holder)
-            if prepared.disconnected:  # nobody watches it: give its memory back
-                self.threads.forget_session(thread)
+            prepared.close()
             if self.running == 0:
                 burst, self.peak = self.peak >= BURST_RUNS, 0
                 if burst and self.on_idle is not None:
@@ -247,8 +255,7 @@ class _Server:
         async def run_or_refuse(write: Write) -> None:
             try:
                 await prepared.produce(write)
-            except SessionBusy as err:  # lost the session to another process since the check
-                thread.release(holder)
+            except SessionBusy as err:  # another process runs the thread (or took it since)
                 owner = err.owner if isinstance(err, SessionOwned) else None
                 raise StreamRefused(await self._busy(run, owner)) from None
 
@@ -280,7 +287,7 @@ class _Server:
 
 
 def create_app(
-    agent: Agent,
+    port: AgentPort,
     *,
     token: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
@@ -292,10 +299,12 @@ def create_app(
     any_ip_host: bool = False,
     max_runs: int | None = None,
     on_idle: Callable[[], None] | None = None,
+    max_threads: int = DEFAULT_MAX_THREADS,
+    thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
 ) -> Starlette:
-    """The AG-UI app serving `agent` (see the module docstring)."""
+    """The AG-UI app serving the agent behind `port` (see the module docstring)."""
     server = _Server(
-        agent,
+        port,
         token=token,
         max_body=max_body,
         keepalive_s=keepalive_s,
@@ -303,6 +312,8 @@ def create_app(
         metrics=metrics,
         max_runs=max_runs,
         on_idle=on_idle,
+        max_threads=max_threads,
+        thread_ttl_s=thread_ttl_s,
     )
     middleware = []
     if allowed_hosts is not None:  # outermost: nothing runs for a foreign Host or Origin
@@ -328,11 +339,11 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             async with anyio.create_task_group() as tasks:
-                await tasks.start(agent.relay_signals)
+                await tasks.start(port.relay_signals)
                 yield
                 tasks.cancel_scope.cancel()
         finally:
-            await agent.aclose()
+            await port.aclose()
 
     app = Starlette(
         lifespan=lifespan,
@@ -346,4 +357,5 @@ def create_app(
         exception_handlers={StoreError: _store_error, Exception: _internal_error},
     )
     app.state.threads = server.threads
+    app.state.port = port
     return app

@@ -16,22 +16,28 @@ decides what it gets, the same whichever server process the request lands on (se
   otherwise end (it then goes on with them) and answers RUN_STARTED, CUSTOM
   `steerable.follow_up_queued`, RUN_FINISHED;
 - `forwardedProps.steerable.command: "compact"` asks the turn running here to compact at its
-  next step boundary and answers RUN_STARTED, CUSTOM `steerable.compact_requested`,
-  RUN_FINISHED (an unknown command is refused with 422 `unknown_command`);
+  next step boundary (`port.request_compact`) and answers RUN_STARTED, CUSTOM
+  `steerable.compact_requested`, RUN_FINISHED (an unknown command is refused with 422
+  `unknown_command`);
 - anything else is refused with 409 `thread_busy`, naming the process that runs it when it
   is another one.
 
-Refusals come back as `Refusal` values; the app turns them into its error body.
+Everything goes through the agent port (`port.cancel`, `.steer`, `.follow_up`), which
+reaches the turn wherever it runs; which of the request's messages are new is read against
+the thread's history, brought up to date first (`Threads.catch_up`: another process may have
+logged more). Refusals come back as `Refusal` values; the app turns them into its error body.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import RunAgentInput, UserMessage
 
-from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.port import AgentPort
+from steerable_bridge.runtime.storage import SessionNotFound
 from steerable_bridge.transports.agui.inputs import (
     InputError,
     command_requested,
@@ -60,17 +66,33 @@ class Refusal:
 class Control:
     """Answers requests that reach a running thread (see the module docstring)."""
 
-    def __init__(self, agent: Agent, threads: Threads, *, keepalive_s: float) -> None:
-        self.agent = agent
+    def __init__(self, port: AgentPort, threads: Threads, *, keepalive_s: float) -> None:
+        self.port = port
         self.threads = threads
         self.keepalive_s = keepalive_s
 
     async def answer(self, run: RunAgentInput, owner: str | None) -> EventStream | Refusal:
         """The answer for `run`, whose thread is busy here (`owner` None) or runs in the
         process `owner` names — or, for a stop request, may run nowhere."""
+        forwarded = await self.forward(run)
+        if forwarded is not None:
+            return forwarded
+        where = f" in {owner}" if owner is not None else ""
+        return Refusal(
+            409,
+            "thread_busy",
+            f"thread {run.thread_id} is already running{where}; wait for its RUN_FINISHED,"
+            " abort it or send forwardedProps.steerable.stop: true to stop it, or send"
+            " forwardedProps.steerable.steer: true to add your message to the running turn"
+            " (follow_up: true to have it taken when the turn would end)",
+        )
+
+    async def forward(self, run: RunAgentInput) -> EventStream | Refusal | None:
+        """The stop, command, steer or follow-up `run` asks for, taken by the thread's
+        running turn wherever it runs; None when it asks for none or no turn took it."""
         thread_id = run.thread_id
         if stop_requested(run):
-            if await self.agent.cancel(thread_id, "stopped by a client's stop request"):
+            if await self.port.cancel(thread_id, "stopped by a client's stop request"):
                 return self._short(run, "steerable.stop_requested", {"sessionId": thread_id})
             return Refusal(
                 409,
@@ -81,18 +103,20 @@ class Control:
             command = command_requested(run)
         except InputError as err:
             return Refusal(422, err.code, err.message)
-        session = self.threads.get(thread_id).session
-        if command == "compact" and session is not None and session.request_compact():
+        if command == "compact" and await self.port.request_compact(thread_id):
             return self._short(run, "steerable.compact_requested", {"sessionId": thread_id})
         steer, follow_up = steer_requested(run), follow_up_requested(run)
         if steer or follow_up:
             thread = self.threads.get(thread_id)
-            if owner is not None:  # learn what the other process has logged
-                await self.threads.session_of(thread)
+            # learn what the turn (here or in another process) has logged so far; with no
+            # conversation anywhere, every user message is new
+            with contextlib.suppress(SessionNotFound):
+                await self.threads.catch_up(thread)
+            thread.messages()
             new = [
                 m for m in run.messages if m.id not in thread.known and isinstance(m, UserMessage)
             ]
-            queue = self.agent.steer if steer else self.agent.follow_up
+            queue = self.port.steer if steer else self.port.follow_up
             taken: list[str] = []
             for message in new:  # each under its own id, so the owner's log knows it
                 content = tuple(content_parts(message.content))
@@ -106,15 +130,7 @@ class Control:
                     "steerable.steer_absorbed" if steer else "steerable.follow_up_queued",
                     {"messageIds": taken, "sessionId": thread_id},
                 )
-        where = f" in {owner}" if owner is not None else ""
-        return Refusal(
-            409,
-            "thread_busy",
-            f"thread {thread_id} is already running{where}; wait for its RUN_FINISHED, abort it"
-            " or send forwardedProps.steerable.stop: true to stop it, or send"
-            " forwardedProps.steerable.steer: true to add your message to the running turn"
-            " (follow_up: true to have it taken when the turn would end)",
-        )
+        return None
 
     def _short(self, run: RunAgentInput, name: str, value: dict[str, Any]) -> EventStream:
         renderer = AguiRenderer(thread_id=run.thread_id, run_id=run.run_id)

@@ -6,7 +6,10 @@ assistant text under its `text_start` id, tool calls attached to their `parentMe
 (an assistant message with no text when the call opened none), reasoning as `reasoning`
 messages, each tool result as a `tool` message with id `result-<call_id>`, and the plan as
 one `activity` message. The ids match the streamed events, so a client that sends its
-messages back gets them recognised and not duplicated (`known_ids`). Pure; no I/O.
+messages back gets them recognised and not duplicated (`known_ids`). `MessageFold` is the
+same fold kept open: a thread feeds it each event once, as it learns of it, and asks it for
+the messages at each run's end, so a long thread is not folded again from its first event
+for every snapshot. Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from steerable_bridge.runtime.values import ContentPart, ImagePart, ResourcePart
 from steerable_bridge.transports.agui.native import result_message_id
 from steerable_bridge.transports.agui.renderer import plan_message_id
 
-__all__ = ["known_ids", "thread_messages", "user_content"]
+__all__ = ["MessageFold", "known_ids", "thread_messages", "user_content"]
 
 
 def user_content(content: tuple[ContentPart, ...]) -> str | list[Any]:
@@ -55,8 +58,9 @@ def user_content(content: tuple[ContentPart, ...]) -> str | list[Any]:
     return parts
 
 
-class _Fold:
-    """The messages being built, by id, in first-seen order."""
+class MessageFold:
+    """The messages being built, by id, in first-seen order (`event` one event at a time,
+    `messages` as AG-UI messages at any point)."""
 
     def __init__(self, thread_id: str) -> None:
         self.thread_id = thread_id
@@ -120,16 +124,16 @@ class _Fold:
             if role == "user":
                 out.append(UserMessage(id=message_id, content=data["content"]))
             elif role == "assistant":
-                text = "".join(data["text"])
+                text = _joined(data["text"])
                 calls = [
-                    ToolCall(id=cid, function=FunctionCall(name=name, arguments="".join(args)))
+                    ToolCall(id=cid, function=FunctionCall(name=name, arguments=_joined(args)))
                     for cid, name, args in data.get("calls", [])
                 ]
                 out.append(
                     AssistantMessage(id=message_id, content=text or None, tool_calls=calls or None)
                 )
             elif role == "reasoning":
-                out.append(ReasoningMessage(id=message_id, content="".join(data["text"])))
+                out.append(ReasoningMessage(id=message_id, content=_joined(data["text"])))
             elif role == "tool":
                 out.append(
                     ToolMessage(
@@ -146,9 +150,19 @@ class _Fold:
         return out
 
 
+def _joined(pieces: list[str]) -> str:
+    """The pieces as one string, kept as one piece from now on (a fold kept open holds one
+    string per message, not one per streamed delta)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    text = "".join(pieces)
+    pieces[:] = [text]
+    return text
+
+
 def thread_messages(thread_id: str, events: Iterable[LoopEvent]) -> list[Message]:
     """The thread's AG-UI messages, rebuilt from its log."""
-    fold = _Fold(thread_id)
+    fold = MessageFold(thread_id)
     for event in events:
         fold.event(event)
     return fold.messages()

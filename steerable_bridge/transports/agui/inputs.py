@@ -16,13 +16,12 @@ Mistakes raise `InputError` (answered with 422). Pure; no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 
-from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import ClientToolResult, ResumeDecision, TurnInput
 from steerable_bridge.runtime.values import (
@@ -175,7 +174,7 @@ def _frontend_tools(run: RunAgentInput) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
-def _resume(run: RunAgentInput, open_calls: Mapping[str, ev.ToolCallEnd]) -> list[ResumeDecision]:
+def _resume(run: RunAgentInput, open_calls: Container[str]) -> list[ResumeDecision]:
     decisions: list[ResumeDecision] = []
     for entry in run.resume or ():
         call_id = entry.interrupt_id.removeprefix(APPROVAL_PREFIX)
@@ -206,9 +205,10 @@ def _resume(run: RunAgentInput, open_calls: Mapping[str, ev.ToolCallEnd]) -> lis
 
 
 def to_turn(
-    run: RunAgentInput, known: set[str] | frozenset[str], open_calls: Mapping[str, ev.ToolCallEnd]
+    run: RunAgentInput, known: set[str] | frozenset[str], open_calls: Container[str]
 ) -> ParsedRun:
-    """The turn this input asks for, given the ids the thread already holds."""
+    """The turn this input asks for, given the ids the thread already holds and the ids
+    of the tool calls it waits on (`Conversation.open_calls`)."""
     users: list[tuple[str, tuple[ContentPart, ...]]] = []
     results: list[ClientToolResult] = []
     new_ids: set[str] = set()

@@ -1,19 +1,23 @@
-"""Threads: the AG-UI `threadId` → runtime session map, and one run of a thread, streamed.
+"""Threads: the AG-UI `threadId` → conversation map, and one run of a thread, streamed.
 
-`Threads(agent)` keeps one `Thread` per `threadId`: its session (loaded or created with
-`session_id = threadId`, so history stays on the server across runs), whether a run holds
-it, the message ids the client already has, and the last seq it was sent (events logged
-between runs, such as the earlier user messages of one request, travel right after the next
-RUN_STARTED), and the events before the tail a reloaded session holds (`earlier`: the
-MESSAGES_SNAPSHOT is the whole conversation, compaction or not). `claim(thread_id)` is
-synchronous, so two requests racing for one thread can never both get it; the run
-releases it when its stream closes — or, when its client
-disconnected, as soon as the cancelled turn is logged, and a request that arrives while that
-cancellation settles waits for it (`claim_settled`, at most `SETTLE_WAIT_S`) instead of
-getting 409. `prepare(...)` turns a validated `RunAgentInput` into a `Run` (raising `InputError`
-before anything is sent), and `Run.produce(write)` runs the turn, renders every LoopEvent
-(`renderer.py`, `wire.py`) and writes it. Sessions use `StaticPolicy(approval, defer=True)`:
-a tool that needs permission ends the run with an interrupt the next run answers.
+`Threads(port)` keeps one `Thread` per `threadId` with what the transport knows of it: the
+conversation behind it is the agent port's, under `conversation_id = threadId` (opened on
+first use with no attachments, so a tool that needs permission ends the run with an
+interrupt the next run answers), and the thread holds the message ids the client already
+has, the thread's messages folded from its events (`history.MessageFold`, fed once per
+event from `port.events_after`, so the MESSAGES_SNAPSHOT is the whole conversation,
+compaction or not, and other workers' runs are taken in), and the events this process
+logged between runs that no client was sent yet (the earlier user messages of a request
+whose turn never started: they travel right after the next RUN_STARTED). Who runs a thread
+is the port's to say: `claim(thread_id)` takes the port's synchronous reservation, so two
+requests racing for one thread can never both get it, and a request that arrives while a
+run whose client disconnected is still cancelling waits for it (at most `SETTLE_WAIT_S`)
+instead of getting 409. `prepare(...)` turns a validated `RunAgentInput` into a `Run`
+(raising `InputError` before anything is sent), and `Run.produce(write)` runs the turn
+through `port.prompt` with the reservation, renders every LoopEvent (`renderer.py`,
+`wire.py`) and writes it; another process running the thread makes `prompt` raise
+`SessionOwned` before anything is logged. A run whose client left gives the conversation's
+memory back (`port.close`, under a reservation of its own, so never under a newer run).
 """
 
 from __future__ import annotations
@@ -21,85 +25,104 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import anyio
 from ag_ui.core import Message, RunAgentInput
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent
+from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.model import ProviderError
-from steerable_bridge.runtime.permissions import StaticPolicy
-from steerable_bridge.runtime.replay import coalesce_deltas, merged, missing_events
+from steerable_bridge.runtime.port import AgentPort, Conversation, Reservation
 from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.session import Session, SessionBusy
-from steerable_bridge.runtime.storage import SessionNotFound, StoreError
-from steerable_bridge.transports.agui.history import known_ids, thread_messages
+from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
+from steerable_bridge.transports.agui.history import MessageFold, known_ids
 from steerable_bridge.transports.agui.inputs import ParsedRun, speaks_1_0, to_turn
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import Write
 from steerable_bridge.transports.agui.wire import SseEncoder
 
-__all__ = ["Run", "Thread", "Threads"]
+__all__ = ["DEFAULT_MAX_THREADS", "DEFAULT_THREAD_TTL_S", "Run", "Thread", "Threads"]
 
 log = logging.getLogger("steerable_bridge.agui")
 
 SETTLE_WAIT_S = 1.0
 """How long a request waits for a disconnected run of its thread to finish cancelling."""
+DEFAULT_MAX_THREADS = 256
+"""Idle threads held in memory beyond this many are forgotten (they reload from the log)."""
+DEFAULT_THREAD_TTL_S = 600.0
+"""Threads unused this long are forgotten (they reload from the log)."""
 
 
 @dataclass(slots=True)
 class Thread:
-    """What the server holds for one AG-UI thread."""
+    """What the server holds for one AG-UI thread (see the module docstring)."""
 
     thread_id: str
-    session: Session | None = None
-    busy: bool = False
     known: set[str] = field(default_factory=set)
-    sent_seq: int = -1
-    """The last seq streamed to a client; later events logged between runs go with the next."""
-    holder: object | None = None
-    """The claim that holds the thread (only its holder releases it)."""
-    settled: anyio.Event | None = None
-    """Set when a run whose client disconnected lets go of the thread."""
-    earlier: tuple[LoopEvent, ...] = ()
-    """The thread's events before the tail its session was loaded with (compacted away from
-    the model's view but still the client's conversation), deltas coalesced."""
+    fold: MessageFold | None = None
+    """The thread's messages so far; None until its history is first read."""
+    seq: int = -1
+    """The seq of the last event folded into `fold`."""
+    unsent: list[LoopEvent] = field(default_factory=list)
+    """Events this process logged between runs that no client was sent yet."""
+    settling: anyio.Event | None = None
+    """Set when a run whose client disconnected has ended and let go of the thread."""
+    streams: int = 0
+    """Runs of this thread being served now (memory keeps the thread while any is)."""
 
-    def history(self, session: Session) -> list[LoopEvent]:
-        """Every event of the thread, in seq order: `earlier` and the session's log."""
-        view = session.log.view()
-        return merged(self.earlier, view) if self.earlier else list(view)
+    def take(self, events: Sequence[LoopEvent]) -> None:
+        """Fold the events not folded yet (two readers of one tail never fold it twice)."""
+        fold = self.fold
+        if fold is None:
+            fold = self.fold = MessageFold(self.thread_id)
+        seq = self.seq
+        for event in events:
+            if event.seq > seq:
+                fold.event(event)
+                seq = event.seq
+        self.seq = seq
 
-    def release(self, holder: object | None) -> None:
-        """Let go of the thread, if `holder` still holds it (a stale release is ignored)."""
-        if holder is not self.holder:
-            return
-        self.busy = False
-        self.holder = None
-        if self.settled is not None:
-            self.settled.set()
-            self.settled = None
+    def messages(self) -> list[Message]:
+        """The thread as AG-UI messages; the ids they hold are known from now on."""
+        if self.fold is None:
+            return []
+        messages = self.fold.messages()
+        self.known |= known_ids(messages)
+        return messages
+
+    def forget(self) -> None:
+        """Drop what was read of the history (it is read again when next needed)."""
+        self.fold = None
+        self.seq = -1
+        self.known.clear()
+        self.unsent.clear()
 
 
 class Threads:
-    """Every thread this server process serves."""
+    """Every thread this server process serves, over one agent port."""
 
-    def __init__(self, agent: Agent, *, cwd: str | None = None) -> None:
-        self.agent = agent
+    def __init__(
+        self,
+        port: AgentPort,
+        *,
+        cwd: str | None = None,
+        max_threads: int = DEFAULT_MAX_THREADS,
+        thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
+    ) -> None:
+        self.port = port
         self.cwd = cwd or os.getcwd()
-        self._threads: IdleCache[str, Thread] = IdleCache(
-            capacity=agent.config.max_sessions, ttl_s=agent.config.session_ttl_s
-        )
+        self._threads: IdleCache[str, Thread] = IdleCache(capacity=max_threads, ttl_s=thread_ttl_s)
 
     def __len__(self) -> int:
         return len(self._threads)
 
     def get(self, thread_id: str) -> Thread:
-        """The thread (made on first use). Idle threads over the agent's `max_sessions`, or
-        unused for `session_ttl_s`, are forgotten; their history reloads from the store."""
+        """The thread (made on first use). Idle threads over `max_threads`, or unused for
+        `thread_ttl_s`, are forgotten; their history reloads from the log."""
         thread = self._threads.get(thread_id)
         if thread is None:
             thread = Thread(thread_id)
@@ -107,132 +130,160 @@ class Threads:
             self._threads.sweep(_idle)
         return thread
 
-    def claim(self, thread_id: str) -> Thread | None:
-        """The thread, now held by the caller; None when a run already holds it."""
-        thread = self.get(thread_id)
-        if thread.busy:
-            return None
-        thread.busy = True
-        thread.holder = object()
-        return thread
+    def discard(self, thread: Thread) -> None:
+        """Forget `thread` itself when it is idle (a run whose client left: nothing of it
+        need outlive the burst in memory; the next run rebuilds it from the log)."""
+        if self._threads.peek(thread.thread_id) is thread and _idle(thread):
+            self._threads.pop(thread.thread_id)
 
-    async def claim_settled(self, thread_id: str) -> Thread | None:
-        """`claim`, but when the run holding the thread lost its client and is cancelling,
-        wait for it to let go (at most `SETTLE_WAIT_S`) instead of failing at once."""
+    async def claim(self, thread_id: str) -> tuple[Thread, Reservation] | None:
+        """The thread and the port's hold on it; None when a turn or another request has
+        it — unless the run holding it lost its client and is cancelling: then this waits
+        for it to let go (at most `SETTLE_WAIT_S`) and tries once more."""
         thread = self.get(thread_id)
-        if thread.busy and thread.settled is not None:
+        hold = self.port.reserve(thread_id)
+        if hold is None and thread.settling is not None:
             with anyio.move_on_after(SETTLE_WAIT_S):
-                await thread.settled.wait()
-        return self.claim(thread_id)
+                await thread.settling.wait()
+            hold = self.port.reserve(thread_id)
+        return None if hold is None else (thread, hold)
 
-    async def session_of(self, thread: Thread) -> Session:
-        """The thread's session, loaded on first use; when other processes share the store,
-        brought up to date with what they appended (their runs were streamed by them)."""
-        if thread.session is not None and self.agent.shares_store:
-            newer = await thread.session.refresh()
-            if newer:
-                thread.sent_seq = max(thread.sent_seq, newer[-1].seq)
-                history = thread.history(thread.session)
-                thread.known |= known_ids(thread_messages(thread.thread_id, history))
-        if thread.session is None:
-            try:
-                session = await self.agent.load_session(thread.thread_id)
-            except SessionNotFound:
-                session = await self.agent.new_session(self.cwd, session_id=thread.thread_id)
-            session.policy = StaticPolicy(self.agent.config.approval, defer=True)
-            earlier = await missing_events(session)
-            thread.earlier = tuple(c.event for c in coalesce_deltas(earlier))
-            thread.session = session
-            thread.sent_seq = session.log.next_seq - 1  # history from before this process
-            thread.known |= known_ids(thread_messages(thread.thread_id, thread.history(session)))
-        return thread.session
+    async def catch_up(self, thread: Thread, *, learn_ids: bool = True) -> None:
+        """Fold what the conversation logged since the thread last looked (all of it the
+        first time; raises `SessionNotFound` when there is no such conversation), and
+        learn the ids the client may send back for it — unless the caller is about to
+        build the messages anyway (`learn_ids=False`: a run's snapshot)."""
+        before = thread.seq if thread.fold is not None else None
+        events = await self.port.events_after(thread.thread_id, thread.seq)
+        thread.take(events)
+        if learn_ids and thread.seq != before:
+            thread.messages()
 
-    def forget_session(self, thread: Thread) -> None:
-        """Let memory go of the thread and its session when they are idle (a run whose
-        client left: nobody is watching it, and its log may be long); the next run reloads
-        them from the store (everything a `Thread` holds is rebuilt from the log)."""
-        session = thread.session
-        if session is not None and not thread.busy and self.agent.forget(session.id):
-            thread.session = None
-            thread.known.clear()  # rebuilt from the log on reload
-            if self._threads.peek(thread.thread_id) is thread and _idle(thread):
-                self._threads.pop(thread.thread_id)
+    async def conversation(self, thread: Thread) -> Conversation:
+        """The thread's conversation, opened on first use, with its history taken in."""
+        try:
+            await self.catch_up(thread)
+        except SessionNotFound:
+            conversation = await self.port.open(self.cwd, conversation_id=thread.thread_id)
+            thread.forget()  # a conversation deleted under the thread starts afresh
+            thread.take(())
+            return conversation
+        return await self.port.load(thread.thread_id)
 
     async def prepare(
-        self, thread: Thread, run: RunAgentInput, *, traceparent: str | None = None
+        self,
+        thread: Thread,
+        hold: Reservation,
+        run: RunAgentInput,
+        *,
+        traceparent: str | None = None,
     ) -> Run:
-        """The run this input asks for; raises `InputError` (nothing sent yet).
-        `traceparent` (the request's W3C header) makes the run continue the caller's trace."""
-        session = await self.session_of(thread)
-        parsed = to_turn(run, thread.known, session.facts.open_calls)
+        """The run this input asks for, holding `hold`; raises `InputError` (nothing sent
+        yet). `traceparent` (the request's W3C header) makes the run continue the caller's
+        trace."""
+        conversation = await self.conversation(thread)
+        parsed = to_turn(run, thread.known, conversation.open_calls)
         if traceparent:
             parsed = replace(parsed, turn=replace(parsed.turn, traceparent=traceparent))
-        return Run(thread, session, run, parsed)
+        return Run(self, thread, hold, run, parsed)
 
 
 def _idle(thread: Thread) -> bool:
-    session = thread.session
-    return (
-        not thread.busy
-        and thread.settled is None
-        and (session is None or (not session.running and not session.log.uncommitted))
-    )
+    return thread.streams == 0 and thread.settling is None
 
 
 class Run:
     """One AG-UI run of a thread: the turn, rendered and written as it happens."""
 
     def __init__(
-        self, thread: Thread, session: Session, run: RunAgentInput, parsed: ParsedRun
+        self,
+        threads: Threads,
+        thread: Thread,
+        hold: Reservation,
+        run: RunAgentInput,
+        parsed: ParsedRun,
     ) -> None:
+        self.threads = threads
+        self.port = threads.port
         self.thread = thread
-        self.holder = thread.holder
-        self.session = session
+        self.hold = hold
         self.input = run
         self.parsed = parsed
         self.renderer = AguiRenderer(
             thread_id=run.thread_id,
             run_id=run.run_id,
             parent_run_id=run.parent_run_id,
-            messages=self.messages,
+            messages=thread.messages,
             legacy_outcomes=not speaks_1_0(run),
         )
         self.encoder = SseEncoder(self.renderer)
+        self.cancel = CancelToken()
         self.stop_reason: str | None = None
+        self.prompting = False
+        self.ended = False
         self.disconnected = False
+        self.settling: anyio.Event | None = None
         self.wrote = False
         """Whether a frame was written (before that, a lost race is answered with a 409)."""
-
-    def messages(self) -> list[Message]:
-        """The thread for MESSAGES_SNAPSHOT; the ids it holds are known from now on."""
-        messages = thread_messages(self.thread.thread_id, self.thread.history(self.session))
-        self.thread.known |= known_ids(messages)
-        return messages
+        self.closed = False
+        thread.streams += 1
 
     def disconnect(self) -> None:
         """The client went away: cancel the turn now."""
         self.disconnected = True
-        if self.thread.holder is self.holder and self.thread.settled is None:
-            self.thread.settled = anyio.Event()  # a new request waits for the release
-        running = self.session.cancel("the AG-UI client disconnected")
+        thread = self.thread
+        if not self.ended and thread.settling is None:
+            self.settling = thread.settling = anyio.Event()  # a new request waits for it
+        self.cancel.cancel("the AG-UI client disconnected")
         log.info(
             "thread %s run %s: client disconnected; %s",
-            self.thread.thread_id,
+            thread.thread_id,
             self.input.run_id,
-            "cancelling the turn" if running else "no turn was running",
+            "cancelling the turn" if self.prompting else "no turn was running",
         )
+
+    def close(self) -> None:
+        """The stream closed: let go of the thread, whatever happened (safe twice)."""
+        self.hold.release()
+        self._settled()
+        if not self.closed:
+            self.closed = True
+            self.thread.streams -= 1
+            if self.disconnected and self.thread.fold is None:  # its memory was given back
+                self.threads.discard(self.thread)
+
+    def _settled(self) -> None:
+        settling, self.settling = self.settling, None
+        if settling is not None:
+            if self.thread.settling is settling:
+                self.thread.settling = None
+            settling.set()
+
+    async def _snapshot_ready(self) -> None:
+        """Fold the run's events into the thread before its final event is rendered (its
+        MESSAGES_SNAPSHOT); once per run, never per event."""
+        try:
+            await self.threads.catch_up(self.thread, learn_ids=False)
+        except Exception:  # a store that fails now: the snapshot holds what was folded
+            log.exception("thread %s: could not read the run's events", self.thread.thread_id)
 
     async def produce(self, write: Write) -> None:
         started = time.monotonic()
-        self.thread.known |= self.parsed.new_ids
+        thread = self.thread
+        thread.known |= self.parsed.new_ids
         recorded: set[str] = set()
+        final = (ev.RunFinished, ev.RunFailed)
 
         async def sink(event: LoopEvent) -> None:
-            self.thread.sent_seq = max(self.thread.sent_seq, event.seq)
-            if isinstance(event, ev.RunFinished):
-                self.stop_reason = event.stop_reason
-            elif isinstance(event, ev.RunFailed):
-                self.stop_reason = f"failed ({event.code})"
+            if isinstance(event, final):
+                self.stop_reason = (
+                    event.stop_reason
+                    if isinstance(event, ev.RunFinished)
+                    else f"failed ({event.code})"
+                )
+                await self._snapshot_ready()
+            elif isinstance(event, ev.RunStarted):
+                thread.unsent.clear()  # the renderer sends them right after it
             try:
                 data = self.encoder.encode(event)
             except Exception:  # an unencodable event must not end the turn; it stays logged
@@ -243,36 +294,48 @@ class Run:
 
         try:
             for message_id, content in self.parsed.earlier:
-                await self.session.record(ev.UserMessage, message_id=message_id, content=content)
+                said = ev.UserMessage(
+                    session_id="", run_id="", seq=-1, ts=0, message_id=message_id, content=content
+                )
+                thread.unsent.append(await self.port.record(thread.thread_id, said))
                 recorded.add(message_id)
-            view = self.session.log.view()
-            first = len(view)
-            while first > 0 and view[first - 1].seq > self.thread.sent_seq:
-                first -= 1
-            for index in range(first, len(view)):  # logged between runs: after RUN_STARTED
-                self.renderer.render(view[index])
+            for event in thread.unsent:  # logged between runs: sent after RUN_STARTED
+                self.renderer.render(event)
             if not self.disconnected:  # a client gone already gets no turn
-                await self.session.prompt(self.parsed.turn, sink)
+                self.prompting = True
+                try:
+                    await self.port.prompt(
+                        thread.thread_id,
+                        self.parsed.turn,
+                        sink,
+                        cancel=self.cancel,
+                        reservation=self.hold,
+                    )
+                finally:
+                    self.prompting = False
         except (RouteError, ProviderError) as err:  # the model could not even be reached
             await write(
                 self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
             )
         except SessionBusy as err:
             if not self.wrote:  # another process took the session since the check: a 409
-                self.thread.known -= self.parsed.new_ids - recorded
+                thread.known -= self.parsed.new_ids - recorded
                 raise
             await write(self.encoder.encode_models(self.renderer.derived_error(err.code, str(err))))
         except StoreError as err:  # the store refused before the turn began (disk still full)
-            log.warning("thread %s: the session store failed: %s", self.thread.thread_id, err)
+            log.warning("thread %s: the session store failed: %s", thread.thread_id, err)
             await write(
                 self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
             )
         except Exception as err:
-            log.exception("thread %s run %s failed", self.thread.thread_id, self.input.run_id)
+            log.exception("thread %s run %s failed", thread.thread_id, self.input.run_id)
             message = f"the server failed: {type(err).__name__}: {err}; see the server log"
             await write(
                 self.encoder.encode_models(self.renderer.derived_error("internal_error", message))
             )
+        finally:
+            self.ended = True
+            self.hold.release()
         if not self.renderer.finished:
             await write(
                 self.encoder.encode_models(
@@ -283,11 +346,28 @@ class Run:
             )
         log.info(
             "thread %s run %s: ended %s after %.0f ms%s",
-            self.thread.thread_id,
+            thread.thread_id,
             self.input.run_id,
             self.stop_reason or "without a stop reason",
             (time.monotonic() - started) * 1000,
             " (client disconnected)" if self.disconnected else "",
         )
-        if self.disconnected:  # the cancellation is logged: the thread is free at once
-            self.thread.release(self.holder)
+        if self.disconnected:  # nobody watches it: give its memory back, then let go
+            await self._release_memory()
+            self._settled()
+
+    async def _release_memory(self) -> None:
+        """Close the conversation in the port's memory (its log stays) and forget the
+        thread's history here — only while no newer run holds it."""
+        hold = self.port.reserve(self.thread.thread_id)
+        if hold is None:  # a newer request has the thread already
+            return
+        try:
+            await self.port.close(self.thread.thread_id)
+            self.thread.forget()
+        except StoreError as err:  # what waits for the store is written by the next commit
+            log.warning(
+                "thread %s: could not close its conversation: %s", self.input.thread_id, err
+            )
+        finally:
+            hold.release()

@@ -12,6 +12,7 @@ import pytest
 from steerable_bridge import cli
 from steerable_bridge.adapters.tools.builtin import builtin_tools
 from steerable_bridge.adapters.tools.kit import WorkspaceKit, fixed_workspace_tools
+from steerable_bridge.runtime.conversations import LocalPort
 from tests.adapters.tools.test_mcp import SERVER
 from tests.runtime.harness import make_agent, scripted
 from tests.transports.agui.harness import asgi_client, create_app, post, run_input, user
@@ -64,7 +65,7 @@ async def test_an_agui_server_with_a_workspace_reads_and_waits_for_approval_to_w
         *(t for t in fixed_workspace_tools(str(project)) if t.name not in names),
     ]
     agent = make_agent(model, tools=tools, approval="ask")
-    async with asgi_client(create_app(agent, cwd=str(project))) as client:
+    async with asgi_client(create_app(LocalPort(agent), cwd=str(project))) as client:
         _, wire = await post(client, run_input("t1", "run1", [user("u1", "read then write")]))
     results = [f for f in wire if f["type"] == "TOOL_CALL_RESULT"]
     assert results[0]["toolCallId"] == "r1" and "hello world" in results[0]["content"]

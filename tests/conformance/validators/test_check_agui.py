@@ -59,12 +59,15 @@ async def live(app: Starlette) -> AsyncIterator[str]:
 def our_app(token: str | None = None) -> Starlette:
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.common import build_agent
+    from steerable_bridge.runtime.conversations import LocalPort
     from steerable_bridge.transports.agui.app import create_app
 
     options = argparse.Namespace(
         model="demo:default", storage="memory", approve="all", max_steps=25
     )
-    return create_app(build_agent(options, tools=builtin_tools(shared_state=True)), token=token)
+    return create_app(
+        LocalPort(build_agent(options, tools=builtin_tools(shared_state=True))), token=token
+    )
 
 
 def broken_app() -> Starlette:

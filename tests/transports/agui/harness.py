@@ -18,6 +18,7 @@ from steerable_bridge.adapters.tools.builtin import builtin_tools
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import Approval
+from steerable_bridge.runtime.session import Session
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.agui.app import create_app
@@ -64,6 +65,20 @@ def agent_for(
         tools=(*builtin_tools(shared_state=True), WRITE_FILE, *tools),
         approval=approval,
     )
+
+
+def session_of(app: Starlette, thread_id: str) -> Session | None:
+    """The runtime session behind a thread of an app serving a `LocalPort`, if in memory."""
+    return app.state.port.agent.get(thread_id)  # type: ignore[no-any-return]
+
+
+def thread_idle(app: Starlette, thread_id: str) -> bool:
+    """Whether a new run could take the thread now (the port would reserve it)."""
+    hold = app.state.port.reserve(thread_id)
+    if hold is None:
+        return False
+    hold.release()
+    return True
 
 
 def run_input(
@@ -133,6 +148,8 @@ __all__ = [
     "live_server",
     "post",
     "run_input",
+    "session_of",
+    "thread_idle",
     "types",
     "until",
     "user",

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import scripted
 from tests.transports.agui.decoding import decode
@@ -18,6 +19,7 @@ from tests.transports.agui.harness import (
     asgi_client,
     post,
     run_input,
+    session_of,
     types,
     until,
     user,
@@ -29,7 +31,7 @@ JSON_TYPE = {"content-type": "application/json"}
 
 
 async def test_health_and_chat_page() -> None:
-    async with asgi_client(create_app(agent_for())) as client:
+    async with asgi_client(create_app(LocalPort(agent_for()))) as client:
         health = (await client.get("/health")).json()
         page = await client.get("/")
     assert health["status"] == "ok" and health["protocolVersion"] == "1.0"
@@ -44,13 +46,13 @@ async def test_health_lists_only_the_tools_this_server_has() -> None:
     from tests.runtime.harness import make_agent
 
     agent = make_agent(DemoProvider(pace_ms=0), tools=builtin_tools(shared_state=True))
-    async with asgi_client(create_app(agent)) as client:
+    async with asgi_client(create_app(LocalPort(agent))) as client:
         health = (await client.get("/health")).json()
     assert "write_file" not in health["tools"] and "calculate" in health["tools"]
 
 
 async def test_a_run_streams_reasoning_tool_call_and_text_and_decodes_to_the_log() -> None:
-    app = create_app(agent_for())
+    app = create_app(LocalPort(agent_for()))
     async with asgi_client(app) as client:
         body = run_input("t1", "r1", [user("u1", "think, then use a tool")], state={})
         response, wire = await post(client, body)
@@ -76,12 +78,12 @@ async def test_a_run_streams_reasoning_tool_call_and_text_and_decodes_to_the_log
     assert len(starts) == 2 and starts[0] != starts[1]  # text after a tool call: a new id
     result_at = kinds.index("TOOL_CALL_RESULT")
     assert kinds.index("TEXT_MESSAGE_START", result_at) > result_at
-    session = app.state.threads.get("t1").session
+    session = session_of(app, "t1")
     assert decode(wire) == list(session.log.view())
 
 
 async def test_plan_is_an_activity_and_state_changes_stream_as_json_patch() -> None:
-    async with asgi_client(create_app(agent_for())) as client:
+    async with asgi_client(create_app(LocalPort(agent_for()))) as client:
         _, plan = await post(client, run_input("t1", "r1", [user("u1", "make a plan")]))
         _, state = await post(client, run_input("t2", "r1", [user("u1", "state")], state={"n": 1}))
     activity = [f for f in plan if f["type"] == "ACTIVITY_SNAPSHOT"]
@@ -95,13 +97,13 @@ async def test_plan_is_an_activity_and_state_changes_stream_as_json_patch() -> N
 
 
 async def test_threads_keep_history_and_resent_messages_are_not_duplicated() -> None:
-    app = create_app(agent_for())
+    app = create_app(LocalPort(agent_for()))
     async with asgi_client(app) as client:
         _, first = await post(client, run_input("t1", "r1", [user("u1", "hello")]))
         history = next(f for f in first if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
         body = run_input("t1", "r2", [*history, user("u2", "again")])
         _, second = await post(client, body)
-    log = list(app.state.threads.get("t1").session.log.view())
+    log = list(session_of(app, "t1").log.view())
     assert [e.message_id for e in log if isinstance(e, ev.UserMessage)] == ["u1", "u2"]
     request = [e for e in log if isinstance(e, ev.ModelRequestEvent)][-1].request
     assert [m.id for m in request.messages if m.role == "user"] == ["u1", "u2"]
@@ -110,11 +112,11 @@ async def test_threads_keep_history_and_resent_messages_are_not_duplicated() -> 
 
 
 async def test_several_new_user_messages_are_all_logged_and_streamed_in_seq_order() -> None:
-    app = create_app(agent_for())
+    app = create_app(LocalPort(agent_for()))
     async with asgi_client(app) as client:
         body = run_input("t1", "r1", [user("u1", "first"), user("u2", "second")])
         _, wire = await post(client, body)
-    log = list(app.state.threads.get("t1").session.log.view())
+    log = list(session_of(app, "t1").log.view())
     assert [e.message_id for e in log if isinstance(e, ev.UserMessage)] == ["u1", "u2"]
     assert types(wire)[:2] == ["RUN_STARTED", "CUSTOM"]
     assert sorted(decode(wire), key=lambda e: e.seq) == log
@@ -128,7 +130,7 @@ FRONTEND_TOOL = {
 
 
 async def test_frontend_tool_round_trip() -> None:
-    app = create_app(agent_for())
+    app = create_app(LocalPort(agent_for()))
     async with asgi_client(app) as client:
         body = run_input("t1", "r1", [user("u1", "please show_card")], tools=[FRONTEND_TOOL])
         _, first = await post(client, body)
@@ -153,7 +155,7 @@ async def test_frontend_tool_round_trip() -> None:
 
 async def test_a_0_0_x_client_finds_pending_frontend_calls_in_the_stream() -> None:
     """No protocolVersion (CopilotKit's @ag-ui/client 0.0.59): a strict `success` outcome."""
-    app = create_app(agent_for())
+    app = create_app(LocalPort(agent_for()))
     async with asgi_client(app) as client:
         body = run_input(
             "t1",
@@ -172,7 +174,7 @@ async def test_a_0_0_x_client_finds_pending_frontend_calls_in_the_stream() -> No
 @pytest.mark.parametrize("approved", [True, False])
 async def test_approval_interrupts_the_run_and_resume_continues_it(approved: bool) -> None:
     WRITTEN.clear()
-    app = create_app(agent_for(approval="ask"))
+    app = create_app(LocalPort(agent_for(approval="ask")))
     async with asgi_client(app) as client:
         _, first = await post(client, run_input("t1", "r1", [user("u1", "write a note")]))
         outcome = first[-1]["outcome"]
@@ -199,7 +201,7 @@ async def test_approval_interrupts_the_run_and_resume_continues_it(approved: boo
 
 
 async def test_model_errors_end_with_one_run_error() -> None:
-    async with asgi_client(create_app(agent_for())) as client:
+    async with asgi_client(create_app(LocalPort(agent_for()))) as client:
         _, wire = await post(client, run_input("t1", "r1", [user("u1", "show an error")]))
     assert types(wire).count("RUN_ERROR") == 1 and wire[-1]["type"] == "RUN_ERROR"
     assert wire[-1]["code"] == "demo_error" and "RUN_FINISHED" not in types(wire)
@@ -207,7 +209,7 @@ async def test_model_errors_end_with_one_run_error() -> None:
 
 async def test_bearer_token() -> None:
     body = run_input("t1", "r1", [user("u1", "hi")])
-    async with asgi_client(create_app(agent_for(), token="s3cret")) as client:
+    async with asgi_client(create_app(LocalPort(agent_for()), token="s3cret")) as client:
         missing, _ = await post(client, body)
         wrong, _ = await post(client, body, headers={"Authorization": "Bearer nope"})
         right, wire = await post(client, body, headers={"Authorization": "Bearer s3cret"})
@@ -218,7 +220,7 @@ async def test_bearer_token() -> None:
 
 
 async def test_health_without_the_token_says_only_ok() -> None:
-    async with asgi_client(create_app(agent_for(), token="s3cret")) as client:
+    async with asgi_client(create_app(LocalPort(agent_for()), token="s3cret")) as client:
         anonymous = await client.get("/health")
         wrong = await client.get("/health", headers={"Authorization": "Bearer nope"})
         right = await client.get("/health", headers={"Authorization": "Bearer s3cret"})
@@ -230,7 +232,7 @@ async def test_health_without_the_token_says_only_ok() -> None:
 
 async def test_body_limit_checks_declared_and_actual_size() -> None:
     big = run_input("t1", "r1", [user("u1", "x" * 2000)])
-    async with asgi_client(create_app(agent_for(), max_body=1000)) as client:
+    async with asgi_client(create_app(LocalPort(agent_for()), max_body=1000)) as client:
         declared, _ = await post(client, big)
 
         async def chunks() -> Any:
@@ -245,7 +247,7 @@ async def test_body_limit_checks_declared_and_actual_size() -> None:
 
 
 async def test_invalid_input_is_422_with_the_errors() -> None:
-    async with asgi_client(create_app(agent_for())) as client:
+    async with asgi_client(create_app(LocalPort(agent_for()))) as client:
         not_json = await client.post("/agent", content=b"{nope", headers=JSON_TYPE)
         missing, _ = await post(client, {"threadId": "t1", "messages": []})
         bad_resume, _ = await post(
@@ -261,7 +263,7 @@ async def test_invalid_input_is_422_with_the_errors() -> None:
 
 
 async def test_cors_only_for_the_given_origins() -> None:
-    app = create_app(agent_for(), cors_origins=("https://app.example",))
+    app = create_app(LocalPort(agent_for()), cors_origins=("https://app.example",))
     async with asgi_client(app) as client:
         ok = await client.get("/health", headers={"Origin": "https://app.example"})
         other = await client.get("/health", headers={"Origin": "https://evil.example"})
@@ -273,7 +275,7 @@ async def test_cors_only_for_the_given_origins() -> None:
                 "Access-Control-Request-Headers": "authorization,content-type",
             },
         )
-    async with asgi_client(create_app(agent_for())) as client:
+    async with asgi_client(create_app(LocalPort(agent_for()))) as client:
         closed = await client.get("/health", headers={"Origin": "https://app.example"})
     assert ok.headers["access-control-allow-origin"] == "https://app.example"
     assert "access-control-allow-origin" not in other.headers
@@ -283,7 +285,7 @@ async def test_cors_only_for_the_given_origins() -> None:
 
 async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
     slow = scripted({"text": "abcdefghijklmnopqrst", "chunk_size": 1, "delay_ms": 25}, loop=True)
-    app = create_app(agent_for(slow))
+    app = create_app(LocalPort(agent_for(slow)))
     results: dict[str, Any] = {}
     async with asgi_client(app) as client:
 
@@ -292,9 +294,7 @@ async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(first)
-            await until(
-                lambda: (s := app.state.threads.get("t1").session) is not None and s.running
-            )
+            await until(lambda: (s := session_of(app, "t1")) is not None and s.running)
             busy, _ = await post(
                 client, run_input("t1", "r2", [user("u1", "go"), user("u2", "more")])
             )
@@ -324,7 +324,7 @@ async def test_a_follow_up_request_is_taken_when_the_running_turn_would_end() ->
     slow = scripted(
         {"text": "abcdefghijklmnopqrst", "chunk_size": 1, "delay_ms": 25}, {"text": "and then"}
     )
-    app = create_app(agent_for(slow))
+    app = create_app(LocalPort(agent_for(slow)))
     results: dict[str, Any] = {}
     async with asgi_client(app) as client:
 
@@ -333,9 +333,7 @@ async def test_a_follow_up_request_is_taken_when_the_running_turn_would_end() ->
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(first)
-            await until(
-                lambda: (s := app.state.threads.get("t1").session) is not None and s.running
-            )
+            await until(lambda: (s := session_of(app, "t1")) is not None and s.running)
             queued, short = await post(
                 client,
                 run_input(
@@ -362,7 +360,7 @@ async def test_forwarded_command_compact_compacts_the_thread() -> None:
         {"text": "after"},
         summary_rounds=[{"text": "SUMMARY of the thread"}],
     )
-    app = create_app(agent_for(provider))
+    app = create_app(LocalPort(agent_for(provider)))
     compact = {"steerable": {"command": "compact"}}
     async with asgi_client(app) as client:
         await post(client, run_input("t1", "r1", [user("u1", "hello")]))
@@ -388,7 +386,7 @@ async def test_idle_threads_are_forgotten_and_continue_from_the_store() -> None:
     from tests.runtime.harness import make_agent
 
     agent = make_agent(DemoProvider(pace_ms=0), max_sessions=3)
-    app = create_app(agent)
+    app = create_app(LocalPort(agent), max_threads=agent.config.max_sessions)
     async with asgi_client(app) as client:
         for n in range(6):
             await post(client, run_input(f"t{n}", "r1", [user(f"u{n}", f"hello {n}")]))

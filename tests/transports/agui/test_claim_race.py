@@ -1,14 +1,14 @@
-"""A run that passed the "is the thread owned elsewhere?" check but lost the session to
+"""A run whose thread was free when the request reserved it but that lost the session to
 another process before its turn claimed it gets HTTP 409 `thread_busy`, not a stream.
 
 Two SQLite stores on one file stand for two server processes (their owner locks are
 `flock`s, which conflict between open files even within one process). The race is forced,
-not timed: process A's store answers "nobody owns it" and, in the same call, process B
-takes the session."""
+not timed: when process A's turn goes to claim the session, process B takes it first."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +17,23 @@ import pytest
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import make_agent, scripted
-from tests.transports.agui.harness import asgi_client, post, run_input, types, user
+from tests.transports.agui.harness import (
+    asgi_client,
+    post,
+    run_input,
+    thread_idle,
+    types,
+    user,
+)
 
 pytestmark = pytest.mark.anyio
 
 
 class LosesTheRace:
-    """Process A's store: says nobody owns the session, then B takes it."""
+    """Process A's store: the first time A claims the session, B takes it just before."""
 
     def __init__(self, inner: SqliteStore, other: SqliteStore, stack: contextlib.AsyncExitStack):
         self._inner = inner
@@ -36,12 +44,13 @@ class LosesTheRace:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def owner(self, session_id: str) -> str | None:
-        found = self._inner.owner(session_id)
+    @contextlib.asynccontextmanager
+    async def claim(self, session_id: str) -> AsyncIterator[None]:
         if self.raced == 0:
             self.raced += 1
             await self._stack.enter_async_context(self._other.claim(session_id))
-        return found
+        async with self._inner.claim(session_id):
+            yield
 
 
 async def test_the_loser_of_a_claim_race_gets_a_409(tmp_path: Path) -> None:
@@ -50,14 +59,14 @@ async def test_the_loser_of_a_claim_race_gets_a_409(tmp_path: Path) -> None:
     async with contextlib.AsyncExitStack() as held:
         store = LosesTheRace(mine, theirs, held)
         agent = make_agent(scripted({"text": "hello"}, loop=True), store=store)  # type: ignore[arg-type]
-        app = create_app(agent)
+        app = create_app(LocalPort(agent))
         async with asgi_client(app) as client:
             response, wire = await post(client, run_input("t1", "r1", [user("u1", "hi")]))
             assert store.raced == 1
             assert response.status_code == 409, wire
             error = response.json()["error"]
             assert error["code"] == "thread_busy" and "in process" in error["message"]
-            assert not app.state.threads.get("t1").busy
+            assert thread_idle(app, "t1")
 
             await held.aclose()  # B's turn ends: the same message now runs
             response, wire = await post(client, run_input("t1", "r2", [user("u1", "hi")]))

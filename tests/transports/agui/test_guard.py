@@ -12,9 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from steerable_bridge.transports.agui.guard import exposure_problem
-from tests.transports.agui.harness import agent_for, asgi_client, run_input, user
+from tests.transports.agui.harness import agent_for, asgi_client, run_input, session_of, user
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +25,7 @@ BODY = run_input("t1", "r1", [user("u1", "hello")])
 
 
 def _app(**options: Any) -> Any:
-    return create_app(agent_for(), allowed_hosts=("127.0.0.1",), **options)
+    return create_app(LocalPort(agent_for()), allowed_hosts=("127.0.0.1",), **options)
 
 
 async def _post(client: httpx.AsyncClient, content: bytes, **headers: str) -> httpx.Response:
@@ -51,7 +52,7 @@ async def test_a_cross_site_text_plain_post_does_not_run_the_agent() -> None:
     assert plain.status_code == 415
     assert _json(plain)["error"]["code"] == "unsupported_media_type"
     assert from_page.status_code == 403
-    assert app.state.threads.get("t1").session is None  # nothing ran
+    assert session_of(app, "t1") is None  # nothing ran
 
 
 async def test_a_foreign_origin_is_refused_and_the_own_or_listed_one_allowed() -> None:
@@ -87,8 +88,8 @@ async def test_a_foreign_host_is_refused_against_dns_rebinding() -> None:
     assert "--allowed-host" in rebound.json()["error"]["message"]
     assert [r.status_code for r in loopback] == [200, 200, 200]
 
-    extra = create_app(agent_for(), allowed_hosts=("127.0.0.1", "agent.lan"))
-    wildcard = create_app(agent_for(), allowed_hosts=("0.0.0.0",), any_ip_host=True)
+    extra = create_app(LocalPort(agent_for()), allowed_hosts=("127.0.0.1", "agent.lan"))
+    wildcard = create_app(LocalPort(agent_for()), allowed_hosts=("0.0.0.0",), any_ip_host=True)
     async with asgi_client(extra) as client:
         named = await client.get("http://agent.lan:8000/health")
     async with asgi_client(wildcard) as client:

@@ -11,6 +11,7 @@ import pytest
 
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import make_agent, scripted
 from tests.transports.agui.harness import asgi_client, post, run_input, types, user
@@ -33,7 +34,7 @@ async def test_a_restarted_server_sends_the_whole_compacted_thread() -> None:
     rounds = [{"text": text, "chunk_size": 7} for text in ANSWERS]
     provider = scripted(*rounds, context_window=400, summary_rounds=[SUMMARY] * 4)
     held: list[dict[str, Any]] = []
-    async with asgi_client(create_app(make_agent(provider, store=store))) as client:
+    async with asgi_client(create_app(LocalPort(make_agent(provider, store=store)))) as client:
         for n, prompt in enumerate(PROMPTS):
             _, wire = await post(client, run_input("t1", f"r{n}", [*held, user(f"u{n}", prompt)]))
             assert types(wire)[-1] == "RUN_FINISHED"
@@ -45,7 +46,7 @@ async def test_a_restarted_server_sends_the_whole_compacted_thread() -> None:
     restarted = make_agent(scripted({"text": "Fifth."}), store=store)
     loop = replace(restarted.config.loop, new_id=lambda prefix: f"{prefix}_b{next(ids)}")
     restarted.config = replace(restarted.config, loop=loop)
-    async with asgi_client(create_app(restarted)) as client:
+    async with asgi_client(create_app(LocalPort(restarted))) as client:
         _, wire = await post(client, run_input("t1", "r5", [*held, user("u5", "and now?")]))
     assert types(wire)[-1] == "RUN_FINISHED"
     messages = _snapshot(wire)

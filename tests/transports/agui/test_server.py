@@ -10,17 +10,27 @@ import httpx
 import pytest
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import scripted
 from tests.transports.agui.decoding import frames
-from tests.transports.agui.harness import SLOW, agent_for, live_server, run_input, until, user
+from tests.transports.agui.harness import (
+    SLOW,
+    agent_for,
+    live_server,
+    run_input,
+    session_of,
+    thread_idle,
+    until,
+    user,
+)
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_events_arrive_while_the_turn_runs_with_keepalive_comments() -> None:
     slow = scripted({"text": "abcdefghij", "chunk_size": 1, "delay_ms": 40})
-    app = create_app(agent_for(slow), keepalive_s=0.02)  # sent in the 40 ms pauses
+    app = create_app(LocalPort(agent_for(slow)), keepalive_s=0.02)  # sent in the 40 ms pauses
     async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
         started = time.monotonic()
         first_at = None
@@ -44,7 +54,7 @@ async def test_disconnect_cancels_the_turn_within_a_second(
 ) -> None:
     caplog.set_level(logging.INFO, logger="steerable_bridge.agui")
     hangs = scripted({"text": "working", "tool_calls": [{"id": "c1", "name": "slow"}]})
-    app = create_app(agent_for(hangs, tools=[SLOW]))
+    app = create_app(LocalPort(agent_for(hangs, tools=[SLOW])))
     async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
         async with client.stream(
             "POST", "/agent", json=run_input("t1", "r1", [user("u", "go")])
@@ -53,10 +63,10 @@ async def test_disconnect_cancels_the_turn_within_a_second(
                 if "steerable.tool_started" in line:
                     break
         left = time.monotonic()
-        session = app.state.threads.get("t1").session
+        session = session_of(app, "t1")
         await until(lambda: not session.running, 1.0)
         elapsed = time.monotonic() - left
-        await until(lambda: not app.state.threads.get("t1").busy, 1.0)
+        await until(lambda: thread_idle(app, "t1"), 1.0)
     assert elapsed < 1.0
     log = list(session.log.view())
     finished = [e for e in log if isinstance(e, ev.RunFinished)]
@@ -76,7 +86,7 @@ async def test_a_thread_whose_client_left_is_forgotten_and_reloads_whole() -> No
         {"text": "working", "tool_calls": [{"id": "c1", "name": "slow"}]}, {"text": "back"}
     )
     agent = agent_for(hangs, tools=[SLOW])
-    app = create_app(agent)
+    app = create_app(LocalPort(agent))
     async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
         async with client.stream(
             "POST", "/agent", json=run_input("t1", "r1", [user("u1", "first")])
@@ -99,7 +109,7 @@ async def test_a_thread_whose_client_left_takes_the_next_request_at_once() -> No
     """Disconnect mid-turn, then POST again on the same thread straight away, 50 times: each
     new run is taken (waiting, bounded, for the cancellation to settle), never a 409."""
     hangs = scripted({"text": "working", "tool_calls": [{"id": "c1", "name": "slow"}]}, loop=True)
-    app = create_app(agent_for(hangs, tools=[SLOW]))
+    app = create_app(LocalPort(agent_for(hangs, tools=[SLOW])))
     statuses = []
     known: list[dict[str, str]] = []
     async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
@@ -114,7 +124,7 @@ async def test_a_thread_whose_client_left_takes_the_next_request_at_once() -> No
                 async for line in response.aiter_lines():
                     if "steerable.tool_started" in line:
                         break
-        session = app.state.threads.get("t1").session
+        session = session_of(app, "t1")
         await until(lambda: not session.running, 2.0)
     assert statuses == [200] * 50
     finished = [e for e in session.log.view() if isinstance(e, ev.RunFinished)]
@@ -122,11 +132,13 @@ async def test_a_thread_whose_client_left_takes_the_next_request_at_once() -> No
 
 
 async def test_a_stale_release_never_frees_the_next_run() -> None:
-    threads = create_app(agent_for()).state.threads
-    first = threads.claim("t1")
-    old = first.holder
-    first.release(old)  # the disconnected run lets go early
-    second = threads.claim("t1")
-    assert second is first and second.holder is not old
-    second.release(old)  # the old stream closes later: ignored
-    assert threads.claim("t1") is None
+    threads = create_app(LocalPort(agent_for())).state.threads
+    first = await threads.claim("t1")
+    assert first is not None
+    thread, old = first
+    old.release()  # the disconnected run lets go early
+    second = await threads.claim("t1")
+    assert second is not None
+    assert second[0] is thread and second[1] is not old
+    old.release()  # the old stream closes later: ignored
+    assert await threads.claim("t1") is None

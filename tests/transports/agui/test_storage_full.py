@@ -15,6 +15,7 @@ import pytest
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.runtime.projection import project_history
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import make_agent
@@ -42,7 +43,7 @@ def _free(store: SqliteStore) -> None:
 async def test_a_full_disk_is_storage_full_and_the_thread_survives(tmp_path: Path) -> None:
     db = tmp_path / "sessions.db"
     store = SqliteStore(db)
-    app = create_app(make_agent(DemoProvider(pace_ms=0), store=store))  # type: ignore[arg-type]
+    app = create_app(LocalPort(make_agent(DemoProvider(pace_ms=0), store=store)))  # type: ignore[arg-type]
     async with asgi_client(app) as client:
         _, first = await post(client, run_input("t1", "r1", [user("u1", "hello")]))
         assert types(first)[-1] == "RUN_FINISHED"

@@ -27,6 +27,7 @@ from steerable_bridge.conformance.live import AguiExchange, _turn, run_agui
 from steerable_bridge.conformance.scenarios import Scenario, load_scenarios
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
+from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.values import TextPart
@@ -97,7 +98,7 @@ async def bridged_server(scenario: Scenario, folder: Path) -> AsyncIterator[tupl
     router.register(ROUTE_PROVIDER, BridgedAgentRoute)
     config = AgentConfig(model=f"{ROUTE_PROVIDER}:scenario", approval="ask")
     agent = Agent(router=router, store=MemoryStore(), config=config, engine=bridge)
-    app = create_app(agent, cwd=str(folder))
+    app = create_app(LocalPort(agent), cwd=str(folder))
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     )
