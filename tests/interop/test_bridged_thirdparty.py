@@ -1,0 +1,126 @@
+"""Both bridges proven on real third-party software, each on the local fake model servers.
+
+`serve --acp-agent` runs a real ACP agent (claude-agent-acp, codex-acp; `thirdparty.py`) as
+its child and is driven over HTTP with AG-UI RunAgentInput bodies: a text turn must finish
+with the fake's text in TEXT_MESSAGE_CONTENT, and a `[use-a-tool]` turn must end in the
+permission interrupt the agent's `session/request_permission` becomes; the next run resumes
+it approving and must finish with the fake's after-tool text, the tool result having reached
+the model. The serve process gets the launch's isolated environment (HOME, config folders,
+the fake's URL and key), which its child inherits. `acp --agui-url` runs in front of a real
+pydantic-ai AG-UI server, driven by the ACP SDK's client side: a text prompt must come back
+as agent_message_chunk, and the model request of a second prompt must carry the first
+exchange. Without node, the npm packages or uv, the tests skip with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.interop.fake_models import FakeModelServer
+from tests.interop.thirdparty import AgentLaunch
+from tests.transports.acp.bridge.harness import kinds, run_input, text_of
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+SERVE = [sys.executable, "-m", "steerable_bridge", "serve", "--port", "0", "--storage", "memory"]
+RUN_TIMEOUT = httpx.Timeout(150.0, connect=10.0)
+
+
+@contextmanager
+def bridged(launch: AgentLaunch, log: Path) -> Iterator[tuple[httpx.Client, str]]:
+    """`serve --acp-agent LAUNCH --workspace WS` in the launch's environment; yields a client
+    and the endpoint URL, and stops the server (its child with it) after the block."""
+    args = ["--acp-agent", launch.command_line, "--workspace", str(launch.workspace)]
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            [*SERVE, *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env={**launch.env, "STEERABLE_DEMO_PACE_MS": "0"},
+            cwd=launch.workspace,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            assert first.startswith("steerable-bridge: AG-UI endpoint POST http://"), (
+                first + log.read_text()
+            )
+            url = first.split()[-1]
+            with httpx.Client(timeout=RUN_TIMEOUT) as client:
+                for _ in range(400):  # bound before the line is printed; listening just after
+                    try:
+                        client.get(url.removesuffix("/agent") + "/health")
+                        break
+                    except httpx.TransportError:
+                        time.sleep(0.05)
+                yield client, url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
+def run(client: httpx.Client, url: str, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    with client.stream("POST", url, json=dict(body)) as reply:
+        assert reply.status_code == 200, reply.read()
+        for line in reply.iter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+    return events
+
+
+def approve(interrupt_id: str) -> list[dict[str, Any]]:
+    return [{"interruptId": interrupt_id, "status": "resolved", "payload": {"approved": True}}]
+
+
+@pytest.fixture(params=["claude_acp", "codex_acp"])
+def agent(request: pytest.FixtureRequest) -> AgentLaunch:
+    launch: AgentLaunch = request.getfixturevalue(request.param)
+    return launch
+
+
+def test_a_real_acp_agent_behind_serve_answers_text_and_a_tool_after_approval(
+    agent: AgentLaunch, fake_models: FakeModelServer, tmp_path: Path
+) -> None:
+    fake = fake_models.model
+    log = tmp_path / "serve.log"
+    with bridged(agent, log) as (client, url):
+        first = run(client, url, run_input("t1", "r1", "Say hello."))
+        why = f"{agent.name} {agent.version}: {kinds(first)}\n{log.read_text()[-3000:]}"
+        assert first[0]["type"] == "RUN_STARTED", why
+        assert first[-1]["type"] == "RUN_FINISHED", why
+        assert first[-1]["outcome"] == {"type": "success"}, why
+        assert fake.text in text_of(first), why
+
+        asked = run(client, url, run_input("t1", "r2", f"Please {fake.trigger} now."))
+        why = f"{agent.name} {agent.version}: {asked[-1:]}\n{log.read_text()[-3000:]}"
+        assert fake.tool_calls(), "the fake model was never asked in a way that calls a tool"
+        outcome = asked[-1].get("outcome") or {}
+        assert asked[-1]["type"] == "RUN_FINISHED" and outcome.get("type") == "interrupt", why
+        assert "TOOL_CALL_START" in kinds(asked), why
+        assert not fake.saw_tool_result(), "the tool ran before it was approved"
+        interrupts = outcome["interrupts"]
+        assert len(interrupts) == 1, why
+
+        done = run(client, url, run_input("t1", "r3", resume=approve(interrupts[0]["id"])))
+        why = f"{agent.name} {agent.version}: {kinds(done)}\n{log.read_text()[-3000:]}"
+        assert done[-1]["type"] == "RUN_FINISHED", why
+        assert done[-1]["outcome"] == {"type": "success"}, why
+        assert fake.after_tool in text_of(done), why
+    assert fake.saw_tool_result(), "the tool result never reached the model"
+    assert (agent.workspace / "fake-model-was-here.txt").exists()
