@@ -23,12 +23,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from acp import schema as acp
 
 from tests.interop.fake_models import FakeModelServer
 from tests.interop.thirdparty import AgentLaunch
 from tests.transports.acp.bridge.harness import kinds, run_input, text_of
+from tests.transports.agui.bridge.harness import EditorSide, bridge, prompt_blocks
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -124,3 +127,38 @@ def test_a_real_acp_agent_behind_serve_answers_text_and_a_tool_after_approval(
         assert fake.after_tool in text_of(done), why
     assert fake.saw_tool_result(), "the tool result never reached the model"
     assert (agent.workspace / "fake-model-was-here.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_acp_agui_bridge_in_front_of_pydantic_ai_answers_and_keeps_the_conversation(
+    pydantic_ai_agui: str, fake_models: FakeModelServer, tmp_path: Path
+) -> None:
+    fake = fake_models.model
+    editor = EditorSide()
+    async with bridge(pydantic_ai_agui, editor, tmp_path) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        with anyio.fail_after(120):
+            first = await conn.prompt(
+                session_id=session.session_id, prompt=prompt_blocks("Say hello.")
+            )
+        assert first.stop_reason == "end_turn", editor.updates
+        assert fake.text in editor.text(), editor.updates
+        assert len(fake.requests) == 1, [r.path for r in fake.requests]
+
+        seen = len(editor.updates)
+        with anyio.fail_after(120):
+            second = await conn.prompt(
+                session_id=session.session_id, prompt=prompt_blocks("And again, please.")
+            )
+        assert second.stop_reason == "end_turn", editor.updates[seen:]
+        again = "".join(
+            u.content.text for u in editor.updates[seen:] if isinstance(u, acp.AgentMessageChunk)
+        )
+        assert fake.text in again, editor.updates[seen:]
+    assert len(fake.requests) == 2, [r.path for r in fake.requests]
+    latest = fake.requests[-1]
+    assert latest.last_user_text == "And again, please."
+    messages = latest.body["messages"]
+    said = [(m["role"], json.dumps(m.get("content"))) for m in messages]
+    assert any(role == "user" and "Say hello." in text for role, text in said), said
+    assert any(role == "assistant" and fake.text in text for role, text in said), said
