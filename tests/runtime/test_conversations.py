@@ -195,31 +195,6 @@ async def test_compact_reaches_only_a_running_turn_and_info_names_the_tools() ->
         assert await port.cancel(cid, "done")
 
 
-async def test_attachments_outlive_the_agent_forgetting_an_idle_session() -> None:
-    asked: list[str] = []
-
-    async def asker(request: PermissionRequest) -> PermissionAnswer:
-        asked.append(request.call.call_id)
-        return PermissionAnswer(outcome="reject_once", option_id="reject_once")
-
-    async def attach(conversation_id: str) -> Attachments:
-        return Attachments(asker=asker)
-
-    port = _port(
-        {"tool_calls": [{"id": "c1", "name": "write", "arguments": {"text": "x"}}]},
-        {"text": "ok"},
-        tools=[text_tool("write", kind="edit")],
-        approval="ask",
-    )
-    cid = (await port.open("/tmp", attach=attach)).conversation_id
-    await _run(port, cid)
-    assert port.agent.forget(cid) and port.agent.get(cid) is None  # as after its idle TTL
-    outcome, seen = await _run(port, cid)
-    assert len(asked) == 2, "the rebuilt session lost the asker it was opened with"
-    assert outcome.stop_reason == "end_turn"
-    assert not any(isinstance(e, ev.RunFinished) and e.interrupts for e in seen)
-
-
 async def test_a_compact_turn_that_would_grow_the_conversation_says_why() -> None:
     long_summary = {"text": "A very long summary of almost nothing at all. " * 10}
     port = LocalPort(
