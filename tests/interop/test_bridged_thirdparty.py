@@ -12,16 +12,19 @@ on the same store and both clients continue their threads: the model request for
 message must carry the exchange from before the restart. The serve process gets the
 launch's isolated environment (HOME, config folders, the fake's URL and key), which its
 child inherits. `acp --agui-url` runs in front of a real AG-UI server (pydantic-ai,
-LangGraph), driven by the ACP SDK's client side: a text prompt must come back as
-agent_message_chunk, and the model request of a second prompt must carry the first exchange.
-Without node, the npm packages, uv or (for fast-agent) Python 3.12, the tests skip with a
-warning.
+LangGraph), driven by the official TypeScript ACP client (`acp_client.mjs` with
+`ACP_AGUI_URL`: text, then the server's own `lookup` tool as tool_call / tool_call_update,
+then `session/load` in a new `acp` process replaying both turns) and by acpx (a named
+session continued by another agent process with `session/resume`, text then the tool); the
+model request of each second prompt must carry the first exchange. Without node, the npm
+packages, uv or (for fast-agent) Python 3.12, the tests skip with a warning.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -30,14 +33,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
-from acp import schema as acp
 
 from tests.interop.fake_models import FakeModel, FakeModelServer
 from tests.interop.thirdparty import AgentLaunch, read_line
-from tests.transports.agui.bridge.harness import EditorSide, bridge, prompt_blocks
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -218,38 +218,133 @@ def test_official_clients_drive_a_real_acp_agent_behind_serve_across_a_restart(
         assert (agent.workspace / "fake-model-was-here.txt").exists()
 
 
-@pytest.mark.anyio
+ACPX = HERE / "node_modules" / "acpx" / "dist" / "cli.js"
+
+
+def _acp_env(tmp: Path, storage: Path) -> dict[str, str]:
+    """What `acp --agui-url` runs with: no machine settings, its store in `tmp`."""
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")},
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(tmp / "state"),
+        "STEERABLE_STORAGE": str(storage),
+        "PYTHONPATH": str(HERE.parent.parent),
+    }
+
+
+def _typescript_client(node: str, url: str, prompts: list[str], tmp: Path) -> dict[str, Any]:
+    """`acp_client.mjs` in its bridged mode (two `acp` processes); its JSON report."""
+    env = {
+        **_acp_env(tmp, tmp / "ts-sessions.db"),
+        "ACP_PYTHON": sys.executable,
+        "ACP_CWD": str(tmp),
+        "ACP_AGUI_URL": url,
+        "ACP_PROMPTS": json.dumps(prompts),
+    }
+    done = subprocess.run(
+        [node, str(HERE / "acp_client.mjs")],
+        cwd=HERE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, f"acp_client.mjs failed:\n{done.stderr[-4000:]}\n{done.stdout}"
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def _acpx(node: str, agent: str, tmp: Path, *args: str) -> list[dict[str, Any]]:
+    """One `acpx` command (JSON output) on `agent` in `tmp/acpx`; the frames it printed."""
+    workspace = tmp / "acpx"
+    workspace.mkdir(exist_ok=True)
+    done = subprocess.run(
+        [node, str(ACPX), "--agent", agent, "--cwd", str(workspace), "--ttl", "10",
+         "--format", "json", *args],
+        cwd=workspace,
+        env=_acp_env(tmp, tmp / "acpx-sessions.db"),
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT_S,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, f"acpx {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def _acpx_turn(frames: list[dict[str, Any]]) -> dict[str, Any]:
+    """What one `acpx prompt` saw: methods, stop reason, update kinds, text, call statuses."""
+    updates = [f["params"]["update"] for f in frames if f.get("method") == "session/update"]
+    return {
+        "methods": {f.get("method") for f in frames},
+        "stopReason": [
+            f["result"]["stopReason"] for f in frames if "stopReason" in f.get("result", {})
+        ],
+        "kinds": {u["sessionUpdate"] for u in updates},
+        "text": "".join(
+            u["content"].get("text", "")
+            for u in updates
+            if u["sessionUpdate"] == "agent_message_chunk"
+        ),
+        "statuses": [
+            u["status"]
+            for u in updates
+            if u["sessionUpdate"] == "tool_call_update" and u.get("status")
+        ],
+    }
+
+
 @pytest.mark.parametrize("server", ["pydantic_ai_agui", "langgraph_agui"])
-async def test_acp_agui_bridge_in_front_of_a_real_server_answers_and_keeps_the_conversation(
-    server: str, fake_models: FakeModelServer, tmp_path: Path, request: pytest.FixtureRequest
+def test_acp_clients_drive_acp_agui_in_front_of_a_real_server(
+    server: str,
+    fake_models: FakeModelServer,
+    tmp_path: Path,
+    node: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     url: str = request.getfixturevalue(server)
     fake = fake_models.model
-    editor = EditorSide()
-    async with bridge(url, editor, tmp_path) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        with anyio.fail_after(120):
-            first = await conn.prompt(
-                session_id=session.session_id, prompt=prompt_blocks("Say hello.")
-            )
-        assert first.stop_reason == "end_turn", editor.updates
-        assert fake.text in editor.text(), editor.updates
-        assert len(fake.requests) == 1, [r.path for r in fake.requests]
+    hello, tool = "Say hello ({}).", f"Please {fake.trigger} now ({{}})."
 
-        seen = len(editor.updates)
-        with anyio.fail_after(120):
-            second = await conn.prompt(
-                session_id=session.session_id, prompt=prompt_blocks("And again, please.")
-            )
-        assert second.stop_reason == "end_turn", editor.updates[seen:]
-        again = "".join(
-            u.content.text for u in editor.updates[seen:] if isinstance(u, acp.AgentMessageChunk)
+    # The official TypeScript client: text, then the server's own `lookup` tool, in one
+    # `acp` process; session/load in a second one replays both turns.
+    report = _typescript_client(node, url, [hello.format("ts"), tool.format("ts")], tmp_path)
+    said, used = report["turns"]
+    why = json.dumps(report, indent=1)
+    assert said["stopReason"] == "end_turn" and fake.text in said["text"], why
+    assert used["stopReason"] == "end_turn" and fake.after_tool in used["text"], why
+    assert {"tool_call", "tool_call_update"} <= set(used["kinds"]), why
+    ((call,),) = (used["toolCalls"],)
+    assert "lookup" in call["title"] and used["statuses"][-1] == "completed", why
+    replay = report["replay"]
+    assert replay["users"] == [hello.format("ts"), tool.format("ts")], why
+    assert fake.text in replay["text"] and fake.after_tool in replay["text"], why
+    assert replay["toolCalls"] == [call["id"]], why
+
+    # acpx: a named session made by one agent process, prompted through another (acpx's
+    # queue owner), which continues it with session/resume (acpx never sends session/load).
+    agent = shlex.join([sys.executable, "-m", "steerable_bridge.cli", "acp", "--agui-url", url])
+    _acpx(node, agent, tmp_path, "sessions", "new", "--name", "work")
+    try:
+        said, used = (
+            _acpx_turn(_acpx(node, agent, tmp_path, "prompt", "-s", "work", text.format("acpx")))
+            for text in (hello, tool)
         )
-        assert fake.text in again, editor.updates[seen:]
-    assert len(fake.requests) == 2, [r.path for r in fake.requests]
-    latest = fake.requests[-1]
-    assert latest.last_user_text == "And again, please."
-    messages = latest.body["messages"]
-    said = [(m["role"], json.dumps(m.get("content"))) for m in messages]
-    assert any(role == "user" and "Say hello." in text for role, text in said), said
-    assert any(role == "assistant" and fake.text in text for role, text in said), said
+    finally:
+        _acpx(node, agent, tmp_path, "sessions", "close", "work")
+    why = repr([said, used])
+    assert "session/resume" in said["methods"], why
+    assert said["stopReason"] == ["end_turn"] and fake.text in said["text"], why
+    assert used["stopReason"] == ["end_turn"] and fake.after_tool in used["text"], why
+    assert {"tool_call", "tool_call_update"} <= used["kinds"], why
+    assert used["statuses"][-1] == "completed", why
+
+    # The server ran the tool, and each second prompt's model request carried the first.
+    for tag in ("ts", "acpx"):
+        asked = [r for r in fake.requests if r.last_user_text == tool.format(tag)]
+        assert asked and any(r.tool_results for r in asked), [r.path for r in fake.requests]
+        carried = json.dumps(asked[0].body)
+        assert hello.format(tag) in carried and fake.text in carried, carried
