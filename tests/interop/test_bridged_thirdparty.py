@@ -41,7 +41,7 @@ from tests.interop.thirdparty import AgentLaunch, read_line
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-SERVE = [sys.executable, "-m", "steerable_bridge", "serve", "--port", "0", "--storage", "memory"]
+SERVE = [sys.executable, "-m", "steerable_bridge", "serve", "--port", "0"]
 HERE = Path(__file__).resolve().parent
 DRIVER_TIMEOUT_S = 150.0
 """How long a node client may take for the turns of one side of the restart."""
@@ -171,46 +171,49 @@ def test_official_clients_drive_a_real_acp_agent_behind_serve_across_a_restart(
             driver.close()
     served = "\n".join(log.read_text()[-3000:] for log in logs)
     for driver, first, second in zip(drivers, before, after, strict=True):
-        why = f"{agent.name} {agent.version} via {driver.tag}: {{}}\n{served}"
-        assert first.get("warnings", []) == [] and first.get("errors", []) == [], why.format(first)
-        assert second.get("warnings", []) == [] and second.get("errors", []) == [], why
+
+        def why(what: object, tag: str = driver.tag) -> str:
+            return f"{agent.name} {agent.version} via {tag}: {what}\n{served}"
+
+        assert first.get("warnings", []) == [] and first.get("errors", []) == [], why(first)
+        assert second.get("warnings", []) == [] and second.get("errors", []) == [], why(second)
         hello, asked, approved = first["hello"], first["asked"], first["approved"]
-        _ended_well(hello, why.format(hello))
-        assert fake.text in hello["text"], why.format(hello)
+        _ended_well(hello, why(hello))
+        assert fake.text in hello["text"], why(hello)
 
         # The agent's permission request is the run's interrupt; `resume` approves it.
-        _ended_well(asked, why.format(asked))
-        assert asked["outcome"]["type"] == "interrupt", why.format(asked)
-        assert len(asked["outcome"]["interrupts"]) == 1, why.format(asked)
-        assert "TOOL_CALL_START" in asked["types"], why.format(asked)
-        _ended_well(approved, why.format(approved))
-        assert approved["outcome"] == {"type": "success"}, why.format(approved)
-        assert fake.after_tool in approved["text"], why.format(approved)
+        _ended_well(asked, why(asked))
+        assert asked["outcome"]["type"] == "interrupt", why(asked)
+        assert len(asked["outcome"]["interrupts"]) == 1, why(asked)
+        assert "TOOL_CALL_START" in asked["types"], why(asked)
+        _ended_well(approved, why(approved))
+        assert approved["outcome"] == {"type": "success"}, why(approved)
+        assert fake.after_tool in approved["text"], why(approved)
 
         # Cancel: the client gave up mid-answer without an error of its own (the @ag-ui/client
         # closes an aborted stream with a RUN_ERROR it makes itself), and the next run works.
         cancelled, then = first["cancelled"], first["after"]
-        assert cancelled.get("aborted") or cancelled.get("stopped"), why.format(cancelled)
-        assert cancelled["error"] is None, why.format(cancelled)
-        assert "RUN_FINISHED" not in cancelled["types"], why.format(cancelled)
-        _ended_well(then, why.format(then))
-        assert then["outcome"] == {"type": "success"}, why.format(then)
+        assert cancelled.get("aborted") or cancelled.get("stopped"), why(cancelled)
+        assert cancelled["error"] is None, why(cancelled)
+        assert "RUN_FINISHED" not in cancelled["types"], why(cancelled)
+        _ended_well(then, why(then))
+        assert then["outcome"] == {"type": "success"}, why(then)
         if agent.name != "claude-agent-acp":
             # claude-agent-acp 0.23.1 at times answers the prompt right after a cancel at
             # once, with no model request (driven directly too): only the clean end holds.
-            assert fake.text in then["text"], why.format(then)
+            assert fake.text in then["text"], why(then)
 
         # After the restart the thread goes on in the agent's own session: the model
         # request for the new message carries the exchange before the restart.
         continued = second["continued"]
-        _ended_well(continued, why.format(continued))
-        assert fake.text in continued["text"], why.format(continued)
+        _ended_well(continued, why(continued))
+        assert fake.text in continued["text"], why(continued)
         (request,) = [
             r for r in fake.requests if f"After the restart ({driver.tag})." in r.last_user_text
         ]
         carried = json.dumps(request.body)
-        assert f"Say hello ({driver.tag})." in carried, why.format(carried[-2000:])
-        assert fake.after_tool in carried, why.format(carried[-2000:])
+        assert f"Say hello ({driver.tag})." in carried, why(carried[-2000:])
+        assert fake.after_tool in carried, why(carried[-2000:])
     # Each cancel reached the model: the agent got session/cancel and hung up on the fake.
     assert fake.cut_short == len(drivers), served
     assert fake.saw_tool_result(), "no tool result ever reached the model"
