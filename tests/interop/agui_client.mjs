@@ -1,6 +1,6 @@
 // Drives a live steerable-bridge AG-UI endpoint with the official @ag-ui/client HttpAgent.
 // Usage: node agui_client.mjs http://127.0.0.1:PORT/agent
-//    or: node agui_client.mjs URL --bridged TAG TRIGGER LONG CUE   (see `bridged` below)
+//    or: node agui_client.mjs --bridged TAG TRIGGER LONG CUE   (URLs on stdin; see `bridged`)
 // Runs every scenario, then prints one JSON object on stdout:
 //   {"warnings": [...every "[ag-ui]" console message...], "scenarios": [{name, runs: [...]}]}
 // where each run records the event types, the final outcome and any error the client threw.
@@ -112,14 +112,16 @@ const scenarios = {
 };
 
 // `--bridged TAG TRIGGER LONG CUE`: one thread through `serve --acp-agent` (a real agent on a
-// fake model): a text turn; a TRIGGER turn that ends in a permission interrupt, approved by
+// fake model), at the URL read from stdin (so node loads while the server starts): a text turn; a TRIGGER turn that ends in a permission interrupt, approved by
 // `resume`; a LONG turn aborted once its text shows CUE (abortRun), then a text turn; one JSON line
 // for those. Then it reads the URL of a restarted server from stdin and continues the same
 // thread there (one more text turn), printing a second line. TAG marks every prompt so the
 // fake's record tells this client's requests apart.
 async function bridged([tag, trigger, long, cue]) {
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const nextUrl = async () => (await lines.next()).value.trim();
   const threadId = id(`thread-${tag}`);
-  const agent = new HttpAgent({ url, threadId });
+  const agent = new HttpAgent({ url: await nextUrl(), threadId });
   say(agent, `Say hello (${tag}).`);
   const hello = await run(agent);
   say(agent, `Please ${trigger} now (${tag}).`);
@@ -142,16 +144,14 @@ async function bridged([tag, trigger, long, cue]) {
   const after = await run(agent);
   process.stdout.write(JSON.stringify({ warnings, hello, asked, approved, cancelled: { ...cancelled, aborted }, after }) + "\n");
 
-  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-  const { value: next } = await lines.next();
-  const restarted = new HttpAgent({ url: next.trim(), threadId, initialMessages: agent.messages });
+  const restarted = new HttpAgent({ url: await nextUrl(), threadId, initialMessages: agent.messages });
   say(restarted, `After the restart (${tag}).`);
   const continued = await run(restarted);
   process.stdout.write(JSON.stringify({ warnings, continued }) + "\n");
 }
 
-if (process.argv[3] === "--bridged") {
-  await bridged(process.argv.slice(4));
+if (process.argv[2] === "--bridged") {
+  await bridged(process.argv.slice(3));
   process.exit(0);
 }
 

@@ -3,7 +3,7 @@
 // HttpAgent of its own pinned @ag-ui/client (0.0.59, strict outcome schemas), and the
 // framework-neutral @copilotkit/core client (what the React components use) talks REST to
 // that runtime. Usage: node copilotkit_client.mjs <agent url> <slow agent url>
-//    or: node copilotkit_client.mjs <agent url> --bridged TAG TRIGGER LONG CUE  (see `bridged`)
+//    or: node copilotkit_client.mjs --bridged TAG TRIGGER LONG CUE  (URLs on stdin; see `bridged`)
 // Prints one JSON object on stdout: {"agUiClient": version, "errors": [...onError codes and
 // messages...], "scenarios": [{name, runs: [...]}]}; the Python test makes the assertions.
 import { createServer } from "node:http";
@@ -43,8 +43,8 @@ async function serveRuntime(agents) {
   return { url: `http://127.0.0.1:${server.address().port}/api/copilotkit`, close };
 }
 
-const bridgedMode = slowUrl === "--bridged";
-const served = await serveRuntime(bridgedMode ? { default: fastUrl } : { default: fastUrl, slow: slowUrl });
+const bridgedMode = fastUrl === "--bridged";
+const served = bridgedMode ? null : await serveRuntime({ default: fastUrl, slow: slowUrl });
 
 // @copilotkit/core only connects to its runtime where a `window` exists.
 globalThis.window ??= globalThis;
@@ -61,7 +61,7 @@ function within(ms, what, promise) {
   return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
 }
 
-async function connectedCore(tools = [], runtimeUrl = served.url) {
+async function connectedCore(tools = [], runtimeUrl = served?.url) {
   const core = new CopilotKitCore({ runtimeUrl, tools });
   core.subscribe({
     onError: ({ code, error }) => errors.push({ code, message: String(error?.message ?? error) }),
@@ -199,14 +199,26 @@ const scenarios = {
 };
 
 // `--bridged TAG TRIGGER LONG CUE`: one thread through `serve --acp-agent` (a real agent on a
-// fake model), as a page would drive it: a text turn; a TRIGGER turn that ends in a
+// fake model) at the URL read from stdin (so node loads while the server starts), served
+// from a runtime of its own, as a page would drive it: a text turn; a TRIGGER turn that ends in a
 // permission interrupt, approved by `resume`; a LONG turn stopped (stopAgent) once its text
 // shows CUE, then a text turn; one JSON line for those. Then it reads the URL of a restarted
 // server from stdin, serves it from a fresh runtime and continues the same thread there with
 // a fresh core (one more text turn, the messages so far given back), printing a second line.
 // TAG marks every prompt so the fake's record tells this client's requests apart.
 async function bridged(tag, trigger, long, cue) {
-  const core = await connectedCore();
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const nextUrl = async () => (await lines.next()).value.trim();
+  const firstRuntime = await serveRuntime({ default: await nextUrl() });
+  try {
+    return await bridgedTurns(tag, trigger, long, cue, firstRuntime.url, nextUrl);
+  } finally {
+    firstRuntime.close();
+  }
+}
+
+async function bridgedTurns(tag, trigger, long, cue, runtimeUrl, nextUrl) {
+  const core = await connectedCore([], runtimeUrl);
   const threadId = id(`thread-${tag}`);
   const agent = agentOf(core, "default", threadId);
   say(agent, `Say hello (${tag}).`);
@@ -233,9 +245,7 @@ async function bridged(tag, trigger, long, cue) {
     JSON.stringify({ errors: errors.splice(0), hello, asked, approved, cancelled: { ...cancelled, stopped }, after }) + "\n",
   );
 
-  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-  const { value: next } = await lines.next();
-  const restartedRuntime = await serveRuntime({ default: next.trim() });
+  const restartedRuntime = await serveRuntime({ default: await nextUrl() });
   try {
     const fresh = await connectedCore([], restartedRuntime.url);
     const again = agentOf(fresh, "default", threadId);
@@ -249,11 +259,7 @@ async function bridged(tag, trigger, long, cue) {
 }
 
 if (bridgedMode) {
-  try {
-    await bridged(...process.argv.slice(4));
-  } finally {
-    served.close();
-  }
+  await bridged(...process.argv.slice(3));
   process.exit(0);
 }
 

@@ -92,17 +92,17 @@ def bridged(launch: AgentLaunch, log: Path, storage: Path) -> Iterator[str]:
 
 class Driver:
     """One node client (`agui_client.mjs` or `copilotkit_client.mjs`) in its `--bridged` mode:
-    it prints one JSON line for the turns before the restart, then waits for the URL of the
-    restarted server and prints one for the turn after it."""
+    given the endpoint URL (`serve_at`) it prints one JSON line for the turns before the
+    restart, then given the restarted server's URL one for the turn after it. Started before
+    the server, so node loads its modules while the agent starts."""
 
-    def __init__(self, node: str, script: str, url: str, fake: FakeModel, tmp: Path) -> None:
+    def __init__(self, node: str, script: str, fake: FakeModel, tmp: Path) -> None:
         self.tag = script.removesuffix("_client.mjs")
         self.stderr = (tmp / f"{self.tag}.stderr").open("w+")
         self.process = subprocess.Popen(
             [
                 node,
                 script,
-                url,
                 "--bridged",
                 self.tag,
                 fake.trigger,
@@ -124,7 +124,7 @@ class Driver:
         report: dict[str, Any] = json.loads(line)
         return report
 
-    def restarted(self, url: str) -> None:
+    def serve_at(self, url: str) -> None:
         assert self.process.stdin is not None
         self.process.stdin.write(url + "\n")
         self.process.stdin.flush()
@@ -155,16 +155,17 @@ def test_official_clients_drive_a_real_acp_agent_behind_serve_across_a_restart(
     fake = fake_models.model
     storage = tmp_path / "sessions.db"
     logs = [tmp_path / "serve-1.log", tmp_path / "serve-2.log"]
-    drivers: list[Driver] = []
+    scripts = ("agui_client.mjs", "copilotkit_client.mjs")
+    drivers = [Driver(node, script, fake, tmp_path) for script in scripts]
     before: list[dict[str, Any]] = []
     try:
         with bridged(agent, logs[0], storage) as url:
-            for script in ("agui_client.mjs", "copilotkit_client.mjs"):
-                drivers.append(Driver(node, script, url, fake, tmp_path))
-                before.append(drivers[-1].report())  # one client after the other
+            for driver in drivers:  # one client after the other
+                driver.serve_at(url)
+                before.append(driver.report())
         with bridged(agent, logs[1], storage) as url:
             for driver in drivers:
-                driver.restarted(url)
+                driver.serve_at(url)
             after = [driver.report() for driver in drivers]
     finally:
         for driver in drivers:
