@@ -28,7 +28,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -238,8 +238,12 @@ def _acp_env(tmp: Path, storage: Path) -> dict[str, str]:
     }
 
 
-def _typescript_client(node: str, url: str, prompts: list[str], tmp: Path) -> dict[str, Any]:
-    """`acp_client.mjs` in its bridged mode (two `acp` processes); its JSON report."""
+@contextmanager
+def _typescript_client(
+    node: str, url: str, prompts: list[str], tmp: Path
+) -> Iterator[Callable[[], dict[str, Any]]]:
+    """`acp_client.mjs` in its bridged mode (two `acp` processes), run while the block runs;
+    yields the function that waits (bounded) for its JSON report."""
     env = {
         **_acp_env(tmp, tmp / "ts-sessions.db"),
         "ACP_PYTHON": sys.executable,
@@ -247,18 +251,29 @@ def _typescript_client(node: str, url: str, prompts: list[str], tmp: Path) -> di
         "ACP_AGUI_URL": url,
         "ACP_PROMPTS": json.dumps(prompts),
     }
-    done = subprocess.run(
-        [node, str(HERE / "acp_client.mjs")],
-        cwd=HERE,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT_S,
-        check=False,
-    )
-    assert done.returncode == 0, f"acp_client.mjs failed:\n{done.stderr[-4000:]}\n{done.stdout}"
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    with (tmp / "acp_client.stderr").open("w+") as stderr:
+        process = subprocess.Popen(
+            [node, str(HERE / "acp_client.mjs")],
+            cwd=HERE,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+        def report() -> dict[str, Any]:
+            out, _ = process.communicate(timeout=DRIVER_TIMEOUT_S)
+            stderr.seek(0)
+            assert process.returncode == 0, f"acp_client.mjs failed:\n{stderr.read()[-4000:]}"
+            done: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+            return done
+
+        try:
+            yield report
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
 
 
 def _acpx(node: str, agent: str, tmp: Path, *args: str) -> list[dict[str, Any]]:
@@ -313,9 +328,32 @@ def test_acp_clients_drive_acp_agui_in_front_of_a_real_server(
     fake = fake_models.model
     hello, tool = "Say hello ({}).", f"Please {fake.trigger} now ({{}})."
 
-    # The official TypeScript client: text, then the server's own `lookup` tool, in one
-    # `acp` process; session/load in a second one replays both turns.
-    report = _typescript_client(node, url, [hello.format("ts"), tool.format("ts")], tmp_path)
+    # The official TypeScript client (in the background, while acpx runs): text, then the
+    # server's own `lookup` tool, in one `acp` process; session/load in a second one replays
+    # both turns.
+    prompts = [hello.format("ts"), tool.format("ts")]
+    with _typescript_client(node, url, prompts, tmp_path) as typescript_report:
+        # acpx: a named session made by one agent process, prompted through another (acpx's
+        # queue owner), which continues it with session/resume (acpx never sends session/load).
+        agent = shlex.join([sys.executable, "-m", "steerable_bridge.cli", "acp", "--agui-url", url])
+        _acpx(node, agent, tmp_path, "sessions", "new", "--name", "work")
+        try:
+            said, used = (
+                _acpx_turn(
+                    _acpx(node, agent, tmp_path, "prompt", "-s", "work", text.format("acpx"))
+                )
+                for text in (hello, tool)
+            )
+        finally:
+            _acpx(node, agent, tmp_path, "sessions", "close", "work")
+        report = typescript_report()
+    why = repr([said, used])
+    assert "session/resume" in said["methods"], why
+    assert said["stopReason"] == ["end_turn"] and fake.text in said["text"], why
+    assert used["stopReason"] == ["end_turn"] and fake.after_tool in used["text"], why
+    assert {"tool_call", "tool_call_update"} <= used["kinds"], why
+    assert used["statuses"][-1] == "completed", why
+
     said, used = report["turns"]
     why = json.dumps(report, indent=1)
     assert said["stopReason"] == "end_turn" and fake.text in said["text"], why
@@ -327,24 +365,6 @@ def test_acp_clients_drive_acp_agui_in_front_of_a_real_server(
     assert replay["users"] == [hello.format("ts"), tool.format("ts")], why
     assert fake.text in replay["text"] and fake.after_tool in replay["text"], why
     assert replay["toolCalls"] == [call["id"]], why
-
-    # acpx: a named session made by one agent process, prompted through another (acpx's
-    # queue owner), which continues it with session/resume (acpx never sends session/load).
-    agent = shlex.join([sys.executable, "-m", "steerable_bridge.cli", "acp", "--agui-url", url])
-    _acpx(node, agent, tmp_path, "sessions", "new", "--name", "work")
-    try:
-        said, used = (
-            _acpx_turn(_acpx(node, agent, tmp_path, "prompt", "-s", "work", text.format("acpx")))
-            for text in (hello, tool)
-        )
-    finally:
-        _acpx(node, agent, tmp_path, "sessions", "close", "work")
-    why = repr([said, used])
-    assert "session/resume" in said["methods"], why
-    assert said["stopReason"] == ["end_turn"] and fake.text in said["text"], why
-    assert used["stopReason"] == ["end_turn"] and fake.after_tool in used["text"], why
-    assert {"tool_call", "tool_call_update"} <= used["kinds"], why
-    assert used["statuses"][-1] == "completed", why
 
     # The server ran the tool, and each second prompt's model request carried the first.
     for tag in ("ts", "acpx"):
