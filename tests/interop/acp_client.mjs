@@ -55,6 +55,75 @@ for (const level of ["warn", "error"]) {
   };
 }
 
+// ACP_AGUI_URL set: `acp --agui-url` in front of a third-party AG-UI server instead. One
+// `acp` process takes session/new and three prompts (ACP_PROMPTS, a JSON list: text, a
+// backend tool the server runs, one more); a second `acp` process takes session/load of
+// that session. Prints one JSON line: per prompt its stop reason, update kinds, text and
+// tool call statuses, and what the load replayed.
+if (process.env.ACP_AGUI_URL) {
+  console.log(JSON.stringify(await bridged(process.env.ACP_AGUI_URL, JSON.parse(process.env.ACP_PROMPTS))));
+  assert.deepEqual(warnings, [], "the ACP SDK printed warnings");
+  process.exit(0);
+}
+
+async function bridged(aguiUrl, prompts) {
+  const argv = ["-m", "steerable_bridge.cli", "acp", "--agui-url", aguiUrl];
+  const seen = [];
+  async function connected(work) {
+    const agentProcess = spawn(ACP_PYTHON, argv, { cwd: ACP_CWD, env: process.env, stdio: ["pipe", "pipe", "inherit"] });
+    const client = acp
+      .client({ name: "steerable-bridge-interop" })
+      .onNotification("session/update", (ctx) => {
+        seen.push(check(z.zSessionNotification, ctx.params, "session/update"));
+      });
+    const io = acp.ndJsonStream(Writable.toWeb(agentProcess.stdin), Readable.toWeb(agentProcess.stdout));
+    try {
+      return await client.connectWith(io, async (agent) => {
+        const init = check(z.zInitializeResponse, await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} }), "initialize response");
+        assert.equal(init.agentCapabilities.loadSession, true);
+        return await work(agent);
+      });
+    } finally {
+      agentProcess.stdin.end();
+      agentProcess.kill();
+    }
+  }
+  const updatesOf = (from) => seen.slice(from).map((n) => n.update);
+  const textOf = (updates) => updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text ?? "").join("");
+
+  const { sessionId, turns } = await connected(async (agent) => {
+    const created = check(z.zNewSessionResponse, await agent.request("session/new", { cwd: ACP_CWD, mcpServers: [] }), "session/new response");
+    const turns = [];
+    for (const text of prompts) {
+      const from = seen.length;
+      const answer = check(z.zPromptResponse, await agent.request("session/prompt", { sessionId: created.sessionId, prompt: [{ type: "text", text }] }), "session/prompt response");
+      const updates = updatesOf(from);
+      turns.push({
+        stopReason: answer.stopReason,
+        kinds: [...new Set(updates.map((u) => u.sessionUpdate))],
+        text: textOf(updates),
+        toolCalls: updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => ({ id: u.toolCallId, title: u.title })),
+        statuses: updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.status).map((u) => u.status),
+      });
+    }
+    return { sessionId: created.sessionId, turns };
+  });
+
+  const replayed = await connected(async (agent) => {
+    const from = seen.length;
+    check(z.zLoadSessionResponse, await agent.request("session/load", { sessionId, cwd: ACP_CWD, mcpServers: [] }), "session/load response");
+    return updatesOf(from);
+  });
+  return {
+    turns,
+    replay: {
+      users: replayed.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content.text),
+      text: textOf(replayed),
+      toolCalls: replayed.filter((u) => u.sessionUpdate === "tool_call").map((u) => u.toolCallId),
+    },
+  };
+}
+
 const child = spawn(
   ACP_PYTHON,
   ["-m", "steerable_bridge.cli", "acp", "--model", `scripted:${ACP_SCRIPT}`, "--tools-module", ACP_TOOLS],

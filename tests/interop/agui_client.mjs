@@ -1,10 +1,13 @@
 // Drives a live steerable-bridge AG-UI endpoint with the official @ag-ui/client HttpAgent.
 // Usage: node agui_client.mjs http://127.0.0.1:PORT/agent
+//    or: node agui_client.mjs --bridged TAG TRIGGER LONG CUE   (URLs on stdin; see `bridged`)
 // Runs every scenario, then prints one JSON object on stdout:
 //   {"warnings": [...every "[ag-ui]" console message...], "scenarios": [{name, runs: [...]}]}
 // where each run records the event types, the final outcome and any error the client threw.
 // The Python test (test_agui_interop.py) makes the assertions; the client itself does not
 // fail a stream that lacks RUN_FINISHED or ends in RUN_ERROR.
+import { createInterface } from "node:readline";
+
 import { HttpAgent } from "@ag-ui/client";
 
 const url = process.argv[2];
@@ -21,11 +24,16 @@ for (const level of ["warn", "error", "log", "info"]) {
 let counter = 0;
 const id = (prefix) => `${prefix}-${++counter}`;
 
-async function run(agent, params = {}) {
+async function run(agent, params = {}, during = undefined) {
   const events = [];
   let error = null;
   try {
-    await agent.runAgent({ runId: id("run"), ...params }, { onEvent: ({ event }) => { events.push(event); } });
+    await agent.runAgent({ runId: id("run"), ...params }, {
+      onEvent: ({ event }) => {
+        events.push(event);
+        if (during) during(event);
+      },
+    });
   } catch (err) {
     error = String(err?.message ?? err);
   }
@@ -38,6 +46,7 @@ async function run(agent, params = {}) {
     })),
     toolCalls: events.filter((e) => e.type === "TOOL_CALL_START").map((e) => e.toolCallName),
     text: events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join(""),
+    runError: events.find((e) => e.type === "RUN_ERROR")?.message ?? null,
     messageIds: agent.messages.map((m) => m.id),
     state: agent.state,
     error,
@@ -101,6 +110,50 @@ const scenarios = {
     return [await run(agent)];
   },
 };
+
+// `--bridged TAG TRIGGER LONG CUE`: one thread through `serve --acp-agent` (a real agent on a
+// fake model), at the URL read from stdin (so node loads while the server starts): a text turn; a TRIGGER turn that ends in a permission interrupt, approved by
+// `resume`; a LONG turn aborted once its text shows CUE (abortRun), then a text turn; one JSON line
+// for those. Then it reads the URL of a restarted server from stdin and continues the same
+// thread there (one more text turn), printing a second line. TAG marks every prompt so the
+// fake's record tells this client's requests apart.
+async function bridged([tag, trigger, long, cue]) {
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const nextUrl = async () => (await lines.next()).value.trim();
+  const threadId = id(`thread-${tag}`);
+  const agent = new HttpAgent({ url: await nextUrl(), threadId });
+  say(agent, `Say hello (${tag}).`);
+  const hello = await run(agent);
+  say(agent, `Please ${trigger} now (${tag}).`);
+  const asked = await run(agent);
+  const resume = (asked.outcome?.interrupts ?? []).map((it) => ({
+    interruptId: it.id, status: "resolved", payload: { approved: true },
+  }));
+  const approved = await run(agent, { resume });
+  say(agent, `Please ${long} (${tag}).`);
+  let aborted = false;
+  let streamed = "";
+  const cancelled = await run(agent, {}, (event) => {
+    if (event.type === "TEXT_MESSAGE_CONTENT") streamed += event.delta;
+    if (!aborted && streamed.includes(cue)) {
+      aborted = true;
+      setTimeout(() => agent.abortRun(), 0);
+    }
+  });
+  say(agent, `Say hello again (${tag}).`);
+  const after = await run(agent);
+  process.stdout.write(JSON.stringify({ warnings, hello, asked, approved, cancelled: { ...cancelled, aborted }, after }) + "\n");
+
+  const restarted = new HttpAgent({ url: await nextUrl(), threadId, initialMessages: agent.messages });
+  say(restarted, `After the restart (${tag}).`);
+  const continued = await run(restarted);
+  process.stdout.write(JSON.stringify({ warnings, continued }) + "\n");
+}
+
+if (process.argv[2] === "--bridged") {
+  await bridged(process.argv.slice(3));
+  process.exit(0);
+}
 
 const results = [];
 for (const [name, scenario] of Object.entries(scenarios)) {

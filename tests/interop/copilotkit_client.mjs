@@ -3,11 +3,13 @@
 // HttpAgent of its own pinned @ag-ui/client (0.0.59, strict outcome schemas), and the
 // framework-neutral @copilotkit/core client (what the React components use) talks REST to
 // that runtime. Usage: node copilotkit_client.mjs <agent url> <slow agent url>
+//    or: node copilotkit_client.mjs --bridged TAG TRIGGER LONG CUE  (URLs on stdin; see `bridged`)
 // Prints one JSON object on stdout: {"agUiClient": version, "errors": [...onError codes and
 // messages...], "scenarios": [{name, runs: [...]}]}; the Python test makes the assertions.
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
 import { CopilotKitCore } from "@copilotkit/core";
@@ -25,15 +27,24 @@ const { HttpAgent } = await import(
   pathToFileURL(join(dirname(clientPackage), clientMeta.exports["."].import)).href
 );
 
-const runtime = new CopilotRuntime({
-  agents: {
-    default: new HttpAgent({ url: fastUrl }),
-    slow: new HttpAgent({ url: slowUrl }),
-  },
-});
-const server = createServer(createCopilotNodeListener({ runtime, basePath: "/api/copilotkit" }));
-await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-const runtimeUrl = `http://127.0.0.1:${server.address().port}/api/copilotkit`;
+// A CopilotRuntime serving `agents` (name → AG-UI endpoint URL) on 127.0.0.1, port 0.
+async function serveRuntime(agents) {
+  const runtime = new CopilotRuntime({
+    agents: Object.fromEntries(
+      Object.entries(agents).map(([name, agentUrl]) => [name, new HttpAgent({ url: agentUrl })]),
+    ),
+  });
+  const server = createServer(createCopilotNodeListener({ runtime, basePath: "/api/copilotkit" }));
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const close = () => {
+    server.closeAllConnections?.();
+    server.close();
+  };
+  return { url: `http://127.0.0.1:${server.address().port}/api/copilotkit`, close };
+}
+
+const bridgedMode = fastUrl === "--bridged";
+const served = bridgedMode ? null : await serveRuntime({ default: fastUrl, slow: slowUrl });
 
 // @copilotkit/core only connects to its runtime where a `window` exists.
 globalThis.window ??= globalThis;
@@ -50,7 +61,7 @@ function within(ms, what, promise) {
   return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
 }
 
-async function connectedCore(tools = []) {
+async function connectedCore(tools = [], runtimeUrl = served?.url) {
   const core = new CopilotKitCore({ runtimeUrl, tools });
   core.subscribe({
     onError: ({ code, error }) => errors.push({ code, message: String(error?.message ?? error) }),
@@ -187,6 +198,71 @@ const scenarios = {
   },
 };
 
+// `--bridged TAG TRIGGER LONG CUE`: one thread through `serve --acp-agent` (a real agent on a
+// fake model) at the URL read from stdin (so node loads while the server starts), served
+// from a runtime of its own, as a page would drive it: a text turn; a TRIGGER turn that ends in a
+// permission interrupt, approved by `resume`; a LONG turn stopped (stopAgent) once its text
+// shows CUE, then a text turn; one JSON line for those. Then it reads the URL of a restarted
+// server from stdin, serves it from a fresh runtime and continues the same thread there with
+// a fresh core (one more text turn, the messages so far given back), printing a second line.
+// TAG marks every prompt so the fake's record tells this client's requests apart.
+async function bridged(tag, trigger, long, cue) {
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const nextUrl = async () => (await lines.next()).value.trim();
+  const firstRuntime = await serveRuntime({ default: await nextUrl() });
+  try {
+    return await bridgedTurns(tag, trigger, long, cue, firstRuntime.url, nextUrl);
+  } finally {
+    firstRuntime.close();
+  }
+}
+
+async function bridgedTurns(tag, trigger, long, cue, runtimeUrl, nextUrl) {
+  const core = await connectedCore([], runtimeUrl);
+  const threadId = id(`thread-${tag}`);
+  const agent = agentOf(core, "default", threadId);
+  say(agent, `Say hello (${tag}).`);
+  const hello = await run(core, agent);
+  say(agent, `Please ${trigger} now (${tag}).`);
+  const asked = await run(core, agent);
+  const resume = (asked.outcome?.interrupts ?? []).map((it) => ({
+    interruptId: it.id, status: "resolved", payload: { approved: true },
+  }));
+  const approved = await run(core, agent, { resume });
+  say(agent, `Please ${long} (${tag}).`);
+  let stopped = false;
+  let streamed = "";
+  const cancelled = await run(core, agent, {}, (event) => {
+    if (event.type === "TEXT_MESSAGE_CONTENT") streamed += event.delta;
+    if (!stopped && streamed.includes(cue)) {
+      stopped = true;
+      setTimeout(() => core.stopAgent({ agent }), 0);
+    }
+  });
+  say(agent, `Say hello again (${tag}).`);
+  const after = await run(core, agent);
+  process.stdout.write(
+    JSON.stringify({ errors: errors.splice(0), hello, asked, approved, cancelled: { ...cancelled, stopped }, after }) + "\n",
+  );
+
+  const restartedRuntime = await serveRuntime({ default: await nextUrl() });
+  try {
+    const fresh = await connectedCore([], restartedRuntime.url);
+    const again = agentOf(fresh, "default", threadId);
+    again.setMessages(agent.messages);
+    say(again, `After the restart (${tag}).`);
+    const continued = await run(fresh, again);
+    process.stdout.write(JSON.stringify({ errors: errors.splice(0), continued }) + "\n");
+  } finally {
+    restartedRuntime.close();
+  }
+}
+
+if (bridgedMode) {
+  await bridged(...process.argv.slice(3));
+  process.exit(0);
+}
+
 const results = [];
 try {
   for (const [name, scenario] of Object.entries(scenarios)) {
@@ -195,8 +271,7 @@ try {
     results.push({ name, runs, errors: errors.slice(mark) });
   }
 } finally {
-  server.closeAllConnections?.();
-  server.close();
+  served.close();
 }
 process.stdout.write(JSON.stringify({ agUiClient: clientMeta.version, scenarios: results }) + "\n");
 process.exit(0);

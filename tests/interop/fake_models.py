@@ -5,7 +5,8 @@ tool result has come back since), it calls the first tool of `tool_preferences` 
 request offers (by name, or an MCP server's `server__name`), with the arguments given there;
 once the tool's result is the newest thing in the conversation it answers `after_tool`; a
 prompt holding `long_marker` (what `check acp`'s cancel probe asks for) gets `long_text`
-streamed slowly (`long_pace` s an event), so a cancel meets a running turn; otherwise it
+streamed slowly (`long_pace` s an event), so a cancel meets a running turn (a client that
+hangs up on it before the end is counted in `cut_short`); otherwise it
 answers `text`. It keeps no state between requests — the decision comes from the request
 alone — so it serves agents that make side requests (titles, summaries, token counts) in any
 order. Every request is recorded as a `Recorded` (path, JSON body, the text of each tool
@@ -134,6 +135,9 @@ class FakeModel:
     tool_preferences: Sequence[ToolScript] = DEFAULT_TOOLS
     model: str = "fake-model"
     requests: list[Recorded] = field(default_factory=list)
+    cut_short: int = 0
+    """How many paced (long) answers the client hung up on before their end: a cancel that
+    reached the model."""
     _ids: Iterator[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -169,6 +173,11 @@ class FakeModel:
         with self._lock:
             self.requests.clear()
             self.tool_preferences = tool_preferences
+
+    def hung_up(self) -> None:
+        """Count a paced answer its client left before the end (see `cut_short`)."""
+        with self._lock:
+            self.cut_short += 1
 
     def tool_calls(self) -> list[Recorded]:
         """The requests answered with a tool call."""
@@ -272,17 +281,28 @@ def _chunks(text: str) -> list[str]:
 
 
 def _sse(
-    events: list[dict[str, Any]], *, named: bool, done: bool = False, pace: float = 0.0
+    events: list[dict[str, Any]],
+    *,
+    named: bool,
+    done: bool = False,
+    pace: float = 0.0,
+    model: FakeModel | None = None,
 ) -> Response:
     async def stream() -> AsyncIterator[ServerSentEvent]:
-        for event in events:
-            if pace:
-                await anyio.sleep(pace)  # a slow model; the client's disconnect cancels it
-            yield ServerSentEvent(
-                data=json.dumps(event), event=str(event["type"]) if named else None
-            )
-        if done:
-            yield ServerSentEvent(data="[DONE]")
+        finished = False
+        try:
+            for event in events:
+                if pace:
+                    await anyio.sleep(pace)  # a slow model; the client's disconnect cancels it
+                yield ServerSentEvent(
+                    data=json.dumps(event), event=str(event["type"]) if named else None
+                )
+            if done:
+                yield ServerSentEvent(data="[DONE]")
+            finished = True
+        finally:
+            if pace and not finished and model is not None:
+                model.hung_up()
 
     return EventSourceResponse(stream(), ping=600)
 
@@ -524,13 +544,15 @@ def create_app(model: FakeModel) -> Starlette:
         if not body.get("stream"):
             return JSONResponse(_chat_json(reply, name))
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return _sse(_chat_events(reply, name, usage), named=False, done=True, pace=reply.pace)
+        events = _chat_events(reply, name, usage)
+        return _sse(events, named=False, done=True, pace=reply.pace, model=model)
 
     async def responses(request: Request) -> Response:
         body = await body_of(request)
         reply = model.decide(request.url.path, body, _read_responses(body))
         name = str(body.get("model") or model.model)
-        return _sse(_responses_events(reply, name, next(counter)), named=True, pace=reply.pace)
+        events = _responses_events(reply, name, next(counter))
+        return _sse(events, named=True, pace=reply.pace, model=model)
 
     async def messages(request: Request) -> Response:
         body = await body_of(request)
@@ -538,7 +560,8 @@ def create_app(model: FakeModel) -> Starlette:
         name = str(body.get("model") or model.model)
         if not body.get("stream"):
             return JSONResponse(_anthropic_json(reply, name, next(counter)))
-        return _sse(_anthropic_events(reply, name, next(counter)), named=True, pace=reply.pace)
+        events = _anthropic_events(reply, name, next(counter))
+        return _sse(events, named=True, pace=reply.pace, model=model)
 
     async def count_tokens(request: Request) -> Response:
         return JSONResponse({"input_tokens": 11})

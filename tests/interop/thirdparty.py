@@ -61,6 +61,7 @@ __all__ = [
     "langgraph_server",
     "npm_version",
     "pydantic_ai_server",
+    "read_line",
     "skip_unavailable",
 ]
 
@@ -229,7 +230,7 @@ def fast_agent(fake: FakeModelServer, tmp: Path) -> AgentLaunch:
     return AgentLaunch("fast-agent", version, command, env, _workspace(tmp))
 
 
-def _read_line(process: subprocess.Popen[str], within: float) -> str:
+def read_line(process: subprocess.Popen[str], within: float) -> str:
     """The first stdout line of `process`, waiting at most `within` seconds."""
     assert process.stdout is not None
     with selectors.DefaultSelector() as selector:
@@ -255,7 +256,7 @@ def _agui_server(
         start_new_session=True,
     )
     try:
-        line = _read_line(process, START_TIMEOUT_S)
+        line = read_line(process, START_TIMEOUT_S)
         if not line.startswith("listening "):
             raise RuntimeError(
                 f"{script} did not start within {START_TIMEOUT_S:.0f} s (said {line!r});"

@@ -375,6 +375,14 @@ class UpdateMapper:
             return []
         return out
 
+    def pause(self) -> list[Emission]:
+        """Close the open text and reasoning messages: the run ends here (a permission
+        interrupt) and the rest of the prompt streams into the next run, in new messages."""
+        out: list[Emission] = []
+        self._close_text(out)
+        self._close_reasoning(out)
+        return out
+
     def close(self, stop: Literal["end", "cancelled", "failed"]) -> list[Emission]:
         """Close open messages and give every unfinished call a `cancelled` result."""
         out: list[Emission] = []

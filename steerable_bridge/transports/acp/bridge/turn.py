@@ -340,6 +340,9 @@ class BridgeTurn:
             return False
         await self.emit(ev.PermissionRequested, call_id=call_id, tool_name=name, options=options)
         if verdict == "defer":
+            # A run must not end inside a message (fast-agent streams an empty text chunk
+            # after its tool call): close them; what follows the answer starts new ones.
+            await self.emit_all(prompt.mapper.pause())
             self.interrupts.append(
                 Interrupt(
                     id=f"approval-{call_id}",

@@ -224,3 +224,16 @@ def test_a_call_with_its_input_ends_at_once_and_our_own_agent_says_cancelled() -
     finished = failed[-1][1]
     assert finished["status"] == "cancelled" and finished["content"] == ()
     assert finished["error"].code == "cancelled"
+
+
+def test_a_pause_for_a_permission_closes_open_messages_and_later_text_starts_a_new_one() -> None:
+    # fast-agent streams an empty text chunk after its tool call, then asks permission:
+    # the run that ends on that interrupt must not end inside a message.
+    m = mapper()
+    m.update(call(title="lookup"))
+    opened = m.update(text(None, ""))
+    assert kinds(opened) == ["text_start"]
+    assert kinds(m.pause()) == ["text_end"] and m.pause() == []
+    resumed = m.update(text(None, "after"))
+    assert kinds(resumed) == ["text_start", "text_delta"]
+    assert resumed[0][1]["message_id"] != opened[0][1]["message_id"]
