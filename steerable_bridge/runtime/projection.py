@@ -63,6 +63,8 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
     ev.ToolOutput,
     ev.PermissionRequested,
     ev.PermissionResolved,
+    ev.QuestionAsked,
+    ev.QuestionAnswered,
     ev.PlanUpdated,
     ev.StateSnapshot,
     ev.StateDelta,
