@@ -32,6 +32,7 @@ __all__ = [
     "Questions",
     "answer_schema",
     "answer_text",
+    "content_problem",
     "form_problem",
     "question_id_for",
 ]
@@ -173,6 +174,44 @@ def form_problem(schema: object) -> str | None:
     return None
 
 
+_VALUE_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+}
+
+
+def content_problem(schema_json: str | None, content_json: str | None) -> str | None:
+    """Why submitted content does not follow the form (the agent validates again, as the
+    spec asks), or None when it does."""
+    if schema_json is None or content_json is None:
+        return None
+    schema, content = json.loads(schema_json), json.loads(content_json)
+    if not isinstance(content, dict):
+        return "the answer is not an object"
+    properties = schema.get("properties") or {}
+    for name in schema.get("required") or ():
+        if name not in content:
+            return f"{name!r} is required but missing"
+    for name, value in content.items():
+        field = properties.get(name)
+        if not isinstance(field, Mapping):
+            return f"{name!r} is not a field of the form"
+        kind = field.get("type")
+        if kind == "array":
+            fits = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        else:
+            types = _VALUE_TYPES.get(str(kind), ())
+            fits = isinstance(value, types) and (kind == "boolean" or not isinstance(value, bool))
+        if not fits:
+            return f"{name!r} should be of type {kind}"
+        choices = field.get("enum")
+        if isinstance(choices, list) and kind != "array" and value not in choices:
+            return f"{name!r} must be one of {choices}"
+    return None
+
+
 def answer_schema(schema_json: str | None) -> str:
     """The JSON schema of an answer to a question (AG-UI `resume[].payload`): the action,
     and on accept the content following the question's own schema."""
@@ -189,13 +228,17 @@ def answer_schema(schema_json: str | None) -> str:
     )
 
 
-def answer_text(answer: QuestionAnswer, *, timed_out: float | None = None) -> str:
-    """The tool result the model reads for an answer."""
+def answer_text(
+    answer: QuestionAnswer, *, timed_out: float | None = None, problem: str | None = None
+) -> str:
+    """The tool result the model reads for an answer (`problem`: how the submitted content
+    strays from the form)."""
     if timed_out is not None:
         return f"nobody answered the question within {timed_out:g}s; go on without it"
     if answer.action == "accept":
         content = answer.content_json or "{}"
-        return f'{{"action":"accept","content":{content}}}'
+        text = f'{{"action":"accept","content":{content}}}'
+        return f"{text} (the answer does not follow the form: {problem})" if problem else text
     if answer.action == "decline":
         return '{"action":"decline"} (the person declined to answer; do not ask again)'
     return '{"action":"cancel"} (the person dismissed the question without answering)'

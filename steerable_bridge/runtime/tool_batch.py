@@ -43,6 +43,7 @@ from steerable_bridge.runtime.questions import (
     QuestionRequest,
     answer_schema,
     answer_text,
+    content_problem,
     form_problem,
     question_id_for,
 )
@@ -355,6 +356,7 @@ class ToolBatch:
             question_id,
             answer or QuestionAnswer(action="cancel"),
             timed_out=ctx.settings.permission_timeout_s if late else None,
+            schema_json=schema_json,
         )
 
     async def answered(
@@ -364,6 +366,7 @@ class ToolBatch:
         answer: QuestionAnswer,
         *,
         timed_out: float | None = None,
+        schema_json: str | None = None,
     ) -> None:
         """Log the answer to an `ask_user` call's question, then the call's result (none
         when the turn was cancelled meanwhile: the loop closes the call)."""
@@ -376,11 +379,14 @@ class ToolBatch:
         )
         if self.ctx.cancel.cancelled:
             return
+        problem = None
+        if answer.action == "accept":
+            problem = content_problem(schema_json, answer.content_json)
         await self.emit(
             ev.ToolFinished,
             call_id=call_id,
             status="completed",
-            content=(TextPart(text=answer_text(answer, timed_out=timed_out)),),
+            content=(TextPart(text=answer_text(answer, timed_out=timed_out, problem=problem)),),
         )
 
     async def _remember(self, key: str, allow: bool) -> None:
@@ -563,7 +569,14 @@ class ToolBatch:
             question_id = question_id_for(call.call_id)
             if call.name == ASK_USER_NAME and call.call_id not in results:
                 reply = replies.get(question_id) or QuestionAnswer(action="cancel")
-                await self.answered(call.call_id, question_id, reply)
+                asked = parse_arguments(call.arguments_json) or {}
+                schema = asked.get("schema")
+                await self.answered(
+                    call.call_id,
+                    question_id,
+                    reply,
+                    schema_json=canonical_json(schema) if schema is not None else None,
+                )
             elif call.call_id in results:
                 answer = results[call.call_id]
                 await self.emit(

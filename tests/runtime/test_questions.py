@@ -17,6 +17,7 @@ from steerable_bridge.runtime.questions import (
     QuestionAnswer,
     QuestionRequest,
     answer_text,
+    content_problem,
     form_problem,
 )
 from steerable_bridge.runtime.turn import QuestionReply, TurnInput
@@ -190,3 +191,24 @@ def test_form_problem_names_what_is_wrong() -> None:
     multi = {"properties": {"tags": {"type": "array", "items": {"type": "string"}}}}
     assert form_problem(multi) is None
     assert answer_text(QuestionAnswer(action="accept")) == '{"action":"accept","content":{}}'
+
+
+def test_content_problem_checks_the_answer_against_the_form() -> None:
+    schema = json.dumps(SCHEMA)
+    assert content_problem(schema, '{"color":"red"}') is None
+    assert "required" in (content_problem(schema, "{}") or "")
+    assert "one of" in (content_problem(schema, '{"color":"green"}') or "")
+    assert "not a field" in (content_problem(schema, '{"color":"red","x":1}') or "")
+    counted = json.dumps({"properties": {"n": {"type": "integer"}}})
+    assert content_problem(counted, '{"n":true}') is not None
+    assert content_problem(counted, '{"n":2}') is None
+
+
+async def test_an_answer_that_strays_from_the_form_is_flagged_to_the_model() -> None:
+    port = _port(ASK)
+    cid = (await port.open("/tmp")).conversation_id
+    await _run(port, cid)
+    wrong = QuestionAnswer(action="accept", content_json='{"color":"green"}')
+    reply = QuestionReply(question_id="question-q1", answer=wrong)
+    seen = await _run(port, cid, "", answers=(reply,))
+    assert "does not follow the form" in _result_text(seen)
