@@ -296,4 +296,5 @@ def _conversation(session: Session) -> Conversation:
         running=session.running or session.facts.running,
         last_seq=session.log.next_seq - 1,
         open_calls=tuple(session.facts.open_calls),
+        open_questions=tuple(session.facts.open_questions),
     )

@@ -88,6 +88,8 @@ class Conversation:
     """The seq of its newest logged event (-1: none yet)."""
     open_calls: tuple[str, ...] = ()
     """Tool calls an earlier run left waiting for the client (frontend tools, approvals)."""
+    open_questions: tuple[str, ...] = ()
+    """Ids of questions an earlier run left waiting for the client's answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

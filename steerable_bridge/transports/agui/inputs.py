@@ -191,7 +191,8 @@ def _resume(
         interrupt = entry.interrupt_id
         prefix = ANSWER_PREFIX if interrupt.startswith(ANSWER_PREFIX) else APPROVAL_PREFIX
         call_id = interrupt.removeprefix(prefix)
-        if not interrupt.startswith(prefix) or call_id not in open_calls:
+        asked = prefix == ANSWER_PREFIX and interrupt in open_calls  # a bridged agent's question
+        if not interrupt.startswith(prefix) or (call_id not in open_calls and not asked):
             raise InputError(
                 "unknown_interrupt",
                 f"resume names interrupt {interrupt!r}, which this thread is not"
@@ -250,7 +251,8 @@ def to_turn(
     run: RunAgentInput, known: set[str] | frozenset[str], open_calls: Container[str]
 ) -> ParsedRun:
     """The turn this input asks for, given the ids the thread already holds and the ids
-    of the tool calls it waits on (`Conversation.open_calls`)."""
+    of the tool calls and questions it waits on (`Conversation.open_calls`,
+    `.open_questions`)."""
     users: list[tuple[str, tuple[ContentPart, ...]]] = []
     results: list[ClientToolResult] = []
     new_ids: set[str] = set()
