@@ -46,6 +46,7 @@ from steerable_bridge.runtime.questions import (
     QuestionAnswer,
     QuestionRequest,
     answer_schema,
+    question_id_for,
 )
 from steerable_bridge.runtime.recorder import TurnRecorder
 from steerable_bridge.runtime.steering import Queued
@@ -408,6 +409,8 @@ class BridgeTurn:
             else None
         )
         question_id = ANSWER_PREFIX + self.rec.new_id("elicitation")
+        if call_id is not None and question_id_for(call_id) not in ctx.facts.open_questions:
+            question_id = question_id_for(call_id)  # as our own ask_user calls name theirs
         await self.emit(
             ev.QuestionAsked,
             question_id=question_id,

@@ -44,7 +44,7 @@ def test_the_childs_question_is_an_interrupt_and_resume_answers_it(
         outcome = first[-1]["outcome"]
         assert outcome["type"] == "interrupt", first[-1]
         (interrupt,) = outcome["interrupts"]
-        assert interrupt["id"].startswith("question-")
+        assert interrupt["id"] == "question-q1"  # named after the child's tool call
         assert (interrupt["reason"], interrupt["toolCallId"]) == ("Size?", "q1")
         assert interrupt["responseSchema"]["properties"]["content"] == SCHEMA
         asked = [e for e in first if e.get("name") == "steerable.question_asked"]
