@@ -567,7 +567,7 @@ class ToolBatch:
             if self.ctx.cancel.cancelled:
                 break
             question_id = question_id_for(call.call_id)
-            if call.name == ASK_USER_NAME and call.call_id not in results:
+            if question_id in self.ctx.facts.open_questions and call.call_id not in results:
                 reply = replies.get(question_id) or QuestionAnswer(action="cancel")
                 asked = parse_arguments(call.arguments_json) or {}
                 schema = asked.get("schema")
