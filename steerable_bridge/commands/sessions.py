@@ -28,6 +28,9 @@ from steerable_bridge.commands.common import add_storage_option
 from steerable_bridge.commands.terminal import printable, say
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from steerable_bridge.runtime.events import LoopEvent
     from steerable_bridge.runtime.storage import SessionRecord, SessionStore
 
 
@@ -156,7 +159,29 @@ async def _show(store: SessionStore, args: argparse.Namespace) -> int:
             text += " " + " ".join(f"[call {c.name}]" for c in message.tool_calls)
         text = " ".join(text.split())
         say(f"  {message.role:<9} {text[:100] + ('...' if len(text) > 100 else '')}")
+    for line in _questions(events):
+        say(line)
     return 0
+
+
+def _questions(events: Sequence[LoopEvent]) -> list[str]:
+    """One line per question asked, with its answer (or that it still waits)."""
+    from steerable_bridge.runtime import events as ev
+
+    answers = {e.question_id: e for e in events if isinstance(e, ev.QuestionAnswered)}
+    lines: list[str] = []
+    for event in events:
+        if not isinstance(event, ev.QuestionAsked):
+            continue
+        answer = answers.get(event.question_id)
+        if answer is None:
+            outcome = "waiting for an answer"
+        elif answer.action == "accept":
+            outcome = f"accepted {answer.content_json or '{}'}"
+        else:
+            outcome = f"{answer.action}d" if answer.action == "decline" else "cancelled"
+        lines.append(f"  question  {_one(event.message)[:80]} -> {_one(outcome)[:100]}")
+    return lines
 
 
 async def _timeline(store: SessionStore, args: argparse.Namespace) -> int:

@@ -93,6 +93,11 @@ class _Builder:
                 2, f"permission {event.tool_name}", ts
             )
             wait.end, wait.note = ts, event.outcome
+        elif isinstance(event, ev.QuestionAsked):
+            self.waits[event.question_id] = self.add(2, "question", ts)
+        elif isinstance(event, ev.QuestionAnswered):
+            asked = self.waits.pop(event.question_id, None) or self.add(2, "question", ts)
+            asked.end, asked.note = ts, event.action
         elif isinstance(event, ev.ToolStarted):
             name = self.names.get(event.call_id, event.call_id)
             self.tools[event.call_id] = self.add(2, f"tool {name}", ts)

@@ -8,9 +8,10 @@ request is answered once, and the behaviour editors rely on: conversation update
 a `session/prompt` is open (or while `session/load` replays), nothing after the response,
 `tool_call` before any `tool_call_update` of that id, status only moving forward, stop reason
 `cancelled` after `session/cancel`, `session/load` replaying before it responds and
-`session/resume` not replaying at all. `_steerable/event` notifications must carry valid
-LoopEvents with increasing `seq` (a `session/load` replay starts them over). Nothing here
-repairs a transcript; it only reports.
+`session/resume` not replaying at all, and `elicitation/create` only in a mode the client
+advertised in `initialize` (`clientCapabilities.elicitation.form` / `.url`).
+`_steerable/event` notifications must carry valid LoopEvents with increasing `seq` (a
+`session/load` replay starts them over). Nothing here repairs a transcript; it only reports.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp import schema as s
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 from steerable_bridge.conformance.findings import Finding, Rule
 from steerable_bridge.conformance.transcript import Sender, WireMessage, as_transcript
@@ -52,9 +53,20 @@ ACP_RULES: tuple[Rule, ...] = (
     Rule(id="acp.load-replay", requires="session/load replays the conversation before it"
          " responds"),
     Rule(id="acp.resume-replay", requires="session/resume does not replay the conversation"),
+    Rule(id="acp.elicitation-mode", requires="elicitation/create only in a mode (form, url) the"
+         " client advertised in clientCapabilities.elicitation"),
     Rule(id="acp.event-channel", requires="_steerable/event carries a valid LoopEvent of that"
          " session, seq increasing"),
 )  # fmt: skip
+
+
+class ElicitationCreate(RootModel[s.CreateElicitationRequest]):
+    """`elicitation/create` params (the SDK has them as a union, not a model)."""
+
+
+class ElicitationAnswer(RootModel[s.CreateElicitationResponse]):
+    """`elicitation/create` result: accept (content) / decline / cancel."""
+
 
 _CLIENT_REQUESTS: dict[str, tuple[type[BaseModel] | None, type[BaseModel]]] = {
     "initialize": (s.InitializeRequest, s.InitializeResponse),
@@ -80,11 +92,13 @@ _AGENT_REQUESTS: dict[str, tuple[type[BaseModel] | None, type[BaseModel]]] = {
     "terminal/wait_for_exit": (s.WaitForTerminalExitRequest, s.WaitForTerminalExitResponse),
     "terminal/kill": (s.KillTerminalRequest, s.KillTerminalResponse),
     "terminal/release": (s.ReleaseTerminalRequest, s.ReleaseTerminalResponse),
+    "elicitation/create": (ElicitationCreate, ElicitationAnswer),
 }
 _NOTIFICATIONS: dict[tuple[Sender, str], type[BaseModel]] = {
     ("client", "session/cancel"): s.CancelNotification,
     ("client", "$/cancel_request"): s.CancelRequestNotification,
     ("agent", "session/update"): s.SessionNotification,
+    ("agent", "elicitation/complete"): s.CompleteElicitationNotification,
 }
 
 SESSION_LEVEL_UPDATES = frozenset(
@@ -126,6 +140,8 @@ class _Checker:
         self.where = ""
         self.open: dict[tuple[Sender, object], _Request] = {}
         self.sessions: dict[str, _Session] = {}
+        self.elicitation: set[str] | None = None
+        """The elicitation modes the client advertised in `initialize` (None: not seen)."""
 
     def report(self, rule_id: str, message: str) -> None:
         self.findings.append(Finding(rule_id=rule_id, message=message, where=self.where))
@@ -206,8 +222,26 @@ class _Checker:
             if method == "session/load":  # the replay starts the story over
                 state.tools.clear()
                 state.last_seq = -1
-        if method == "session/request_permission" and isinstance(session_id, str):
-            self.turn_output(session_id, "session/request_permission")
+        if method == "initialize" and sender == "client" and isinstance(params, Mapping):
+            caps = params.get("clientCapabilities")
+            offered = caps.get("elicitation") if isinstance(caps, Mapping) else None
+            self.elicitation = (
+                {m for m in ("form", "url") if offered.get(m) is not None}
+                if isinstance(offered, Mapping)
+                else set()
+            )
+        if method == "elicitation/create" and isinstance(params, Mapping):
+            mode = params.get("mode")
+            known = self.elicitation
+            if known is not None and mode in ("form", "url") and mode not in known:
+                self.report(
+                    "acp.elicitation-mode",
+                    f"elicitation/create in {mode} mode, which the client did not advertise",
+                )
+        if method in ("session/request_permission", "elicitation/create") and isinstance(
+            session_id, str
+        ):
+            self.turn_output(session_id, method)
 
     def on_notification(self, sender: Sender, method: str, params: object) -> None:
         model = _NOTIFICATIONS.get((sender, method))

@@ -3,7 +3,8 @@
 `render_acp_transcript(events)` builds the transcript `steerable-bridge acp` produces for a
 log — the client's `session/prompt` for each run, the `_steerable/event` notification (when
 `channel`) and the `session/update`s the transport's own `AcpRenderer` makes for each event,
-`session/request_permission` and the client's answer, then the prompt's response (stop
+`session/request_permission` and the client's answer, `elicitation/create` for a question
+and the client's answer to it, then the prompt's response (stop
 reason via the transport's `stop_reason`) or its JSON-RPC error (`errors.run_failed`) — as
 JSON objects, the way they cross the wire. Property tests feed it generated logs and check
 the transcript (`check_acp_transcript`) and its decoding (`decode_acp`); `renderer` lets a
@@ -13,6 +14,7 @@ cancelled run gets the client's `session/cancel` before its response. Nothing he
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -45,6 +47,23 @@ def _prompt_blocks(content: Sequence[ContentPart]) -> list[Any]:
     return [_dump(content_block(part)) for part in content]
 
 
+def _question(event: ev.QuestionAsked) -> dict[str, Any]:
+    """`elicitation/create` params for a question, as `transports/acp/questions.py` sends them."""
+    params: dict[str, Any] = {
+        "_meta": {"steerable": {"event": codec.event_to_jsonable(event)}},
+        "sessionId": event.session_id,
+        "mode": event.mode,
+        "message": event.message,
+    }
+    if event.call_id is not None:
+        params["toolCallId"] = event.call_id
+    if event.schema_json is not None:
+        params["requestedSchema"] = json.loads(event.schema_json)
+    if event.url is not None:
+        params["elicitationId"], params["url"] = event.question_id, event.url
+    return params
+
+
 def render_acp_transcript(
     events: Sequence[LoopEvent],
     *,
@@ -59,6 +78,7 @@ def render_acp_transcript(
     prompt_id: int | None = None
     trace_id: str | None = None
     permission: dict[str, int] = {}
+    asked: dict[str, int] = {}
 
     def send(sender: str, message: dict[str, Any]) -> None:
         out.append(
@@ -89,6 +109,11 @@ def render_acp_transcript(
                 else {"outcome": "selected", "optionId": event.option_id}
             )
             send("client", {"id": permission.pop(event.call_id), "result": {"outcome": answer}})
+        if isinstance(event, ev.QuestionAnswered) and event.question_id in asked:
+            result: dict[str, Any] = {"action": event.action}
+            if event.content_json is not None:
+                result["content"] = json.loads(event.content_json)
+            send("client", {"id": asked.pop(event.question_id), "result": result})
         if channel:
             send("agent", {"method": EVENT_METHOD, "params": codec.event_to_jsonable(event)})
         for update in draw.render(event):
@@ -104,6 +129,8 @@ def render_acp_transcript(
                 ],
             }
             permission[event.call_id] = request("agent", "session/request_permission", params)
+        elif isinstance(event, ev.QuestionAsked):
+            asked[event.question_id] = request("agent", "elicitation/create", _question(event))
         elif isinstance(event, ev.RunFinished) and prompt_id is not None:
             if event.stop_reason == "cancelled":
                 send("client", {"method": "session/cancel", "params": {"sessionId": sid}})

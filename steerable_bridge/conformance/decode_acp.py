@@ -9,7 +9,8 @@ the prompt's response (→ `run_finished`) and its error (→ `run_failed`) carr
 closing event, and `session/request_permission` the `permission_requested` event, which come
 back exactly; what the client itself says (`session/prompt` → `run_started` and
 `user_message`, its answer to a permission request → `permission_resolved`) comes back with
-its meaning only (`seq` -1, `ts` 0).
+its meaning only (`seq` -1, `ts` 0). Likewise `elicitation/create` carries the whole
+`question_asked` event, and the client's answer to it is `question_answered` by meaning.
 `session/load` replays each message's consecutive deltas as one chunk whose `_meta.steerable`
 has `last_seq` (`runtime/replay.py`): it decodes to one delta (first seq and ts, the text
 joined) standing for seqs `seq`..`last_seq`, which is what `coalesce_deltas` makes of the
@@ -47,6 +48,7 @@ from steerable_bridge.runtime.values import (
     ToolContent,
     ToolError,
     Usage,
+    canonical_json,
 )
 
 __all__ = ["DecodeError", "content_part", "decode_acp", "has_event_channel", "tool_part"]
@@ -108,6 +110,8 @@ class _Decoder:
     """Open session/prompt id → (session, index of its run_started, index of user_message)."""
     permissions: dict[object, tuple[str, str, dict[str, Any]]] = field(default_factory=dict)
     cancelled_prompts: set[str] = field(default_factory=set)
+    questions: dict[object, tuple[str, str, str | None]] = field(default_factory=dict)
+    """Open elicitation/create id → (session, question id, call id)."""
 
     def add(self, event: LoopEvent) -> None:
         if event.seq >= 0:
@@ -316,6 +320,40 @@ class _Decoder:
                                   option_id=option_id)
         )  # fmt: skip
 
+    def question(self, request_id: object, params: Mapping[str, Any]) -> None:
+        carried = _steerable(params.get("_meta")).get("event")
+        sid = str(params.get("sessionId", ""))
+        if carried is not None:
+            asked = codec.event_from_jsonable(carried)
+            if not isinstance(asked, ev.QuestionAsked):
+                raise DecodeError(f"elicitation/create carries a {asked.kind} event")
+            self.add(asked)
+        else:
+            schema = params.get("requestedSchema")
+            asked = ev.QuestionAsked(
+                session_id=sid, run_id=self._current_run(sid), seq=-1, ts=0,
+                question_id=str(params.get("elicitationId", "")),
+                message=str(params["message"]), mode=params["mode"],
+                schema_json=canonical_json(schema) if schema is not None else None,
+                url=params.get("url"), call_id=params.get("toolCallId"),
+            )  # fmt: skip
+            self.out.append(asked)
+        self.questions[request_id] = (asked.session_id, asked.question_id, asked.call_id)
+
+    def question_answer(self, request_id: object, message: Mapping[str, Any]) -> None:
+        sid, question_id, call_id = self.questions.pop(request_id)
+        result = message.get("result")
+        action: Any = result.get("action") if isinstance(result, Mapping) else "cancel"
+        content = result.get("content") if isinstance(result, Mapping) else None
+        if action not in ("accept", "decline", "cancel"):
+            action = "cancel"  # an unknown action is never taken for a known one
+        self.out.append(
+            ev.QuestionAnswered(session_id=sid, run_id=self._current_run(sid), seq=-1, ts=0,
+                                question_id=question_id, action=action, call_id=call_id,
+                                content_json=canonical_json(content)
+                                if action == "accept" and content is not None else None)
+        )  # fmt: skip
+
     def _current_run(self, session_id: str) -> str:
         for event in reversed(self.out):
             if event.session_id == session_id and event.run_id:
@@ -378,6 +416,8 @@ def decode_acp(
                     decoder.prompt(message["id"], message.get("params") or {})
                 elif method == "session/request_permission" and entry.sender == "agent":
                     decoder.permission(message["id"], message.get("params") or {})
+                elif method == "elicitation/create" and entry.sender == "agent":
+                    decoder.question(message["id"], message.get("params") or {})
             elif method == "session/update" and entry.sender == "agent":
                 note = s.SessionNotification.model_validate(message.get("params"))
                 decoder.update(note.session_id, note.update)
@@ -388,6 +428,8 @@ def decode_acp(
                     decoder.prompt_answer(message["id"], message)
                 elif answered == "session/request_permission":
                     decoder.permission_answer(message["id"], message)
+                elif answered == "elicitation/create":
+                    decoder.question_answer(message["id"], message)
         except (DecodeError, ValidationError, KeyError, TypeError) as err:
             raise DecodeError(f"message {index} ({method or 'response'}): {err}") from err
     return decoder.out

@@ -41,12 +41,19 @@ from steerable_bridge.conformance.transcript import TranscriptRecorder, WireMess
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.questions import question_id_for
 from steerable_bridge.transports.agui.app import create_app
 
 __all__ = ["AguiExchange", "AguiRun", "AguiServer", "agui_server", "run_acp", "run_agui"]
 
 
 # -- ACP ----------------------------------------------------------------------------------
+
+
+_CAPABILITIES = s.ClientCapabilities(
+    elicitation=s.ElicitationCapabilities(form=s.ElicitationFormCapabilities())
+)
+"""What the scenario client advertises: it answers form questions (`elicitation/create`)."""
 
 
 class _Client:
@@ -93,6 +100,14 @@ class _Client:
         return s.RequestPermissionResponse(
             outcome=s.AllowedOutcome(outcome="selected", option_id=choice)
         )
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        choice = self.turn.question
+        if choice.action == "accept":
+            return s.AcceptElicitationResponse(action="accept", content=choice.content)
+        if choice.action == "decline":
+            return s.DeclineElicitationResponse(action="decline")
+        return s.CancelElicitationResponse(action="cancel")
 
     async def write_text_file(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the scenario client offers no file system")
@@ -142,12 +157,13 @@ async def run_acp(
                     cwd=folder,
                     transport_kwargs={"stderr": subprocess.DEVNULL},
                     observers=[recorder],
+                    use_unstable_protocol=True,  # the SDK still calls elicitation unstable
                 ) as (conn, _process),
                 anyio.create_task_group() as tasks,
             ):
                 client.conn, client.tasks = conn, tasks
                 meta: dict[str, Any] = {"steerable": {"events": True}} if channel else {}
-                await conn.initialize(protocol_version=1, **meta)
+                await conn.initialize(protocol_version=1, client_capabilities=_CAPABILITIES, **meta)
                 session = await conn.new_session(cwd=folder, mcp_servers=[])
                 client.session_id = session.session_id
                 for turn in scenario.turns:
@@ -218,15 +234,23 @@ def _run_input(
         data["tools"] = [t.model_dump() for t in turn.frontend_tools]
     if turn.state is not None:
         data["state"] = turn.state
-    if turn.resume:
-        data["resume"] = [
-            {
-                "interruptId": f"approval-{a.call_id}",
-                "status": "resolved",
-                "payload": {"approved": a.approved},
-            }
-            for a in turn.resume
-        ]
+    resume = [
+        {
+            "interruptId": f"approval-{a.call_id}",
+            "status": "resolved",
+            "payload": {"approved": a.approved},
+        }
+        for a in turn.resume
+    ]
+    for q in turn.answers:
+        payload: dict[str, Any] = {"action": q.action}
+        if q.content is not None:
+            payload["content"] = q.content
+        resume.append(
+            {"interruptId": question_id_for(q.call_id), "status": "resolved", "payload": payload}
+        )
+    if resume:
+        data["resume"] = resume
     return data
 
 

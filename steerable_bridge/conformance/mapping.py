@@ -136,6 +136,17 @@ MAPPING: tuple[KindMapping, ...] = (
          " the event in `_meta.steerable.event`", exact=True),
     _row("permission_resolved", "client request", "the client's answer to"
          " `session/request_permission`", exact=False, meaning=("call_id", "outcome", "option_id")),
+    _row("question_asked", "client request", "`elicitation/create` (form: message,"
+         " requestedSchema; sessionId, toolCallId = call_id); the event in"
+         " `_meta.steerable.event`", exact=True,
+         note="in a run that waits for the answer, RUN_FINISHED outcome interrupt id"
+         " question-<call_id>, reason = message, toolCallId, responseSchema {action,"
+         " content: the requested schema}"),
+    _row("question_answered", "client request", "the client's answer to"
+         " `elicitation/create` (action accept / decline / cancel, content)", exact=False,
+         meaning=("question_id", "action", "content_json", "call_id"),
+         note="the client answers the interrupt with resume[] {interruptId, status resolved,"
+         " payload {action, content}} (status cancelled = cancel)"),
     _row("user_message", "prompt request", "the `session/prompt` request itself; replayed as"
          " `user_message_chunk` by `session/load`", exact=False, meaning=("content",)),
     _row("steer_applied", "update", "`user_message_chunk`, one per content part"),
@@ -223,6 +234,19 @@ def markdown() -> str:
         " turn at its next step boundary; answered by a short run with CUSTOM"
         " `steerable.steer_absorbed`) or `forwardedProps.steerable.follow_up: true` (taken when"
         " the turn would otherwise end; CUSTOM `steerable.follow_up_queued`).",
+        "",
+        "Questions (the model's `ask_user` tool, ACP elicitation): over ACP the tool is offered"
+        " only when the client advertised `clientCapabilities.elicitation.form`; the question"
+        " is an `elicitation/create` request (mode `form`, `sessionId`, `toolCallId`,"
+        " `message`, `requestedSchema`: a flat object of string / number / integer / boolean"
+        " properties) and the answer (`accept` with `content`, `decline`, `cancel`) is the"
+        ' call\'s result, `{"action": ..., "content": ...}` as text. Over AG-UI the tool'
+        " is always offered: the run ends with a RUN_FINISHED `interrupt` (id"
+        " `question-<call_id>`, reason = the message, `toolCallId`, `responseSchema` ="
+        " `{action: accept|decline|cancel, content: <the requested schema>}`), answered in"
+        " the next run by `resume[]` (`payload: {action, content}`; status `cancelled` ="
+        " cancel). Our agent asks no url-mode questions (it has no credential flows), so it"
+        " never sends `elicitation/complete`.",
         "",
         "| kind | ACP form | ACP rendering | ACP decode | AG-UI events | AG-UI notes |",
         "|---|---|---|---|---|---|",

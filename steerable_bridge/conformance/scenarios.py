@@ -2,7 +2,8 @@
 
 Each `scenarios/<name>.json` holds a scripted-model script (see `adapters/llm/scripted.py`),
 the turns a client makes (prompt, AG-UI state / frontend tools / tool results / resume, how
-it answers permission requests, and when it cancels, steers or queues a follow-up — named by
+it answers permission requests and questions (`ask_user`: live over ACP `elicitation/create`,
+`answers` in the next run over AG-UI), and when it cancels, steers or queues a follow-up — named by
 the LoopEvent kind that triggers it), the transports that can express it, and the expected
 LoopEvent sequence, normalised (`normalize`: run-scoped events only; no session id, seq,
 ts or trace id, nor wall-clock figures; ids renamed in order of first use; the model route
@@ -33,9 +34,21 @@ from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
 from steerable_bridge.runtime.quality import parse_quality
+from steerable_bridge.runtime.questions import (
+    QuestionAnswer,
+    QuestionRequest,
+    Questions,
+    question_id_for,
+)
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.tools import Tool
-from steerable_bridge.runtime.turn import ClientToolResult, LoopSettings, ResumeDecision, TurnInput
+from steerable_bridge.runtime.turn import (
+    ClientToolResult,
+    LoopSettings,
+    QuestionReply,
+    ResumeDecision,
+    TurnInput,
+)
 from steerable_bridge.runtime.values import TextPart, canonical_json
 
 __all__ = [
@@ -81,6 +94,23 @@ class Approval(_Strict):
     approved: bool
 
 
+class QuestionChoice(_Strict):
+    """How the person answers a question (ACP: live; AG-UI: `answers` of the next turn)."""
+
+    action: Literal["accept", "decline", "cancel"] = "accept"
+    content: dict[str, JsonValue] | None = None
+
+    def answer(self) -> QuestionAnswer:
+        content = canonical_json(self.content) if self.content is not None else None
+        return QuestionAnswer(action=self.action, content_json=content)
+
+
+class QuestionResume(QuestionChoice):
+    """An AG-UI `resume[]` answer to the question of `ask_user` call `call_id`."""
+
+    call_id: str
+
+
 class Trigger(_Strict):
     """Act when the first event of kind `on` arrives (cancel, or send `text`)."""
 
@@ -97,6 +127,8 @@ class Turn(_Strict):
     tool_results: list[ToolAnswer] = Field(default_factory=list)
     resume: list[Approval] = Field(default_factory=list)
     permission: PermissionChoice = "allow_once"
+    question: QuestionChoice = QuestionChoice(action="cancel")
+    answers: list[QuestionResume] = Field(default_factory=list)
     cancel: Trigger | None = None
     steer: Trigger | None = None
     follow_up: Trigger | None = None
@@ -229,6 +261,10 @@ def turn_input(turn: Turn) -> TurnInput:
             for a in turn.tool_results
         ),
         resume=tuple(ResumeDecision(call_id=a.call_id, approved=a.approved) for a in turn.resume),
+        answers=tuple(
+            QuestionReply(question_id=question_id_for(a.call_id), answer=a.answer())
+            for a in turn.answers
+        ),
         state_json=canonical_json(turn.state) if turn.state is not None else None,
         client_tools=frontend_tools(turn),
         compact=turn.compact,
@@ -321,7 +357,14 @@ async def run_in_process(
         ) -> PermissionAnswer:
             return PermissionAnswer(outcome=choice, option_id=choice)
 
+        async def answer(
+            request: QuestionRequest, choice: QuestionChoice = turn.question
+        ) -> QuestionAnswer:
+            return choice.answer()
+
         session.policy = StaticPolicy("ask", ask, defer=scenario.defers_approval)
+        # both transports offer `ask_user` (ACP: the scenario client advertises forms)
+        session.questions = Questions(ask=None if scenario.defers_approval else answer)
         actions = TurnActions(turn, act)
         with anyio.fail_after(timeout_s):
             await session.prompt(turn_input(turn), actions.observe)

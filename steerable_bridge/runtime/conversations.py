@@ -4,7 +4,8 @@ It is the one place that knows sessions: a conversation is a `Session` (`session
 `Agent` (`agent.py`) creates, loads from the store, keeps or forgets. Attachments a
 transport hands in at open become the session's permission policy (an asker → `ModePolicy`
 under `--approve ask`, none → permissions deferred to the client's next run), its
-environment and its extra tools. Busy lives here and in the session only: a turn holds the
+questions (a questioner asks at once, none defers; `questions=False` offers no `ask_user`),
+its environment and its extra tools. Busy lives here and in the session only: a turn holds the
 session (`Session.running`, plus the store's claim against other processes), and a
 `reserve`d conversation is held for the caller's next `prompt`, so two requests racing for
 one conversation never both run. A `compact` turn that folded nothing says why in its
@@ -35,6 +36,7 @@ from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
 from steerable_bridge.runtime.port import Attach, Attachments, Conversation, PortInfo
 from steerable_bridge.runtime.projection import session_facts
+from steerable_bridge.runtime.questions import Questions
 from steerable_bridge.runtime.replay import visible_log
 from steerable_bridge.runtime.session import Session
 from steerable_bridge.runtime.storage import SessionBusy, SessionPage
@@ -166,6 +168,7 @@ class LocalPort:
             session.policy = ModePolicy(lambda: session.mode, attachments.asker)
         else:
             session.policy = StaticPolicy(approval)
+        session.questions = Questions(ask=attachments.questioner) if attachments.questions else None
         session.environment = attachments.environment
         session.extra_tools = attachments.tools
 
@@ -293,4 +296,5 @@ def _conversation(session: Session) -> Conversation:
         running=session.running or session.facts.running,
         last_seq=session.log.next_seq - 1,
         open_calls=tuple(session.facts.open_calls),
+        open_questions=tuple(session.facts.open_questions),
     )

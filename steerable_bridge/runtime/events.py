@@ -15,6 +15,7 @@ Groups, in the order a turn produces them:
 - tool call (model side): tool_call_start, tool_call_delta, tool_call_end
 - tool run (execution side): tool_started, tool_output, tool_finished
 - permission: permission_requested, permission_resolved
+- question: question_asked, question_answered
 - input: user_message, steer_applied, follow_up_applied
 - state / plan: plan_updated, state_snapshot, state_delta
 - session: mode_changed, config_changed, commands_updated, session_info, usage_updated
@@ -52,6 +53,13 @@ PermissionOutcome = Literal[
     "allow_once", "allow_always", "reject_once", "reject_always", "cancelled"
 ]
 ToolExecutor = Literal["backend", "frontend"]
+QuestionMode = Literal["form", "url"]
+"""How a question is answered: a form the client renders from a JSON schema, or a URL the
+person opens out of band (ACP elicitation modes)."""
+QuestionAction = Literal["accept", "decline", "cancel"]
+"""The person's answer: `accept` (submitted the form / consented to open the URL),
+`decline` (explicitly said no), `cancel` (dismissed it without choosing; also: nobody
+answered in time, or the turn was cancelled)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -256,6 +264,37 @@ class PermissionResolved(EventBase):
     before keys existed, where the tool name is the key."""
 
 
+# -- question -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionAsked(EventBase):
+    """A question put to the person (the model's `ask_user` call, or an agent a bridge
+    drives). `schema_json` is the requested form's JSON schema as canonical JSON (form
+    mode): a flat object of primitive properties; `url` the page to open (url mode);
+    `call_id` the tool call the question belongs to (None: the session's own)."""
+
+    kind: Literal["question_asked"] = "question_asked"
+    question_id: str
+    message: str
+    mode: QuestionMode = "form"
+    schema_json: str | None = None
+    url: str | None = None
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionAnswered(EventBase):
+    """The person's answer to `question_id`; `content_json` is the submitted form as
+    canonical JSON (accept only; None otherwise or when nothing was submitted)."""
+
+    kind: Literal["question_answered"] = "question_answered"
+    question_id: str
+    action: QuestionAction
+    content_json: str | None = None
+    call_id: str | None = None
+
+
 # -- input ----------------------------------------------------------------------------------
 
 
@@ -454,6 +493,8 @@ LoopEvent = (
     | ToolFinished
     | PermissionRequested
     | PermissionResolved
+    | QuestionAsked
+    | QuestionAnswered
     | UserMessage
     | SteerApplied
     | FollowUpApplied

@@ -8,7 +8,8 @@ cancels, steers, queues follow-ups, changes a conversation's mode or model, and 
 events after a seq for replay. What a conversation needs from its transport — how to ask a
 person for permission, the client's workspace environment, tools the client brings — is
 handed in once, as `Attachments`, when it is opened. A permission asked with no asker is
-deferred: the run ends `interrupted` and the next prompt's `TurnInput.resume` answers it.
+deferred: the run ends `interrupted` and the next prompt's `TurnInput.resume` answers it;
+so is a question (the model's `ask_user`) asked with no questioner (`TurnInput.answers`).
 Busy, claims and ownership by another process live behind the port: `prompt` raises
 `SessionBusy` (or `SessionOwned`) when a turn already runs, and `reserve` lets a transport
 hold a conversation between validating a request and starting its turn. Our runtime
@@ -33,6 +34,7 @@ from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import Asker
+from steerable_bridge.runtime.questions import Questioner
 from steerable_bridge.runtime.storage import SessionPage
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
@@ -55,6 +57,12 @@ class Attachments:
     asker: Asker | None = None
     """Asks a person about a tool call (ACP `session/request_permission`); None: permissions
     are deferred to the client's next run (AG-UI interrupts answered through `resume[]`)."""
+    questioner: Questioner | None = None
+    """Asks a person a question (ACP `elicitation/create`); None: questions are deferred to
+    the client's next run (AG-UI interrupts carrying the form's schema, `resume[]`)."""
+    questions: bool = True
+    """Whether the model is offered `ask_user` at all (False: the client cannot answer,
+    e.g. an ACP client that did not advertise `elicitation.form`)."""
     environment: Environment | None = None
     """The client's workspace (ACP `fs/*`, `terminal/*`); None: the agent's own."""
     tools: tuple[Tool, ...] = ()
@@ -80,6 +88,8 @@ class Conversation:
     """The seq of its newest logged event (-1: none yet)."""
     open_calls: tuple[str, ...] = ()
     """Tool calls an earlier run left waiting for the client (frontend tools, approvals)."""
+    open_questions: tuple[str, ...] = ()
+    """Ids of questions an earlier run left waiting for the client's answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -63,6 +63,8 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
     ev.ToolOutput,
     ev.PermissionRequested,
     ev.PermissionResolved,
+    ev.QuestionAsked,
+    ev.QuestionAnswered,
     ev.PlanUpdated,
     ev.StateSnapshot,
     ev.StateDelta,
@@ -313,6 +315,8 @@ class SessionFacts:
     for a command): True = allow always, False = reject always."""
     open_calls: dict[str, ev.ToolCallEnd] = field(default_factory=dict)
     """Tool calls the model made that have no result yet, in call order."""
+    open_questions: dict[str, ev.QuestionAsked] = field(default_factory=dict)
+    """Questions asked and not answered yet (by question id), in the order asked."""
     running: bool = False
     """A run started and has not finished (a crash or kill left it open)."""
     last_run_id: str | None = None
@@ -337,6 +341,10 @@ class SessionFacts:
                 self.always[key] = False
         elif isinstance(event, ev.ToolCallEnd):
             self.open_calls[event.call_id] = event
+        elif isinstance(event, ev.QuestionAsked):
+            self.open_questions[event.question_id] = event
+        elif isinstance(event, ev.QuestionAnswered):
+            self.open_questions.pop(event.question_id, None)
         elif isinstance(event, ev.ToolFinished):
             self.open_calls.pop(event.call_id, None)
         elif isinstance(event, ev.RunStarted):

@@ -39,6 +39,7 @@ _STRUCTURAL: frozenset[type[ev.EventBase]] = frozenset(
     {
         ev.RunStarted, ev.RunFinished, ev.RunFailed, ev.StepFinished, ev.ToolCallEnd,
         ev.ToolStarted, ev.ToolFinished, ev.PermissionRequested, ev.PermissionResolved,
+        ev.QuestionAsked, ev.QuestionAnswered,
         ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied, ev.ModelRequestEvent,
     }
 )  # fmt: skip

@@ -31,6 +31,7 @@ from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.observe import observed_run
 from steerable_bridge.runtime.permissions import PermissionPolicy, StaticPolicy
 from steerable_bridge.runtime.projection import SessionFacts, session_facts
+from steerable_bridge.runtime.questions import ASK_USER, ASK_USER_NAME, Questions
 from steerable_bridge.runtime.recovery import close_interrupted_run
 from steerable_bridge.runtime.steering import InputQueue
 from steerable_bridge.runtime.storage import SessionBusy, StoreError, claim_session
@@ -60,6 +61,8 @@ class Session:
         self.policy: PermissionPolicy = StaticPolicy(agent.config.approval)
         self.environment: Environment | None = None
         self.extra_tools: tuple[Tool, ...] = ()
+        self.questions: Questions | None = None
+        """How the model's questions reach the person; None: no `ask_user` tool."""
         self.steering = InputQueue()
         self.follow_ups = InputQueue()
         self.cache_drift = CacheDriftMonitor()
@@ -94,8 +97,11 @@ class Session:
     def tools(self) -> tuple[Tool, ...]:
         """The tools the next step will offer: registered for this session's scope, plus extras."""
         registered = self.agent.tools.snapshot(self.agent.scope_of(self))
-        names = {tool.name for tool in self.extra_tools}
-        return tuple(t for t in registered if t.name not in names) + self.extra_tools
+        extra = self.extra_tools
+        if self.questions is not None and all(t.name != ASK_USER_NAME for t in extra):
+            extra = (*extra, ASK_USER)
+        names = {tool.name for tool in extra}
+        return tuple(t for t in registered if t.name not in names) + extra
 
     async def prompt(
         self,
@@ -182,6 +188,7 @@ class Session:
                 cache_drift=self.cache_drift,
                 trace_id=observed.trace_id,
                 shelf=self.shelf,
+                questions=self.questions,
             )
             done = anyio.Event()
             async with anyio.create_task_group() as flusher:

@@ -37,6 +37,16 @@ from steerable_bridge.runtime.bounding import bound_content
 from steerable_bridge.runtime.gate import OpenGate, ToolGate
 from steerable_bridge.runtime.permissions import PermissionRequest
 from steerable_bridge.runtime.quality import call_key
+from steerable_bridge.runtime.questions import (
+    ASK_USER_NAME,
+    QuestionAnswer,
+    QuestionRequest,
+    answer_schema,
+    answer_text,
+    content_problem,
+    form_problem,
+    question_id_for,
+)
 from steerable_bridge.runtime.surrogates import (
     REPAIR_ACTION,
     REPAIR_HOOK,
@@ -194,6 +204,9 @@ class ToolBatch:
         if tool.executor == "frontend":
             self.pending.append(call.call_id)
             return
+        if tool.name == ASK_USER_NAME and self.ctx.questions is not None:
+            await self._ask(call, args)
+            return
         if (tool.needs_permission or tool.kind == "fetch") and not await self._permitted(
             call, tool, args
         ):
@@ -294,6 +307,87 @@ class ToolBatch:
         )
         await self.fail(call.call_id, "permission_denied", message)
         return False
+
+    async def _ask(self, call: ev.ToolCallEnd, args: dict[str, Any]) -> None:
+        """Put an `ask_user` call's question to the person; its answer is the result."""
+        ctx = self.ctx
+        questions = ctx.questions
+        assert questions is not None
+        problem = form_problem(args.get("schema"))
+        if problem is not None:
+            await self.fail(
+                call.call_id, "invalid_arguments", f"ask_user: {problem}; call it again"
+            )
+            return
+        question_id = question_id_for(call.call_id)
+        schema_json = canonical_json(args["schema"])
+        message = str(args["message"])
+        await self.emit(
+            ev.QuestionAsked,
+            question_id=question_id,
+            message=message,
+            schema_json=schema_json,
+            call_id=call.call_id,
+        )
+        if questions.ask is None:
+            self.deferred.add(call.call_id)
+            self.interrupts.append(
+                Interrupt(
+                    id=question_id,
+                    reason=message,
+                    tool_call_id=call.call_id,
+                    response_schema_json=answer_schema(schema_json),
+                )
+            )
+            return
+        request = QuestionRequest(
+            session_id=ctx.log.session_id,
+            question_id=question_id,
+            message=message,
+            schema_json=schema_json,
+            call_id=call.call_id,
+        )
+        answer = None
+        with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
+            answer = await questions.ask(request)
+        late = answer is None and not ctx.cancel.cancelled
+        await self.answered(
+            call.call_id,
+            question_id,
+            answer or QuestionAnswer(action="cancel"),
+            timed_out=ctx.settings.permission_timeout_s if late else None,
+            schema_json=schema_json,
+        )
+
+    async def answered(
+        self,
+        call_id: str,
+        question_id: str,
+        answer: QuestionAnswer,
+        *,
+        timed_out: float | None = None,
+        schema_json: str | None = None,
+    ) -> None:
+        """Log the answer to an `ask_user` call's question, then the call's result (none
+        when the turn was cancelled meanwhile: the loop closes the call)."""
+        await self.emit(
+            ev.QuestionAnswered,
+            question_id=question_id,
+            action=answer.action,
+            content_json=answer.content_json if answer.action == "accept" else None,
+            call_id=call_id,
+        )
+        if self.ctx.cancel.cancelled:
+            return
+        problem = None
+        if answer.action == "accept":
+            problem = content_problem(schema_json, answer.content_json)
+        await self.emit(
+            ev.ToolFinished,
+            call_id=call_id,
+            status="completed",
+            content=(TextPart(text=answer_text(answer, timed_out=timed_out, problem=problem)),),
+        )
 
     async def _remember(self, key: str, allow: bool) -> None:
         """Keep an "always" answer for the project too (bounded; a failure is only logged)."""
@@ -468,10 +562,22 @@ class ToolBatch:
             return
         results = {r.call_id: r for r in self.turn.tool_results}
         decisions = {d.call_id: d for d in self.turn.resume}
+        replies = {r.question_id: r.answer for r in self.turn.answers}
         for call in open_calls:
             if self.ctx.cancel.cancelled:
                 break
-            if call.call_id in results:
+            question_id = question_id_for(call.call_id)
+            if question_id in self.ctx.facts.open_questions and call.call_id not in results:
+                reply = replies.get(question_id) or QuestionAnswer(action="cancel")
+                asked = parse_arguments(call.arguments_json) or {}
+                schema = asked.get("schema")
+                await self.answered(
+                    call.call_id,
+                    question_id,
+                    reply,
+                    schema_json=canonical_json(schema) if schema is not None else None,
+                )
+            elif call.call_id in results:
                 answer = results[call.call_id]
                 await self.emit(
                     ev.ToolFinished,

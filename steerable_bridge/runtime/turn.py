@@ -26,6 +26,7 @@ from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import PermissionPolicy
 from steerable_bridge.runtime.projection import SessionFacts
 from steerable_bridge.runtime.quality import QualitySettings
+from steerable_bridge.runtime.questions import QuestionAnswer, Questions
 from steerable_bridge.runtime.steering import InputQueue
 from steerable_bridge.runtime.tokens import TokenCalibration
 from steerable_bridge.runtime.tools import Tool
@@ -35,6 +36,7 @@ __all__ = [
     "ClientToolResult",
     "EventSink",
     "LoopSettings",
+    "QuestionReply",
     "ResumeDecision",
     "RunOutcome",
     "TurnContext",
@@ -66,6 +68,14 @@ class ResumeDecision:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionReply:
+    """The client's answer to a question an earlier run left open (AG-UI `resume[]`)."""
+
+    question_id: str
+    answer: QuestionAnswer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnInput:
     """What starts a turn. Every field may be empty: a run may only answer open calls."""
 
@@ -73,6 +83,8 @@ class TurnInput:
     message_id: str | None = None
     tool_results: tuple[ClientToolResult, ...] = ()
     resume: tuple[ResumeDecision, ...] = ()
+    answers: tuple[QuestionReply, ...] = ()
+    """Answers to questions (`ask_user` calls) an earlier run left open."""
     state_json: str | None = None
     """Shared state the client sends (AG-UI `state`), logged as `state_snapshot`."""
     client_tools: tuple[Tool, ...] = ()
@@ -156,6 +168,8 @@ class TurnContext:
     """The project's remembered "always" answers (see `approvals.py`), or None."""
     shelf: ToolShelf | None = None
     """The session's tool tiers (see `exposure.py`); None: every tool is offered."""
+    questions: Questions | None = None
+    """How questions reach the person (see `questions.py`); None: nobody can be asked."""
 
 
 TurnEngine = Callable[[TurnContext, TurnInput], Awaitable[RunOutcome]]

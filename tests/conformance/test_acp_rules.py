@@ -49,7 +49,16 @@ def event_note(seq: int, run_id: str = "r1") -> Entry:
 def valid_transcript() -> Transcript:
     prompt = [{"type": "text", "text": "hi"}]
     return [
-        c({"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        c(
+            {
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": 1,
+                    "clientCapabilities": {"elicitation": {"form": {}}},
+                },
+            }
+        ),
         a({"id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}}),
         c({"id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
         a({"id": 1, "result": {"sessionId": "s1"}}),
@@ -78,6 +87,24 @@ def valid_transcript() -> Transcript:
             }
         ),
         c({"id": 0, "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}),
+        a(
+            {
+                "id": 1,
+                "method": "elicitation/create",
+                "params": {
+                    "sessionId": "s1",
+                    "toolCallId": "c1",
+                    "mode": "form",
+                    "message": "Which size?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"size": {"type": "string", "enum": ["s", "l"]}},
+                        "required": ["size"],
+                    },
+                },
+            }
+        ),
+        c({"id": 1, "result": {"action": "accept", "content": {"size": "l"}}}),
         update(
             "s1", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"}
         ),
@@ -179,6 +206,9 @@ BREAKS: dict[str, Callable[[Transcript], None]] = {
     ),
     "acp.resume-replay": _resume_replays,
     "acp.event-channel": lambda t: t.insert(_find(t, _answer(2)), event_note(5)),
+    "acp.elicitation-mode": _edit(
+        lambda t: 0, lambda e: e["message"]["params"].pop("clientCapabilities")
+    ),
 }
 
 

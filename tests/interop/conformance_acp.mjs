@@ -4,8 +4,9 @@
 // Usage: node conformance_acp.mjs PLAN.json   (env ACP_PYTHON, ACP_TOOLS)
 // PLAN.json: [{name, script, maxSteps, quality, cwd, turns: [{prompt, permission, cancel, steer,
 //              compact}]}]  (compact: the prompt is `/compact`)
-// For each scenario: spawn the agent, initialize opting in to `_steerable/event`, open a
-// session, send one session/prompt per turn, answer permission requests as the turn says,
+// For each scenario: spawn the agent, initialize opting in to `_steerable/event` (and
+// advertising form elicitation), open a session, send one session/prompt per turn, answer
+// permission requests and questions (`elicitation/create`) as the turn says,
 // cancel / steer (`_steerable/steer`) when the trigger kind shows in an update's
 // `_meta.steerable.kind`. Every session/update is validated against the SDK's zod schema.
 // Prints one JSON line: {warnings, scenarios: [{name, events, updates, stops, errors}]}; the
@@ -70,12 +71,24 @@ async function replay(scenario) {
     })
     .onRequest("session/request_permission", () => ({
       outcome: { outcome: "selected", optionId: turn.permission ?? "allow_once" },
-    }));
+    }))
+    .onRequest("elicitation/create", (ctx) => {
+      const parsed = z.zCreateElicitationRequest.safeParse(ctx.params);
+      if (!parsed.success) record.errors.push(`invalid elicitation/create: ${JSON.stringify(parsed.error.issues)}`);
+      const choice = turn.question ?? { action: "cancel" };
+      return choice.action === "accept" && choice.content != null
+        ? { action: "accept", content: choice.content }
+        : { action: choice.action };
+    });
 
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
   await app.connectWith(stream, async (agent) => {
     agentRef = agent;
-    await agent.request("initialize", { protocolVersion: 1, _meta: { steerable: { events: true } } });
+    await agent.request("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: { elicitation: { form: {} } }, // it answers the turn's questions
+      _meta: { steerable: { events: true } },
+    });
     const created = await agent.request("session/new", { cwd: scenario.cwd, mcpServers: [] });
     sessionId = created.sessionId;
     for (const next of scenario.turns) {

@@ -40,11 +40,18 @@ async function replay(scenario, index) {
     for (const answer of turn.toolResults ?? []) {
       agent.addMessage({ id: `tool-${answer.call_id}`, role: "tool", toolCallId: answer.call_id, content: answer.text });
     }
-    const resume = (turn.resume ?? []).map((a) => ({
-      interruptId: `approval-${a.call_id}`,
-      status: "resolved",
-      payload: { approved: a.approved },
-    }));
+    const resume = [
+      ...(turn.resume ?? []).map((a) => ({
+        interruptId: `approval-${a.call_id}`,
+        status: "resolved",
+        payload: { approved: a.approved },
+      })),
+      ...(turn.answers ?? []).map((q) => ({
+        interruptId: `question-${q.call_id}`,
+        status: "resolved",
+        payload: q.content != null ? { action: q.action, content: q.content } : { action: q.action },
+      })),
+    ];
     const events = [];
     const side = [];
     let steered = false;

@@ -137,6 +137,7 @@ async def test_http_agent_replays_every_agui_scenario(tmp_path: Path, node: str)
                         "frontendTools": [f.model_dump() for f in t.frontend_tools],
                         "toolResults": [a.model_dump() for a in t.tool_results],
                         "resume": [a.model_dump() for a in t.resume],
+                        "answers": [q.model_dump(mode="json") for q in t.answers],
                         "steer": t.steer.model_dump() if t.steer else None,
                         "cancel": t.cancel.model_dump() if t.cancel else None,
                         "compact": t.compact,

@@ -37,6 +37,7 @@ from steerable_bridge.runtime.values import Command
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.permissions import AcpPermissionAsker
+from steerable_bridge.transports.acp.questions import AcpQuestioner, can_ask
 from steerable_bridge.transports.acp.renderer import (
     AcpRenderer,
     iso_time,
@@ -121,6 +122,17 @@ class SessionLifecycle:
                 timeout_s=self.permission_timeout_s,
                 announced=state.take_announced,
             )
+            asks = can_ask(self.link.capabilities)
+            questioner = (
+                AcpQuestioner(
+                    self.link.conn,
+                    conversation_id,
+                    timeout_s=self.permission_timeout_s,
+                    announced=state.take_asked,
+                )
+                if asks
+                else None
+            )
             environment: Environment | None = self.choose_environment(self.link, conversation_id)
             tools: tuple[Tool, ...] = ()
             warning = None
@@ -137,7 +149,13 @@ class SessionLifecycle:
             elif mcp_servers:
                 log.info("ignoring %d MCP servers: no workspace is configured", len(mcp_servers))
             made.append((state, warning))
-            return Attachments(asker=asker, environment=environment, tools=tools)
+            return Attachments(
+                asker=asker,
+                questioner=questioner,
+                questions=asks,
+                environment=environment,
+                tools=tools,
+            )
 
         try:
             conversation = await opening(attach)

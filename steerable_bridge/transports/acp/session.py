@@ -73,6 +73,8 @@ class AcpSession:
     """The cancel token of the prompt being prepared or run (None when idle)."""
     announced: dict[str, ev.PermissionRequested] = field(default_factory=dict)
     """Call id → the `permission_requested` event sent for it, until the asker takes it."""
+    asked: dict[str, ev.QuestionAsked] = field(default_factory=dict)
+    """Question id → the `question_asked` event sent for it, until the questioner takes it."""
     compacted_in: str | None = None
     """The run id of the last `compaction` event sent."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -82,14 +84,21 @@ class AcpSession:
         """Remember what the transport needs later from an event on its way to the client."""
         if isinstance(event, ev.PermissionRequested):
             self.announced[event.call_id] = event
+        elif isinstance(event, ev.QuestionAsked):
+            self.asked[event.question_id] = event
         elif isinstance(event, ev.Compaction):
             self.compacted_in = event.run_id
         elif isinstance(event, ev.RunFinished | ev.RunFailed):
             self.announced.clear()  # the turn is over: nothing of it waits for the asker
+            self.asked.clear()
 
     def take_announced(self, call_id: str) -> ev.LoopEvent | None:
         """The `permission_requested` event the loop just sent for `call_id` (for `_meta`)."""
         return self.announced.pop(call_id, None)
+
+    def take_asked(self, question_id: str) -> ev.LoopEvent | None:
+        """The `question_asked` event the loop just sent for `question_id` (for `_meta`)."""
+        return self.asked.pop(question_id, None)
 
     async def send(self, update: Update) -> None:
         if not self.link.alive:

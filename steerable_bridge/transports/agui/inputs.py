@@ -9,8 +9,10 @@ are stale and ignored); assistant, system, developer, reasoning and activity mes
 ignored — the server's log is the record of its own side. `tools` become frontend
 `Tool`s, `resume[]` entries `ResumeDecision`s (interrupt id `approval-<call_id>`, payload
 `{"approved": bool, "stop"?: bool}` — `stop: true` with `approved: false` rejects the call
-and ends the turn, stop reason `rejected` — status `cancelled` = refused), `state` the
-canonical `state_json`.
+and ends the turn, stop reason `rejected` — status `cancelled` = refused) or, for a
+question the model asked (`ask_user`, interrupt id `question-<call_id>`), `QuestionReply`s
+(payload `{"action": "accept" | "decline" | "cancel", "content"?: {...}}`; status
+`cancelled` = cancel), `state` the canonical `state_json`.
 Mistakes raise `InputError` (answered with 422). Pure; no I/O.
 """
 
@@ -22,8 +24,14 @@ from typing import Any
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 
+from steerable_bridge.runtime.questions import ANSWER_PREFIX, QuestionAnswer
 from steerable_bridge.runtime.tools import Tool
-from steerable_bridge.runtime.turn import ClientToolResult, ResumeDecision, TurnInput
+from steerable_bridge.runtime.turn import (
+    ClientToolResult,
+    QuestionReply,
+    ResumeDecision,
+    TurnInput,
+)
 from steerable_bridge.runtime.values import (
     ContentPart,
     ImagePart,
@@ -174,16 +182,25 @@ def _frontend_tools(run: RunAgentInput) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
-def _resume(run: RunAgentInput, open_calls: Container[str]) -> list[ResumeDecision]:
+def _resume(
+    run: RunAgentInput, open_calls: Container[str]
+) -> tuple[list[ResumeDecision], list[QuestionReply]]:
     decisions: list[ResumeDecision] = []
+    replies: list[QuestionReply] = []
     for entry in run.resume or ():
-        call_id = entry.interrupt_id.removeprefix(APPROVAL_PREFIX)
-        if not entry.interrupt_id.startswith(APPROVAL_PREFIX) or call_id not in open_calls:
+        interrupt = entry.interrupt_id
+        prefix = ANSWER_PREFIX if interrupt.startswith(ANSWER_PREFIX) else APPROVAL_PREFIX
+        call_id = interrupt.removeprefix(prefix)
+        asked = prefix == ANSWER_PREFIX and interrupt in open_calls  # a bridged agent's question
+        if not interrupt.startswith(prefix) or (call_id not in open_calls and not asked):
             raise InputError(
                 "unknown_interrupt",
-                f"resume names interrupt {entry.interrupt_id!r}, which this thread is not"
+                f"resume names interrupt {interrupt!r}, which this thread is not"
                 " waiting for; answer only the interrupts of the last RUN_FINISHED",
             )
+        if prefix == ANSWER_PREFIX:
+            replies.append(QuestionReply(question_id=interrupt, answer=_answer(entry)))
+            continue
         if entry.status == "cancelled":
             decisions.append(ResumeDecision(call_id=call_id, approved=False))
             continue
@@ -192,23 +209,50 @@ def _resume(run: RunAgentInput, open_calls: Container[str]) -> list[ResumeDecisi
         if not isinstance(approved, bool):
             raise InputError(
                 "invalid_resume",
-                f'resume for {entry.interrupt_id!r} needs payload {{"approved": true|false}}',
+                f'resume for {interrupt!r} needs payload {{"approved": true|false}}',
             )
         stop = payload.get("stop", False) if isinstance(payload, Mapping) else False
         if not isinstance(stop, bool):
             raise InputError(
                 "invalid_resume",
-                f'resume for {entry.interrupt_id!r}: "stop" must be true or false',
+                f'resume for {interrupt!r}: "stop" must be true or false',
             )
         decisions.append(ResumeDecision(call_id=call_id, approved=approved, stop=stop))
-    return decisions
+    return decisions, replies
+
+
+_ACTIONS = ("accept", "decline", "cancel")
+
+
+def _answer(entry: Any) -> QuestionAnswer:
+    """A question's answer from its resume entry (status `cancelled` = cancel)."""
+    if entry.status == "cancelled":
+        return QuestionAnswer(action="cancel")
+    payload = entry.payload
+    action = payload.get("action") if isinstance(payload, Mapping) else None
+    if action not in _ACTIONS:
+        raise InputError(
+            "invalid_resume",
+            f"resume for {entry.interrupt_id!r} needs payload"
+            ' {"action": "accept" | "decline" | "cancel", "content": {...}}',
+        )
+    content = payload.get("content") if action == "accept" else None
+    if content is not None and not isinstance(content, Mapping):
+        raise InputError(
+            "invalid_resume",
+            f'resume for {entry.interrupt_id!r}: "content" must be an object of the answers',
+        )
+    return QuestionAnswer(
+        action=action, content_json=canonical_json(dict(content)) if content is not None else None
+    )
 
 
 def to_turn(
     run: RunAgentInput, known: set[str] | frozenset[str], open_calls: Container[str]
 ) -> ParsedRun:
     """The turn this input asks for, given the ids the thread already holds and the ids
-    of the tool calls it waits on (`Conversation.open_calls`)."""
+    of the tool calls and questions it waits on (`Conversation.open_calls`,
+    `.open_questions`)."""
     users: list[tuple[str, tuple[ContentPart, ...]]] = []
     results: list[ClientToolResult] = []
     new_ids: set[str] = set()
@@ -227,11 +271,13 @@ def to_turn(
                 )
             )
     last_id, last_content = users[-1] if users else (None, ())
+    decisions, replies = _resume(run, open_calls)
     turn = TurnInput(
         content=last_content,
         message_id=last_id,
         tool_results=tuple(results),
-        resume=tuple(_resume(run, open_calls)),
+        resume=tuple(decisions),
+        answers=tuple(replies),
         state_json=canonical_json(run.state) if run.state is not None else None,
         client_tools=_frontend_tools(run),
         compact=command_requested(run) == "compact",

@@ -182,7 +182,8 @@ class Threads:
         yet). `traceparent` (the request's W3C header) makes the run continue the caller's
         trace."""
         conversation = await self.conversation(thread)
-        parsed = to_turn(run, thread.known, conversation.open_calls)
+        waiting = (*conversation.open_calls, *conversation.open_questions)
+        parsed = to_turn(run, thread.known, waiting)
         if traceparent:
             parsed = replace(parsed, turn=replace(parsed.turn, traceparent=traceparent))
         return Run(self, thread, hold, run, parsed)

@@ -34,6 +34,7 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "routing": frozenset({"RouteError"}),
     # What a transport lends a conversation through `Attachments`: ports it implements.
     "permissions": frozenset({"Asker", "PermissionRequest", "PermissionAnswer"}),
+    "questions": frozenset({"Questioner", "QuestionRequest", "QuestionAnswer"}),
     "environment": ANY,  # the Environment port `ClientEnvironment` implements
     "tools": frozenset({"Tool"}),
     # Pure functions over values.

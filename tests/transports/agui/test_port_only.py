@@ -34,8 +34,10 @@ BY_NAME = {
     ),
     "routing": frozenset({"RouteError"}),
     "model": frozenset({"ProviderError"}),
+    "questions": frozenset({"ANSWER_PREFIX", "QuestionAnswer"}),  # a resume's answer value
 }
-"""Runtime modules the transport may import only these names from: errors and the page."""
+"""Runtime modules the transport may import only these names from: errors, the page, and
+the value a question's answer takes."""
 
 
 def runtime_imports(path: Path) -> list[tuple[str, str | None]]:

@@ -179,6 +179,7 @@ class ChildAgent:
                 env=self.env if self.env is not None else dict(os.environ),
                 cwd=self.cwd,
                 transport_kwargs={"stderr": None, "limit": LINE_LIMIT},
+                use_unstable_protocol=True,  # SDK 0.12 still routes elicitation/* as unstable
             ) as (conn, process):
                 try:
                     with anyio.fail_after(INIT_TIMEOUT_S):

@@ -7,13 +7,17 @@ prompt running there, or, between prompts, kept if it is about the session (comm
 config options, title, plan, usage) and dropped otherwise (a `session/load` replaying
 history we already logged). A `session/request_permission` goes into the same stream as an
 `Asked`, and its reply waits (bounded) until the engine answers it — possibly in the next
-AG-UI run; with no prompt to take it, it is answered `cancelled` at once. `fs/*` and
+AG-UI run; with no prompt to take it, it is answered `cancelled` at once. An
+`elicitation/create` (a question, tied to a session) goes the same way as a `Questioned`,
+answered accept / decline / cancel; one tied to no session (request scope) is cancelled at
+once, since no run is there to carry it; `elicitation/complete` is only logged. `fs/*` and
 `terminal/*` go to the `ChildWorkspace`; any other request (a vendor extension) gets
 "method not found" at once, and other notifications are logged and ignored.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -24,10 +28,19 @@ from acp import RequestError
 from acp import schema as acp
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from steerable_bridge.runtime.questions import QuestionAnswer
 from steerable_bridge.transports.acp.bridge.mapping import session_level
 from steerable_bridge.transports.acp.bridge.workspace import ChildWorkspace
 
-__all__ = ["Asked", "BridgeClient", "ChildSession", "Item", "PromptDone", "PromptFailed"]
+__all__ = [
+    "Asked",
+    "BridgeClient",
+    "ChildSession",
+    "Item",
+    "PromptDone",
+    "PromptFailed",
+    "Questioned",
+]
 
 log = logging.getLogger("steerable_bridge.acp.bridge")
 
@@ -57,6 +70,30 @@ class Asked:
         self.answered.set()
 
 
+@dataclass(slots=True, eq=False)
+class Questioned:
+    """A question of the agent (`elicitation/create`), waiting for the engine's answer."""
+
+    message: str
+    mode: Any
+    """The SDK's form / url mode model (session scoped: `session_id`, `tool_call_id`)."""
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    answer: Any = None
+
+    def reply(self, answer: QuestionAnswer | None) -> None:
+        """Answer (None: cancel); only the first answer counts."""
+        if self.answered.is_set():
+            return
+        if answer is not None and answer.action == "accept":
+            content = json.loads(answer.content_json) if answer.content_json else None
+            self.answer = acp.AcceptElicitationResponse(action="accept", content=content)
+        elif answer is not None and answer.action == "decline":
+            self.answer = acp.DeclineElicitationResponse(action="decline")
+        else:
+            self.answer = acp.CancelElicitationResponse(action="cancel")
+        self.answered.set()
+
+
 @dataclass(frozen=True, slots=True)
 class PromptDone:
     """The agent answered `session/prompt`."""
@@ -73,8 +110,8 @@ class PromptFailed:
 
 
 Item = Any
-"""What a prompt's stream carries: a `session/update` payload, `Asked`, `PromptDone` or
-`PromptFailed`."""
+"""What a prompt's stream carries: a `session/update` payload, `Asked`, `Questioned`,
+`PromptDone` or `PromptFailed`."""
 
 
 class ChildSession:
@@ -163,6 +200,20 @@ class BridgeClient:
         assert asked.answer is not None
         return asked.answer
 
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        questioned = Questioned(message=message, mode=mode)
+        session_id = getattr(mode, "session_id", None)
+        if not isinstance(session_id, str) or not self.session(session_id).deliver(questioned):
+            log.info("the agent asked a question outside a prompt (%s); cancelled", session_id)
+            questioned.reply(None)
+        with anyio.move_on_after(self.answer_timeout_s):
+            await questioned.answered.wait()
+        questioned.reply(None)  # no effect once answered
+        return questioned.answer
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        log.info("the agent completed url elicitation %s", elicitation_id)
+
     async def read_text_file(
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
         **kwargs: Any,
@@ -210,15 +261,6 @@ class BridgeClient:
     ) -> acp.ReleaseTerminalResponse:
         self.workspace.release(terminal_id)
         return acp.ReleaseTerminalResponse()
-
-    async def create_elicitation(
-        self, message: str, mode: Any, **kwargs: Any
-    ) -> acp.CreateElicitationResponse:
-        log.info("the bridged agent asked for input (elicitation), which the bridge does not offer")
-        raise RequestError.method_not_found("elicitation/create")
-
-    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
-        return None
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         log.info("the bridged agent called _%s, which the bridge does not offer", method)

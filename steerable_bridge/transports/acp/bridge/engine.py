@@ -42,6 +42,7 @@ from steerable_bridge.transports.acp.bridge.client import (
     Item,
     PromptDone,
     PromptFailed,
+    Questioned,
 )
 from steerable_bridge.transports.acp.bridge.mapping import UpdateMapper
 from steerable_bridge.transports.acp.bridge.workspace import ChildWorkspace
@@ -73,12 +74,15 @@ class Prompt:
 
 @dataclass(slots=True, eq=False)
 class Parked:
-    """A prompt waiting for our next run to answer the agent's permission request."""
+    """A prompt waiting for our next run to answer the agent's permission request, or its
+    question (`question` set, with the `question_id` the interrupt carries)."""
 
     prompt: Prompt
-    asked: Asked
+    asked: Asked | None
     call_id: str
     tool_name: str
+    question: Questioned | None = None
+    question_id: str = ""
 
 
 class AcpBridge:
@@ -122,7 +126,10 @@ class AcpBridge:
             finally:
                 self._tasks = None
                 for parked in self.parked.values():
-                    parked.asked.reply(None)
+                    if parked.asked is not None:
+                        parked.asked.reply(None)
+                    if parked.question is not None:
+                        parked.question.reply(None)
                 self.parked.clear()
                 self.workspace.aclose()
                 with anyio.move_on_after(10, shield=True):

@@ -17,7 +17,11 @@
 3. A permission request: the session's policy decides — allow / deny answer the agent at
    once, `ask` asks (bounded) and records `permission_requested` / `permission_resolved`,
    `defer` records `permission_requested` and ends the run `interrupted` with an approval
-   interrupt, parking the prompt. Cancel → `session/cancel`, and the rest of the prompt is
+   interrupt, parking the prompt. A question (`elicitation/create`) is logged as
+   `question_asked` and, the same way, asked at once through the session's questioner or
+   deferred as an interrupt carrying its schema (`question-<id>`, parked), answered by the
+   next run's `answers` (none → cancel, and `session/cancel`); `question_answered` and the
+   agent's reply follow. Cancel → `session/cancel`, and the rest of the prompt is
    recorded for at most `cancel_grace_s`. Steering goes to the agent mid-turn when it
    takes it (ours: `_steerable/steer`); otherwise, and follow-ups, it becomes the next
    prompt of the same run when the prompt ends. The run ends with one
@@ -37,6 +41,13 @@ from acp import RequestError
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import StopReason
 from steerable_bridge.runtime.permissions import PermissionRequest
+from steerable_bridge.runtime.questions import (
+    ANSWER_PREFIX,
+    QuestionAnswer,
+    QuestionRequest,
+    answer_schema,
+    question_id_for,
+)
 from steerable_bridge.runtime.recorder import TurnRecorder
 from steerable_bridge.runtime.steering import Queued
 from steerable_bridge.runtime.storage import StoreError
@@ -49,9 +60,15 @@ from steerable_bridge.runtime.values import (
     TextPart,
     ToolCall,
     ToolError,
+    canonical_json,
 )
 from steerable_bridge.transports.acp.bridge.child import AgentUnavailable, Live
-from steerable_bridge.transports.acp.bridge.client import Asked, PromptDone, PromptFailed
+from steerable_bridge.transports.acp.bridge.client import (
+    Asked,
+    PromptDone,
+    PromptFailed,
+    Questioned,
+)
 from steerable_bridge.transports.acp.bridge.engine import (
     REQUEST_TIMEOUT_S,
     SESSION_OPTION,
@@ -117,15 +134,19 @@ class BridgeTurn:
             await self.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
             parked = self.bridge.parked.pop(self.session_id, None)
             if parked is not None:
-                withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
-                end = await self.settle(parked)
+                if parked.question is not None:
+                    withdrawn = all(a.question_id != parked.question_id for a in turn.answers)
+                    end = await self.settle_question(parked, parked.question)
+                else:
+                    withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
+                    end = await self.settle(parked)
                 if self.stopped or ctx.cancel.cancelled or end not in ("end_turn", "cancelled"):
                     return await self.end(end)
                 if end == "cancelled" and not withdrawn:
                     return await self.end(end)  # a new message goes on after a withdrawn ask
-            elif ctx.facts.open_calls:
+            elif ctx.facts.open_calls or ctx.facts.open_questions:
                 await self.drop_open_calls()
-                if turn.resume and not turn.content:
+                if (turn.resume or turn.answers) and not turn.content:
                     return await self.fail(
                         "acp_agent_request_lost",
                         "the ACP agent's permission request is gone (the server or the agent"
@@ -273,6 +294,13 @@ class BridgeTurn:
                 if await self.permission(prompt, item):
                     return "interrupted"
                 continue
+            if isinstance(item, Questioned):
+                if cancelled:
+                    item.reply(None)
+                    continue
+                if await self.question(prompt, item):
+                    return "interrupted"
+                continue
             await self.emit_all(prompt.mapper.update(item))
 
     async def forward_steering(self, prompt: Prompt) -> None:
@@ -369,9 +397,99 @@ class BridgeTurn:
         asked.reply(answer.option_id if answer is not None and outcome != "cancelled" else None)
         return False
 
+    # -- questions --------------------------------------------------------------------------
+
+    async def question(self, prompt: Prompt, asked: Questioned) -> bool:
+        """Put the agent's question to the person; True when it was deferred (parked)."""
+        ctx = self.ctx
+        mode = asked.mode
+        call_id = getattr(mode, "tool_call_id", None)
+        schema = getattr(mode, "requested_schema", None)
+        url = getattr(mode, "url", None)
+        schema_json = (
+            canonical_json(schema.model_dump(mode="json", by_alias=True, exclude_none=True))
+            if schema is not None
+            else None
+        )
+        question_id = ANSWER_PREFIX + self.rec.new_id("elicitation")
+        if call_id is not None and question_id_for(call_id) not in ctx.facts.open_questions:
+            question_id = question_id_for(call_id)  # as our own ask_user calls name theirs
+        await self.emit(
+            ev.QuestionAsked,
+            question_id=question_id,
+            message=asked.message,
+            mode="url" if url is not None else "form",
+            schema_json=schema_json,
+            url=str(url) if url is not None else None,
+            call_id=call_id,
+        )
+        questions = ctx.questions
+        answer: QuestionAnswer | None = None
+        if questions is not None and questions.ask is None:
+            self.interrupts.append(
+                Interrupt(
+                    id=question_id,
+                    reason=asked.message,
+                    tool_call_id=call_id,
+                    response_schema_json=answer_schema(schema_json),
+                )
+            )
+            self.bridge.parked[self.session_id] = Parked(
+                prompt=prompt, asked=None, call_id=call_id or "", tool_name="",
+                question=asked, question_id=question_id,
+            )  # fmt: skip
+            return True
+        if questions is not None and questions.ask is not None:
+            request = QuestionRequest(
+                session_id=self.session_id,
+                question_id=question_id,
+                message=asked.message,
+                mode="url" if url is not None else "form",
+                schema_json=schema_json,
+                url=str(url) if url is not None else None,
+                call_id=call_id,
+            )
+            with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
+                answer = await questions.ask(request)
+        await self.answered(asked, question_id, call_id, answer)
+        return False
+
+    async def answered(
+        self,
+        asked: Questioned,
+        question_id: str,
+        call_id: str | None,
+        answer: QuestionAnswer | None,
+    ) -> None:
+        """Log the answer (None: cancel) and give it to the agent."""
+        answer = answer or QuestionAnswer(action="cancel")
+        await self.emit(
+            ev.QuestionAnswered,
+            question_id=question_id,
+            action=answer.action,
+            content_json=answer.content_json if answer.action == "accept" else None,
+            call_id=call_id,
+        )
+        asked.reply(answer)
+
+    async def settle_question(self, parked: Parked, asked: Questioned) -> _End:
+        """Answer the parked prompt's question with this run's answer; stream the rest."""
+        prompt = parked.prompt
+        self.mapper = prompt.mapper
+        reply = next(
+            (a.answer for a in self.turn.answers if a.question_id == parked.question_id), None
+        )
+        late = asked.answered.is_set()  # the agent stopped waiting (the client's bound)
+        if reply is None and not late:
+            await self.bridge.cancel_child(prompt.live, prompt.child.session_id)
+        call_id = parked.call_id or None
+        await self.answered(asked, parked.question_id, call_id, None if late else reply)
+        return await self.stream(prompt)
+
     async def settle(self, parked: Parked) -> _End:
         """Answer the parked prompt's request with this run's decision; stream the rest."""
         prompt, asked = parked.prompt, parked.asked
+        assert asked is not None
         self.mapper = prompt.mapper
         decision = next((d for d in self.turn.resume if d.call_id == parked.call_id), None)
         options = tuple(
@@ -407,6 +525,13 @@ class BridgeTurn:
         return "rejected" if self.stopped and not isinstance(end, _Failed) else end
 
     async def drop_open_calls(self) -> None:
+        for question_id, asked in list(self.ctx.facts.open_questions.items()):
+            await self.emit(
+                ev.QuestionAnswered,
+                question_id=question_id,
+                action="cancel",
+                call_id=asked.call_id,
+            )
         for call_id in list(self.ctx.facts.open_calls):
             await self.emit(
                 ev.ToolFinished,

@@ -207,9 +207,12 @@ def _exit(result: CommandResult) -> acp.TerminalExitStatus:
 
 
 def client_capabilities(workspace: ChildWorkspace) -> acp.ClientCapabilities:
-    """What the bridge tells the agent it offers: files and terminals only with a workspace."""
+    """What the bridge tells the agent it offers: files and terminals only with a workspace;
+    form elicitation always (a question becomes an AG-UI interrupt with its schema). Url
+    elicitation is not offered: the AG-UI client would have to open a page for the agent."""
     offered = workspace.offered
     return acp.ClientCapabilities(
         fs=acp.FileSystemCapabilities(read_text_file=offered, write_text_file=offered),
         terminal=offered,
+        elicitation=acp.ElicitationCapabilities(form=acp.ElicitationFormCapabilities()),
     )

@@ -13,6 +13,16 @@ message) so the editor has something to approve, finished with the answer. The r
 payload follows the interrupt's schema: `{"approved": bool}` (plus `"stop": true` for
 "Reject and stop" when the schema has it, as ours does), or the schema's first boolean
 property; a withdrawn question answers `status: "cancelled"`.
+
+An interrupt that asks for information rather than approval — its `responseSchema` is ours
+(`{action, content: <form>}`, what `serve` sends for the model's `ask_user`) or itself a
+flat form with a field that is not a yes/no — is a question when the editor can answer one
+(the ACP client advertised form elicitation): `question_asked`, the ACP transport's
+`elicitation/create` with that form (bounded likewise), `question_answered`, and the resume
+entry `{action, content}` for our schema, or the submitted content itself for a plain form
+(decline / cancel → `status: "cancelled"`). An editor that cannot answer forms gets the
+approval question as before (for our schema: allow → `{"action": "accept"}` without
+content, reject → `{"action": "decline"}`).
 """
 
 from __future__ import annotations
@@ -29,9 +39,15 @@ from ag_ui.core import Interrupt, ResumeEntry
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.approvals import approval_key, approval_options
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
+from steerable_bridge.runtime.questions import (
+    QuestionAnswer,
+    Questioner,
+    QuestionRequest,
+    form_problem,
+)
 from steerable_bridge.runtime.tool_batch import STOP_OPTION, Emit
 from steerable_bridge.runtime.turn import TurnContext
-from steerable_bridge.runtime.values import TextPart, ToolCall
+from steerable_bridge.runtime.values import TextPart, ToolCall, canonical_json
 from steerable_bridge.transports.agui.bridge.calls import BridgedCall, raw_arguments
 from steerable_bridge.transports.agui.bridge.mapping import EventMapper
 
@@ -54,6 +70,9 @@ class Answers:
 def _payload(schema: Mapping[str, Any] | None, approved: bool, stop: bool) -> dict[str, Any]:
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
     properties = properties if isinstance(properties, Mapping) else {}
+    action = properties.get("action")
+    if isinstance(action, Mapping) and "accept" in (action.get("enum") or ()):
+        return {"action": "accept" if approved else "decline"}  # our question, asked as yes/no
     if "approved" in properties or not properties:
         payload: dict[str, Any] = {"approved": approved}
         if stop and "stop" in properties:
@@ -140,6 +159,77 @@ async def _ask(ctx: TurnContext, emit: Emit, call: BridgedCall, title: str) -> P
     return PermissionAnswer(outcome=outcome, option_id=answer.option_id)
 
 
+def _question_form(schema: object) -> tuple[Mapping[str, Any], bool] | None:
+    """(the form, whether the schema is ours `{action, content}`) when the interrupt asks
+    for information; None when it asks for approval."""
+    if not isinstance(schema, Mapping):
+        return None
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return None
+    action, content = properties.get("action"), properties.get("content")
+    if (
+        isinstance(action, Mapping)
+        and "accept" in (action.get("enum") or ())
+        and isinstance(content, Mapping)
+        and form_problem(content) is None
+    ):
+        return content, True
+    if "approved" in properties or form_problem(schema) is not None:
+        return None
+    kinds = {f.get("type") for f in properties.values() if isinstance(f, Mapping)}
+    return (schema, False) if kinds - {"boolean"} else None
+
+
+async def _question(
+    ctx: TurnContext,
+    emit: Emit,
+    ask: Questioner,
+    item: Interrupt,
+    call_id: str | None,
+    form: Mapping[str, Any],
+    ours: bool,
+) -> ResumeEntry:
+    """Ask the interrupt as a question; the resume entry that answers it."""
+    schema_json = canonical_json(dict(form))
+    message = item.message or item.reason or "The agent needs your input"
+    await emit(
+        ev.QuestionAsked,
+        question_id=item.id,
+        message=message,
+        schema_json=schema_json,
+        call_id=call_id,
+    )
+    request = QuestionRequest(
+        session_id=ctx.log.session_id,
+        question_id=item.id,
+        message=message,
+        schema_json=schema_json,
+        call_id=call_id,
+    )
+    answer: QuestionAnswer | None = None
+    if not ctx.cancel.cancelled:
+        with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
+            answer = await ask(request)
+    answer = answer or QuestionAnswer(action="cancel")
+    content = json.loads(answer.content_json) if answer.content_json else {}
+    await emit(
+        ev.QuestionAnswered,
+        question_id=item.id,
+        action=answer.action,
+        content_json=answer.content_json if answer.action == "accept" else None,
+        call_id=call_id,
+    )
+    if ours:
+        payload: dict[str, Any] = {"action": answer.action}
+        if answer.action == "accept":
+            payload["content"] = content
+        return ResumeEntry(interrupt_id=item.id, status="resolved", payload=payload)
+    if answer.action == "accept":
+        return ResumeEntry(interrupt_id=item.id, status="resolved", payload=content)
+    return ResumeEntry(interrupt_id=item.id, status="cancelled")
+
+
 async def answer_interrupts(
     ctx: TurnContext, emit: Emit, mapper: EventMapper, interrupts: tuple[Interrupt, ...]
 ) -> Answers:
@@ -148,6 +238,12 @@ async def answer_interrupts(
     stop = False
     for item in interrupts:
         call = mapper.call(item.tool_call_id)
+        form = _question_form(item.response_schema)
+        ask = ctx.questions.ask if ctx.questions is not None else None
+        if form is not None and ask is not None and not stop:
+            known = call.call_id if call is not None and call.ended is not None else None
+            entries.append(await _question(ctx, emit, ask, item, known, *form))
+            continue
         shown = call is None or call.ended is None
         if shown:
             call = await _shown_call(mapper, emit, item)

@@ -53,6 +53,7 @@ NAMES = (
     "quality_recovery_dedup",
     "quality_soft_timeout",
     "compaction_manual",
+    "agui_question_resume",
 )
 
 
@@ -73,6 +74,8 @@ def story(events: list[LoopEvent]) -> list[tuple[Any, ...]]:
             out.append(("result", e.status, text))
         elif isinstance(e, ev.PermissionResolved):
             out.append(("permission", e.outcome))
+        elif isinstance(e, ev.QuestionAnswered):
+            out.append(("question", e.action, e.content_json))
         elif isinstance(e, ev.PlanUpdated):
             out.append(("plan", e.entries))
         elif isinstance(e, ev.RunFinished):
