@@ -27,13 +27,14 @@ from typing import Protocol
 
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
+from pydantic import JsonValue
 
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import Asker
-from steerable_bridge.runtime.storage import SessionPage
+from steerable_bridge.runtime.storage import SessionPage, SessionRecord
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
 from steerable_bridge.runtime.values import ContentPart
@@ -80,6 +81,8 @@ class Conversation:
     """The seq of its newest logged event (-1: none yet)."""
     open_calls: tuple[str, ...] = ()
     """Tool calls an earlier run left waiting for the client (frontend tools, approvals)."""
+    state: JsonValue = None
+    """The shared state (AG-UI `state`): the last snapshot with every later patch applied."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,8 +130,10 @@ class AgentPort(Protocol):
         conversation_id: str | None = None,
         model: str | None = None,
         attach: Attach | None = None,
+        user: str | None = None,
     ) -> Conversation:
-        """A new conversation in `cwd` (under `conversation_id` when the client names it)."""
+        """A new conversation in `cwd` (under `conversation_id` when the client names it),
+        stored as created by `user` when the transport tells users apart."""
 
     async def load(
         self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
@@ -142,15 +147,28 @@ class AgentPort(Protocol):
         """A new conversation holding a copy of `conversation_id`'s whole visible history."""
 
     async def list(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
-        """Conversations, newest first, a page at a time."""
+        """Conversations, newest first, a page at a time (only `user`'s, when given)."""
+
+    async def describe(self, conversation_id: str) -> SessionRecord | None:
+        """Its stored record (title, times, the user who created it), None when there is
+        no such conversation; cheap: reads the record only, never the log."""
 
     async def close(self, conversation_id: str) -> bool:
         """Cancel its turn and let memory go of it (its log stays); False when not open."""
 
     async def delete(self, conversation_id: str) -> bool:
         """Close it and remove its log; False when there was no such conversation."""
+
+    async def is_running(self, conversation_id: str) -> bool:
+        """Whether a turn runs in it now, here or in another process sharing the store
+        (reads no log: cheap enough for every row of a listing)."""
 
     def reserve(self, conversation_id: str) -> Reservation | None:
         """Hold an idle conversation for the caller's next `prompt` (synchronous, so two
