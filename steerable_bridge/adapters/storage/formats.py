@@ -342,7 +342,7 @@ def encode_record(record: SessionRecord) -> str:
             "updated_at": record.updated_at,
             "title": record.title,
             "model": record.model,
-            **({"user": record.user} if record.user is not None else {}),
+            "user": record.user,
         },
         separators=(",", ":"),
     )
