@@ -63,7 +63,12 @@ from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionO
 from steerable_bridge.transports.agui.body import BodyError, read_json
 from steerable_bridge.transports.agui.control import Control, Refusal
 from steerable_bridge.transports.agui.guard import WebGuard
-from steerable_bridge.transports.agui.inputs import InputError, stop_requested
+from steerable_bridge.transports.agui.identity import AuthRefused, Identity, SingleUser, bearer
+from steerable_bridge.transports.agui.inputs import (
+    InputError,
+    resumable_requested,
+    stop_requested,
+)
 from steerable_bridge.transports.agui.metered import (
     HttpMetrics,
     Produce,
@@ -71,6 +76,7 @@ from steerable_bridge.transports.agui.metered import (
     metrics_response,
 )
 from steerable_bridge.transports.agui.stream import EventStream, StreamRefused, Write
+from steerable_bridge.transports.agui.thread_routes import ThreadRoutes, not_found
 from steerable_bridge.transports.agui.threads import (
     DEFAULT_MAX_THREADS,
     DEFAULT_THREAD_TTL_S,
@@ -122,6 +128,10 @@ async def _store_error(request: Request, exc: Exception) -> Response:
     return error(507 if code == STORAGE_FULL else 503, code, str(exc))
 
 
+def _ignore() -> None:
+    """A disconnect that changes nothing (the client resumes the stream)."""
+
+
 def _chat_page() -> str:
     return (resources.files(__package__) / "static" / "index.html").read_text(encoding="utf-8")
 
@@ -142,8 +152,12 @@ class _Server:
         on_idle: Callable[[], None] | None = None,
         max_threads: int = DEFAULT_MAX_THREADS,
         thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
+        identity: Identity | None = None,
+        metrics_token: str | None = None,
     ) -> None:
         self.port = port
+        self.identity: Identity = identity or SingleUser(token)
+        self.metrics_token = metrics_token
         self.on_idle = on_idle
         self.max_runs = max_runs
         self.running = 0
@@ -157,9 +171,12 @@ class _Server:
         self.max_body = max_body
         self.keepalive_s = keepalive_s
         self.page: str | None = None
+        self.routes = ThreadRoutes(
+            port, self.threads, self.identity, error, keepalive_s=keepalive_s, version=__version__
+        )
 
     async def health(self, request: Request) -> Response:
-        if not self._authorized(request):  # liveness only: who runs here is not for anyone
+        if not await self._known(request):  # liveness only: who runs here is not for anyone
             return PlainTextResponse("ok")
         info = self.port.info()
         return JSONResponse(
@@ -168,7 +185,8 @@ class _Server:
                 "version": __version__,
                 "model": info.default_model,
                 "protocolVersion": PROTOCOL_VERSION,
-                "auth": self.token is not None,
+                "auth": self.identity.name != "none",
+                "authMode": self.identity.name,
                 "tools": sorted(info.tools),
             }
         )
@@ -179,30 +197,43 @@ class _Server:
         return HTMLResponse(self.page)
 
     async def metrics_page(self, request: Request) -> Response:
-        if not self._authorized(request) or self.metrics is None:
-            return self._unauthorized()
+        if self.metrics is None:
+            return error(404, "not_found", "this server serves no metrics")
+        token = self.metrics_token
+        if token is None and not self.identity.multi_user:
+            token = self.token  # single-user: the one token opens everything
+        given = bearer(request)
+        if token is not None and (
+            given is None or not hmac.compare_digest(given.encode(), token.encode())
+        ):
+            return error(
+                401,
+                "unauthorized",
+                "/metrics needs its own bearer token: send 'Authorization: Bearer <token>'"
+                " with the --metrics-token the server was started with (or --token in"
+                " single-user mode)",
+            )
+        if token is None and self.identity.multi_user:
+            return error(
+                401,
+                "unauthorized",
+                "with --auth jwt or header, /metrics is served only with --metrics-token;"
+                " restart with it and send that token",
+            )
         return metrics_response(self.metrics)
 
-    def _authorized(self, request: Request) -> bool:
-        if self.token is None:
-            return True
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), self.token.encode()
-        )
-
-    def _unauthorized(self) -> Response:
-        return error(
-            401,
-            "unauthorized",
-            "this server needs a bearer token: send 'Authorization: Bearer <token>' with the"
-            " token it was started with (--token or STEERABLE_TOKEN)",
-        )
+    async def _known(self, request: Request) -> bool:
+        try:
+            await self.identity.user(request)
+        except AuthRefused:
+            return False
+        return True
 
     async def agent_run(self, request: Request) -> Response | EventStream:
         started = time.perf_counter()
-        if not self._authorized(request):
-            return self._unauthorized()
+        user = await self.routes.who(request)
+        if isinstance(user, Response):
+            return user
         try:
             data = await read_json(request, self.max_body)
         except ClientDisconnect:
@@ -218,6 +249,8 @@ class _Server:
                 "the body is not a valid AG-UI RunAgentInput; fix the fields listed in 'details'",
                 details=json.loads(err.json(include_url=False, include_input=False)),
             )
+        if await self.routes.owned_by_other(user, run.thread_id):
+            return not_found(error, run.thread_id)
         claimed = await self.threads.claim(run.thread_id)
         if claimed is None:
             return await self._busy(run, None)
@@ -233,7 +266,9 @@ class _Server:
             return self._full()
         try:
             traceparent = request.headers.get("traceparent")
-            prepared = await self.threads.prepare(thread, hold, run, traceparent=traceparent)
+            prepared = await self.threads.prepare(
+                thread, hold, run, traceparent=traceparent, user=user
+            )
         except InputError as err:
             hold.release()
             return error(422, err.code, err.message)
@@ -264,7 +299,8 @@ class _Server:
             produce = metered(produce, self.metrics, started)
         return EventStream(
             produce,
-            on_disconnect=prepared.disconnect,
+            # a client that will resume the stream leaves the turn running when it goes
+            on_disconnect=_ignore if resumable_requested(run) else prepared.disconnect,
             on_close=release,
             keepalive_s=self.keepalive_s,
         )
@@ -301,6 +337,8 @@ def create_app(
     on_idle: Callable[[], None] | None = None,
     max_threads: int = DEFAULT_MAX_THREADS,
     thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
+    identity: Identity | None = None,
+    metrics_token: str | None = None,
 ) -> Starlette:
     """The AG-UI app serving the agent behind `port` (see the module docstring)."""
     server = _Server(
@@ -314,6 +352,8 @@ def create_app(
         on_idle=on_idle,
         max_threads=max_threads,
         thread_ttl_s=thread_ttl_s,
+        identity=identity,
+        metrics_token=metrics_token,
     )
     middleware = []
     if allowed_hosts is not None:  # outermost: nothing runs for a foreign Host or Origin
@@ -330,8 +370,14 @@ def create_app(
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(cors_origins),
-                allow_methods=["GET", "POST"],
-                allow_headers=["Authorization", "Content-Type", "Accept", "traceparent"],
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=[
+                    "Authorization",
+                    "Content-Type",
+                    "Accept",
+                    "traceparent",
+                    "Last-Event-ID",
+                ],
             )
         )
 
@@ -349,6 +395,11 @@ def create_app(
         lifespan=lifespan,
         routes=[
             Route("/agent", server.agent_run, methods=["POST"]),
+            Route("/agent/capabilities", server.routes.capabilities, methods=["GET"]),
+            Route("/agent/threads", server.routes.list_threads, methods=["GET"]),
+            Route("/agent/threads/{thread_id}", server.routes.snapshot, methods=["GET"]),
+            Route("/agent/threads/{thread_id}", server.routes.delete, methods=["DELETE"]),
+            Route("/agent/threads/{thread_id}/events", server.routes.events, methods=["GET"]),
             Route("/health", server.health, methods=["GET"]),
             Route("/", server.index, methods=["GET"]),
             *([Route("/metrics", server.metrics_page, methods=["GET"])] if metrics else []),

@@ -114,7 +114,9 @@ class BridgeTurn:
         ctx, turn = self.ctx, self.turn
         earlier = self.unsent()
         try:
-            await self.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
+            await self.emit(
+                ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
+            )
             parked = self.bridge.parked.pop(self.session_id, None)
             if parked is not None:
                 withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
