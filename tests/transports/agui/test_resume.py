@@ -126,7 +126,11 @@ async def test_a_reconnect_after_the_run_ended_replays_the_rest_and_ends() -> No
     rng = random.Random(SEED)
     app = create_app(LocalPort(agent_for(scripted(_round(), loop=True))))
     async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
-        original = _clean((await client.post("/agent", json=_resumable("t", "r1", "hi"))).content)
+        body = _resumable("t", "r1", "hi")
+        body["messages"].insert(0, user("earlier", "logged before the run, sent after its start"))
+        original = _clean((await client.post("/agent", json=body)).content)
+        assert frames(original)[1]["type"] == "CUSTOM"  # the earlier message, held
+        assert frames(original)[1]["value"]["kind"] == "user_message"
         ids = [i.decode() for i in ID.findall(original)]
         assert any("." in i for i in ids)  # an event with several frames has sub-ids
         blocks = original.split(b"\n\n")[:-1]
