@@ -10,7 +10,9 @@ checking expiry, and the audience and issuer when configured; the user is one cl
 by default). An unsigned token (`alg: none`) and algorithms other than the configured
 ones are refused before any key is looked up. `ProxyUsers(header, networks)` believes a
 reverse proxy's header, but only from a peer address inside one of the trusted networks.
-The JWKS fetch is blocking I/O, so key look-ups run in a worker thread, bounded.
+The JWKS fetch is blocking I/O, so key look-ups run in a worker thread, bounded. PyJWT (and
+the `cryptography` it loads) is imported only by `JwtUsers`: a single-user server's memory
+and start-up never pay for it.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
-import jwt
-from jwt.types import Options
 from starlette.requests import Request
+
+if TYPE_CHECKING:
+    from jwt.types import Options
 
 __all__ = ["AuthRefused", "Identity", "JwtUsers", "ProxyUsers", "SingleUser", "bearer"]
 
@@ -102,6 +105,9 @@ class JwtUsers:
     ) -> None:
         if (secret is None) == (jwks_url is None):
             raise ValueError("--auth jwt needs exactly one of --jwt-secret-file and --jwks-url")
+        import jwt
+
+        self.jwt = jwt
         self.secret = secret
         self.jwks = (
             None
@@ -116,6 +122,7 @@ class JwtUsers:
         self.options: Options = {"require": [user_claim], "verify_aud": audience is not None}
 
     async def user(self, request: Request) -> str | None:
+        jwt = self.jwt
         token = bearer(request)
         if token is None:
             raise AuthRefused(
