@@ -9,7 +9,15 @@ Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
 and the names of the tools the agent offers (the chat page suggests only what they can do) —
 when a token is configured, only to a request that carries it: without, it answers a plain
 `ok` (liveness for probes, nothing about the agent);
-`GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live here,
+`GET /` serves the built-in chat page (`static/index.html`); the thread routes
+(`thread_routes.py`, shapes in docs/agui-routes.md) list the caller's threads, answer one
+thread's snapshot, resume its stream after an SSE id, delete it, and answer the
+capabilities. Who sends a request is the `identity`'s to say (`identity.py`: one user
+behind the token by default, or users by JWT or a trusted proxy's header); with users told
+apart, a thread is its creator's and any other user's request for it — runs, steers and
+stops included — is answered 404 `thread_not_found`, like a thread that does not exist,
+checked again once the thread is held so a thread created meanwhile is not reached either.
+The HTTP rules live here,
 before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403) is
 refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer token
 when one is configured (401); the body (`body.py`): `application/json` only (415), a size
@@ -33,7 +41,7 @@ other processes to the turns this one runs (`port.relay_signals`) and shuts the 
 down when the server stops (`port.aclose`: model providers' pooled HTTP clients, the
 store); a host that mounts the app without running its lifespan calls `port.aclose()`
 itself. With `metrics` given, `GET /metrics` serves them as Prometheus text
-(`metered.py`), behind the bearer token too.
+(`metered.py`), behind `metrics_token` (or, single-user, the bearer token).
 """
 
 from __future__ import annotations
@@ -249,9 +257,16 @@ class _Server:
                 "the body is not a valid AG-UI RunAgentInput; fix the fields listed in 'details'",
                 details=json.loads(err.json(include_url=False, include_input=False)),
             )
-        if await self.routes.owned_by_other(user, run.thread_id):
+        routes = self.routes
+        if await routes.owned_by_other(user, run.thread_id):
             return not_found(error, run.thread_id)
         claimed = await self.threads.claim(run.thread_id)
+        # once more now the thread is held (or busy): its creator may have created it while
+        # the first look was on its way, and then this request must still not reach it
+        if routes.identity.multi_user and await routes.owned_by_other(user, run.thread_id):
+            if claimed is not None:
+                claimed[1].release()
+            return not_found(error, run.thread_id)
         if claimed is None:
             return await self._busy(run, None)
         thread, hold = claimed
