@@ -45,7 +45,8 @@ def test_two_servers_on_postgresql_keep_each_users_threads_their_own(
     secret = tmp_path / "secret"
     secret.write_bytes(SECRET + b"\n")
     script = tmp_path / "model.json"
-    script.write_text(json.dumps({"rounds": [{"text": "hello there"}], "loop": True}))
+    rounds = [{"text": "hello there", "chunk_size": 1, "delay_ms": 20}]
+    script.write_text(json.dumps({"rounds": rounds, "loop": True}))
     args = [
         "--model",
         f"scripted:{script}",
@@ -105,6 +106,31 @@ def test_two_servers_on_postgresql_keep_each_users_threads_their_own(
             assert refused.status_code == 401 and refused.json()["error"]["code"] == code
         assert second.delete("/agent/threads/pg-1", headers=alice).status_code == 204
         assert first.get("/agent/threads/pg-1", headers=alice).status_code == 404
+        _resume_on_the_other_server(first, second, alice)
+
+
+def _resume_on_the_other_server(
+    first: httpx.Client, second: httpx.Client, alice: dict[str, str]
+) -> None:
+    """A run streaming from one server, resumed mid-run through the other: the two parts
+    make the whole stream, byte for byte."""
+    body = {**_body("pg-live", "r1", "go"), "forwardedProps": {"steerable": {"resumable": True}}}
+    with first.stream("POST", "/agent", json=body, headers=alice) as stream:
+        chunks = stream.iter_raw()
+        seen = b""
+        for chunk in chunks:
+            seen += chunk
+            if seen.count(b"TEXT_MESSAGE_CONTENT") >= 2 and seen.endswith(b"\n\n"):
+                break
+        last = [line for line in seen.split(b"\n") if line.startswith(b"id: ")][-1][4:]
+        rest = second.get(
+            "/agent/threads/pg-live/events",
+            headers={**alice, "Last-Event-ID": last.decode()},
+        )
+        assert rest.status_code == 200
+        whole = seen + b"".join(chunks)
+    assert b"RUN_FINISHED" in rest.content
+    assert seen + rest.content == whole
 
 
 @pytest.mark.parametrize(
