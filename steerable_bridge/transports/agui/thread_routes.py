@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from ag_ui.core import (
     AgentCapabilities,
     HumanInTheLoopCapabilities,
@@ -214,6 +215,7 @@ class ThreadRoutes:
         legacy = request.query_params.get("protocol", "1").split(".", 1)[0] == "0"
         thread = self.threads.get(thread_id)
         refusal = not_found(self.error, thread_id)
+        following = anyio.CancelScope()  # a client gone: stop following the run for it
 
         async def produce(write: Write) -> None:
             wrote = False
@@ -224,12 +226,13 @@ class ThreadRoutes:
                 await write(data)
 
             try:
-                await resume(self.port, thread, after, counted, legacy_outcomes=legacy)
+                with following:
+                    await resume(self.port, thread, after, counted, legacy_outcomes=legacy)
             except SessionNotFound:  # deleted in between
                 if not wrote:
                     raise StreamRefused(refusal) from None
 
-        return EventStream(produce, keepalive_s=self.keepalive_s)
+        return EventStream(produce, on_disconnect=following.cancel, keepalive_s=self.keepalive_s)
 
     async def capabilities(self, request: Request) -> Response:
         user = await self.who(request)
