@@ -1,8 +1,9 @@
 """The agent port: the one surface both transports use to reach an agent.
 
 A transport (the ACP agent side, the AG-UI server) holds one `AgentPort` and nothing else
-of the runtime's moving parts: it opens, loads, forks, lists, closes and deletes
-conversations, runs a prompt as a stream of LoopEvents handed to its sink (ending in one
+of the runtime's moving parts: it opens (as a user's, when it tells users apart), loads,
+forks, lists (one user's), describes, closes and deletes conversations, asks whether one
+runs, runs a prompt as a stream of LoopEvents handed to its sink (ending in one
 `run_finished` or `run_failed`, which the returned `RunOutcome` carries as `final_event`),
 cancels, steers, queues follow-ups, changes a conversation's mode or model, and reads the
 events after a seq for replay. What a conversation needs from its transport — how to ask a

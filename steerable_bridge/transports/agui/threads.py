@@ -18,6 +18,8 @@ through `port.prompt` with the reservation, renders every LoopEvent (`renderer.p
 `wire.py`) and writes it; another process running the thread makes `prompt` raise
 `SessionOwned` before anything is logged. A run whose client left gives the conversation's
 memory back (`port.close`, under a reservation of its own, so never under a newer run).
+Each frame a run writes sets the thread's `changed` event, which wakes the streams resuming
+the thread (`resume.py`).
 """
 
 from __future__ import annotations
