@@ -51,6 +51,7 @@ from steerable_bridge.commands.common import (
 )
 from steerable_bridge.commands.heap import release_idle_memory, settle_startup_heap
 from steerable_bridge.commands.logs import add_log_options, configure_logging
+from steerable_bridge.commands.serve_auth import add_auth_options, identity_from_args
 from steerable_bridge.commands.serve_limits import add_limit_options, limits_from_args
 
 
@@ -112,6 +113,7 @@ def register(subparsers: Any) -> None:
         " interrupts",
     )
     add_limit_options(parser)
+    add_auth_options(parser)
     parser.add_argument(
         "--max-runs",
         default=os.environ.get("STEERABLE_MAX_RUNS", str(DEFAULT_MAX_RUNS)),
@@ -158,7 +160,9 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--max-body must be a positive number of bytes")
     if not 0 <= args.port <= 65535:
         raise ConfigError("--port must be between 0 and 65535")
-    problem = exposure_problem(args.host, token=args.token or None, insecure=args.insecure_no_token)
+    identity_from_args(args)  # a wrong combination of --auth options is reported first
+    guard = args.token or (None if getattr(args, "auth", "token") == "token" else args.auth)
+    problem = exposure_problem(args.host, token=guard, insecure=args.insecure_no_token)
     if problem is not None:
         raise ConfigError(problem)
     if args.workers < 1:
@@ -272,6 +276,8 @@ def _app_options(args: argparse.Namespace) -> dict[str, Any]:
 
     return {
         "token": args.token or None,
+        "identity": identity_from_args(args),
+        "metrics_token": getattr(args, "metrics_token", None) or None,
         "max_body": args.max_body,
         "cors_origins": tuple(args.cors_origin),
         "allowed_hosts": (args.host, *args.allowed_host),

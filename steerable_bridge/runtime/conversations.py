@@ -39,7 +39,12 @@ from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.questions import Questions
 from steerable_bridge.runtime.replay import visible_log
 from steerable_bridge.runtime.session import Session
-from steerable_bridge.runtime.storage import SessionBusy, SessionPage
+from steerable_bridge.runtime.storage import (
+    SessionBusy,
+    SessionPage,
+    SessionRecord,
+    session_owner,
+)
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
 from steerable_bridge.runtime.values import ContentPart
 
@@ -103,8 +108,11 @@ class LocalPort:
         conversation_id: str | None = None,
         model: str | None = None,
         attach: Attach | None = None,
+        user: str | None = None,
     ) -> Conversation:
-        session = await self.agent.new_session(cwd, session_id=conversation_id, model=model)
+        session = await self.agent.new_session(
+            cwd, session_id=conversation_id, model=model, user=user
+        )
         self._pin(session)
         await self._attach(session, attach)
         return _conversation(session)
@@ -173,9 +181,23 @@ class LocalPort:
         session.extra_tools = attachments.tools
 
     async def list(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
-        return await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
+        return await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit, user=user)
+
+    async def describe(self, conversation_id: str) -> SessionRecord | None:
+        return await self.agent.session_record(conversation_id)
+
+    async def is_running(self, conversation_id: str) -> bool:
+        session = self.agent.get(conversation_id)
+        if session is not None and session.running:
+            return True
+        return await session_owner(self.agent.store, conversation_id) is not None
 
     async def close(self, conversation_id: str) -> bool:
         self._held.pop(conversation_id, None)
@@ -297,4 +319,5 @@ def _conversation(session: Session) -> Conversation:
         last_seq=session.log.next_seq - 1,
         open_calls=tuple(session.facts.open_calls),
         open_questions=tuple(session.facts.open_questions),
+        state=session.facts.state,
     )

@@ -109,6 +109,13 @@ def _own_props(run: RunAgentInput) -> Mapping[str, Any]:
     return own if isinstance(own, Mapping) else {}
 
 
+def resumable_requested(run: RunAgentInput) -> bool:
+    """True when `forwardedProps.steerable.resumable` is true: the client resumes the run's
+    stream after a disconnect (`GET /agent/threads/{id}/events`), so leaving does not
+    cancel the turn."""
+    return _own_props(run).get("resumable") is True
+
+
 def stop_requested(run: RunAgentInput) -> bool:
     """True when `forwardedProps.steerable.stop` is true: stop the thread's running turn."""
     props = run.forwarded_props
@@ -281,5 +288,7 @@ def to_turn(
         state_json=canonical_json(run.state) if run.state is not None else None,
         client_tools=_frontend_tools(run),
         compact=command_requested(run) == "compact",
+        client_run_id=run.run_id,
+        parent_run_id=run.parent_run_id,
     )
     return ParsedRun(turn=turn, earlier=tuple(users[:-1]), new_ids=frozenset(new_ids))

@@ -18,6 +18,8 @@ through `port.prompt` with the reservation, renders every LoopEvent (`renderer.p
 `wire.py`) and writes it; another process running the thread makes `prompt` raise
 `SessionOwned` before anything is logged. A run whose client left gives the conversation's
 memory back (`port.close`, under a reservation of its own, so never under a newer run).
+Each frame a run writes sets the thread's `changed` event, which wakes the streams resuming
+the thread (`resume.py`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class Thread:
     """Events this process logged between runs that no client was sent yet."""
     settling: anyio.Event | None = None
     """Set when a run whose client disconnected has ended and let go of the thread."""
+    changed: anyio.Event | None = None
+    """Set (and cleared) when a run here wrote a frame: wakes streams resuming the thread."""
     streams: int = 0
     """Runs of this thread being served now (memory keeps the thread while any is)."""
 
@@ -159,12 +163,15 @@ class Threads:
         if learn_ids and thread.seq != before:
             thread.messages()
 
-    async def conversation(self, thread: Thread) -> Conversation:
-        """The thread's conversation, opened on first use, with its history taken in."""
+    async def conversation(self, thread: Thread, *, user: str | None = None) -> Conversation:
+        """The thread's conversation, opened on first use (as `user`'s), with its history
+        taken in."""
         try:
             await self.catch_up(thread)
         except SessionNotFound:
-            conversation = await self.port.open(self.cwd, conversation_id=thread.thread_id)
+            conversation = await self.port.open(
+                self.cwd, conversation_id=thread.thread_id, user=user
+            )
             thread.forget()  # a conversation deleted under the thread starts afresh
             thread.take(())
             return conversation
@@ -177,11 +184,12 @@ class Threads:
         run: RunAgentInput,
         *,
         traceparent: str | None = None,
+        user: str | None = None,
     ) -> Run:
         """The run this input asks for, holding `hold`; raises `InputError` (nothing sent
         yet). `traceparent` (the request's W3C header) makes the run continue the caller's
-        trace."""
-        conversation = await self.conversation(thread)
+        trace; a new thread is stored as `user`'s."""
+        conversation = await self.conversation(thread, user=user)
         waiting = (*conversation.open_calls, *conversation.open_questions)
         parsed = to_turn(run, thread.known, waiting)
         if traceparent:
@@ -292,6 +300,10 @@ class Run:
                 return
             self.wrote = True
             await write(data)
+            changed = thread.changed
+            if changed is not None:  # a resumed stream follows this run
+                thread.changed = None
+                changed.set()
 
         try:
             for message_id, content in self.parsed.earlier:

@@ -131,7 +131,9 @@ class BridgeTurn:
         ctx, turn = self.ctx, self.turn
         earlier = self.unsent()
         try:
-            await self.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
+            await self.emit(
+                ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
+            )
             parked = self.bridge.parked.pop(self.session_id, None)
             if parked is not None:
                 if parked.question is not None:
