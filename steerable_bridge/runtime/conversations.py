@@ -108,9 +108,16 @@ class LocalPort:
         return _conversation(session)
 
     async def load(
-        self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
+        self,
+        conversation_id: str,
+        *,
+        cwd: str | None = None,
+        attach: Attach | None = None,
+        model: str | None = None,
     ) -> Conversation:
         session = await self._session(conversation_id)
+        if model is not None:
+            session.default_model = model
         if attach is not None:
             if session.running or conversation_id in self._held:
                 raise SessionBusy(conversation_id)

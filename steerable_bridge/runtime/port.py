@@ -131,10 +131,17 @@ class AgentPort(Protocol):
         """A new conversation in `cwd` (under `conversation_id` when the client names it)."""
 
     async def load(
-        self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
+        self,
+        conversation_id: str,
+        *,
+        cwd: str | None = None,
+        attach: Attach | None = None,
+        model: str | None = None,
     ) -> Conversation:
-        """An existing conversation (from memory or the store; `cwd` replaces its folder);
-        raises `SessionNotFound`, or `SessionBusy` when `attach` is given while a turn runs."""
+        """An existing conversation (from memory or the store; `cwd` replaces its folder,
+        `model` the route it falls back to when it never picked one — a command's
+        `--model`); raises `SessionNotFound`, or `SessionBusy` when `attach` is given while
+        a turn runs."""
 
     async def fork(
         self, conversation_id: str, cwd: str, *, attach: Attach | None = None
