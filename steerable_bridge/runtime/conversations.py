@@ -9,7 +9,9 @@ session (`Session.running`, plus the store's claim against other processes), and
 `reserve`d conversation is held for the caller's next `prompt`, so two requests racing for
 one conversation never both run. A `compact` turn that folded nothing says why in its
 outcome's `notice` (the compactor's `declined`). Fork copies the source's whole visible
-history into a new session's log. `events_after` reads the visible history (`replay.py`),
+history into a new session's log. `list` shows only the conversations of the port's route
+`family` when it is given: a bridged agent's sessions and ours may share one store, and
+neither is of use to the other's clients. `events_after` reads the visible history (`replay.py`),
 catching up first with what other processes sharing the store appended. A session the
 agent forgot while idle (over its cap, past its TTL) and loads again gets the attachments
 it was opened with back, or, when it was never attached in this process, deferred
@@ -20,7 +22,7 @@ asked about.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from anyio import TASK_STATUS_IGNORED
@@ -37,11 +39,14 @@ from steerable_bridge.runtime.port import Attach, Attachments, Conversation, Por
 from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.replay import visible_log
 from steerable_bridge.runtime.session import Session
-from steerable_bridge.runtime.storage import SessionBusy, SessionPage
+from steerable_bridge.runtime.storage import SessionBusy, SessionPage, SessionRecord
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
 from steerable_bridge.runtime.values import ContentPart
 
 __all__ = ["LocalPort"]
+
+LIST_PAGES = 8
+"""Store pages one `list` reads at most when it filters by route family."""
 
 _BASE_FIELDS = frozenset({"session_id", "run_id", "seq", "ts", "kind"})
 
@@ -66,9 +71,17 @@ class _Hold:
 class LocalPort:
     """The agent port over this process's `Agent` (see the module docstring)."""
 
-    def __init__(self, agent: Agent, *, name: str = "steerable-bridge") -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        name: str = "steerable-bridge",
+        family: Callable[[str], bool] | None = None,
+    ) -> None:
         self.agent = agent
         self._name = name
+        self._family = family
+        """Which model routes' conversations `list` shows (None: all the store holds)."""
         self._held: dict[str, _Hold] = {}
         self._attached: dict[str, Attachments] = {}
         """What each conversation was attached with here, for when its session reloads."""
@@ -179,7 +192,20 @@ class LocalPort:
     async def list(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
     ) -> SessionPage:
-        return await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
+        family = self._family
+        if family is None:
+            return await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit)
+        # Each store page asks for what is still missing, so the page never exceeds `limit`
+        # and the store's cursor stays exact; a store full of other families' sessions
+        # costs at most LIST_PAGES reads before the caller gets a short page and a cursor.
+        kept: list[SessionRecord] = []
+        for _ in range(LIST_PAGES):
+            page = await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit - len(kept))
+            kept.extend(r for r in page.records if family(r.model or self.agent.config.model))
+            cursor = page.next_cursor
+            if cursor is None or len(kept) >= limit:
+                break
+        return SessionPage(records=tuple(kept), next_cursor=cursor)
 
     async def close(self, conversation_id: str) -> bool:
         self._held.pop(conversation_id, None)

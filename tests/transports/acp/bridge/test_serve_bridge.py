@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -249,3 +250,31 @@ def test_an_approval_after_serve_restarted_says_the_request_is_gone(tmp_path: Pa
         again = bridge.run(run_input("t1", "r3", "write a note"))
     assert not (workspace / "note.txt").exists()
     assert again[-1]["outcome"]["type"] == "interrupt"  # asked again, in a new agent session
+
+
+def test_the_bridge_and_its_child_on_the_default_storage_list_only_their_own(
+    tmp_path: Path,
+) -> None:
+    script = write_script(tmp_path, [{"text": "noted"}], loop=True)
+    child = shlex.join(
+        [sys.executable, "-m", "steerable_bridge", "acp", "--model", f"scripted:{script}"]
+    )  # our own agent, on the default storage too
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    with serving([], child, environ=state) as bridge:
+        first = bridge.run(run_input("t1", "r1", "remember apples"))
+    assert first[-1]["outcome"] == {"type": "success"}, first[-1]
+    opened = [e for e in first if e.get("name") == "steerable.config_changed"]
+    child_session = next(
+        e["value"]["value"] for e in opened if e["value"]["option_id"] == "acp.session"
+    )
+
+    def listed(*args: str) -> list[str]:
+        shown = subprocess.run(
+            [sys.executable, "-m", "steerable_bridge", "sessions", "list", "--json", *args],
+            capture_output=True, text=True, env={**env(), **state}, timeout=60, check=True,
+        )  # fmt: skip
+        return [s["session_id"] for s in json.loads(shown.stdout)["sessions"]]
+
+    assert listed() == [child_session]  # the default store: the native agent's session only
+    own = tmp_path / "state/steerable-bridge/bridges/acp-agent_steerable_bridge/sessions.db"
+    assert listed("--storage", str(own)) == ["t1"]  # the bridge's thread, in its own store
