@@ -11,7 +11,9 @@ one conversation never both run. A `compact` turn that folded nothing says why i
 outcome's `notice` (the compactor's `declined`). Fork copies the source's whole visible
 history into a new session's log. `list` shows only the conversations of the port's route
 `family` when it is given: a bridged agent's sessions and ours may share one store, and
-neither is of use to the other's clients. `events_after` reads the visible history (`replay.py`),
+neither is of use to the other's clients. A bridge's engine may speak for its far agent
+(`far.py`): what the port advertises (`info`), and whose modes and config options
+`set_mode` / `set_option` switch. `events_after` reads the visible history (`replay.py`),
 catching up first with what other processes sharing the store appended. A session the
 agent forgot while idle (over its cap, past its TTL) and loads again gets the attachments
 it was opened with back, or, when it was never attached in this process, deferred
@@ -33,6 +35,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.far import Describes, FarConversation, Settles
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
 from steerable_bridge.runtime.port import Attach, Attachments, Conversation, PortInfo
@@ -89,7 +92,7 @@ class LocalPort:
     # -- what the agent is --------------------------------------------------------------------
 
     def info(self) -> PortInfo:
-        return PortInfo(
+        info = PortInfo(
             name=self._name,
             version=__version__,
             default_model=self.agent.config.model,
@@ -97,6 +100,8 @@ class LocalPort:
             modes=tuple((mode, name, text) for mode, (name, text) in MODES.items()),
             tools=tuple(sorted(tool.name for tool in self.agent.tools.snapshot())),
         )
+        engine = self.agent.engine
+        return engine.describe(info) if isinstance(engine, Describes) else info
 
     async def model_info(self, route: str) -> ModelInfo:
         info = self.agent.router.resolve(route).info
@@ -180,7 +185,9 @@ class LocalPort:
 
     def _apply(self, session: Session, attachments: Attachments) -> None:
         approval = self.agent.config.approval
-        if attachments.asker is None:
+        if attachments.asker is None and approval == "ask":  # the mode says what waits
+            session.policy = ModePolicy(lambda: session.mode, defer=True)
+        elif attachments.asker is None:
             session.policy = StaticPolicy(approval, defer=True)
         elif approval == "ask":
             session.policy = ModePolicy(lambda: session.mode, attachments.asker)
@@ -270,6 +277,9 @@ class LocalPort:
     # -- settings and history -----------------------------------------------------------------
 
     async def set_mode(self, conversation_id: str, mode_id: str) -> LoopEvent | None:
+        engine = self.agent.engine
+        if isinstance(engine, Settles):  # the far agent's modes
+            return await engine.set_mode(await self._far(conversation_id), mode_id)
         if mode_id not in MODES:
             raise ValueError(f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}")
         session = await self._session(conversation_id)
@@ -285,6 +295,28 @@ class LocalPort:
         if route == session.model:
             return None
         return await session.record(ev.ConfigChanged, option_id="model", value=route)
+
+    async def set_option(
+        self, conversation_id: str, option_id: str, value: str | bool
+    ) -> LoopEvent | None:
+        engine = self.agent.engine
+        if isinstance(engine, Settles):  # the far agent's options
+            return await engine.set_option(await self._far(conversation_id), option_id, value)
+        if option_id != "model":
+            raise ValueError(f"there is no config option {option_id!r}; options: model")
+        if not isinstance(value, str):
+            raise ValueError("config option 'model' takes a model route (a string)")
+        return await self.set_model(conversation_id, value)
+
+    async def _far(self, conversation_id: str) -> FarConversation:
+        session = await self._session(conversation_id)
+        return FarConversation(
+            conversation_id=session.id,
+            cwd=session.cwd,
+            config=dict(session.facts.config),
+            mode=session.mode,
+            record=session.record,
+        )
 
     async def record(self, conversation_id: str, event: LoopEvent) -> LoopEvent:
         session = await self._session(conversation_id)

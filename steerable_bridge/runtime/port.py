@@ -202,6 +202,13 @@ class AgentPort(Protocol):
         """Switch model; the logged `config_changed` (None when unchanged). Raises
         `ValueError` naming the models for an unknown one."""
 
+    async def set_option(
+        self, conversation_id: str, option_id: str, value: str | bool
+    ) -> LoopEvent | None:
+        """Set a config option (`model`, or a bridged agent's own); the logged
+        `config_changed` (None when unchanged). Raises `ValueError` naming the options, or
+        the option's values, for an unknown one."""
+
     async def record(self, conversation_id: str, event: LoopEvent) -> LoopEvent:
         """Log a conversation-level event outside any turn (the transport's command list,
         a user message that arrived with a request). The caller builds `event` with any

@@ -278,3 +278,57 @@ def test_the_bridge_and_its_child_on_the_default_storage_list_only_their_own(
     assert listed() == [child_session]  # the default store: the native agent's session only
     own = tmp_path / "state/steerable-bridge/bridges/acp-agent_steerable_bridge/sessions.db"
     assert listed("--storage", str(own)) == ["t1"]  # the bridge's thread, in its own store
+
+
+def _settings(mode: str | None = None, **config: object) -> dict[str, object]:
+    own: dict[str, object] = {"config": config}
+    if mode is not None:
+        own["mode"] = mode
+    return {"forwardedProps": {"steerable": own}}
+
+
+def test_a_mode_in_forwarded_props_switches_the_childs_mode_and_an_unknown_one_is_422(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with bridged(tmp_path, [WRITE, {"text": "I may not write"}], workspace=workspace) as bridge:
+        refused = bridge.client.post(bridge.url, json=run_input("t1", "r0", **_settings("yolo")))
+        assert refused.status_code == 422, refused.text
+        body = refused.json()["error"]
+        assert body["code"] == "unknown_mode"
+        assert "read-only" in body["message"] and "accept-edits" in body["message"]
+        events = bridge.run(run_input("t1", "r1", "write a note", **_settings("read-only")))
+    changed = [e["value"]["mode_id"] for e in events if e.get("name") == "steerable.mode_changed"]
+    assert changed == ["read-only"]
+    # the child itself is in read-only now: it refused the write without asking anyone
+    assert events[-1]["outcome"] == {"type": "success"}, events[-1]
+    assert not (workspace / "note.txt").exists()
+    assert text_of(events) == "I may not write"
+
+
+def test_a_config_option_the_child_lacks_or_a_value_it_lacks_is_422(tmp_path: Path) -> None:
+    with bridged(tmp_path, [{"text": "fine"}], loop=True) as bridge:
+        unknown = bridge.client.post(
+            bridge.url, json=run_input("t1", "r0", **_settings(effort="high"))
+        )
+        wrong = bridge.client.post(
+            bridge.url, json=run_input("t1", "r1", **_settings(model="nope:none"))
+        )
+        events = bridge.run(run_input("t1", "r2", "hi"))
+        health = bridge.client.get(bridge.url.removesuffix("/agent") + "/health").json()
+        switched = bridge.run(run_input("t1", "r3", "hi again", **_settings(model="demo:default")))
+    assert unknown.status_code == 422 and unknown.json()["error"]["code"] == "unknown_option"
+    assert "'effort'" in unknown.json()["error"]["message"] and "model" in unknown.text
+    assert wrong.status_code == 422 and "scripted:" in wrong.json()["error"]["message"]
+    assert events[-1]["outcome"] == {"type": "success"}  # nothing was broken by the refusals
+    # what /health says the bridged agent can do: the child's modes; no fork
+    assert health["capabilities"] == {"load": True, "fork": False, "list": True, "steer": True}
+    assert health["modes"] == ["default", "accept-edits", "read-only"]
+    # a value it has switches the child's model: the demo model answers, not the script
+    changed = [e["value"] for e in switched if e.get("name") == "steerable.config_changed"]
+    assert {"option_id": "acp.option.model", "value": "demo:default"} in [
+        {k: v for k, v in c.items() if k in ("option_id", "value")} for c in changed
+    ]
+    assert switched[-1]["outcome"] == {"type": "success"}
+    assert text_of(switched) and text_of(switched) != "fine"
