@@ -2,23 +2,25 @@
 
 It is the one place that knows sessions: a conversation is a `Session` (`session.py`) the
 `Agent` (`agent.py`) creates, loads from the store, keeps or forgets. Attachments a
-transport hands in at open become the session's permission policy (an asker → `ModePolicy`
-under `--approve ask`, none → permissions deferred to the client's next run), its
-environment and its extra tools. Busy lives here and in the session only: a turn holds the
-session (`Session.running`, plus the store's claim against other processes), and a
-`reserve`d conversation is held for the caller's next `prompt`, so two requests racing for
-one conversation never both run. A `compact` turn that folded nothing says why in its
-outcome's `notice` (the compactor's `declined`). Fork copies the source's whole visible
-history into a new session's log. `list` shows only the conversations of the port's route
-`family` when it is given: a bridged agent's sessions and ours may share one store, and
-neither is of use to the other's clients. A bridge's engine may speak for its far agent
-(`far.py`): what the port advertises (`info`), and whose modes and config options
-`set_mode` / `set_option` switch. `events_after` reads the visible history (`replay.py`),
-catching up first with what other processes sharing the store appended. A session the
-agent forgot while idle (over its cap, past its TTL) and loads again gets the attachments
-it was opened with back, or, when it was never attached in this process, deferred
-permissions — never the agent's default policy, which would refuse what a person should be
-asked about.
+transport hands in at open become the session's permission policy (under `--approve ask`
+a `ModePolicy`: over an asker, or, with none, deferring what the mode leaves to a person
+to the client's next run), its environment and its extra tools. Busy lives here and in the
+session only: a turn holds the session (`Session.running`, plus the store's claim against
+other processes), and a `reserve`d conversation is held for the caller's next `prompt`, so
+two requests racing for one conversation never both run. A `compact` turn that folded
+nothing says why in its outcome's `notice` (the compactor's `declined`). Fork copies the
+source's whole visible history into a new session's log. `list` shows only the
+conversations of the port's route `family` when it is given: a bridged agent's sessions
+and ours may share one store, and neither is of use to the other's clients. A bridge's
+engine may speak for its far agent (`far.py`): what the port advertises (`info`), whose
+modes and config options `set_mode` / `set_option` switch, and the far agent's own
+sessions, which `list` shows after the port's own (cursor `far:...`), leaving out those a
+conversation of ours is mapped to. `events_after` reads the visible history
+(`replay.py`), catching up first with what other processes sharing the store appended. A
+session the agent forgot while idle (over its cap, past its TTL) and loads again gets the
+attachments it was opened with back, or, when it was never attached in this process,
+deferred permissions — never the agent's default policy, which would refuse what a person
+should be asked about.
 """
 
 from __future__ import annotations
@@ -35,14 +37,14 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.far import Describes, FarConversation, Settles
+from steerable_bridge.runtime.far import Describes, FarConversation, ListsFar, Settles
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
 from steerable_bridge.runtime.port import Attach, Attachments, Conversation, PortInfo
 from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.replay import visible_log
 from steerable_bridge.runtime.session import Session
-from steerable_bridge.runtime.storage import SessionBusy, SessionPage, SessionRecord
+from steerable_bridge.runtime.storage import SessionBusy, SessionPage, SessionRecord, read_tail
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
 from steerable_bridge.runtime.values import ContentPart
 
@@ -50,6 +52,8 @@ __all__ = ["LocalPort"]
 
 LIST_PAGES = 8
 """Store pages one `list` reads at most when it filters by route family."""
+FAR_CURSOR = "far:"
+"""How a listing's cursor says it has moved on to the far agent's own sessions."""
 
 _BASE_FIELDS = frozenset({"session_id", "run_id", "seq", "ts", "kind"})
 
@@ -85,6 +89,7 @@ class LocalPort:
         self._name = name
         self._family = family
         """Which model routes' conversations `list` shows (None: all the store holds)."""
+        self._far_mapped: set[str] | None = None
         self._held: dict[str, _Hold] = {}
         self._attached: dict[str, Attachments] = {}
         """What each conversation was attached with here, for when its session reloads."""
@@ -199,6 +204,49 @@ class LocalPort:
     async def list(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
     ) -> SessionPage:
+        engine = self.agent.engine
+        if not isinstance(engine, ListsFar):
+            return await self._own(cwd=cwd, cursor=cursor, limit=limit)
+        if cursor is None or not cursor.startswith(FAR_CURSOR):
+            page = await self._own(cwd=cwd, cursor=cursor, limit=limit)
+            if page.next_cursor is not None:
+                return page
+            if page.records:  # ours are all listed: the far agent's own come next
+                return SessionPage(records=page.records, next_cursor=FAR_CURSOR)
+            cursor = FAR_CURSOR
+        far = await engine.list_far(cwd=cwd, cursor=cursor[len(FAR_CURSOR) :] or None)
+        if far is None:
+            return SessionPage(records=())
+        mapped = engine.far_ids() | await self._mapped(engine)
+        fresh = tuple(r for r in far.records if r.session_id not in mapped)
+        more = far.next_cursor
+        return SessionPage(records=fresh, next_cursor=None if more is None else FAR_CURSOR + more)
+
+    async def _mapped(self, engine: ListsFar) -> set[str]:
+        """The far sessions this port's stored conversations are mapped to, read once per
+        process (at most LIST_PAGES pages of them; later ones are known to the engine)."""
+        if self._far_mapped is None:
+            found: set[str] = set()
+            cursor = None
+            for _ in range(LIST_PAGES):
+                page = await self._own(cwd=None, cursor=cursor, limit=100)
+                for record in page.records:
+                    session = self.agent.get(record.session_id)
+                    if session is not None:
+                        config = session.facts.config
+                    else:
+                        events = await read_tail(self.agent.store, record.session_id)
+                        config = session_facts(events).config
+                    far = engine.far_id(config)
+                    if far is not None:
+                        found.add(far)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            self._far_mapped = found
+        return self._far_mapped
+
+    async def _own(self, *, cwd: str | None, cursor: str | None, limit: int) -> SessionPage:
         family = self._family
         if family is None:
             return await self.agent.list_sessions(cwd=cwd, cursor=cursor, limit=limit)

@@ -7,9 +7,11 @@ An engine says so by implementing any of these Protocols, each optional: `Descri
 (what the port may advertise: load, fork, list, steer, its modes), `Settles` (modes and
 config options are the far agent's: switching one asks it, and a mode or option it does
 not have is refused with a `ValueError` naming what it has), `ListsFar` (the far agent's
-own sessions, which the port merges with what its log holds). A `FarConversation` is the
-narrow view of one conversation such a call needs: its ids, folder, logged settings, and a
-way to log an event in it. Plain Protocols and one value; no behaviour here.
+own sessions: the port lists them after its own, leaving out those its conversations are
+mapped to, and a conversation opened under such a session's id continues it). A
+`FarConversation` is the narrow view of one conversation such a call needs: its ids,
+folder, logged settings, and a way to log an event in it. Plain Protocols and values; no
+behaviour here.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from steerable_bridge.runtime.events import EventBase, LoopEvent
+from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.port import PortInfo
 from steerable_bridge.runtime.storage import SessionRecord
 
@@ -81,12 +83,14 @@ class ListsFar(Protocol):
 
     async def list_far(self, *, cwd: str | None, cursor: str | None) -> FarPage | None:
         """A page of the far agent's sessions (bounded in time), as records whose id is the
-        far session id; None when it does not list them or did not answer."""
+        far session id — a conversation opened under that id continues it; None when it
+        does not list them or did not answer."""
         ...
 
-    def mapped(self, conversation: FarConversation) -> str | None:
-        """The far session id a conversation of ours is mapped to (None: none yet)."""
+    def far_id(self, config: Mapping[str, str]) -> str | None:
+        """The far session a conversation with these logged settings is mapped to."""
         ...
 
-
-EventClass = type[EventBase]
+    def far_ids(self) -> set[str]:
+        """The far sessions conversations are mapped to in this process (cheap)."""
+        ...

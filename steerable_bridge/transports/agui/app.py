@@ -8,35 +8,34 @@ Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
 `text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version,
 the names of the tools the agent offers (the chat page suggests only what they can do), its
 modes and what it can do with a conversation (`capabilities`: load, fork, list, steer, as
-the port says — a bridged agent may not do all) —
-when a token is configured, only to a request that carries it: without, it answers a plain
-`ok` (liveness for probes, nothing about the agent);
-`GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live here,
-before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403) is
-refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer token
-when one is configured (401); the body (`body.py`): `application/json` only (415), a size
-limit checked on `Content-Length` and on the bytes read (413), strict JSON (422); schema
-validation (422 with the errors); and one run per thread, in this process or any other
-sharing the store (409 — unless the request asks to steer or stop with
-`forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). The port decides, before
-anything is sent: its reservation refuses a second request here, and its `prompt` raises
-`SessionOwned` when another process runs the thread, which gets the same 409 (naming that
-process), not a stream. With
-`max_runs`, a new run beyond that many streaming at once in this process is refused with
-503, `Retry-After` and code `too_many_runs` (steer and stop requests still pass); a run
-whose client left has its conversation closed in memory (it reloads from the store),
-and `on_idle()` is called when the last run of a burst (`BURST_RUNS` at once) ends (`serve`
-collects garbage then). CORS is added only for the origins given. Every error body is
-`{"error": {"code", "message"}}`, the message naming the remedy — a bug too (500,
-`internal_error`; the traceback only in the log) — and a store that refuses before a stream
-begins (507 `storage_full` for a full disk, else 503 with the store's code; once
-streaming, a RUN_ERROR with that code). The app's lifespan relays signals from
-other processes to the turns this one runs (`port.relay_signals`) and shuts the agent
-down when the server stops (`port.aclose`: model providers' pooled HTTP clients, the
-store); a host that mounts the app without running its lifespan calls `port.aclose()`
-itself. With `metrics` given, `GET /metrics` serves them as Prometheus text
-(`metered.py`), behind the bearer token too.
-"""
+the port says — a bridged agent may not do all) — when a token is configured, only to a
+request that carries it: without, it answers a plain `ok` (liveness for probes, nothing
+about the agent); `GET /threads` lists the threads a client may continue, a page at a time
+(`?cursor=`; behind `serve --acp-agent` also the agent's own sessions no thread is mapped
+to), behind the token like `/agent`; `GET /` serves the built-in chat page
+(`static/index.html`). The HTTP rules live here, before any run starts: with
+`allowed_hosts`, a foreign `Host` (421) or `Origin` (403) is refused first (`guard.py`,
+against cross-site requests and DNS rebinding); a bearer token when one is configured (401);
+the body (`body.py`): `application/json` only (415), a size limit checked on
+`Content-Length` and on the bytes read (413), strict JSON (422); schema validation (422 with
+the errors); and one run per thread, in this process or any other sharing the store (409 —
+unless the request asks to steer or stop with `forwardedProps.steerable.steer` / `.stop:
+true`; see `control.py`). The port decides, before anything is sent: its reservation refuses
+a second request here, and its `prompt` raises `SessionOwned` when another process runs the
+thread, which gets the same 409 (naming that process), not a stream. With `max_runs`, a new
+run beyond that many streaming at once in this process is refused with 503, `Retry-After`
+and code `too_many_runs` (steer and stop requests still pass); a run whose client left has
+its conversation closed in memory (it reloads from the store), and `on_idle()` is called
+when the last run of a burst (`BURST_RUNS` at once) ends (`serve` collects garbage then).
+CORS is added only for the origins given. Every error body is `{"error": {"code",
+"message"}}`, the message naming the remedy — a bug too (500, `internal_error`; the
+traceback only in the log) — and a store that refuses before a stream begins (507
+`storage_full` for a full disk, else 503 with the store's code; once streaming, a RUN_ERROR
+with that code). The app's lifespan relays signals from other processes to the turns this
+one runs (`port.relay_signals`) and shuts the agent down when the server stops
+(`port.aclose`: model providers' pooled HTTP clients, the store); a host that mounts the app
+without running its lifespan calls `port.aclose()` itself. With `metrics` given, `GET
+/metrics` serves them as Prometheus text (`metered.py`), behind the bearer token too."""
 
 from __future__ import annotations
 
@@ -83,6 +82,8 @@ from steerable_bridge.transports.agui.threads import (
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
 DEFAULT_MAX_BODY = 1024 * 1024
+LIST_TIMEOUT_S = 30.0
+"""The longest `GET /threads` may take (the store, a bridged agent's own list)."""
 RETRY_AFTER_S = 5
 BURST_RUNS = 16
 """Runs at once that make a burst: `on_idle` is called when the last of them ends (never
@@ -182,6 +183,37 @@ class _Server:
                 },
             }
         )
+
+    async def thread_list(self, request: Request) -> Response:
+        """`GET /threads[?cursor=...]`: the threads a client may continue, newest first, a
+        page at a time — this server's, then (behind `serve --acp-agent`) the sessions the
+        agent lists of its own that no thread is mapped to; posting a run with one's id as
+        `threadId` continues it."""
+        if not self._authorized(request):
+            return self._unauthorized()
+        cursor = request.query_params.get("cursor") or None
+        try:
+            with anyio.fail_after(LIST_TIMEOUT_S):
+                page = await self.port.list(cursor=cursor)
+        except StoreError as err:
+            return error(400 if err.code == "invalid_cursor" else 503, err.code, err.message)
+        except TimeoutError:
+            return error(
+                503, "list_timeout", f"listing threads took over {LIST_TIMEOUT_S:g} s; retry"
+            )
+        threads = [
+            {
+                "threadId": r.session_id,
+                "cwd": r.cwd,
+                "updatedAt": r.updated_at,
+                **({"title": r.title} if r.title else {}),
+            }
+            for r in page.records
+        ]
+        body: dict[str, Any] = {"threads": threads}
+        if page.next_cursor is not None:
+            body["nextCursor"] = page.next_cursor
+        return JSONResponse(body)
 
     async def index(self, request: Request) -> Response:
         if self.page is None:
@@ -363,6 +395,7 @@ def create_app(
         routes=[
             Route("/agent", server.agent_run, methods=["POST"]),
             Route("/health", server.health, methods=["GET"]),
+            Route("/threads", server.thread_list, methods=["GET"]),
             Route("/", server.index, methods=["GET"]),
             *([Route("/metrics", server.metrics_page, methods=["GET"])] if metrics else []),
         ],

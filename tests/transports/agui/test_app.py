@@ -429,3 +429,15 @@ async def test_forwarded_mode_and_model_switch_the_thread_and_unknown_ones_are_4
     assert read_only[-1]["outcome"] == {"type": "success"}  # refused by the mode, nobody asked
     assert "m.txt" not in WRITTEN
     assert asked[-1]["outcome"]["type"] == "interrupt"  # back in default: the person decides
+
+
+async def test_threads_are_listed_newest_first_and_a_bad_cursor_is_refused() -> None:
+    app = create_app(LocalPort(agent_for(scripted({"text": "ok"}, loop=True))))
+    async with asgi_client(app) as client:
+        await post(client, run_input("t1", "r1", [user("u1", "first thread")]))
+        await post(client, run_input("t2", "r2", [user("u2", "second thread")]))
+        listed = (await client.get("/threads")).json()
+        bad = await client.get("/threads", params={"cursor": "nonsense"})
+    assert [t["threadId"] for t in listed["threads"]] == ["t2", "t1"]
+    assert listed["threads"][0]["title"] == "second thread" and "nextCursor" not in listed
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_cursor"

@@ -13,6 +13,15 @@ reopened with `session/resume` when the agent advertises it, else `session/load`
 replayed history is not recorded again), else — or when that fails — a new child session,
 said in the log with a `hook_action` (`acp-bridge` / `new_agent_session`).
 
+What the port says and changes for the child (`runtime/far.py`): `describe` (a thread goes
+on after a restart only when the agent loads or resumes; no fork, which would share the
+child's session; the agent's own modes), `set_mode` / `set_option` (`session/set_mode`,
+`session/set_config_option` on the conversation's child session, opened first when it has
+none, refused with a `ValueError` naming what the agent has), and `list_far` (a page of the
+agent's `session/list`, bounded in time and size): a conversation opened under the id of a
+session listed so is that session, reopened, instead of a new one — its earlier turns stay
+with the agent (which remembers them) and are not copied into our log.
+
 A child prompt may span two of our runs: when the agent asks permission and our policy
 defers (AG-UI), the run ends `interrupted` and the prompt is *parked* — its stream keeps
 filling, the agent's request stays unanswered (the client bounds that wait) — until the next
@@ -22,9 +31,11 @@ run's `resume` answers it (`turn.py`). Every prompt runs under `prompt_timeout_s
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import anyio
@@ -36,9 +47,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.far import FarConversation
+from steerable_bridge.runtime.far import FarConversation, FarPage
 from steerable_bridge.runtime.port import PortInfo
 from steerable_bridge.runtime.routing import RouteError
+from steerable_bridge.runtime.storage import SessionRecord
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.transports.acp.bridge.child import AgentUnavailable, ChildAgent, Live
 from steerable_bridge.transports.acp.bridge.client import (
@@ -54,6 +66,7 @@ from steerable_bridge.transports.acp.bridge.mapping import (
     UpdateMapper,
     config_options,
 )
+from steerable_bridge.transports.acp.bridge.route import ROUTE_PROVIDER
 from steerable_bridge.transports.acp.bridge.workspace import ChildWorkspace
 
 __all__ = ["SESSION_OPTION", "AcpBridge", "Parked", "Prompt"]
@@ -72,6 +85,12 @@ BRIDGE_HOOK = "acp-bridge"
 Emit = Callable[..., Awaitable[Any]]
 """`emit(EventClass, **fields)`: log an event in our conversation."""
 T = TypeVar("T")
+
+LIST_TIMEOUT_S = 10.0
+"""How long the agent's `session/list` may take before the listing goes on without it."""
+FAR_PAGE = 200
+"""The most sessions taken from one page of the agent's `session/list`."""
+LISTED_KEPT = 4096
 
 PROMPT_TIMEOUT_S = 3600.0
 REQUEST_TIMEOUT_S = 120.0
@@ -121,6 +140,9 @@ class AcpBridge:
         """Our conversation id → its prompt waiting for a permission answer."""
         self.opened: dict[str, tuple[str, int]] = {}
         """Our conversation id → (child session id, the child incarnation it is open in)."""
+        self.listed: OrderedDict[str, str] = OrderedDict()
+        """Sessions of the agent's own it listed (id → cwd): a thread of that id continues
+        one (the newest `LISTED_KEPT`)."""
         self.modes_seen: acp.SessionModeState | None = None
         """The modes the agent's last opened session offered (what `describe` lists)."""
         self._tasks: TaskGroup | None = None
@@ -185,8 +207,9 @@ class AcpBridge:
         self, live: Live, conversation_id: str, cwd: str, stored: str | None, emit: Emit
     ) -> str:
         """The child session of our conversation in this start of the agent: the one it
-        already has open, the stored one reopened, or a new one (logged through `emit`,
-        with a `hook_action` when a stored one could not be continued)."""
+        already has open, the stored one reopened — or, for a conversation opened under the
+        id of a session the agent listed, that session — or a new one (logged through
+        `emit`, with a `hook_action` when a stored one could not be continued)."""
         opened = self.opened.get(conversation_id)
         if opened is not None and opened[1] == live.incarnation:
             return opened[0]
@@ -196,6 +219,13 @@ class AcpBridge:
             if why is None:
                 self.opened[conversation_id] = (stored, live.incarnation)
                 return stored
+        elif (
+            conversation_id in self.listed  # a session of the agent's own, listed to a user
+            and await self.reopen(live, conversation_id, self.listed[conversation_id]) is None
+        ):
+            await emit(ev.ConfigChanged, option_id=SESSION_OPTION, value=conversation_id)
+            self.opened[conversation_id] = (conversation_id, live.incarnation)
+            return conversation_id
         with anyio.fail_after(REQUEST_TIMEOUT_S):
             created = await live.conn.new_session(cwd=cwd, mcp_servers=[])
         child = self.client.session(created.session_id)
@@ -233,6 +263,41 @@ class AcpBridge:
         modes = self.modes_seen.available_modes if self.modes_seen is not None else ()
         offered = tuple((m.id, m.name, m.description or "") for m in modes)
         return replace(info, can_load=continues, can_fork=False, modes=offered)
+
+    async def list_far(self, *, cwd: str | None, cursor: str | None) -> FarPage | None:
+        """A page of the agent's `session/list` (when it offers one, within
+        `LIST_TIMEOUT_S`); the sessions it names may be continued as threads of that id."""
+        init = self.child.init
+        caps = init.agent_capabilities if init is not None else None
+        if caps is None or caps.session_capabilities is None or not caps.session_capabilities.list:
+            return None
+        try:
+            live = await self.child.ready()
+            with anyio.fail_after(LIST_TIMEOUT_S):
+                reply = await live.conn.list_sessions(cwd=cwd, cursor=cursor)
+        except (AgentUnavailable, RequestError, TimeoutError, ConnectionError) as error:
+            log.info("session/list of the ACP agent `%s` failed: %s", self.name, error)
+            return None
+        records = []
+        for info in reply.sessions[:FAR_PAGE]:
+            stamp = _ms(info.updated_at)
+            records.append(
+                SessionRecord(
+                    session_id=info.session_id, cwd=info.cwd, created_at=stamp,
+                    updated_at=stamp, title=info.title, model=f"{ROUTE_PROVIDER}:{self.name}",
+                )
+            )  # fmt: skip
+            self.listed[info.session_id] = info.cwd
+            self.listed.move_to_end(info.session_id)
+        while len(self.listed) > LISTED_KEPT:
+            self.listed.popitem(last=False)
+        return FarPage(records=tuple(records), next_cursor=reply.next_cursor)
+
+    def far_id(self, config: Mapping[str, str]) -> str | None:
+        return config.get(SESSION_OPTION)
+
+    def far_ids(self) -> set[str]:
+        return {child for child, _ in self.opened.values()}
 
     async def _settings_session(self, conversation: FarConversation) -> tuple[Live, ChildSession]:
         """The conversation's child session for a settings change (opened when it has none
@@ -378,6 +443,19 @@ class AcpBridge:
                 await live.conn.cancel(session_id=session_id)
         except Exception as error:
             log.info("session/cancel to the ACP agent failed: %s", error)
+
+
+def _ms(stamp: str | None) -> int:
+    """An ISO 8601 time (ACP `updatedAt`) in ms since the epoch; 0 when absent or unreadable."""
+    if not stamp:
+        return 0
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
 
 
 def _select_values(option: acp.SessionConfigOptionSelect) -> list[str]:

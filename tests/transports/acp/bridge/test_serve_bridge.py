@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.transports.acp.bridge.harness import (
+    Bridge,
     bridged,
     child_command,
     env,
@@ -332,3 +334,53 @@ def test_a_config_option_the_child_lacks_or_a_value_it_lacks_is_422(tmp_path: Pa
     ]
     assert switched[-1]["outcome"] == {"type": "success"}
     assert text_of(switched) and text_of(switched) != "fine"
+
+
+def _threads(bridge: Bridge) -> list[str]:
+    """Every thread `GET /threads` lists, page after page."""
+    ids: list[str] = []
+    cursor = None
+    for _ in range(10):
+        params = {"cursor": cursor} if cursor else None
+        reply = bridge.client.get(bridge.url.removesuffix("/agent") + "/threads", params=params)
+        assert reply.status_code == 200, reply.text
+        ids += [t["threadId"] for t in reply.json()["threads"]]
+        cursor = reply.json().get("nextCursor")
+        if not cursor:
+            return ids
+    raise AssertionError(f"the listing did not end: {ids}")
+
+
+def test_the_childs_own_sessions_are_listed_as_threads_and_one_continues_by_its_id(
+    tmp_path: Path,
+) -> None:
+    script = write_script(tmp_path, [{"text": "noted"}], loop=True)
+    child_store = tmp_path / "child.sqlite"
+    earlier = subprocess.run(
+        [sys.executable, "-m", "steerable_bridge", "run", "--storage", str(child_store),
+         "--model", f"scripted:{script}", "--no-workspace", "an old topic"],
+        capture_output=True, text=True, env=env(), timeout=60, check=True,
+    )  # fmt: skip
+    own = re.search(r"session: (\S+) ", earlier.stderr)
+    assert own is not None, earlier.stderr
+    own_session = own.group(1)  # the agent's own session, which the bridge never saw
+    command = child_command(script, storage=str(child_store))
+    args = ["--storage", str(tmp_path / "bridge.sqlite")]
+    with serving(args, command) as bridge:
+        bridge.run(run_input("t1", "r1", "remember apples"))
+        listed = _threads(bridge)
+        continued = bridge.run(run_input(own_session, "r2", "what was it?"))
+        after = _threads(bridge)
+    # ours first, then the agent's own; the child session t1 runs in is not listed twice
+    assert listed == ["t1", own_session]
+    assert continued[-1]["outcome"] == {"type": "success"}, continued[-1]
+    assert "steerable.hook_action" not in [e.get("name") for e in continued]
+    assert sorted(after) == sorted(["t1", own_session])  # now a thread of ours, listed once
+    shown = subprocess.run(
+        [sys.executable, "-m", "steerable_bridge", "sessions", "show", own_session,
+         "--storage", str(child_store), "--json"],
+        capture_output=True, text=True, env=env(), timeout=60, check=True,
+    )  # fmt: skip
+    assert json.loads(shown.stdout)["messages"] == 4  # the old prompt and this one, answered
+    with serving(args, command) as bridge:  # a new server reads which sessions are mapped
+        assert sorted(_threads(bridge)) == sorted(["t1", own_session])
