@@ -43,6 +43,7 @@ from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
 from steerable_bridge.runtime.port import Attach, Attachments, Conversation, PortInfo
 from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.replay import visible_log
+from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session
 from steerable_bridge.runtime.storage import SessionBusy, SessionPage, SessionRecord, read_tail
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
@@ -152,6 +153,12 @@ class LocalPort:
     async def fork(
         self, conversation_id: str, cwd: str, *, attach: Attach | None = None
     ) -> Conversation:
+        if not self.info().can_fork:  # a bridged agent's: the copy would share its session
+            raise RouteError(
+                "fork_unsupported",
+                f"{self._name} cannot fork a conversation of the agent it bridges; open a new"
+                " one instead",
+            )
         source = await self._session(conversation_id)
         if source.running:
             raise SessionBusy(conversation_id)

@@ -146,7 +146,8 @@ class AgentPort(Protocol):
     async def fork(
         self, conversation_id: str, cwd: str, *, attach: Attach | None = None
     ) -> Conversation:
-        """A new conversation holding a copy of `conversation_id`'s whole visible history."""
+        """A new conversation holding a copy of `conversation_id`'s whole visible history;
+        raises `RouteError` (`fork_unsupported`) when `info().can_fork` is false."""
 
     async def list(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50

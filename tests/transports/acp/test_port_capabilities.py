@@ -16,6 +16,7 @@ from acp import RequestError
 from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.runtime.loop import run_turn
 from steerable_bridge.runtime.port import PortInfo
+from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.transports.acp.agent import AcpAgent
 from tests.runtime.harness import make_agent, scripted
@@ -61,3 +62,14 @@ async def test_what_is_not_offered_is_refused_with_a_remedy() -> None:
     assert "session/fork" in str(refused.value) and "new session" in str(refused.value)
     with pytest.raises(RequestError):
         await agent.list_sessions()
+
+
+async def test_the_port_itself_refuses_a_fork_it_does_not_offer() -> None:
+    agent = make_agent(scripted({"text": "hi"}, loop=True))
+    agent.engine = Limited()
+    port = LocalPort(agent)
+    source = await port.open("/tmp")
+    with pytest.raises(RouteError) as refused:
+        await port.fork(source.conversation_id, "/tmp")
+    assert refused.value.code == "fork_unsupported"
+    assert len((await LocalPort(agent).list()).records) == 1  # no half-made copy was left
