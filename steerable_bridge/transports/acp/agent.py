@@ -98,6 +98,9 @@ class AcpAgent(SessionLifecycle):
 
     def on_connect(self, conn: Any) -> None:
         self.link.conn = conn
+        # The SDK's connection under `AgentSideConnection` sends a notification from a plain
+        # dict; hot updates go straight there (`session.py`), when this SDK has it.
+        self.link.notify = getattr(getattr(conn, "_conn", None), "send_notification", None)
 
     # -- connection ---------------------------------------------------------------------------
 
