@@ -55,7 +55,10 @@ _trimmer: list[Callable[[], object] | None] = []
 
 
 def settle_startup_heap() -> None:
-    """Collect, freeze the start-up heap and raise the young threshold (see the module)."""
+    """Collect, freeze the start-up heap and raise the young threshold (see the module).
+    Looks `malloc_trim` up first: done lazily, at the end of the first burst, its few
+    lasting objects (a ctypes library and function type) would sit among the burst's."""
+    malloc_trimmer()
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()
