@@ -16,9 +16,11 @@ server options go after `--` (e.g. `-- --max-runs 16`); `--src DIR` runs the ser
 another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
 `PYTHONMALLOC=malloc` (small objects from glibc's malloc, whose free pages the server's
 `malloc_trim` after a burst can give back, instead of CPython's arenas). Every wait is
-bounded. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
-`--duration 40 --after 20 --every 10`: start ~68, after ~85 MB (+26 %); with `--malloc`
-~67 / ~68 MB (+1 %).
+bounded. `--bursts N` repeats the round (streams, then leaving) and prints the RSS after
+each. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
+`--duration 120 --after 20 --every 10`: start ~63, peak ~88, flat ~79 MB from t=30 s,
+after ~79 MB (+26 %); `--duration 40 --after 20 --every 10 --bursts 3`: after ~79, ~82,
+~83 MB; with `--malloc` ~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 
