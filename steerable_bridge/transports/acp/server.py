@@ -2,7 +2,7 @@
 
 `serve(agent)` connects the SDK's `AgentSideConnection` (unstable methods routed, so
 `session/close`, `session/resume` and `session/fork` work) to the process's stdio through
-`GuardedTransport`, the SDK's newline-delimited JSON transport with three additions the SDK
+`GuardedTransport`, the SDK's newline-delimited JSON transport with four additions the SDK
 lacks, each written here because no SDK hook covers it:
 
 - a frame that is not JSON gets a JSON-RPC parse error (-32700), a frame that is not a
