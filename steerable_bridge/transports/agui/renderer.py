@@ -61,8 +61,9 @@ plan `entries` = `content.entries`), overlay `M.steerable`, add `session_id` = t
 `steerable.<kind>` decodes as `codec.event_from_jsonable(value)`. First, though, skip every
 event whose `M.steerable` is `{"derived": true}`: it carries no LoopEvent — MESSAGES_SNAPSHOT
 (the thread as AG-UI messages, ids matching the stream, sent before every RUN_FINISHED /
-RUN_ERROR), the second half of the reasoning pairs, and the server's own short streams
-(`derived_run`, e.g. CUSTOM `steerable.steer_absorbed`; `derived_error`). A LoopEvent whose native
+RUN_ERROR unless the `messages` source says the client holds the thread already), the
+second half of the reasoning pairs, and the server's own short streams (`derived_run`,
+e.g. CUSTOM `steerable.steer_absorbed`; `derived_error`). A LoopEvent whose native
 form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTOM instead
 (for the run's own start and end, followed or preceded by a derived RUN_* event).
 
@@ -113,7 +114,9 @@ from steerable_bridge.transports.agui.native import DERIVED, custom, fields_of, 
 
 __all__ = ["AguiRenderer", "plan_message_id"]
 
-MessagesSource = Callable[[], Sequence[Message]]
+MessagesSource = Callable[[], Sequence[Message] | None]
+"""The thread's messages for a run's MESSAGES_SNAPSHOT; None: the client holds them all
+already (no snapshot is sent)."""
 
 
 def plan_message_id(thread_id: str) -> str:
@@ -282,9 +285,10 @@ class AguiRenderer:
         return [self._run_started_event(timestamp=event.ts, metadata=meta(event, extra))]
 
     def _snapshot(self) -> list[BaseEvent]:
-        if self._messages is None:
+        messages = self._messages() if self._messages is not None else None
+        if messages is None:
             return []
-        return [MessagesSnapshotEvent(messages=list(self._messages()), metadata=DERIVED)]
+        return [MessagesSnapshotEvent(messages=list(messages), metadata=DERIVED)]
 
     def _run_finished(self, event: ev.RunFinished) -> list[BaseEvent]:
         outcome: (

@@ -6,7 +6,8 @@ first use with no attachments, so a tool that needs permission ends the run with
 interrupt the next run answers), and the thread holds the message ids the client already
 has, the thread's messages folded from its events (`history.MessageFold`, fed once per
 event from `port.events_after`, so the MESSAGES_SNAPSHOT is the whole conversation,
-compaction or not, and other workers' runs are taken in), and the events this process
+compaction or not, and other workers' runs are taken in — left out when the client sent
+back every message of the thread, `Run._snapshot`), and the events this process
 logged between runs that no client was sent yet (the earlier user messages of a request
 whose turn never started: they travel right after the next RUN_STARTED). Who runs a thread
 is the port's to say: `claim(thread_id)` takes the port's synchronous reservation, so two
@@ -94,6 +95,15 @@ class Thread:
         self.known |= known_ids(messages)
         return messages
 
+    def learn(self) -> None:
+        """Know every id the thread's messages hold (without building the messages)."""
+        if self.fold is not None:
+            self.known |= self.fold.ids()
+
+    def size(self) -> int:
+        """How many messages the thread holds now (`MessageFold.covered_by`'s `before`)."""
+        return 0 if self.fold is None else len(self.fold.order)
+
     def forget(self) -> None:
         """Drop what was read of the history (it is read again when next needed)."""
         self.fold = None
@@ -157,7 +167,7 @@ class Threads:
         events = await self.port.events_after(thread.thread_id, thread.seq)
         thread.take(events)
         if learn_ids and thread.seq != before:
-            thread.messages()
+            thread.learn()
 
     async def conversation(self, thread: Thread) -> Conversation:
         """The thread's conversation, opened on first use, with its history taken in."""
@@ -209,11 +219,13 @@ class Run:
         self.hold = hold
         self.input = run
         self.parsed = parsed
+        self.before = thread.size()
+        """The thread's messages before this run (those the client must have sent back)."""
         self.renderer = AguiRenderer(
             thread_id=run.thread_id,
             run_id=run.run_id,
             parent_run_id=run.parent_run_id,
-            messages=thread.messages,
+            messages=self._snapshot,
             legacy_outcomes=not speaks_1_0(run),
         )
         self.encoder = SseEncoder(self.renderer)
@@ -258,6 +270,21 @@ class Run:
             if self.thread.settling is settling:
                 self.thread.settling = None
             settling.set()
+
+    def _snapshot(self) -> list[Message] | None:
+        """The run's MESSAGES_SNAPSHOT: the whole thread — or None (no snapshot) when the
+        client sent back every message the thread held before the run, so that with this
+        run's stream applied it holds the thread already (a long thread is not sent again
+        on every run). A new thread, tool results or resume answers (the client's own
+        messages for them differ from the server's) always get one."""
+        thread, turn = self.thread, self.parsed.turn
+        fold = thread.fold
+        if fold is not None and self.before and not turn.tool_results and not turn.resume:
+            sent = {message.id for message in self.input.messages}
+            if fold.covered_by(sent, before=self.before):
+                thread.learn()
+                return None
+        return thread.messages()
 
     async def _snapshot_ready(self) -> None:
         """Fold the run's events into the thread before its final event is rendered (its
