@@ -40,8 +40,17 @@ from steerable_bridge.runtime.model import ProviderError
 from steerable_bridge.runtime.port import AgentPort, Conversation, Reservation
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
+from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.transports.agui.history import MessageFold, known_ids
-from steerable_bridge.transports.agui.inputs import ParsedRun, speaks_1_0, to_turn
+from steerable_bridge.transports.agui.inputs import (
+    InputError,
+    ParsedRun,
+    command_requested,
+    follow_up_requested,
+    speaks_1_0,
+    steer_requested,
+    to_turn,
+)
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import Write
 from steerable_bridge.transports.agui.wire import SseEncoder
@@ -126,6 +135,8 @@ class Threads:
         self.port = port
         self.cwd = cwd or os.getcwd()
         self._threads: IdleCache[str, Thread] = IdleCache(capacity=max_threads, ttl_s=thread_ttl_s)
+        self.loading = 0
+        """Cold threads whose history is being read now (`conversation`)."""
 
     def __len__(self) -> int:
         return len(self._threads)
@@ -171,14 +182,30 @@ class Threads:
 
     async def conversation(self, thread: Thread) -> Conversation:
         """The thread's conversation, opened on first use, with its history taken in."""
+        cold = thread.fold is None
+        self.loading += cold
         try:
-            await self.catch_up(thread)
-        except SessionNotFound:
-            conversation = await self.port.open(self.cwd, conversation_id=thread.thread_id)
-            thread.forget()  # a conversation deleted under the thread starts afresh
-            thread.take(())
-            return conversation
-        return await self.port.load(thread.thread_id)
+            try:
+                await self.catch_up(thread)
+            except SessionNotFound:
+                conversation = await self.port.open(self.cwd, conversation_id=thread.thread_id)
+                thread.forget()  # a conversation deleted under the thread starts afresh
+                thread.take(())
+                return conversation
+            return await self.port.load(thread.thread_id)
+        finally:
+            self.loading -= cold
+
+    def can_defer(self, thread: Thread, run: RunAgentInput) -> bool:
+        """Whether `run` may open its stream before the thread's history is read: a plain
+        run (no resume answers, steer, follow-up or command) of a thread not read yet."""
+        return (
+            thread.fold is None
+            and not run.resume
+            and not steer_requested(run)
+            and not follow_up_requested(run)
+            and command_requested(run) is None
+        )
 
     async def prepare(
         self,
@@ -187,15 +214,24 @@ class Threads:
         run: RunAgentInput,
         *,
         traceparent: str | None = None,
+        defer: bool = False,
     ) -> Run:
         """The run this input asks for, holding `hold`; raises `InputError` (nothing sent
         yet). `traceparent` (the request's W3C header) makes the run continue the caller's
-        trace."""
+        trace. `defer` (other threads' histories are being read: a burst) lets a run that
+        `can_defer` read its thread's history only once its stream is open, after a
+        derived RUN_STARTED, so its first event waits for no load; a failure to read it
+        or a lost claim then ends the stream with RUN_ERROR (its code) instead of 503/409."""
+        if defer and self.can_defer(thread, run):
+            to_turn(run, frozenset(), ())  # its mistakes are the 422s of a read thread's
+            return Run(self, thread, hold, run, None, traceparent=traceparent)
         conversation = await self.conversation(thread)
         parsed = to_turn(run, thread.known, conversation.open_calls)
-        if traceparent:
-            parsed = replace(parsed, turn=replace(parsed.turn, traceparent=traceparent))
-        return Run(self, thread, hold, run, parsed)
+        return Run(self, thread, hold, run, parsed, traceparent=traceparent)
+
+
+_EMPTY = ParsedRun(turn=TurnInput())
+"""A deferred run's input until its thread is read."""
 
 
 def _idle(thread: Thread) -> bool:
@@ -211,14 +247,19 @@ class Run:
         thread: Thread,
         hold: Reservation,
         run: RunAgentInput,
-        parsed: ParsedRun,
+        parsed: ParsedRun | None,
+        *,
+        traceparent: str | None = None,
     ) -> None:
         self.threads = threads
         self.port = threads.port
         self.thread = thread
         self.hold = hold
         self.input = run
-        self.parsed = parsed
+        self.traceparent = traceparent
+        self.parsed = self._traced(parsed) if parsed is not None else _EMPTY
+        self.deferred = parsed is None
+        """The thread's history is read once the stream is open (`Threads.prepare`)."""
         self.before = thread.size()
         """The thread's messages before this run (those the client must have sent back)."""
         self.renderer = AguiRenderer(
@@ -239,6 +280,21 @@ class Run:
         """Whether a frame was written (before that, a lost race is answered with a 409)."""
         self.closed = False
         thread.streams += 1
+
+    def _traced(self, parsed: ParsedRun) -> ParsedRun:
+        if not self.traceparent:
+            return parsed
+        return replace(parsed, turn=replace(parsed.turn, traceparent=self.traceparent))
+
+    async def _open_deferred(self, write: Write) -> None:
+        """A deferred run: RUN_STARTED out first, then the thread's history read and the
+        input parsed against it."""
+        self.wrote = True
+        await write(self.encoder.encode_models(self.renderer.open()))
+        thread = self.thread
+        conversation = await self.threads.conversation(thread)
+        self.parsed = self._traced(to_turn(self.input, thread.known, conversation.open_calls))
+        self.before = thread.size()
 
     def disconnect(self) -> None:
         """The client went away: cancel the turn now."""
@@ -297,7 +353,6 @@ class Run:
     async def produce(self, write: Write) -> None:
         started = time.monotonic()
         thread = self.thread
-        thread.known |= self.parsed.new_ids
         recorded: set[str] = set()
         final = (ev.RunFinished, ev.RunFailed)
 
@@ -320,6 +375,9 @@ class Run:
             await write(data)
 
         try:
+            if self.deferred:
+                await self._open_deferred(write)
+            thread.known |= self.parsed.new_ids
             for message_id, content in self.parsed.earlier:
                 said = ev.UserMessage(
                     session_id="", run_id="", seq=-1, ts=0, message_id=message_id, content=content
@@ -327,7 +385,7 @@ class Run:
                 thread.unsent.append(await self.port.record(thread.thread_id, said))
                 recorded.add(message_id)
             for event in thread.unsent:  # logged between runs: sent after RUN_STARTED
-                self.renderer.render(event)
+                await write(self.encoder.encode(event))  # held until then (b"") if not open
             if not self.disconnected:  # a client gone already gets no turn
                 self.prompting = True
                 try:
@@ -340,6 +398,10 @@ class Run:
                     )
                 finally:
                     self.prompting = False
+        except InputError as err:  # a deferred run's input, read against its thread
+            await write(
+                self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
+            )
         except (RouteError, ProviderError) as err:  # the model could not even be reached
             await write(
                 self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
