@@ -12,10 +12,11 @@ transaction, so two writers can never interleave one session's log.
 Threading: the stdlib `sqlite3` module blocks, so every call runs in a worker thread
 (`anyio.to_thread`). Writes go through one connection behind a capacity limiter of one:
 SQLite lets one writer in at a time anyway. Reads of a log, a record or a page of the list
-go to a small pool of reader connections (`READERS`, their own limiter, first come first
+go to a small pool of reader connections (`READERS`, their own limiters, first come first
 served): under WAL each reads its own snapshot while the writer commits, so a burst of
-threads loading their history never queues the appends of the runs already going (their
-first events) behind those loads, and loads do not wait for one another one by one. The
+threads loading their history never queues the appends of the runs already going behind
+those loads, and whole-log reads (`WHOLE_LOG_READERS` at a time) never queue the small
+reads (what is new since a seq, a record, a page of the list) behind them either. The
 event loop is never blocked, and a cancelled caller still lets the running transaction
 finish (threads are not abandoned), so no write is half-done. A forked child (e.g. a
 server worker) opens its own connections instead of the parent's.
@@ -103,6 +104,11 @@ SIGNAL_POLL_S = 0.05
 """How often a listening process looks for new signals."""
 READERS = 3
 """Reader connections per process (reads at once; the writer is one more)."""
+WHOLE_LOG_READERS = 1
+"""Of those, how many may read a whole log (or tail) at once: such reads take turns, first
+come first served (so the first thread asked for is the first loaded, and their decoding
+does not crowd the event loop out), while reads of what is new, records and listings use
+the others and never wait behind them."""
 
 _SIGNALS = """
 CREATE TABLE IF NOT EXISTS signals (
@@ -186,6 +192,7 @@ class SqliteStore:
         self._readers: list[sqlite3.Connection] = []
         """Idle reader connections (taken and put back under `_lock`)."""
         self._read_limiter: anyio.CapacityLimiter | None = None
+        self._whole_limiter: anyio.CapacityLimiter | None = None
         self._opened = False
         """Whether the writer connection opened (migrated) the file in this process."""
         self._writers: IdleCache[str, RequestWriter] = IdleCache(capacity=256, ttl_s=3600)
@@ -257,11 +264,14 @@ class SqliteStore:
             self._limiter = anyio.CapacityLimiter(1)
         return await anyio.to_thread.run_sync(self.call, fn, limiter=self._limiter)
 
-    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """`_run` for a call that only reads: on the reader pool."""
+    async def _read(self, fn: Callable[[sqlite3.Connection], T], *, whole: bool = False) -> T:
+        """`_run` for a call that only reads: on the reader pool (`whole`: it reads a whole
+        log or tail, in the `WHOLE_LOG_READERS` lane)."""
         if self._read_limiter is None or self._pid != os.getpid():
-            self._read_limiter = anyio.CapacityLimiter(READERS)
-        return await anyio.to_thread.run_sync(self.read_call, fn, limiter=self._read_limiter)
+            self._read_limiter = anyio.CapacityLimiter(READERS - WHOLE_LOG_READERS)
+            self._whole_limiter = anyio.CapacityLimiter(WHOLE_LOG_READERS)
+        limiter = self._whole_limiter if whole else self._read_limiter
+        return await anyio.to_thread.run_sync(self.read_call, fn, limiter=limiter)
 
     def _open_reader(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -386,7 +396,7 @@ class SqliteStore:
                 rows = conn.execute(READ_AFTER, (session_id, after_seq)).fetchall()
                 return _decode_all(conn, session_id, rows, after_seq + 1), last
 
-        events, last = await self._read(read)
+        events, last = await self._read(read, whole=after_seq < 0)
         resume_writer(self._writers, session_id, events, last)  # a reload: see references.py
         return events
 
@@ -401,7 +411,7 @@ class SqliteStore:
                 rows += conn.execute(TAIL_FROM, (session_id, start)).fetchall()
                 return _decode_all(conn, session_id, rows, start), last
 
-        events, last = await self._read(read_tail)
+        events, last = await self._read(read_tail, whole=True)
         resume_writer(self._writers, session_id, events, last)
         return events
 
