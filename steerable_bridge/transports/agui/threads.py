@@ -65,6 +65,8 @@ DEFAULT_MAX_THREADS = 256
 """Idle threads held in memory beyond this many are forgotten (they reload from the log)."""
 DEFAULT_THREAD_TTL_S = 600.0
 """Threads unused this long are forgotten (they reload from the log)."""
+GIVE_WAY_S = 0.02
+"""The longest a streaming run's next event waits for new runs to send their first frame."""
 
 
 @dataclass(slots=True)
@@ -137,6 +139,28 @@ class Threads:
         self._threads: IdleCache[str, Thread] = IdleCache(capacity=max_threads, ttl_s=thread_ttl_s)
         self.loading = 0
         """Cold threads whose history is being read now (`conversation`)."""
+        self.starting = 0
+        """Runs prepared that have not written their first frame yet."""
+        self._started: anyio.Event | None = None
+        """Set when `starting` falls to 0 (runs already streaming wait on it, bounded)."""
+
+    def run_starting(self) -> None:
+        self.starting += 1
+
+    def run_started(self) -> None:
+        self.starting -= 1
+        if self.starting == 0 and self._started is not None:
+            self._started.set()
+            self._started = None
+
+    async def give_way(self) -> None:
+        """Let the runs still waiting for their first frame go first: a run already
+        streaming waits (at most `GIVE_WAY_S`) until none is, so in a burst a new run's
+        RUN_STARTED does not queue behind the others' streaming."""
+        if self._started is None:
+            self._started = anyio.Event()
+        with anyio.move_on_after(GIVE_WAY_S):
+            await self._started.wait()
 
     def __len__(self) -> int:
         return len(self._threads)
@@ -279,6 +303,8 @@ class Run:
         self.wrote = False
         """Whether a frame was written (before that, a lost race is answered with a 409)."""
         self.closed = False
+        self.starting = False
+        """Producing, and no frame written yet (counted in `Threads.starting`)."""
         thread.streams += 1
 
     def _traced(self, parsed: ParsedRun) -> ParsedRun:
@@ -286,11 +312,17 @@ class Run:
             return parsed
         return replace(parsed, turn=replace(parsed.turn, traceparent=self.traceparent))
 
+    def _first_frame(self) -> None:
+        if self.starting:
+            self.starting = False
+            self.threads.run_started()
+
     async def _open_deferred(self, write: Write) -> None:
         """A deferred run: RUN_STARTED out first, then the thread's history read and the
         input parsed against it."""
         self.wrote = True
         await write(self.encoder.encode_models(self.renderer.open()))
+        self._first_frame()
         thread = self.thread
         conversation = await self.threads.conversation(thread)
         self.parsed = self._traced(to_turn(self.input, thread.known, conversation.open_calls))
@@ -371,9 +403,17 @@ class Run:
             except Exception:  # an unencodable event must not end the turn; it stays logged
                 log.exception("thread %s: could not encode seq %s", event.session_id, event.seq)
                 return
-            self.wrote = True
+            if self.starting:
+                self.wrote = True
+                await write(data)
+                self._first_frame()
+                return
+            if self.threads.starting:  # new runs wait for their first frame: they go first
+                await self.threads.give_way()
             await write(data)
 
+        self.starting = True
+        self.threads.run_starting()
         try:
             if self.deferred:
                 await self._open_deferred(write)
@@ -423,6 +463,7 @@ class Run:
                 self.encoder.encode_models(self.renderer.derived_error("internal_error", message))
             )
         finally:
+            self._first_frame()  # (if none went out: counted no longer, whatever happened)
             self.ended = True
             self.hold.release()
         if not self.renderer.finished:
