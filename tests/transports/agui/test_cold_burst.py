@@ -109,3 +109,28 @@ async def test_a_cold_thread_in_a_burst_starts_before_its_history_is_read() -> N
 
     assert types(slow)[0] == "RUN_STARTED" and "derived" not in slow[0]["metadata"]["steerable"]
     assert types(slow)[-1] == "RUN_FINISHED"  # alone when it came: read first, as before
+
+
+async def test_a_deferred_run_still_recognises_the_thread_the_client_sends_back() -> None:
+    store = SlowToRead()
+    first = make_agent(scripted({"text": "one"}, {"text": "two"}), store=store)
+    async with asgi_client(create_app(LocalPort(first))) as client:
+        for thread in ("slow", "cold"):
+            _, wire = await post(client, run_input(thread, "r1", [user(f"{thread}-u1", "hi")]))
+            held = next(f for f in wire if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    await first.aclose()
+
+    store.held = {"slow": anyio.Event()}
+    restarted = make_agent(scripted({"text": "three"}, {"text": "four"}), store=store)
+    app = create_app(LocalPort(restarted))
+    async with asgi_client(app) as client, anyio.create_task_group() as tg:
+        tg.start_soon(post, client, run_input("slow", "r2", [user("slow-u2", "again")]))
+        await until(lambda: "slow" in store.waiting)
+        body = run_input("cold", "r2", [*held, user("cold-u2", "again")])
+        _, wire = await post(client, body)
+        store.held["slow"].set()
+    kinds = types(wire)
+    assert wire[0]["metadata"] == {"steerable": {"derived": True}}  # it was deferred
+    assert kinds[-1] == "RUN_FINISHED" and "MESSAGES_SNAPSHOT" not in kinds  # it has them all
+    said = [e.message_id for e in await store.read("cold") if isinstance(e, ev.UserMessage)]
+    assert said == ["cold-u1", "cold-u2"]  # what it sent back was known, not logged again
