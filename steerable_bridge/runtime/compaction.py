@@ -53,9 +53,9 @@ from steerable_bridge.runtime.projection import (
     is_folded,
 )
 from steerable_bridge.runtime.tokens import (
+    RequestEstimator,
     TokenCalibration,
     estimate_message_tokens,
-    estimate_request_tokens,
     estimate_text_tokens,
 )
 from steerable_bridge.runtime.values import Message, TextPart
@@ -139,6 +139,7 @@ class Compactor:
         self._last_pressure_step: int | None = None
         self._last_effective = False
         self._manual = False
+        self._estimator = RequestEstimator()
         self.declined = ""
         """Why the last summarize pass logged nothing although it could fold (its summary
         would not have been smaller); empty when it compacted or found nothing to fold."""
@@ -156,7 +157,7 @@ class Compactor:
         return self._manual
 
     def estimate(self, request: ModelRequest) -> int:
-        tokens = estimate_request_tokens(request)
+        tokens = self._estimator.estimate(request)
         if self.calibration is not None:
             return self.calibration.calibrated(request.model, tokens)
         return tokens

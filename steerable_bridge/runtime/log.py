@@ -241,7 +241,10 @@ class SessionLog:
 def _shared(new: ModelRequest, old: ModelRequest | None) -> ModelRequest:
     """`new` with each message, and its system prompt and tools, replaced by the equal one
     of `old` where `old` has one (by position first, then by value), so the two share
-    them; `new` itself when nothing is shared. Equal values: the request is the same."""
+    them; `new` itself when nothing is shared. Equal values: the request is the same.
+    Messages past the end of `old` are the ones the history grew by since, and are not
+    looked for (the history the log keeps hands out the same objects step after step, so
+    only a rewritten request, by a hook or a compaction, has equal ones elsewhere)."""
     if old is None:
         return new
     known = old.messages
@@ -249,13 +252,14 @@ def _shared(new: ModelRequest, old: ModelRequest | None) -> ModelRequest:
     by_value: dict[Message, Message] | None = None
     changed = False
     for i, message in enumerate(messages):
-        if i < len(known):
-            if known[i] is message:
-                continue
-            if known[i] == message:
-                messages[i] = known[i]
-                changed = True
-                continue
+        if i >= len(known):
+            break  # new at the end: the history grew by it (a value `old` lacks)
+        if known[i] is message:
+            continue
+        if known[i] == message:
+            messages[i] = known[i]
+            changed = True
+            continue
         if by_value is None:
             by_value = {}
             for m in known:
