@@ -166,6 +166,7 @@ class History:
         "_cuts",
         "_entries",
         "_error",
+        "_list",
         "_messages",
         "_open",
         "_start",
@@ -177,6 +178,8 @@ class History:
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, Message]] = []
+        self._list: list[Message] = []
+        """The messages of `_entries`, in order (so a read copies pointers, nothing more)."""
         self.current: _Assistant | None = None
         """The assistant message still being streamed (not yet in `_entries`)."""
         self._start = 0
@@ -229,15 +232,16 @@ class History:
             if isinstance(event, ev.ToolFinished):
                 self._open.discard(event.call_id)
             self._flush()
-            self._entries.append((event.seq, _own_message(event)))
+            self._add(event.seq, _own_message(event))
         elif isinstance(event, ev.HookAction):
             if not event.message:
                 return
             self._flush()
-            self._entries.append((event.seq, _own_message(event)))
+            self._add(event.seq, _own_message(event))
         elif isinstance(event, ev.Compaction):
             self._flush()
             self._entries = _compact(self._entries, event)
+            self._list = [message for _, message in self._entries]
             if event.scope == "history" and event.through_seq > self.floor:
                 floor = self.floor = event.through_seq
                 self._cuts = [cut for cut in self._cuts if cut[0] > floor]
@@ -259,11 +263,15 @@ class History:
             self._start = seq
         return current
 
+    def _add(self, seq: int, message: Message) -> None:
+        self._entries.append((seq, message))
+        self._list.append(message)
+
     def _flush(self) -> None:
         current = self.current
         if current is not None:
             if current.text or current.calls or current.reasoning or current.thinking:
-                self._entries.append((self._start, current.message()))
+                self._add(self._start, current.message())
                 self._messages = None
             self.current = None
 
@@ -288,7 +296,7 @@ class History:
         self._check()
         if self._messages is None:
             current = self.current
-            messages = tuple(message for _, message in self._entries)
+            messages = tuple(self._list)
             if current is not None and (
                 current.text or current.calls or current.reasoning or current.thinking
             ):
