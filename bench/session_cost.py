@@ -19,7 +19,12 @@ turn (no tool call, no compaction), the p50 first-token latency of those turns, 
 compaction turns' CPU (mean and max), and the agent's RSS (VmRSS) at the end of the range;
 then the ratio of the last range's text-turn CPU to the first's.
 
-    uv run python bench/session_cost.py [--turns 1000] [--window 8000] [--profile out.prof]
+    uv run python bench/session_cost.py [--turns 1000] [--window 8000] [--wire acp|agui]
+        [--profile out.prof]
+
+`--wire agui` runs the session as runs on one thread of `steerable-bridge serve` (CPU and
+RSS of the server process; first token: the first TEXT_MESSAGE_CONTENT; a compaction: the
+CUSTOM `steerable.compaction` event).
 
 `--profile` runs the agent under cProfile (its CPU figures then include the profiler's).
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 from acp import schema as acp
 from acp import spawn_agent_process
 
@@ -110,8 +117,7 @@ class Client:
 async def acp_session(
     folder: Path, base: str, turns: int, read_every: int, profile: str | None
 ) -> list[Turn]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OPENAI_"))}
-    env |= {"STEERABLE_BASE_URL": base, "STEERABLE_STORAGE": str(folder / "s.db")}
+    env = _env(folder, base)
     client = Client()
     out: list[Turn] = []
     with (folder / "acp-stderr.log").open("ab") as stderr:
@@ -153,10 +159,69 @@ async def acp_session(
     return out
 
 
-def report(turns: list[Turn], window: int) -> None:
+def _env(folder: Path, base: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEERABLE_", "OPENAI_"))}
+    return env | {"STEERABLE_BASE_URL": base, "STEERABLE_STORAGE": str(folder / "s.db")}
+
+
+def agui_session(folder: Path, base: str, turns: int, read_every: int) -> list[Turn]:
+    """The same session as AG-UI runs on one thread of `steerable-bridge serve`: each turn
+    POSTs the new user message and reads the run's SSE stream to its end; the first token
+    is the first TEXT_MESSAGE_CONTENT, a compaction the CUSTOM `steerable.compaction`."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", "0",
+         "--model", "openai:bench", "--workspace", str(folder), "--approve", "all"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(folder, base),
+        text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    endpoint = process.stdout.readline().split()[-1]
+    out: list[Turn] = []
+    try:
+        with httpx.Client(timeout=120) as client:
+            for _ in range(200):
+                try:
+                    client.get(endpoint.removesuffix("/agent") + "/health")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            for turn in range(1, turns + 1):
+                read = read_every > 0 and turn % read_every == 0
+                text = f"turn {turn}: {READ_WORD} {READ_NAME}" if read else f"turn {turn}: go on"
+                message = {"id": f"u{turn}", "role": "user", "content": text}
+                body = {"threadId": "t1", "runId": f"r{turn}", "messages": [message]}
+                before = cpu_s(process.pid)
+                sent = time.perf_counter()
+                first: float | None = None
+                compacted = finished = False
+                with client.stream("POST", endpoint, json=body) as reply:
+                    for line in reply.iter_lines():
+                        if not line.startswith("data: "):
+                            continue
+                        if '"TEXT_MESSAGE_CONTENT"' in line and first is None:
+                            first = (time.perf_counter() - sent) * 1000
+                        elif '"steerable.compaction"' in line:
+                            compacted = True
+                        elif '"RUN_FINISHED"' in line:
+                            finished = True
+                if not finished:
+                    raise SystemExit(f"turn {turn} did not finish")
+                out.append(Turn((cpu_s(process.pid) - before) * 1000, first, read, compacted,
+                                rss_mib(process.pid)))  # fmt: skip
+                if turn % 100 == 0:
+                    print(f"  {turn} turns, server RSS {out[-1].rss:.0f} MiB", flush=True)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    return out
+
+
+def report(turns: list[Turn], window: int, wire: str) -> None:
     n = len(turns)
     ranges = [(0, n // 10), (n // 2, n // 2 + n // 10), (n - n // 10, n)]
-    label = f"window {window}" if window else "no window"
+    label = f"{wire}, window {window}" if window else f"{wire}, no window"
     print(f"\n{label}, {n} turns, {sum(t.compacted for t in turns)} compaction turns")
     print(
         f"{'turns':>11} | {'text CPU ms':>11} | {'1st token p50':>13} |"
@@ -189,6 +254,7 @@ def main() -> None:
     parser.add_argument("--read-every", type=int, default=5)
     parser.add_argument("--read-bytes", type=int, default=5000)
     parser.add_argument("--profile", help="write the agent's cProfile stats to this file")
+    parser.add_argument("--wire", choices=("acp", "agui"), default="acp")
     args = parser.parse_args()
     base, stop = serve_in_thread(
         args.tokens, window=args.window or None, read=READ_NAME, read_if=READ_WORD
@@ -202,7 +268,7 @@ def main() -> None:
             started = time.perf_counter()
             turns = anyio.run(acp_session, folder, base, args.turns, args.read_every, args.profile)
             print(f"{args.turns} turns in {time.perf_counter() - started:.0f} s")
-            report(turns, args.window)
+            report(turns, args.window, args.wire)
     finally:
         stop()
 
