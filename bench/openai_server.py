@@ -15,7 +15,8 @@ token, like the runtime's estimate) exceeds N tokens is answered HTTP 400
 `context_length_exceeded`, and `GET /v1/models` reports `max_model_len: N`. `read=PATH`
 makes it act like a coding model: when the last message is the user's and tools are
 offered, it calls `read_file` on PATH; after the result, it answers in `tokens` tokens; a
-request without tools (a compaction summary) gets a one-line summary.
+request without tools (a compaction summary) gets a one-line summary. With `read_if=WORD` too,
+it calls `read_file` only when the user's last message holds WORD (and answers otherwise).
 """
 
 from __future__ import annotations
@@ -47,7 +48,20 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return chars // 4
 
 
-def app(tokens: int, *, window: int | None = None, read: str | None = None) -> Starlette:
+def _last_text(messages: list[dict[str, Any]]) -> str:
+    content = messages[-1].get("content") if messages else None
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content)
+    return str(content or "")
+
+
+def app(
+    tokens: int,
+    *,
+    window: int | None = None,
+    read: str | None = None,
+    read_if: str | None = None,
+) -> Starlette:
     async def completions(request: Request) -> Response:
         body = await request.json()
         model = str(body.get("model", "bench"))
@@ -80,7 +94,11 @@ def app(tokens: int, *, window: int | None = None, read: str | None = None) -> S
             finish = "stop"
             if read is not None and not body.get("tools"):
                 yield chunk({"content": "Summary: the user asked for files; all were read."})
-            elif read is not None and last == "user":
+            elif (
+                read is not None
+                and last == "user"
+                and (read_if is None or read_if in _last_text(messages))
+            ):
                 call = {"index": 0, "id": f"call_{len(messages)}", "type": "function",
                         "function": {"name": "read_file",
                                      "arguments": json.dumps({"path": read})}}  # fmt: skip
@@ -111,11 +129,18 @@ def app(tokens: int, *, window: int | None = None, read: str | None = None) -> S
 
 
 def serve_in_thread(
-    tokens: int, *, window: int | None = None, read: str | None = None
+    tokens: int,
+    *,
+    window: int | None = None,
+    read: str | None = None,
+    read_if: str | None = None,
 ) -> tuple[str, Callable[[], None]]:
     """Start the server on 127.0.0.1:<free port>; returns (base URL, stop)."""
     config = uvicorn.Config(
-        app(tokens, window=window, read=read), host="127.0.0.1", port=0, log_level="warning"
+        app(tokens, window=window, read=read, read_if=read_if),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -140,8 +165,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="serve the benchmark model on 127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--tokens", type=int, default=20)
+    parser.add_argument("--window", type=int, help="enforce and report this context window")
+    parser.add_argument("--read", help="call read_file on this path (see the docstring)")
+    parser.add_argument("--read-if", help="only when the user's last message holds this")
     args = parser.parse_args()
-    uvicorn.run(app(args.tokens), host="127.0.0.1", port=args.port, log_level="warning")
+    served = app(args.tokens, window=args.window, read=args.read, read_if=args.read_if)
+    uvicorn.run(served, host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ handed.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -41,21 +42,20 @@ from typing import Any
 
 import anyio
 
-from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.digest import digest
 from steerable_bridge.runtime.events import CompactionTrigger, LoopEvent
 from steerable_bridge.runtime.model import ModelProvider, ModelRequest, ProviderError, TextChunk
 from steerable_bridge.runtime.projection import (
     SUMMARY_HEADER,
+    History,
     fold_tool_result,
-    history_entries,
     is_folded,
 )
 from steerable_bridge.runtime.tokens import (
+    RequestEstimator,
     TokenCalibration,
     estimate_message_tokens,
-    estimate_request_tokens,
     estimate_text_tokens,
 )
 from steerable_bridge.runtime.values import Message, TextPart
@@ -102,6 +102,8 @@ class StepAccess:
 
     events: Callable[[], Sequence[LoopEvent]]
     """The session log as it is now."""
+    history: Callable[[], History]
+    """The model's history of the log as it is now (kept up to date by the log)."""
     rebuild: Callable[[], ModelRequest]
     """The step's request built from the log as it is now."""
     emit: Callable[..., Awaitable[Any]]
@@ -135,6 +137,7 @@ class Compactor:
         self._last_pressure_step: int | None = None
         self._last_effective = False
         self._manual = False
+        self._estimator = RequestEstimator()
         self.declined = ""
         """Why the last summarize pass logged nothing although it could fold (its summary
         would not have been smaller); empty when it compacted or found nothing to fold."""
@@ -152,7 +155,7 @@ class Compactor:
         return self._manual
 
     def estimate(self, request: ModelRequest) -> int:
-        tokens = estimate_request_tokens(request)
+        tokens = self._estimator.estimate(request)
         if self.calibration is not None:
             return self.calibration.calibrated(request.model, tokens)
         return tokens
@@ -191,7 +194,7 @@ class Compactor:
     # -- micro fold -------------------------------------------------------------------------
 
     async def _micro(self, step: StepAccess, request: ModelRequest) -> ModelRequest:
-        entries = history_entries(step.events())
+        entries = step.history().entries()
         readable = [(seq, m) for seq, m in entries if m.role == "tool" and not is_folded(m)]
         keep = self.settings.micro_keep
         if len(readable) <= keep:
@@ -215,15 +218,15 @@ class Compactor:
     async def _summarize(
         self, step: StepAccess, request: ModelRequest, trigger: CompactionTrigger
     ) -> ModelRequest:
-        events = step.events()
+        history = step.history()
         self.declined = ""
         pre = self.estimate(request)
         window = step.window or pre
-        plan = self._plan(events, budget=int(self.settings.keep_ratio * window))
+        plan = self._plan(history, budget=int(self.settings.keep_ratio * window))
         if plan is None:
             logger.debug("compaction (%s): nothing to fold", trigger)
             return request
-        summary, fallback = await self._summary(step, request, plan, events, window)
+        summary, fallback = await self._summary(step, request, plan, window)
         if step.cancel.cancelled:
             return request
         text = SUMMARY_HEADER + summary
@@ -240,9 +243,7 @@ class Compactor:
         notice = self._breakers(trigger, post, window) if trigger == "pressure" else ""
         if notice:
             post += estimate_text_tokens(notice)
-        turns = sum(
-            isinstance(e, ev.UserMessage) and plan.floor < e.seq <= plan.through for e in events
-        )
+        turns = history.turns(plan.floor, plan.through)
         await step.emit(
             summary=summary,
             through_seq=plan.through,
@@ -294,30 +295,25 @@ class Compactor:
             " before starting another. The user can run /compact to compact now."
         )
 
-    def _plan(self, events: Sequence[LoopEvent], *, budget: int) -> _Plan | None:
-        """Where to cut: the earliest safe cut whose verbatim tail fits `budget` tokens."""
-        floor = -1
-        for event in events:
-            if isinstance(event, ev.Compaction) and event.scope == "history":
-                floor = max(floor, event.through_seq)
-        cuts: list[tuple[int, bool]] = []
-        open_calls: set[str] = set()
-        for event in events:
-            if isinstance(event, _BOUNDARIES) and not open_calls and event.seq - 1 > floor:
-                cuts.append((event.seq - 1, not isinstance(event, ev.StepStarted)))
-            if isinstance(event, ev.ToolCallEnd):
-                open_calls.add(event.call_id)
-            elif isinstance(event, ev.ToolFinished):
-                open_calls.discard(event.call_id)
-        if events and not open_calls and events[-1].seq > floor:
-            cuts.append((events[-1].seq, True))
-        entries = history_entries(events)
-        useful = [
-            (cut, turn) for cut, turn in cuts if any(floor < seq <= cut for seq, _ in entries)
-        ]
+    def _plan(self, history: History, *, budget: int) -> _Plan | None:
+        """Where to cut: the earliest safe cut whose verbatim tail fits `budget` tokens.
+
+        It reads the state the log keeps (`projection.History`): the cuts after the newest
+        history compaction and the messages, never the events themselves."""
+        floor = history.floor
+        cuts = history.cuts()
+        entries = history.entries()
+        by_seq = sorted((seq, estimate_message_tokens(m)) for seq, m in entries)
+        seqs = [seq for seq, _ in by_seq]
+        tokens = [0] * (len(by_seq) + 1)  # tokens[i]: the messages from by_seq[i] on
+        for i in range(len(by_seq) - 1, -1, -1):
+            tokens[i] = tokens[i + 1] + by_seq[i][1]
+        after_floor = bisect.bisect_right(seqs, floor)
+        first = seqs[after_floor] if after_floor < len(seqs) else None
+        useful = [(cut, turn) for cut, turn in cuts if first is not None and first <= cut]
 
         def fits(cut: int) -> bool:
-            return sum(estimate_message_tokens(m) for seq, m in entries if seq > cut) <= budget
+            return tokens[bisect.bisect_right(seqs, cut)] <= budget
 
         # Whole turns first; a cut inside a turn (at a step) only when no turn cut fits.
         chosen = next((cut for cut, turn in useful if turn and fits(cut)), None)
@@ -339,7 +335,6 @@ class Compactor:
         step: StepAccess,
         request: ModelRequest,
         plan: _Plan,
-        events: Sequence[LoopEvent],
         window: int,
     ) -> tuple[str, bool]:
         """The model's summary of the folded messages, or the digest when that fails."""
@@ -374,12 +369,8 @@ class Compactor:
         text = "".join(parts).strip()
         if text and not step.cancel.cancelled:
             return clip_middle(text, max_out * 4), False
-        fallback = digest(events, floor=plan.floor, through=plan.through)
+        fallback = digest(step.events(), floor=plan.floor, through=plan.through)
         return clip_middle(fallback, max_out * 4), True
-
-
-_BOUNDARIES = (ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied, ev.StepStarted, ev.RunStarted)
-"""Events before which the model's history can be cut: no message is half-built there."""
 
 
 def transcript(messages: Sequence[Message], budget_tokens: int) -> str:

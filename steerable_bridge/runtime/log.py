@@ -28,6 +28,7 @@ import anyio
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.events import EventBase, LoopEvent, ModelRequestEvent
 from steerable_bridge.runtime.model import ModelRequest
+from steerable_bridge.runtime.projection import History
 from steerable_bridge.runtime.storage import SessionStore
 from steerable_bridge.runtime.values import Message
 
@@ -104,6 +105,9 @@ class SessionLog:
         """The newest logged request that is not a one-off: the next one shares with it."""
         self.repairs: list[str] = []
         """Events `commit` found unencodable and stored repaired (a turn fails on them)."""
+        self.history = History()
+        """The model's history of every event held, kept as they are appended (a cache of
+        the log: `projection.history_entries(self.view())` gives the same)."""
         for event in events:
             self._check(event)
             self._events.append(event)
@@ -138,6 +142,7 @@ class SessionLog:
         return event
 
     def _note(self, event: LoopEvent) -> None:
+        self.history.observe(event)
         if isinstance(event, ModelRequestEvent) and not event.request.one_off:
             self._request = event.request
 
@@ -223,6 +228,8 @@ class SessionLog:
             )
             log.error("session %s: %s — a bug in what produced the text", self.session_id, note)
             self.repairs.append(note)
+        if found:  # the history was folded from the events as they were
+            self.history = History().extend(self._events)
         return found
 
     def take_repairs(self) -> list[str]:
@@ -234,7 +241,10 @@ class SessionLog:
 def _shared(new: ModelRequest, old: ModelRequest | None) -> ModelRequest:
     """`new` with each message, and its system prompt and tools, replaced by the equal one
     of `old` where `old` has one (by position first, then by value), so the two share
-    them; `new` itself when nothing is shared. Equal values: the request is the same."""
+    them; `new` itself when nothing is shared. Equal values: the request is the same.
+    Messages past the end of `old` are the ones the history grew by since, and are not
+    looked for (the history the log keeps hands out the same objects step after step, so
+    only a rewritten request, by a hook or a compaction, has equal ones elsewhere)."""
     if old is None:
         return new
     known = old.messages
@@ -242,13 +252,14 @@ def _shared(new: ModelRequest, old: ModelRequest | None) -> ModelRequest:
     by_value: dict[Message, Message] | None = None
     changed = False
     for i, message in enumerate(messages):
-        if i < len(known):
-            if known[i] is message:
-                continue
-            if known[i] == message:
-                messages[i] = known[i]
-                changed = True
-                continue
+        if i >= len(known):
+            break  # new at the end: the history grew by it (a value `old` lacks)
+        if known[i] is message:
+            continue
+        if known[i] == message:
+            messages[i] = known[i]
+            changed = True
+            continue
         if by_value is None:
             by_value = {}
             for m in known:

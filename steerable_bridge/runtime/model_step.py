@@ -38,7 +38,6 @@ from steerable_bridge.runtime.model import (
     ToolCallChunk,
     context_window,
 )
-from steerable_bridge.runtime.projection import project_history
 from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter, text_call_prefix
 from steerable_bridge.runtime.recorder import TurnRecorder
 from steerable_bridge.runtime.surrogates import REPAIR_ACTION, REPAIR_HOOK, repair_detail
@@ -198,11 +197,11 @@ class ModelStep(TurnRecorder):
                 await self._tool_chunk(chunk, assistant_id)
 
     def _request(self, system: str) -> ModelRequest:
-        """This step's request, projected from the log as it is now."""
+        """This step's request, with the history the log keeps up to date as it is now."""
         return ModelRequest(
             model=self.ctx.model,
             system=system,
-            messages=project_history(self.ctx.log.view()),
+            messages=self.ctx.log.history.messages(),
             tools=tuple(tool.spec() for tool in self.batch.tools.values()),
         )
 
@@ -214,6 +213,7 @@ class ModelStep(TurnRecorder):
 
         return StepAccess(
             events=ctx.log.view,
+            history=lambda: ctx.log.history,
             rebuild=lambda: self._request(system),
             emit=emit,
             provider=ctx.provider,

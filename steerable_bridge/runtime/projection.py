@@ -11,6 +11,7 @@ tool calls still waiting for a result.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from steerable_bridge.runtime.values import (
 )
 
 __all__ = [
+    "BOUNDARIES",
+    "History",
     "ProjectionError",
     "SessionFacts",
     "carries_facts",
@@ -124,7 +127,7 @@ class _Assistant:
 
 def project_history(events: Iterable[LoopEvent]) -> tuple[Message, ...]:
     """The model's view of the conversation, rebuilt from the log."""
-    return tuple(message for _, message in history_entries(events))
+    return History().extend(events).messages()
 
 
 FOLDED_MARKER = "[folded tool result:"
@@ -140,61 +143,184 @@ def history_entries(events: Iterable[LoopEvent]) -> list[tuple[int, Message]]:
     `through_seq` and puts the summary first; messages after it (the turns kept verbatim)
     stay. Scope `tool_results` folds the tool results through `through_seq` to a stub.
     """
-    messages: list[tuple[int, Message]] = []
-    current: _Assistant | None = None
-    start = 0
+    return list(History().extend(events).entries())
 
-    def flush() -> None:
-        nonlocal current
-        if current is not None and (
-            current.text or current.calls or current.reasoning or current.thinking
-        ):
-            messages.append((start, current.message()))
-        current = None
 
-    def begin(message_id: str, seq: int) -> _Assistant:
-        nonlocal current, start
-        if current is None:
-            current = _Assistant(message_id)
-            start = seq
-        return current
+BOUNDARIES = (ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied, ev.StepStarted, ev.RunStarted)
+"""Events before which the model's history can be cut: no message is half-built there."""
 
-    for event in events:
-        if isinstance(event, ev.TextDelta):
-            begin(event.message_id, event.seq).text.append(event.delta)
-        elif isinstance(event, ev.ReasoningDelta):
-            assistant = begin(event.message_id, event.seq)
+
+class History:
+    """The model's history of a log, kept up to date one event at a time.
+
+    `observe(event)` folds the next event in, in seq order (the log calls it for each event
+    it holds, from the newest compaction boundary on when it was loaded from a tail);
+    `entries()` and `messages()` are then what `history_entries` / `project_history` give
+    for every event observed so far, without going over those events again. It also keeps
+    what the compactor plans a cut from: the newest history compaction's `through_seq`
+    (`floor`), the seqs after it where the history may be cut (`cuts`), whether a tool call
+    is open, and the user messages after the floor. An event this build cannot project is
+    remembered and raised (`ProjectionError`) by every later read, as the fold from scratch
+    raises it. The state is a cache of the log: `History().extend(log)` rebuilds it.
+    """
+
+    __slots__ = (
+        "_cuts",
+        "_entries",
+        "_error",
+        "_list",
+        "_messages",
+        "_open",
+        "_start",
+        "_users",
+        "current",
+        "floor",
+        "last_seq",
+    )
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[int, Message]] = []
+        self._list: list[Message] = []
+        """The messages of `_entries`, in order (so a read copies pointers, nothing more)."""
+        self.current: _Assistant | None = None
+        """The assistant message still being streamed (not yet in `_entries`)."""
+        self._start = 0
+        self._error: ProjectionError | None = None
+        self._messages: tuple[Message, ...] | None = None
+        self.floor = -1
+        """The largest `through_seq` of a history compaction observed (-1: none)."""
+        self._cuts: list[tuple[int, bool]] = []
+        self._open: set[str] = set()
+        self._users: list[int] = []
+        self.last_seq: int | None = None
+
+    def extend(self, events: Iterable[LoopEvent]) -> History:
+        """Observe each of `events` in order; returns self."""
+        for event in events:
+            self.observe(event)
+        return self
+
+    def observe(self, event: LoopEvent) -> None:
+        """Fold one more event in (the next one of the log)."""
+        self.last_seq = event.seq
+        if isinstance(event, ev.TextDelta):  # the hot path: one per streamed token
+            self._begin(event.message_id, event.seq).text.append(event.delta)
+            self._messages = None
+            return
+        if self._error is not None:
+            return
+        if isinstance(event, BOUNDARIES):
+            if not self._open and event.seq - 1 > self.floor:
+                self._cuts.append((event.seq - 1, not isinstance(event, ev.StepStarted)))
+            if isinstance(event, ev.UserMessage):
+                self._users.append(event.seq)
+        if isinstance(event, ev.ReasoningDelta):
+            assistant = self._begin(event.message_id, event.seq)
             assistant.reasoning.append(event.delta)
             assistant.block.append(event.delta)
         elif isinstance(event, ev.ReasoningEnd):
-            begin(event.message_id, event.seq).end_reasoning(event)
+            self._begin(event.message_id, event.seq).end_reasoning(event)
         elif isinstance(event, ev.ToolCallEnd):
-            begin(f"asst-{event.call_id}", event.seq).calls.append(
+            self._open.add(event.call_id)
+            self._begin(f"asst-{event.call_id}", event.seq).calls.append(
                 ToolCall(
                     call_id=event.call_id, name=event.name, arguments_json=event.arguments_json
                 )
             )
         elif isinstance(event, ev.ModelResponseEvent | ev.RunFinished | ev.RunFailed):
-            flush()
+            self._flush()
+            return
         elif isinstance(event, _OWN_MESSAGE):
-            flush()
-            messages.append((event.seq, _own_message(event)))
+            if isinstance(event, ev.ToolFinished):
+                self._open.discard(event.call_id)
+            self._flush()
+            self._add(event.seq, _own_message(event))
         elif isinstance(event, ev.HookAction):
-            if event.message:
-                flush()
-                messages.append((event.seq, _own_message(event)))
+            if not event.message:
+                return
+            self._flush()
+            self._add(event.seq, _own_message(event))
         elif isinstance(event, ev.Compaction):
-            flush()
-            messages = _compact(messages, event)
+            self._flush()
+            self._entries = _compact(self._entries, event)
+            self._list = [message for _, message in self._entries]
+            if event.scope == "history" and event.through_seq > self.floor:
+                floor = self.floor = event.through_seq
+                self._cuts = [cut for cut in self._cuts if cut[0] > floor]
+                self._users = [seq for seq in self._users if seq > floor]
         elif isinstance(event, _NO_HISTORY):
-            continue
+            return
         else:
-            raise ProjectionError(
+            self._error = ProjectionError(
                 f"cannot project event kind {getattr(event, 'kind', type(event).__name__)!r}"
                 f" (seq {getattr(event, 'seq', '?')}); upgrade steerable-bridge to read this log"
             )
-    flush()
-    return messages
+            return
+        self._messages = None
+
+    def _begin(self, message_id: str, seq: int) -> _Assistant:
+        current = self.current
+        if current is None:
+            current = self.current = _Assistant(message_id)
+            self._start = seq
+        return current
+
+    def _add(self, seq: int, message: Message) -> None:
+        self._entries.append((seq, message))
+        self._list.append(message)
+
+    def _flush(self) -> None:
+        current = self.current
+        if current is not None:
+            if current.text or current.calls or current.reasoning or current.thinking:
+                self._add(self._start, current.message())
+                self._messages = None
+            self.current = None
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def entries(self) -> tuple[tuple[int, Message], ...]:
+        """Every message with the seq it starts at, as `history_entries` gives them."""
+        self._check()
+        entries = tuple(self._entries)
+        current = self.current
+        if current is not None and (
+            current.text or current.calls or current.reasoning or current.thinking
+        ):
+            entries += ((self._start, current.message()),)
+        return entries
+
+    def messages(self) -> tuple[Message, ...]:
+        """The model's view of the conversation, as `project_history` gives it; the same
+        tuple until an event changes it."""
+        self._check()
+        if self._messages is None:
+            current = self.current
+            messages = tuple(self._list)
+            if current is not None and (
+                current.text or current.calls or current.reasoning or current.thinking
+            ):
+                messages += (current.message(),)
+            self._messages = messages
+        return self._messages
+
+    def cuts(self) -> list[tuple[int, bool]]:
+        """The seqs after `floor` where the history can be cut, ascending, each with whether
+        it cuts between turns (not inside one at a step): before every boundary event seen
+        with no tool call open, and after the last event when none is open now."""
+        self._check()
+        cuts = list(self._cuts)
+        last = self.last_seq
+        if last is not None and not self._open and last > self.floor:
+            cuts.append((last, True))
+        return cuts
+
+    def turns(self, after: int, through: int) -> int:
+        """How many user messages after the floor lie in `after < seq <= through`."""
+        users = self._users
+        return bisect.bisect_right(users, through) - bisect.bisect_right(users, after)
 
 
 def _compact(

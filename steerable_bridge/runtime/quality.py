@@ -38,7 +38,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import StopReason
 from steerable_bridge.runtime.hooks import Hook, HookContext, Narrate
 from steerable_bridge.runtime.quality_settings import QualityMode, QualitySettings, parse_quality
-from steerable_bridge.runtime.tokens import TokenCalibration, estimate_request_tokens
+from steerable_bridge.runtime.tokens import RequestEstimator, TokenCalibration
 from steerable_bridge.runtime.tools import READ_ONLY_KINDS, ToolResult, parse_arguments
 from steerable_bridge.runtime.values import TextPart, ToolContent, ToolError
 
@@ -99,6 +99,7 @@ class TurnGuard:
     model: str
     max_steps: int
     calibration: TokenCalibration | None = None
+    estimator: RequestEstimator = field(default_factory=RequestEstimator)
     clock: Callable[[], float] = time.monotonic
     started: float = field(default=0.0)
     wrapping_up: bool = False
@@ -146,7 +147,7 @@ class TurnGuard:
             self._finished(event)
         elif isinstance(event, ev.ModelRequestEvent):
             if self.calibration is not None or self.settings.max_turn_tokens:
-                self._estimate = estimate_request_tokens(event.request)
+                self._estimate = self.estimator.estimate(event.request)
         elif isinstance(event, ev.ModelResponseEvent):
             self._count_tokens(event)
 

@@ -64,6 +64,7 @@ class TurnRecorder:
             model=ctx.model,
             max_steps=ctx.settings.max_steps,
             calibration=ctx.calibration,
+            estimator=ctx.estimator,
         )
         self.hooks = HookRunner(
             self.guard.hooks() + ctx.hooks,

@@ -35,6 +35,7 @@ from steerable_bridge.runtime.questions import ASK_USER, ASK_USER_NAME, Question
 from steerable_bridge.runtime.recovery import close_interrupted_run
 from steerable_bridge.runtime.steering import InputQueue
 from steerable_bridge.runtime.storage import SessionBusy, StoreError, claim_session
+from steerable_bridge.runtime.tokens import RequestEstimator
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnContext, TurnInput
 from steerable_bridge.runtime.values import ContentPart
@@ -66,6 +67,8 @@ class Session:
         self.steering = InputQueue()
         self.follow_ups = InputQueue()
         self.cache_drift = CacheDriftMonitor()
+        self.estimator = RequestEstimator()
+        """Estimates this session's requests, each from what is new since the last one."""
         self.shelf = ToolShelf(agent.config.quality.tool_budget)
         """Which tools steps offer and what `tool_search` found (`exposure.py`)."""
         self.notes = ""
@@ -185,6 +188,7 @@ class Session:
                 hooks=self.agent.hooks.snapshot(self.agent.scope_of(self)),
                 quality=self.agent.config.quality,
                 calibration=self.agent.calibration,
+                estimator=self.estimator,
                 cache_drift=self.cache_drift,
                 trace_id=observed.trace_id,
                 shelf=self.shelf,

@@ -29,6 +29,7 @@ from steerable_bridge.runtime.values import (
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD_TOKENS",
+    "RequestEstimator",
     "TokenCalibration",
     "estimate_message_tokens",
     "estimate_request_tokens",
@@ -100,6 +101,46 @@ def estimate_request_tokens(request: ModelRequest) -> int:
         total += estimate_text_tokens(tool.name) + estimate_text_tokens(tool.description)
         total += estimate_text_tokens(tool.parameters_json) + MESSAGE_OVERHEAD_TOKENS
     return total + sum(estimate_message_tokens(m) for m in request.messages)
+
+
+class RequestEstimator:
+    """`estimate_request_tokens` for one session's requests, each costing what is new.
+
+    A step's request holds the previous one's messages (the same objects, the history the
+    log keeps) and a few more; the estimator remembers the running sums over the messages
+    it saw last, so only the messages after the longest shared prefix are estimated again.
+    The result always equals `estimate_request_tokens(request)`.
+    """
+
+    __slots__ = ("_messages", "_sums")
+
+    def __init__(self) -> None:
+        self._messages: tuple[Message, ...] = ()
+        self._sums: list[int] = [0]
+        """`_sums[i]`: the estimate of `_messages[:i]`."""
+
+    def estimate(self, request: ModelRequest) -> int:
+        total = estimate_text_tokens(request.system) + MESSAGE_OVERHEAD_TOKENS
+        for tool in request.tools:
+            total += estimate_text_tokens(tool.name) + estimate_text_tokens(tool.description)
+            total += estimate_text_tokens(tool.parameters_json) + MESSAGE_OVERHEAD_TOKENS
+        messages, known = request.messages, self._messages
+        if messages is not known:
+            shared = len(known)
+            if messages[:shared] != known:  # identity first: cheap when they are shared
+                shared = 0
+                while shared < min(len(known), len(messages)) and (
+                    known[shared] is messages[shared]
+                ):
+                    shared += 1
+            sums = self._sums
+            del sums[shared + 1 :]
+            running = sums[-1]
+            for message in messages[shared:]:
+                running += estimate_message_tokens(message)
+                sums.append(running)
+            self._messages = messages
+        return total + self._sums[-1]
 
 
 @dataclass(slots=True)

@@ -30,7 +30,7 @@ from steerable_bridge.runtime.projection import SessionFacts
 from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.questions import QuestionAnswer, Questions
 from steerable_bridge.runtime.steering import InputQueue
-from steerable_bridge.runtime.tokens import TokenCalibration
+from steerable_bridge.runtime.tokens import RequestEstimator, TokenCalibration
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.values import ContentPart, ToolContent, Usage
 
@@ -175,6 +175,8 @@ class TurnContext:
     """Which model-quality guards run (see `quality.py`)."""
     calibration: TokenCalibration | None = None
     """The process's token calibration: fed after each response that reports usage."""
+    estimator: RequestEstimator = field(default_factory=RequestEstimator)
+    """The session's request estimates (one per session, so a step estimates what is new)."""
     cache_drift: CacheDriftMonitor = field(default_factory=CacheDriftMonitor)
     """The session's prompt-cache drift monitor (one per session, so streaks span turns)."""
     trace_id: str | None = None

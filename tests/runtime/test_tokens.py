@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from steerable_bridge.runtime.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.tokens import (
+    RequestEstimator,
     TokenCalibration,
     estimate_request_tokens,
     estimate_text_tokens,
@@ -54,3 +60,26 @@ def test_calibration_applies_the_ratio_of_sums_only_after_enough_samples() -> No
     assert cal.factor("other") == 1.0
     cal.observe("m", 0, 10)  # unusable samples are ignored
     assert cal.samples("m") == 3
+
+
+_POOL = [
+    Message(id=f"m{i}", role="user", content=(TextPart(text="word " * i + "日本語" * (i % 3)),))
+    for i in range(8)
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=7), max_size=10), max_size=8))
+def test_a_session_estimator_equals_the_estimate_of_each_whole_request(
+    histories: list[list[int]],
+) -> None:
+    estimator = RequestEstimator()
+    previous: tuple[Message, ...] = ()
+    for picks in histories:
+        # each request grows the previous one, or is rewritten (shorter, reordered, equal copies)
+        grown = (*previous, *(_POOL[i] for i in picks))
+        rewritten = tuple(dataclasses.replace(_POOL[i]) for i in picks)
+        for messages in (grown, rewritten, grown[: len(grown) // 2]):
+            request = ModelRequest(model="m", system="sys", messages=messages)
+            assert estimator.estimate(request) == estimate_request_tokens(request)
+        previous = grown

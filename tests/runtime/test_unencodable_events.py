@@ -23,6 +23,7 @@ from steerable_bridge.runtime.model import (
     ModelStreamItem,
     TextChunk,
 )
+from steerable_bridge.runtime.projection import project_history
 from steerable_bridge.runtime.tools import Tool, ToolResult
 from steerable_bridge.runtime.values import ResourcePart, TextPart
 
@@ -75,6 +76,9 @@ async def test_an_unencodable_event_fails_the_turn_and_the_session_keeps_working
     deltas = [e.delta for e in of(stored, ev.TextDelta)]
     assert deltas == ["bad \ufffd text", "all good"]
     assert [e.kind for e in stored].count("run_failed") == 1
+    # the history the log keeps was folded again from the repaired events
+    assert session.log.history.messages() == project_history(session.log.view())
+    assert "bad \ufffd text" in [m.text for m in session.log.history.messages()]
 
     reloaded = await make_agent(Buggy(), store=store).load_session(session.id)  # type: ignore[arg-type]
     assert len(reloaded.log) == len(session.log)

@@ -54,23 +54,26 @@ async def sse_data(reply: httpx.Response, *, base_url: str, hint: str) -> AsyncI
         ) from None
 
 
+_JSON = {"content-type": "application/json"}
+
+
 @asynccontextmanager
 async def posted_events(
     client: httpx.AsyncClient,
     url: str,
     *,
-    body: Any,
+    body: bytes,
     headers: dict[str, str],
     refuse: Callable[[httpx.Response], ProviderError],
     base_url: str,
     hint: str,
     clock: CallClock,
 ) -> AsyncIterator[AsyncIterator[str]]:
-    """POST `body` as JSON and give the reply's event `data` (see `sse_data`); a reply other
+    """POST `body` (JSON, encoded) and give the reply's event `data` (see `sse_data`); a reply other
     than 200 is read whole and raised as `refuse(reply)`. Every network wait is made within
     `clock`'s deadlines (`deadlines.py`)."""
     async with AsyncExitStack() as stack:
-        request = client.stream("POST", url, json=body, headers=headers)
+        request = client.stream("POST", url, content=body, headers={**headers, **_JSON})
         reply = await clock.enter(request, stack)
         assert isinstance(reply.stream, httpx.AsyncByteStream)  # an AsyncClient's reply
         reply.stream = clock.bound(reply.stream)

@@ -229,6 +229,12 @@ class HttpStreamProvider(ABC, Generic[C, D]):
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body `stream(request)` sends."""
 
+    def encoded(self, request: ModelRequest) -> bytes:
+        """`body(request)` as the bytes sent (as httpx's `json=` writes it); a provider may
+        keep what repeats from request to request encoded (`openai_body.py`)."""
+        body = self.body(request)
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
     @abstractmethod
     def decoder(self) -> D:
         """A fresh decoder for one attempt's events."""
@@ -291,14 +297,14 @@ class HttpStreamProvider(ABC, Generic[C, D]):
         if config.needs_key:
             remedy = self.remedies.missing_key.format(key_env=config.key_env)
             raise ProviderError("auth_required", f"{config.base_url} needs an API key: {remedy}")
-        body = self.body(request)
+        body = self.encoded(request)
         client = await self.http.client()
         attempt = partial(self._attempt, client, body)
         async for item in stream_with_retries(attempt, self._retry):
             yield item
 
     async def _attempt(
-        self, client: httpx.AsyncClient, body: dict[str, Any], tries: int, clock: CallClock
+        self, client: httpx.AsyncClient, body: bytes, tries: int, clock: CallClock
     ) -> AsyncGenerator[ModelStreamItem, None]:
         """One try: the answer's chunks, then its `ModelResponse`."""
         config = self.config

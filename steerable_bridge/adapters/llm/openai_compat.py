@@ -41,6 +41,7 @@ from steerable_bridge.adapters.llm.http_stream import (
     bearer_headers,
     is_loopback,
 )
+from steerable_bridge.adapters.llm.openai_body import BodyEncoder
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.retrying import RetryableError
@@ -150,6 +151,15 @@ class OpenAICompatProvider(HttpStreamProvider[OpenAIConfig, ChunkDecoder]):
     def body(self, request: ModelRequest) -> dict[str, Any]:
         config = self.config
         return request_body(request, model=config.model, accepts_images=config.accepts_images)
+
+    _encoder: BodyEncoder | None = None
+    """Keeps the history's messages encoded from request to request (built on first use)."""
+
+    def encoded(self, request: ModelRequest) -> bytes:
+        if self._encoder is None:
+            config = self.config
+            self._encoder = BodyEncoder(model=config.model, accepts_images=config.accepts_images)
+        return self._encoder.encode(request)
 
     def decoder(self) -> ChunkDecoder:
         return ChunkDecoder()

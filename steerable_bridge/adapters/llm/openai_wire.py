@@ -16,6 +16,7 @@ Pure data mapping: no I/O, used only by `openai_compat.py`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,15 @@ from steerable_bridge.runtime.values import (
     Usage,
 )
 
-__all__ = ["FINISH_REASONS", "ChunkDecoder", "request_body", "to_openai_messages"]
+__all__ = [
+    "FINISH_REASONS",
+    "ChunkDecoder",
+    "body_options",
+    "layout",
+    "openai_message",
+    "request_body",
+    "to_openai_messages",
+]
 
 FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -58,8 +67,14 @@ def request_body(
     body: dict[str, Any] = {
         "model": model,
         "messages": to_openai_messages(request, accepts_images=accepts_images),
-        "stream": True,
     }
+    body.update(body_options(request, include_usage=include_usage))
+    return body
+
+
+def body_options(request: ModelRequest, *, include_usage: bool = True) -> dict[str, Any]:
+    """The fields of `request_body` after `messages`, in order."""
+    body: dict[str, Any] = {"stream": True}
     if include_usage:
         body["stream_options"] = {"include_usage": True}
     if request.tools:
@@ -83,20 +98,28 @@ def request_body(
 
 def to_openai_messages(request: ModelRequest, *, accepts_images: bool) -> list[dict[str, Any]]:
     """Our history as OpenAI messages, the system prompt first."""
-    out: list[dict[str, Any]] = []
+    return [
+        item if isinstance(item, dict) else openai_message(item, accepts_images)
+        for item in layout(request, accepts_images=accepts_images)
+    ]
+
+
+def layout(request: ModelRequest, *, accepts_images: bool) -> Iterator[Message | dict[str, Any]]:
+    """The OpenAI messages of `request` in order: each history message as itself (it is one
+    OpenAI message, `openai_message`), the system prompt and the images tools returned as the
+    OpenAI messages they become."""
     if request.system:
-        out.append({"role": "system", "content": request.system})
+        yield {"role": "system", "content": request.system}
     images: list[dict[str, Any]] = []
     for message in request.messages:
         if images and message.role != "tool":
-            out.append(_tool_images(images))
+            yield _tool_images(images)
             images = []
-        out.append(_message(message, accepts_images))
+        yield message
         if message.role == "tool" and accepts_images:
             images.extend(_user_part(p, True) for p in message.content if isinstance(p, ImagePart))
     if images:
-        out.append(_tool_images(images))
-    return out
+        yield _tool_images(images)
 
 
 def _tool_images(images: list[dict[str, Any]]) -> dict[str, Any]:
@@ -106,7 +129,8 @@ def _tool_images(images: list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "user", "content": [note, *images]}
 
 
-def _message(message: Message, accepts_images: bool) -> dict[str, Any]:
+def openai_message(message: Message, accepts_images: bool) -> dict[str, Any]:
+    """One history message as the OpenAI message it is."""
     if message.role == "assistant":
         entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
         if message.tool_calls:

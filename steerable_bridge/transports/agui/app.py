@@ -29,7 +29,10 @@ sharing the store (409 — unless the request asks to steer or stop with
 `forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). The port decides, before
 anything is sent: its reservation refuses a second request here, and its `prompt` raises
 `SessionOwned` when another process runs the thread, which gets the same 409 (naming that
-process), not a stream. With
+process), not a stream. In a burst (while other threads' histories are being read) a plain
+run of a thread not read yet opens its stream first (`Threads.prepare(defer=True)`): its
+RUN_STARTED waits for no load, and what can only be found once the history is read (the
+store failing, another process owning the thread) ends that stream with RUN_ERROR instead. With
 `max_runs`, a new run beyond that many streaming at once in this process is refused with
 503, `Retry-After` and code `too_many_runs` (steer and stop requests still pass); a run
 whose client left has its conversation closed in memory (it reloads from the store),
@@ -291,8 +294,9 @@ class _Server:
             return self._full()
         try:
             traceparent = request.headers.get("traceparent")
+            defer = self.threads.loading > 0  # a burst: its first event waits for no load
             prepared = await self.threads.prepare(
-                thread, hold, run, traceparent=traceparent, user=user
+                thread, hold, run, traceparent=traceparent, user=user, defer=defer
             )
         except InputError as err:
             hold.release()

@@ -107,8 +107,24 @@ async def test_threads_keep_history_and_resent_messages_are_not_duplicated() -> 
     assert [e.message_id for e in log if isinstance(e, ev.UserMessage)] == ["u1", "u2"]
     request = [e for e in log if isinstance(e, ev.ModelRequestEvent)][-1].request
     assert [m.id for m in request.messages if m.role == "user"] == ["u1", "u2"]
-    snapshot = next(f for f in second if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
-    assert [m["id"] for m in snapshot[: len(history)]] == [m["id"] for m in history]
+    # the client sent the whole thread back: with the run's stream it holds it all, so the
+    # thread is not sent to it again
+    assert "MESSAGES_SNAPSHOT" not in types(second)
+
+
+async def test_a_client_that_lacks_messages_of_the_thread_gets_the_whole_thread() -> None:
+    app = create_app(LocalPort(agent_for()))
+    async with asgi_client(app) as client:
+        _, first = await post(client, run_input("t1", "r1", [user("u1", "hello")]))
+        history = next(f for f in first if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        _, second = await post(client, run_input("t1", "r2", [user("u2", "again")]))
+        _, third = await post(client, run_input("t1", "r3", [*history[:1], user("u3", "more")]))
+    for wire in (second, third):
+        snapshot = next(f for f in wire if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        assert [m["id"] for m in snapshot[: len(history)]] == [m["id"] for m in history]
+        assert [m["id"] for m in snapshot if m["role"] == "user"][-1] in ("u2", "u3")
+    users = [m["id"] for m in snapshot if m["role"] == "user"]
+    assert users == ["u1", "u2", "u3"]
 
 
 async def test_several_new_user_messages_are_all_logged_and_streamed_in_seq_order() -> None:
