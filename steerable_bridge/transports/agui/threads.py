@@ -42,7 +42,13 @@ from steerable_bridge.runtime.port import AgentPort, Conversation, Reservation
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
 from steerable_bridge.transports.agui.history import MessageFold, known_ids
-from steerable_bridge.transports.agui.inputs import ParsedRun, speaks_1_0, to_turn
+from steerable_bridge.transports.agui.inputs import (
+    InputError,
+    ParsedRun,
+    model_requested,
+    speaks_1_0,
+    to_turn,
+)
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import Write
 from steerable_bridge.transports.agui.wire import SseEncoder
@@ -191,6 +197,15 @@ class Threads:
         trace; a new thread is stored as `user`'s."""
         conversation = await self.conversation(thread, user=user)
         parsed = to_turn(run, thread.known, conversation.open_calls)
+        model = model_requested(run)
+        if model is not None and model != conversation.model:
+            try:
+                await self.port.set_model(conversation.conversation_id, model)
+            except ValueError as err:
+                raise InputError(
+                    "unknown_model",
+                    f"{err}; pick one of custom.steerable.models in GET /agent/capabilities",
+                ) from None
         if traceparent:
             parsed = replace(parsed, turn=replace(parsed.turn, traceparent=traceparent))
         return Run(self, thread, hold, run, parsed)
