@@ -1,6 +1,6 @@
 // Drives the built-in chat page in headless Chromium (Debian's /usr/bin/chromium) with
 // playwright-core, one browser for every scenario. Usage:
-//   node agui_browser.mjs FAST_URL SLOW_URL ARTIFACT_DIR
+//   node agui_browser.mjs FAST_URL SLOW_URL CUT_URL ARTIFACT_DIR
 // FAST_URL serves the demo model at instant pace, SLOW_URL at a pace that takes seconds.
 // On FAST_URL: a reply with reasoning and a tool call, an approval answered "Always allow"
 // and a second write that is not asked about, a markdown reply with a code block, the first
@@ -8,13 +8,14 @@
 // thread, switching back to the first from the sidebar and a reload that keeps it, the model
 // picker, and the words shown when the server cannot be reached.
 // On SLOW_URL: a reload while the answer streams (it goes on), then Stop on a new thread.
+// On CUT_URL (SLOW_URL behind a proxy that cuts the first run's stream): the page resumes.
 // Prints one JSON report on stdout.
 import { chromium } from "playwright-core";
 
-const [fast, slow, artifacts] = process.argv.slice(2);
+const [fast, slow, cut, artifacts] = process.argv.slice(2);
 const WAIT = { timeout: 15000 };
 const consoleMessages = [];
-let refusing = false;  // the connection refusals the page is meant to meet are not errors
+let expected = null;  // the network failure a scenario causes on purpose is not an error
 
 const texts = (page, selector) =>
   page.evaluate((sel) => [...document.querySelectorAll(sel)].map((n) => n.textContent), selector);
@@ -52,7 +53,7 @@ async function newPage(browser, viewport) {
   const context = await browser.newContext({ viewport, permissions: ["clipboard-read", "clipboard-write"] });
   const page = await context.newPage();
   page.on("console", (msg) => {
-    if (!(refusing && msg.text().includes("ERR_CONNECTION_REFUSED"))) consoleMessages.push(`${msg.type()}: ${msg.text()}`);
+    if (!(expected && msg.text().includes(expected))) consoleMessages.push(`${msg.type()}: ${msg.text()}`);
   });
   page.on("pageerror", (err) => consoleMessages.push(`pageerror: ${err.message}`));
   return page;
@@ -157,13 +158,13 @@ async function onFast(browser) {
     code: await texts(page, ".msg.assistant pre code"), status: await statusOf(page),
   };
   // The server gone: a sentence saying what to do, and a status that is not stuck.
-  refusing = true;
+  expected = "ERR_CONNECTION_REFUSED";
   await page.route("**/agent", (route) => route.abort("connectionrefused"));
   await send(page, "are you there?");
   await page.waitForSelector(".error", WAIT);
   await idle(page);
   const unreachable = await texts(page, ".error");
-  refusing = false;
+  expected = null;
   await page.context().close();
   return { chat, unreachable, desktop, phone, phoneMenu, phoneAfterPick, firstThread, secondThread, sidebar, switched, reloaded };
 }
@@ -181,6 +182,21 @@ async function onSlow(browser) {
   await idle(page);
   const reload = { before, afterReload, after: await source(), users: await texts(page, ".msg.user"),
                    assistants: await texts(page, ".msg.assistant") };
+  // The connection drops while the answer streams (CUT_URL is a proxy that cuts the first
+  // POST /agent stream partway): the page resumes it after the last id shown, once.
+  const cutPage = await newPage(browser, { width: 1280, height: 800 });
+  expected = "ERR_INCOMPLETE_CHUNKED_ENCODING";
+  await cutPage.goto(cut, WAIT);
+  await send(cutPage, "hello");
+  await hasText(cutPage, ".note", "connection lost");
+  await idle(cutPage);
+  const dropped = {
+    text: await cutPage.evaluate(() => document.querySelector(".msg.assistant")?.dataset.source ?? ""),
+    notes: await texts(cutPage, ".note"), errors: await texts(cutPage, ".error"),
+    assistants: await texts(cutPage, ".msg.assistant"),
+  };
+  await cutPage.context().close();
+  expected = null;
   // Stop, on a new thread.
   await page.click("#new-thread");
   await send(page, "hello");
@@ -190,7 +206,7 @@ async function onSlow(browser) {
   const stop = { reply: await texts(page, ".msg.assistant"), notes: await texts(page, ".note"),
                  thread: await page.evaluate(() => document.querySelector("#thread").textContent) };
   await page.context().close();
-  return { reload, stop };
+  return { reload, dropped, stop };
 }
 
 const browser = await chromium.launch({

@@ -28,6 +28,7 @@ from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
+from tests.interop.cutting_proxy import cutting_proxy
 from tests.transports.agui.harness import agent_for, live_server, session_of
 
 HERE = Path(__file__).resolve().parent
@@ -110,8 +111,11 @@ async def test_the_chat_page_in_chromium(node: str) -> None:
     async with (
         live_server(create_app(LocalPort(fast_agent))) as fast,
         live_server(slow_app) as slow,
+        cutting_proxy(slow) as cut,
     ):
-        report = await _node_json(node, "agui_browser.mjs", f"{fast}/", f"{slow}/", str(ARTIFACTS))
+        report = await _node_json(
+            node, "agui_browser.mjs", f"{fast}/", f"{slow}/", f"{cut}/", str(ARTIFACTS)
+        )
         stop_thread = report["stop"]["thread"]
         stopped = session_of(slow_app, stop_thread) or await slow_agent.load_session(stop_thread)
     chat = report["chat"]
@@ -173,6 +177,10 @@ async def test_the_chat_page_in_chromium(node: str) -> None:
     assert len(reload["before"]) < len(full) and full.startswith(reload["before"])
     assert reload["afterReload"]["status"] == "running…"
     assert reload["users"] == ["hello"] and len(reload["assistants"]) == 1
+    # a stream cut mid-answer resumes after its last id: the whole answer, nothing twice
+    dropped = report["dropped"]
+    assert dropped["text"] == full and len(dropped["assistants"]) == 1
+    assert dropped["notes"] == ["connection lost — reconnecting…"] and dropped["errors"] == []
     # Stop cancels the turn on the server
     assert report["stop"]["reply"] and "stopped" in report["stop"]["notes"]
     assert "to use a real model" not in report["stop"]["reply"][0].lower()  # cut short

@@ -14,7 +14,15 @@ import { loadThreads, markCurrent } from "./threads.js";
 const $ = (id) => document.getElementById(id);
 const newId = (p) => p + "-" + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(36).slice(2));
 const THREAD_KEY = "steerable.thread";
-const RECONNECTS = 3;
+const RECONNECTS = 5;         // tries to resume a dropped stream, RETRY_MS apart, doubling
+const RETRY_MS = 500;
+
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => { clearTimeout(timer); reject(new DOMException("aborted", "AbortError")); }, { once: true });
+  });
+}
 
 let threadId = localStorage.getItem(THREAD_KEY) || newId("thread");
 let messages = [];           // the thread as the server last sent it (MESSAGES_SNAPSHOT)
@@ -198,8 +206,13 @@ async function follow(open) {
         break;
       } catch (err) {
         if (err.name === "AbortError" || mine !== view) return;
-        if (!(err instanceof ServerError && err.code === "disconnected") || attempt >= RECONNECTS) throw err;
-        note("connection lost — reconnecting…");
+        // a stream that dropped (or could not reopen) resumes after the last event shown;
+        // a request the server never answered is not retried (it may not have started)
+        const lost = err instanceof ServerError && (err.code === "disconnected" || (attempt > 0 && err.code === "unreachable"));
+        if (!lost || attempt >= RECONNECTS) throw err;
+        if (attempt === 0) note("connection lost — reconnecting…");
+        $("status").textContent = "reconnecting…";
+        await sleep(RETRY_MS * 2 ** attempt, controller.signal);
         const after = lastEventId ?? "-1";
         open = (signal, onEvent) => stream(events(), { signal, lastEventId: after }, onEvent);
       }
