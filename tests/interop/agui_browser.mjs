@@ -74,6 +74,12 @@ async function onFast(browser) {
   const cardWhileAsked = await page.evaluate(() =>
     [...document.querySelectorAll(".tool-call")].at(-1).querySelector(".status").textContent);
   const diff = await texts(page, ".tool-call .diff:not([hidden])");
+  // A reload while the approval waits: the question is still there, with every option.
+  await page.reload(WAIT);
+  await page.waitForSelector(".approval button[data-option=allow_always]", WAIT);
+  await page.waitForFunction(() => document.querySelector("#status").textContent !== "running…", null, WAIT);
+  const afterReload = { status: await statusOf(page), options: await texts(page, ".approval button"),
+                        diff: await texts(page, ".tool-call .diff:not([hidden])") };
   await page.click(".approval button[data-option=allow_always]");
   await hasText(page, ".tool-call .result", "wrote");
   await idle(page);
@@ -112,7 +118,7 @@ async function onFast(browser) {
   const pickedModel = await page.locator("details.timeline").last().evaluate((n) =>
     [...n.querySelectorAll(".tl-label")].map((l) => l.textContent).filter((t) => t.startsWith("model ")));
   const chat = {
-    pickerVisible, models, pickedModel, waitingStatus, options, cardWhileAsked, diff, approvals, markdown, copied, timelineOpen, timelineRows,
+    pickerVisible, models, pickedModel, waitingStatus, afterReload, options, cardWhileAsked, diff, approvals, markdown, copied, timelineOpen, timelineRows,
     timelines: await texts(page, "details.timeline summary"),
     reply: await texts(page, ".msg.assistant"),
     tool: await texts(page, ".tool-call"),
@@ -157,6 +163,16 @@ async function onFast(browser) {
     users: await texts(page, ".msg.user"), threads: await texts(page, "#threads li .title"),
     code: await texts(page, ".msg.assistant pre code"), status: await statusOf(page),
   };
+  // Delete the second thread (two clicks): gone from the sidebar, and from the server.
+  const remove = page.locator(`#threads li[data-thread="${secondThread}"] button.delete`);
+  await remove.click();
+  const armed = await remove.textContent();
+  await remove.click();
+  await page.waitForSelector(`#threads li[data-thread="${secondThread}"]`, { state: "detached", ...WAIT });
+  await page.reload(WAIT);
+  await page.waitForSelector(`#threads li[data-thread="${firstThread}"]`, WAIT);
+  await idle(page);
+  const deleted = { armed, threads: await texts(page, "#threads li .title"), thread: await page.evaluate(() => document.querySelector("#thread").textContent) };
   // The server gone: a sentence saying what to do, and a status that is not stuck.
   expected = "ERR_CONNECTION_REFUSED";
   await page.route("**/agent", (route) => route.abort("connectionrefused"));
@@ -166,7 +182,7 @@ async function onFast(browser) {
   const unreachable = await texts(page, ".error");
   expected = null;
   await page.context().close();
-  return { chat, unreachable, desktop, phone, phoneMenu, phoneAfterPick, firstThread, secondThread, sidebar, switched, reloaded };
+  return { chat, unreachable, deleted, desktop, phone, phoneMenu, phoneAfterPick, firstThread, secondThread, sidebar, switched, reloaded };
 }
 
 async function onSlow(browser) {

@@ -130,6 +130,12 @@ async def test_the_chat_page_in_chromium(node: str) -> None:
     assert chat["waitingStatus"] == "waiting for your approval"
     assert chat["cardWhileAsked"] == "waiting for approval"
     assert chat["diff"] == ["demo-note.txt+ Written by the demo model.\n"]
+    # a reload keeps the waiting question, its options and the diff
+    assert chat["afterReload"] == {
+        "status": "waiting for your approval",
+        "options": chat["options"],
+        "diff": chat["diff"],
+    }
     # "Always allow" answered once: the second write was not asked about
     assert len(chat["approvals"]) == 1 and chat["approvals"][0].endswith("always allowed")
     assert sum("wrote demo-note.txt" in text for text in chat["tool"]) == 2
@@ -170,6 +176,10 @@ async def test_the_chat_page_in_chromium(node: str) -> None:
     assert reloaded["thread"] == first and reloaded["users"][:3] == users
     assert reloaded["code"] == ["print(42)\n"] and reloaded["status"] == "idle"
     assert reloaded["threads"] == ["hello", "think, then use a tool"]
+    # the second thread deleted (after a second click): the first stays open
+    assert report["deleted"]["armed"] == "Delete?"
+    assert report["deleted"]["threads"] == ["think, then use a tool"]
+    assert report["deleted"]["thread"] == first
     # a reload while the answer streams: it goes on to the end, once
     reload = report["reload"]
     full = reload["after"]

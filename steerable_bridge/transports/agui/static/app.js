@@ -9,7 +9,7 @@ import { applyPatch } from "./patch.js";
 import { renderMarkdown } from "./markdown.js";
 import { onTimeline, resetTimeline, track } from "./timeline.js";
 import { approvalBox, endArgs, markAnswered, setStatus as setToolStatus, setToolName, showResult, toolCard } from "./cards.js";
-import { loadThreads, markCurrent } from "./threads.js";
+import { loadThreads, markCurrent, onDeleted } from "./threads.js";
 
 const $ = (id) => document.getElementById(id);
 const newId = (p) => p + "-" + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(36).slice(2));
@@ -354,6 +354,7 @@ $("input").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); }
 });
 $("stop").addEventListener("click", stopRun);
+onDeleted((id) => { if (id === threadId) newThread(); });
 $("new-thread").addEventListener("click", newThread);
 $("more-threads").addEventListener("click", () => refreshThreads(true));
 $("menu").addEventListener("click", () => document.body.classList.toggle("menu-open"));

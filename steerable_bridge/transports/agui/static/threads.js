@@ -1,5 +1,6 @@
 // The thread sidebar: the caller's threads from GET /agent/threads (newest first, "Load
-// more" for the next page), the open one marked, a running one tagged.
+// more" for the next page), the open one marked, a running one tagged, each deletable
+// (DELETE /agent/threads/{id}, after a second click).
 
 import { call } from "./api.js";
 
@@ -28,12 +29,42 @@ function item(thread, current, open) {
   meta.textContent = (thread.running ? "running · " : "") + when(thread.updatedAt);
   button.append(title, meta);
   button.addEventListener("click", () => open(thread.threadId));
-  li.appendChild(button);
+  const remove = document.createElement("button");
+  remove.type = "button";
+  remove.className = "delete";
+  remove.textContent = "×";
+  remove.title = "Delete this thread";
+  remove.setAttribute("aria-label", "Delete thread " + (thread.title || thread.threadId));
+  // two clicks: the first asks, the second (within 4 s) deletes
+  remove.addEventListener("click", async () => {
+    if (!remove.classList.contains("armed")) {
+      remove.classList.add("armed");
+      remove.textContent = "Delete?";
+      setTimeout(() => { remove.classList.remove("armed"); remove.textContent = "×"; }, 4000);
+      return;
+    }
+    remove.disabled = true;
+    try {
+      await call("agent/threads/" + encodeURIComponent(thread.threadId), { method: "DELETE" });
+      li.remove();
+      $("no-threads").hidden = $("threads").children.length > 0;
+      if (handlers.deleted) handlers.deleted(thread.threadId);
+    } catch (err) {
+      remove.disabled = false;
+      if (handlers.fail) handlers.fail(err);
+    }
+  });
+  li.append(button, remove);
   return li;
 }
 
+const handlers = { deleted: null, fail: null };
+/** Called with a thread's id once it is deleted (the page leaves it if it is open). */
+export function onDeleted(callback) { handlers.deleted = callback; }
+
 /** Fill the list (from the first page, or append the next); errors go to `fail`. */
 export async function loadThreads(current, open, fail, more = false) {
+  handlers.fail = fail;
   try {
     const page = await call("agent/threads?limit=50" + (more && cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
     cursor = page.nextCursor;
