@@ -57,9 +57,10 @@ function showError(err) {
 }
 onTimeline((box) => add(box));
 
+let streamLabel = "running…";  // what the stream being read is: a run, or a thread loading
 function status() {
   let text = "idle";
-  if (streaming) text = "running…";
+  if (streaming) text = streamLabel;
   else if (waiting.size) text = "waiting for your approval";
   $("status").textContent = text;
   $("status").dataset.state = streaming ? "running" : waiting.size ? "waiting" : "idle";
@@ -70,7 +71,13 @@ let pending = new Set();
 function drawSoon(node) {  // markdown re-rendered at most once a frame while text streams
   if (pending.has(node)) return;
   pending.add(node);
-  requestAnimationFrame(() => { pending.delete(node); renderMarkdown(node, node.dataset.source); });
+  requestAnimationFrame(() => {
+    pending.delete(node);
+    const log = $("log");
+    const stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    renderMarkdown(node, node.dataset.source);
+    if (stick) log.scrollTop = log.scrollHeight;
+  });
 }
 
 function assistant(id) {
@@ -194,10 +201,11 @@ function compactionNote(c) {
 
 // ---- streams ------------------------------------------------------------------------------
 // Read one stream into the view; a dropped connection resumes after the last id shown.
-async function follow(open) {
+async function follow(open, label = "running…") {
   const mine = view;
   const controller = new AbortController();
   streaming = controller;
+  streamLabel = label;
   status();
   try {
     for (let attempt = 0; ; attempt++) {
@@ -280,13 +288,17 @@ async function openThread(id) {
   threadId = id;
   localStorage.setItem(THREAD_KEY, id);
   clearView();
+  const mine = view;
+  let running = false;  // the snapshot says whether a run goes on: "running…", else "loading…"
+  try { running = (await call("agent/threads/" + encodeURIComponent(id))).running; } catch (e) { /* the replay says why */ }
+  if (mine !== view) return;
   await follow(async (signal, onEvent) => {
     try { await stream(events() + "?after=-1", { signal }, onEvent); }
     catch (err) {
       if (err.code !== "thread_not_found") throw err;  // never run, deleted, or another user's
       localStorage.removeItem(THREAD_KEY);
     }
-  });
+  }, running ? "running…" : "loading…");
   if (!$("log").children.length) hint();
 }
 
