@@ -73,6 +73,8 @@ DEFAULT_TOOLS: tuple[ToolScript, ...] = (
     ("exec_command", {"cmd": "touch fake-model-was-here.txt"}),
     # fast-agent's --shell tool.
     ("bash", {"command": "touch fake-model-was-here.txt"}),
+    # steerable-bridge's own shell tool.
+    ("run_command", {"command": "touch fake-model-was-here.txt"}),
     # The backend tool of tests/interop/servers/*.py (an MCP server's, for fast-agent).
     ("lookup", {"topic": "fake"}),
 )
