@@ -12,12 +12,13 @@ afterwards — written as raw bytes around the SDK), `session/load` replay if ad
 `session/resume` without replay if advertised; with `--tool-prompt TEXT`, the permission
 flow of a turn that runs a tool (`permission_probe.py`), then a cancel while that permission
 is pending (`state_probes.py`); before `session/load`, the session is switched to another
-mode and model, which the load must keep. The checker advertises fs and terminal and serves
-them in its temporary workspace (`checker_services.py`). Last, the conformance suite's ACP
-transcript rules run over everything recorded; their evidence names lines of the `--record`
-file. Every check that did not run is listed as skipped with the reason, so a report always
-holds the same ids. Raises `CouldNotRun` when the agent cannot be started or exits before
-answering `initialize`.
+mode and model, which the load must keep; with `--fail-prompt TEXT`, a session whose turn
+failed must still load and replay the turn after it. The checker advertises fs and terminal
+and serves them in its temporary workspace (`checker_services.py`). Last, the conformance
+suite's ACP transcript rules run over everything recorded; their evidence names lines of the
+`--record` file. Every check that did not run is listed as skipped with the reason, so a
+report always holds the same ids. Raises `CouldNotRun` when the agent cannot be started or
+exits before answering `initialize`.
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ from steerable_bridge.conformance.validators.checker_services import WorkspaceSe
 from steerable_bridge.conformance.validators.permission_probe import PERMISSION_CHECKS, tool_prompt
 from steerable_bridge.conformance.validators.report import Check, Report
 from steerable_bridge.conformance.validators.state_probes import (
+    AFTER_FAILURE,
     LOAD_STATE_CHECKS,
     grade_load_state,
+    load_after_failure,
     permission_cancel,
     set_session_state,
 )
@@ -245,6 +248,7 @@ AGENT_CHECKS = (
     "agent.malformed_json.alive",
     "agent.session.load",
     *LOAD_STATE_CHECKS,
+    AFTER_FAILURE,
     "agent.session.resume",
 )
 """Every agent-side check, in report order; one that did not run is reported as skipped."""
@@ -272,6 +276,7 @@ _SESSION_CHECKS = (
     "agent.cancel.permission",
     "agent.session.load",
     *LOAD_STATE_CHECKS,
+    AFTER_FAILURE,
     "agent.session.resume",
 )
 
@@ -314,9 +319,15 @@ async def _run_checks(probe: AgentProbe, stderr: IO[bytes]) -> list[Check]:
         switch = await set_session_state(probe, session)
         loaded = await probe.load(session, prompted=not reason)
         grade_load_state(probe, switch, loaded)
+        if probe.settings.fail_prompt and not reason:
+            await load_after_failure(probe, probe.settings.fail_prompt)
+        else:
+            why = reason or "not asked: pass --fail-prompt TEXT, a prompt whose turn fails"
+            probe.skip((AFTER_FAILURE,), why)
     else:
         probe.skip(
-            ("agent.session.load", *LOAD_STATE_CHECKS), "agent did not advertise loadSession"
+            ("agent.session.load", *LOAD_STATE_CHECKS, AFTER_FAILURE),
+            "agent did not advertise loadSession",
         )
     resume = caps.session_capabilities.resume if caps and caps.session_capabilities else None
     if session is None:

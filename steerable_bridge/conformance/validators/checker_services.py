@@ -90,6 +90,7 @@ class WorkspaceServices:
         self.workspace = Path(workspace).resolve()
         self.wait_timeout = wait_timeout
         self._terminals: dict[str, _Terminal] = {}
+        self._started: list[_Terminal] = []
         self._ids = itertools.count(1)
         self._tg: anyio.abc.TaskGroup | None = None
 
@@ -100,11 +101,14 @@ class WorkspaceServices:
             try:
                 yield self
             finally:
-                for terminal in self._terminals.values():
-                    _kill(terminal.process)
+                self._tg = None
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    for terminal in self._started:
+                        _kill(terminal.process)
+                    for terminal in self._started:  # let each pump reap its process
+                        await terminal.finished.wait()
                 self._terminals.clear()
                 tg.cancel_scope.cancel()
-                self._tg = None
 
     # -- files ----------------------------------------------------------------------------
 
@@ -181,6 +185,7 @@ class WorkspaceServices:
         terminal = _Terminal(process, output_byte_limit or DEFAULT_OUTPUT_LIMIT)
         terminal_id = f"check-term-{next(self._ids)}"
         self._terminals[terminal_id] = terminal
+        self._started.append(terminal)
         self._tg.start_soon(_pump, terminal)
         return CreateTerminalResponse(terminal_id=terminal_id)
 

@@ -14,6 +14,13 @@ to another model when one is offered as a `configOptions` entry of category `mod
 answer with what was set. What the agent does not offer is skipped with the reason (a model
 offered only through the unstable `session/set_model` is not switched: the checker keeps to
 stable methods).
+
+`load_after_failure(probe, text)` (`agent.session.load.after_failure`, with `--fail-prompt
+TEXT`) runs, in a session of its own, a turn that fails (its model errors: the agent may
+answer an error or a stop reason), then a plain turn that must succeed, then loads the
+session: the replay must still carry the plain turn (its prompt, and the model's text as
+`live_only_chunks` compares it, live-only notices tolerated) — a replay that stops at, or
+breaks on, the failed turn fails.
 """
 
 from __future__ import annotations
@@ -27,19 +34,24 @@ from acp.schema import LoadSessionResponse
 from pydantic import ValidationError
 
 from steerable_bridge.conformance.validators.agent_grading import stop_text
+from steerable_bridge.conformance.validators.agent_probes import live_only_chunks
 
 if TYPE_CHECKING:
     from steerable_bridge.conformance.validators.agent_probes import AgentProbe
 
 __all__ = [
+    "AFTER_FAILURE",
     "LOAD_STATE_CHECKS",
     "SessionSwitch",
     "grade_load_state",
+    "load_after_failure",
     "permission_cancel",
     "set_session_state",
 ]
 
 LOAD_STATE_CHECKS = ("agent.session.load.mode", "agent.session.load.model")
+AFTER_FAILURE = "agent.session.load.after_failure"
+FOLLOW_UP = "Reply with one short sentence: say hello again."
 
 
 async def permission_cancel(probe: AgentProbe, session: str, text: str) -> None:
@@ -206,3 +218,90 @@ def grade_load_state(
         f"the session was switched to model {switch.model!r}; session/load answered"
         f" {value!r}" + ("" if value == switch.model else " (the model was lost on load)"),
     )
+
+
+async def load_after_failure(probe: AgentProbe, text: str) -> None:
+    session = await probe.new_session(record=False)
+    if session is None:
+        probe.skip((AFTER_FAILURE,), "a session/new (for it) did not succeed")
+        return
+    failed = "did not fail"
+    try:
+        with anyio.fail_after(probe.settings.prompt_timeout):
+            answer = await probe.conn.prompt(session_id=session, prompt=[text_block(text)])
+        failed = f"ended with stopReason {answer.stop_reason!r}"
+    except RequestError as err:
+        failed = f"answered error {err.code}"
+    except (TimeoutError, ValidationError, ConnectionError) as err:
+        probe.record(AFTER_FAILURE, "skipped", f"could not check: the failing turn: {err!r}")
+        return
+    start = len(probe.transcript)
+    try:
+        with anyio.fail_after(probe.settings.prompt_timeout):
+            await probe.conn.prompt(session_id=session, prompt=[text_block(FOLLOW_UP)])
+    except (TimeoutError, RequestError, ValidationError, ConnectionError) as err:
+        probe.record(
+            AFTER_FAILURE,
+            "fail",
+            f"after a failed turn ({failed}) the next prompt failed too: {str(err)[:160]!r};"
+            " a session must stay usable after a turn fails",
+        )
+        return
+    live = [
+        str((u.get("content") or {}).get("text", ""))
+        for u in _updates(probe, session, start)
+        if u.get("sessionUpdate") == "agent_message_chunk"
+    ]
+    start = len(probe.transcript)
+    try:
+        with anyio.fail_after(probe.settings.prompt_timeout):
+            await probe.conn.load_session(cwd=probe.workdir, session_id=session, mcp_servers=[])
+    except (TimeoutError, RequestError, ValidationError, ConnectionError) as err:
+        probe.record(
+            AFTER_FAILURE,
+            "fail",
+            f"session/load of a session with a failed turn ({failed}) failed:"
+            f" {str(err)[:160] or type(err).__name__}",
+        )
+        return
+    replay = _updates(probe, session, start)
+    replayed = _answer_after(replay, FOLLOW_UP)
+    problems = []
+    if replayed is None:
+        problems.append("the prompt after the failed turn was not replayed")
+    elif live_only_chunks(replayed, live) is None:
+        problems.append(
+            f"the answer after the failed turn was replayed as {replayed[:60]!r}, live it was"
+            f" {''.join(live)[:60]!r}"
+        )
+    probe.record(
+        AFTER_FAILURE,
+        "fail" if problems else "pass",
+        f"a failed turn ({failed}), then a turn that succeeded; session/load: "
+        + ("; ".join(problems) or "replayed the turn after the failure"),
+    )
+
+
+def _answer_after(replay: list[dict[str, Any]], prompt: str) -> str | None:
+    """The agent text replayed after the user chunk holding `prompt` (None: no such chunk)."""
+    answer: str | None = None
+    for update in replay:
+        kind = update.get("sessionUpdate")
+        text = str((update.get("content") or {}).get("text", ""))
+        if kind == "user_message_chunk":
+            if prompt in text:
+                answer = ""
+            elif answer:
+                break  # the next turn began
+        elif kind == "agent_message_chunk" and answer is not None:
+            answer += text
+    return answer
+
+
+def _updates(probe: AgentProbe, session: str, start: int) -> list[dict[str, Any]]:
+    found = []
+    for entry in probe.transcript.session_updates(session, start):
+        update = entry.message["params"].get("update")
+        if isinstance(update, dict):
+            found.append(update)
+    return found
