@@ -119,7 +119,8 @@ def test_check_acp_reports_no_false_failure_on_a_real_agent(
     done = subprocess.run(
         [sys.executable, "-m", "steerable_bridge.cli", "check", "acp", "--init-timeout", "90",
          "--prompt-timeout", "90", "--tool-prompt", f"Please {fake_models.model.trigger} now.",
-         "--fail-prompt", f"Please {fake_models.model.fail_marker} now.", "--format", "json", "--", *agent.command],
+         "--fail-prompt", f"Please {fake_models.model.fail_marker} now.", "--format", "json",
+         "--", *agent.command],
         env=dict(agent.env), cwd=REPO, capture_output=True, text=True,
         timeout=220,
     )  # fmt: skip

@@ -38,7 +38,7 @@ async def test_a_terminal_runs_reports_and_is_released(tmp_path: Path) -> None:
         assert done.exit_code == 3
         output = await services.terminal_output(made.terminal_id)
         assert output.output.startswith("marker")
-        assert str(tmp_path.resolve()) in output.output
+        assert tmp_path.name in output.output  # it ran in the workspace
         assert output.exit_status is not None and output.exit_status.exit_code == 3
         await services.release_terminal(made.terminal_id)
         with pytest.raises(RequestError):
