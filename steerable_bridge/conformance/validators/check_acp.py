@@ -363,6 +363,14 @@ async def _tool_prompt(probe: AgentProbe) -> None:
         )
         return
     await tool_prompt(probe, session, text)
+    asked = next((c for c in probe.checks if c.id == "agent.permission.request"), None)
+    if asked is None or asked.status == "skipped":
+        probe.skip(
+            ("agent.cancel.permission",),
+            "could not check: the tool prompt brought no permission request (see"
+            " agent.permission.request)",
+        )
+        return
     held = await probe.new_session(record=False)
     if held is None:
         probe.skip(("agent.cancel.permission",), "a session/new (for it) did not succeed")
