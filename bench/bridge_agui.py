@@ -1,31 +1,47 @@
 """The AG-UI bridge's cost: events/s and added latency per event, bridged vs direct.
 
-An AG-UI endpoint (Starlette + uvicorn on 127.0.0.1, in this process) streams one run of
-TEXT_MESSAGE_CONTENT events, each carrying the wall-clock time it was sent. *Direct*: an
-httpx + httpx-sse client reads the run. *Bridged*: a spawned `steerable-bridge acp
---agui-url URL --storage memory` reads it and an ACP SDK client reads the
-`agent_message_chunk`s it sends — the path an editor sees, so the bridge's mapping, the
-session log, the ACP renderer and the stdio framing are all in it. Two measurements:
+An AG-UI endpoint (Starlette + uvicorn on 127.0.0.1, in a process of its own) streams one
+run of TEXT_MESSAGE_CONTENT events, each carrying the wall-clock time it was sent. Three
+readers of the same endpoint:
 
-- throughput: N events as fast as the server can send them (`/fast`); events/s from the
-  request to the last event, for both paths (target: bridged ≥ 50 % of direct);
-- latency: M events paced 2 ms apart (`/paced`, below either path's capacity, so queueing
-  does not dominate); per-event latency = arrival - send time; the added latency is the
-  bridged percentile minus the direct one (target: < 1 ms at p99).
+- *direct*: an httpx + httpx-sse client validating each event with the `ag_ui` models, as
+  an AG-UI client does;
+- *bridged, SDK client*: a spawned `steerable-bridge acp --agui-url URL --storage memory`
+  reads the run and an ACP SDK client (`spawn_agent_process`) reads its
+  `agent_message_chunk`s — the path an editor sees, the reader's own cost included (the
+  SDK validates every notification into models and runs a task per message);
+- *bridged, lean reader*: the same bridge process, read by a raw line reader of its stdout
+  that stamps each line's arrival and only parses the chunks (requests are the SDK's
+  models, dumped). The bridge is the real process with its log, mapping, ACP renderer and
+  stdio framing; only the reader's own cost is left out, so this is the bridge's figure.
+
+Two measurements per reader: throughput — N events as fast as the server sends them
+(`/fast`), events/s from the request to the last event (target: bridged >= 50 % of
+direct); latency — M events paced 2 ms apart (`/paced`, below every path's capacity, so
+queueing does not dominate), per-event latency = arrival - send time, and the added latency
+is the bridged percentile minus the direct one of the same round (target: < 1 ms at p99).
+Rounds alternate the readers (direct, SDK, lean, ...) so load on a shared machine hits them
+alike; figures are medians over the rounds with [min - max]. The bridge's CPU per event is
+read from /proc around the timed prompt.
 
 Run under the shared lock: `flock /work/wt/heavy.lock uv run python bench/bridge_agui.py
-[N] [M]` (defaults 3000 and 500). Loopback only; every wait bounded.
+[--fast N] [--paced M] [--rounds R]` (defaults 10000, 500, 5; N large enough for the
+/proc CPU clock's 10 ms ticks). Loopback only; every wait
+bounded.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
 import os
 import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -43,7 +59,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 from httpx_sse import aconnect_sse
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -104,19 +120,6 @@ class Arrivals:
         self.last = time.perf_counter()
 
 
-async def direct(url: str) -> tuple[Arrivals, float]:
-    arrivals = Arrivals()
-    body = {"threadId": "t", "runId": "r", "messages": []}
-    async with httpx.AsyncClient(timeout=60) as client:
-        start = time.perf_counter()
-        async with aconnect_sse(client, "POST", url, json=body) as source:
-            async for sse in source.aiter_sse():
-                event = EVENTS.validate_json(sse.data)  # as an AG-UI client validates
-                if isinstance(event, TextMessageContentEvent):
-                    arrivals.take(event.delta)
-    return arrivals, start
-
-
 class Editor:
     def __init__(self) -> None:
         self.arrivals = Arrivals()
@@ -136,33 +139,133 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-BRIDGE_CPU: list[float] = []
-"""CPU seconds the bridge process spent on each timed run."""
-
-
-async def bridged(url: str) -> tuple[Arrivals, float]:
-    editor = Editor()
+def bridge_command(url: str) -> tuple[list[str], dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
     command = [sys.executable, "-m", "steerable_bridge.cli", "acp", "--agui-url", url]
+    return [*command, "--storage", "memory"], env
+
+
+class Run:
+    """One timed read: its arrivals, when the request went out, and the CPU seconds the
+    reader (this process) and the bridge spent on it."""
+
+    def __init__(
+        self, arrivals: Arrivals, start: float, reader_cpu_s: float, bridge_cpu_s: float = 0.0
+    ) -> None:
+        self.arrivals = arrivals
+        self.start = start
+        self.reader_cpu_s = reader_cpu_s
+        self.bridge_cpu_s = bridge_cpu_s
+
+
+async def direct(url: str) -> Run:
+    used = time.process_time()
+    arrivals, start = await _direct(url)
+    return Run(arrivals, start, time.process_time() - used)
+
+
+async def _direct(url: str) -> tuple[Arrivals, float]:
+    arrivals = Arrivals()
+    body = {"threadId": "t", "runId": "r", "messages": []}
+    async with httpx.AsyncClient(timeout=60) as client:
+        start = time.perf_counter()
+        async with aconnect_sse(client, "POST", url, json=body) as source:
+            async for sse in source.aiter_sse():
+                event = EVENTS.validate_json(sse.data)  # as an AG-UI client validates
+                if isinstance(event, TextMessageContentEvent):
+                    arrivals.take(event.delta)
+    return arrivals, start
+
+
+async def sdk(url: str) -> Run:
+    """Bridged, read by the ACP SDK's client."""
+    editor = Editor()
+    command, env = bridge_command(url)
     async with spawn_agent_process(
         editor,  # type: ignore[arg-type]
         *command,
-        "--storage",
-        "memory",
         env=env,
-        transport_kwargs={"stderr": subprocess.DEVNULL},
+        transport_kwargs={"stderr": subprocess.DEVNULL, "limit": 64 * 1024 * 1024},
     ) as (conn, process):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
         block = acp.TextContentBlock(type="text", text="go")
         await conn.prompt(session_id=session.session_id, prompt=[block])  # warm-up
         editor.arrivals = Arrivals()
-        used = cpu_s(process.pid)
+        used, read = cpu_s(process.pid), time.process_time()
         start = time.perf_counter()
         await conn.prompt(session_id=session.session_id, prompt=[block])
-        BRIDGE_CPU.append(cpu_s(process.pid) - used)
+        spent = cpu_s(process.pid) - used
         await anyio.sleep(0.2)  # notifications sent before the response are all read
-    return editor.arrivals, start
+        reading = time.process_time() - read
+    return Run(editor.arrivals, start, reading, spent)
+
+
+def _request(request_id: int, method: str, params: BaseModel) -> bytes:
+    body = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+    frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body}
+    return (json.dumps(frame) + "\n").encode()
+
+
+class LeanReader:
+    """Reads the bridge's stdout line by line, stamping each line as it arrives."""
+
+    def __init__(self, stdout: asyncio.StreamReader) -> None:
+        self.stdout = stdout
+        self.arrivals = Arrivals()
+
+    async def until(self, request_id: int) -> dict[str, Any]:
+        """Read up to the answer to `request_id`, taking the text chunks on the way."""
+        while True:
+            line = await self.stdout.readline()
+            if not line:
+                raise RuntimeError("the bridge closed its stdout")
+            if b'"agent_message_chunk"' in line:
+                self.arrivals.take(json.loads(line)["params"]["update"]["content"]["text"])
+                continue
+            frame: dict[str, Any] = json.loads(line)
+            if frame.get("id") == request_id and "method" not in frame:
+                return frame
+
+
+async def lean(url: str) -> Run:
+    """Bridged, read by a raw line reader of the bridge's stdout."""
+    command, env = bridge_command(url)
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        limit=64 * 1024 * 1024,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    reader = LeanReader(process.stdout)
+    try:
+        process.stdin.write(_request(0, "initialize", acp.InitializeRequest(protocol_version=1)))
+        await reader.until(0)
+        new = acp.NewSessionRequest(cwd=os.getcwd(), mcp_servers=[])
+        process.stdin.write(_request(1, "session/new", new))
+        session_id = (await reader.until(1))["result"]["sessionId"]
+        block = acp.TextContentBlock(type="text", text="go")
+        ask = acp.PromptRequest(session_id=session_id, prompt=[block])
+        process.stdin.write(_request(2, "session/prompt", ask))
+        await reader.until(2)  # warm-up
+        reader.arrivals = Arrivals()
+        used, read = cpu_s(process.pid), time.process_time()
+        start = time.perf_counter()
+        process.stdin.write(_request(3, "session/prompt", ask))
+        await reader.until(3)
+        spent = cpu_s(process.pid) - used
+        reading = time.process_time() - read
+    finally:
+        process.stdin.close()
+        with anyio.move_on_after(10):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    return Run(reader.arrivals, start, reading, spent)
 
 
 def pct(values: list[int], q: float) -> float:
@@ -179,69 +282,107 @@ def serve(fast: int, paced: int) -> None:
     server.run(sockets=[sock])
 
 
-async def main(fast: int, paced: int) -> None:
+READERS: dict[str, Callable[[str], Awaitable[Run]]] = {
+    "direct": direct,
+    "sdk": sdk,
+    "lean": lean,
+}
+LABELS = {
+    "direct": "direct (AG-UI client)",
+    "sdk": "bridged, ACP SDK client",
+    "lean": "bridged, lean reader",
+}
+
+
+def spread(values: list[float], fmt: str) -> str:
+    return (
+        f"{format(statistics.median(values), fmt)}"
+        f" [{format(min(values), fmt)} - {format(max(values), fmt)}]"
+    )
+
+
+async def main(fast: int, paced: int, rounds: int) -> None:
     child = subprocess.Popen(  # noqa: ASYNC220 - started once, before anything runs
         [sys.executable, __file__, "serve", str(fast), str(paced)],
         stdout=subprocess.PIPE,
         text=True,
     )
+    rate: dict[str, list[float]] = {name: [] for name in READERS}
+    ratio: dict[str, list[float]] = {"sdk": [], "lean": []}
+    added: dict[tuple[str, float], list[float]] = {}
+    absolute: dict[tuple[str, float], list[float]] = {}
+    cpu: dict[str, list[float]] = {"sdk": [], "lean": []}
+    client_cpu: dict[str, list[float]] = {name: [] for name in READERS}
     try:
         assert child.stdout is not None
         base = f"http://127.0.0.1:{child.stdout.readline().strip()}"
-        with anyio.fail_after(300):
+        with anyio.fail_after(120 + 60 * rounds):
             for _ in range(200):  # listening a moment after the port is printed
                 try:
-                    await direct(f"{base}/paced")
+                    await _direct(f"{base}/paced")
                     break
                 except httpx.TransportError:
                     await anyio.sleep(0.05)
-            await direct(f"{base}/fast")  # warm-up
-            rates: dict[str, float] = {}
-            lat: dict[str, list[int]] = {}
-            client_cpu: dict[str, float] = {}
-            for name, path in (("direct", direct), ("bridged", bridged)):
-                used = time.process_time()
-                arrivals, start = await path(f"{base}/fast")
-                client_cpu[name] = (time.process_time() - used) / fast * 1e6
-                assert len(arrivals.latencies) == fast, (name, len(arrivals.latencies))
-                rates[name] = fast / (arrivals.last - start)
-                arrivals, _ = await path(f"{base}/paced")
-                assert len(arrivals.latencies) == paced, (name, len(arrivals.latencies))
-                lat[name] = arrivals.latencies
+            await _direct(f"{base}/fast")  # warm-up
+            for _ in range(rounds):
+                fast_rate: dict[str, float] = {}
+                for name, read in READERS.items():
+                    run = await read(f"{base}/fast")
+                    client_cpu[name].append(run.reader_cpu_s / fast * 1e6)
+                    got = len(run.arrivals.latencies)
+                    assert got == fast, (name, got)
+                    fast_rate[name] = fast / (run.arrivals.last - run.start)
+                    rate[name].append(fast_rate[name])
+                    if name in cpu:
+                        cpu[name].append(run.bridge_cpu_s / fast * 1e6)
+                for name in ratio:
+                    ratio[name].append(fast_rate[name] / fast_rate["direct"])
+                quantiles: dict[str, dict[float, float]] = {}
+                for name, read in READERS.items():
+                    run = await read(f"{base}/paced")
+                    got = len(run.arrivals.latencies)
+                    assert got == paced, (name, got)
+                    quantiles[name] = {q: pct(run.arrivals.latencies, q) for q in (0.5, 0.99)}
+                for q in (0.5, 0.99):
+                    for name in READERS:
+                        absolute.setdefault((name, q), []).append(quantiles[name][q])
+                    for name in ratio:
+                        gap = quantiles[name][q] - quantiles["direct"][q]
+                        added.setdefault((name, q), []).append(gap)
     finally:
         child.terminate()
         child.wait(timeout=10)
-    print(
-        f"throughput ({fast} events):  direct {rates['direct']:,.0f}/s   bridged"
-        f" {rates['bridged']:,.0f}/s   ratio {rates['bridged'] / rates['direct']:.0%}"
-        " (target >= 50%)"
-    )
+    print(f"{rounds} rounds; median [min - max]")
+    print(f"throughput ({fast} events, events/s):")
+    for name in READERS:
+        line = f"  {LABELS[name]:<26} {spread(rate[name], ',.0f')}"
+        if name in ratio:
+            line += f"   ratio {spread([100 * r for r in ratio[name]], '.0f')} %"
+        print(line + ("   (target >= 50 %)" if name == "lean" else ""))
+    print(f"latency ({paced} events, {PACE_S * 1000:g} ms apart), ms:")
     for q, label in ((0.5, "p50"), (0.99, "p99")):
-        d, b = pct(lat["direct"], q), pct(lat["bridged"], q)
-        print(
-            f"latency {label} ({paced} events, {PACE_S * 1000:g} ms apart): direct {d:.3f} ms"
-            f"   bridged {b:.3f} ms   added {b - d:.3f} ms"
-            + ("   (target < 1 ms)" if q > 0.9 else "")
-        )
-    print(
-        f"latency mean: direct {statistics.mean(lat['direct']) / 1e6:.3f} ms   bridged"
-        f" {statistics.mean(lat['bridged']) / 1e6:.3f} ms"
-    )
-    print(
-        f"client CPU per event: direct (httpx-sse + ag_ui models) {client_cpu['direct']:.0f} us"
-        f"   bridged (ACP SDK client) {client_cpu['bridged']:.0f} us"
-    )
-    per_event = BRIDGE_CPU[0] / fast * 1e6
-    print(
-        f"bridge process CPU: {per_event:.0f} us per event over the {fast}-event run (at most"
-        f" {1e6 / per_event:,.0f} events/s on one idle core)"
-    )
+        print(f"  {label} direct {spread(absolute[('direct', q)], '.3f')}")
+        for name in ratio:
+            print(
+                f"  {label} {LABELS[name]:<26} {spread(absolute[(name, q)], '.3f')}"
+                f"   added {spread(added[(name, q)], '.3f')}"
+                + ("   (target < 1 ms)" if q > 0.9 else "")
+            )
+    print("reader CPU per event over the fast run (us, this process):")
+    for name in READERS:
+        print(f"  {LABELS[name]:<26} {spread(client_cpu[name], '.0f')}")
+    print("bridge process CPU per event over the fast run (us):")
+    for name in cpu:
+        print(f"  read by {name:<4} {spread(cpu[name], '.1f')}")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
         serve(int(sys.argv[2]), int(sys.argv[3]))
     else:
-        n = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
-        m = int(sys.argv[2]) if len(sys.argv) > 2 else 500
-        anyio.run(main, n, m)
+        parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+        parser.add_argument("--fast", type=int, default=10000)
+        parser.add_argument("--paced", type=int, default=500)
+        parser.add_argument("--rounds", type=int, default=5)
+        args = parser.parse_args()
+        anyio.run(main, args.fast, args.paced, args.rounds)

@@ -16,9 +16,11 @@ server options go after `--` (e.g. `-- --max-runs 16`); `--src DIR` runs the ser
 another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
 `PYTHONMALLOC=malloc` (small objects from glibc's malloc, whose free pages the server's
 `malloc_trim` after a burst can give back, instead of CPython's arenas). Every wait is
-bounded. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
-`--duration 40 --after 20 --every 10`: start ~68, after ~85 MB (+26 %); with `--malloc`
-~67 / ~68 MB (+1 %).
+bounded. `--bursts N` repeats the round (streams, then leaving) and prints the RSS after
+each. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
+`--duration 120 --after 20 --every 10`: start ~63, peak ~88, flat ~79 MB from t=30 s,
+after ~79 MB (+26 %); `--duration 40 --after 20 --every 10 --bursts 3`: after ~79, ~82,
+~83 MB; with `--malloc` ~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 
@@ -111,12 +113,50 @@ def open_streams(base: str) -> float:
     return float("nan")
 
 
+def one_burst(args: argparse.Namespace, port: int, pid: int, start: float, burst: int) -> float:
+    """One round: open the unread streams, sample, close them, sample; print the verdicts
+    and return the RSS after the clients left."""
+    base = f"http://127.0.0.1:{port}"
+    clients = [open_unread(port, i + burst * args.streams) for i in range(args.streams)]
+    began = time.monotonic()
+    samples: list[tuple[float, float]] = []
+    while (now := time.monotonic() - began) < args.duration:
+        samples.append((now, rss_mb(pid)))
+        print(f"  t={now:6.1f}s  rss={samples[-1][1]:7.1f} MB", flush=True)
+        time.sleep(args.every)
+    statuses = [status_of(sock) for sock in clients]
+    refused = sum("503" in status for status in statuses)
+    open_during = open_streams(base)
+    for sock in clients:
+        sock.close()
+    left = time.monotonic()
+    while time.monotonic() - left < args.after:
+        time.sleep(args.every)
+        print(f"  after +{time.monotonic() - left:5.1f}s  rss={rss_mb(pid):7.1f} MB")
+    after = rss_mb(pid)
+    peak = max(rss for _, rss in samples)
+    last = samples[-1][1]
+    quarter = next(rss for at, rss in samples if at >= args.duration / 4)
+    print(f"start {start:.1f} MB, peak {peak:.1f} MB, last {last:.1f} MB,", end=" ")
+    print(f"after {after:.1f} MB ({(after - start) / start * 100:+.0f} % of the start)")
+    print(
+        f"503 answers: {refused} of {args.streams}; runs open while stuck: {open_during:g},"
+        f" after the clients left: {open_streams(base):g}"
+    )
+    flat = abs(last - quarter) <= 0.10 * quarter
+    back = after <= 1.10 * start
+    print(f"flat after the cap (last within 10 % of t={args.duration / 4:g}s): {flat}")
+    print(f"back within 10 % of the start after the clients left: {back}")
+    return after
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=80)
     parser.add_argument("--duration", type=float, default=120.0, help="seconds (120)")
     parser.add_argument("--after", type=float, default=20.0, help="seconds after (20)")
     parser.add_argument("--every", type=float, default=5.0, help="sampling period (5 s)")
+    parser.add_argument("--bursts", type=int, default=1, help="rounds of streams, then leaving (1)")
     parser.add_argument(
         "--storage", default="", help="serve --storage (default: a SQLite file in a temp folder)"
     )
@@ -157,36 +197,14 @@ def main() -> None:
             httpx.post(f"{base}/agent", json=warm, timeout=60)
             start = rss_mb(server.pid)
             print(f"start: {start:.1f} MB RSS ({args.streams} unread streams next)", flush=True)
-            clients = [open_unread(port, i) for i in range(args.streams)]
-            began = time.monotonic()
-            samples: list[tuple[float, float]] = []
-            while (now := time.monotonic() - began) < args.duration:
-                samples.append((now, rss_mb(server.pid)))
-                print(f"  t={now:6.1f}s  rss={samples[-1][1]:7.1f} MB", flush=True)
-                time.sleep(args.every)
-            statuses = [status_of(sock) for sock in clients]
-            refused = sum("503" in status for status in statuses)
-            open_during = open_streams(base)
-            for sock in clients:
-                sock.close()
-            left = time.monotonic()
-            while time.monotonic() - left < args.after:
-                time.sleep(args.every)
-                print(f"  after +{time.monotonic() - left:5.1f}s  rss={rss_mb(server.pid):7.1f} MB")
-            after = rss_mb(server.pid)
-            peak = max(rss for _, rss in samples)
-            last = samples[-1][1]
-            quarter = next(rss for at, rss in samples if at >= args.duration / 4)
-            print(f"start {start:.1f} MB, peak {peak:.1f} MB, last {last:.1f} MB,", end=" ")
-            print(f"after {after:.1f} MB ({(after - start) / start * 100:+.0f} % of the start)")
-            print(
-                f"503 answers: {refused} of {args.streams}; runs open while stuck: {open_during:g},"
-                f" after the clients left: {open_streams(base):g}"
-            )
-            flat = abs(last - quarter) <= 0.10 * quarter
-            back = after <= 1.10 * start
-            print(f"flat after the cap (last within 10 % of t={args.duration / 4:g}s): {flat}")
-            print(f"back within 10 % of the start after the clients left: {back}")
+            afters: list[float] = []
+            for burst in range(args.bursts):
+                if burst:
+                    print(f"burst {burst + 1}: {args.streams} unread streams again", flush=True)
+                afters.append(one_burst(args, port, server.pid, start, burst))
+            if args.bursts > 1:
+                shown = ", ".join(f"{mb:.1f}" for mb in afters)
+                print(f"after each burst: {shown} MB (start {start:.1f} MB)")
         finally:
             server.terminate()
             server.wait(timeout=30)

@@ -21,13 +21,21 @@ call), which hands the free pages inside malloc's heaps back to the kernel. Meas
 `bench/unread_streams.py --duration 40 --after 20 --every 10` (80 streams nobody reads,
 then the clients leave; RSS at the start / after): ~67 / ~94 MB before the trim (and before
 threads whose client left were dropped), ~68 / ~85 MB (+26 %) with both. What stays is
-CPython's small-object allocator's 1 MiB arenas: the burst's small objects fill ~20 new
-arenas, and an arena goes back only when every object in it is freed, which the few that
-outlive the burst (the store's last request per session, connection and cache state)
-prevent. With `PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc
-instead and the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's
-`--malloc`), for ~20 % more server CPU per run (`bench/agui_concurrency.py --runs 500`:
-1.6-1.8 ms → 2.0 ms), so it is the operator's choice, not the default.
+CPython's small-object allocator's 1 MiB arenas: the burst's small objects (mostly the
+streamed deltas each run holds) fill ~20 new arenas, and an arena goes back only when every
+object in it is freed. A map of what outlived a burst, arena by arena, found: the store's
+request writer of each session, which also kept a cancelled model call's every delta (so
+each burst grew the heap again, +12 MB per 80 streams; now dropped when the step ends, and
+the writer when the session leaves memory), and the `malloc_trim` lookup itself (now done
+here, at start-up). What still pins some 10 arenas is a few dozen bytes each:
+prometheus_client's metric values (a new float per update; the last lands wherever the
+burst left room), timer handles, a worker thread's idle time. So after 80 unread streams
+(`--duration 120`) RSS is ~63 → ~79 MB (+26 %), and repeated bursts level off (~79, ~82,
+~83 MB) instead of climbing. With `PYTHONMALLOC=malloc` in `serve`'s environment small
+objects come from malloc instead and the trim gives nearly all of it back: ~67 / ~68 MB
+(+1 %, the bench's `--malloc`), for ~20 % more server CPU per run
+(`bench/agui_concurrency.py --runs 500`: 1.6-1.8 ms → 2.0 ms), so it is the operator's
+choice, not the default.
 """
 
 from __future__ import annotations
@@ -55,7 +63,10 @@ _trimmer: list[Callable[[], object] | None] = []
 
 
 def settle_startup_heap() -> None:
-    """Collect, freeze the start-up heap and raise the young threshold (see the module)."""
+    """Collect, freeze the start-up heap and raise the young threshold (see the module).
+    Looks `malloc_trim` up first: done lazily, at the end of the first burst, its few
+    lasting objects (a ctypes library and function type) would sit among the burst's."""
+    malloc_trimmer()
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()

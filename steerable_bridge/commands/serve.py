@@ -28,7 +28,8 @@ PostgreSQL, never `memory` — which keeps a thread's run in one process and car
 and stop requests to it. `--acp-agent "CMD ARGS"` serves that ACP agent instead of our
 model loop (bridge mode, `transports/acp/bridge`): our agent with the bridge as its turn
 engine and the route `acp-agent:<name>`, the child process started and stopped by the
-app's lifespan, its fs / terminal requests served inside `--workspace` (one worker only).
+app's lifespan, its fs / terminal requests served inside `--workspace` (one worker only),
+its sessions in a store of its own unless `--storage` says otherwise (`families.py`).
 Stops on Ctrl-C.
 """
 
@@ -175,6 +176,11 @@ def main(args: argparse.Namespace) -> int:
             "--workers needs a store the workers share: a SQLite file or postgresql://...,"
             " not --storage memory"
         )
+    if getattr(args, "acp_agent", None) is not None:
+        from steerable_bridge.commands.families import bridge_storage
+
+        route = f"acp-agent:{agent_name(agent_command(args.acp_agent))}"
+        args.storage = bridge_storage(args.storage, route)  # its own, unless told to share
     check_storage(args.storage)  # one line with the remedy, never a URL then a traceback
     app = build_app(args)  # every mistake in the options is reported here, before serving
     budget = connection_budget(limits)
@@ -256,12 +262,14 @@ def build_app(args: argparse.Namespace) -> Any:
 
 
 def _port_app(agent: Any, *, metrics: Any, cwd: str, args: argparse.Namespace) -> Any:
-    """The AG-UI app serving `agent` through the agent port (`LocalPort`)."""
+    """The AG-UI app serving `agent` through the agent port (`LocalPort`), which lists
+    only the sessions of its route family (`families.py`)."""
+    from steerable_bridge.commands.families import family_filter
     from steerable_bridge.runtime.conversations import LocalPort
     from steerable_bridge.transports.agui.app import create_app
 
     return create_app(
-        LocalPort(agent),
+        LocalPort(agent, family=family_filter(agent.config.model)),
         max_threads=agent.config.max_sessions,
         thread_ttl_s=agent.config.session_ttl_s,
         metrics=metrics,
@@ -293,6 +301,7 @@ def _bridge_app(args: argparse.Namespace) -> Any:
     from contextlib import asynccontextmanager
 
     from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
+    from steerable_bridge.commands.families import bridge_storage
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.transports.acp.bridge import ROUTE_PROVIDER, AcpBridge
     from steerable_bridge.transports.acp.bridge.route import BridgedAgentRoute
@@ -311,6 +320,7 @@ def _bridge_app(args: argparse.Namespace) -> Any:
     name = agent_name(argv)
     bridge = AcpBridge(argv, environment=environment, cwd=cwd, name=name)
     args.model = f"{ROUTE_PROVIDER}:{name}"
+    args.storage = bridge_storage(args.storage, args.model)  # its own, unless told to share
     metrics = ServerMetrics()
     agent = build_agent(
         args,

@@ -44,6 +44,7 @@ from steerable_bridge.runtime.storage import (
     SessionRecord,
     SessionStore,
     claim_session,
+    forget_cached,
     read_tail,
     session_owner,
 )
@@ -143,7 +144,8 @@ class Agent:
         """Hold `session` in memory (again: a session starting a turn calls this), forgetting
         idle ones over the cap or past the TTL; forgotten ones reload from the store."""
         self._sessions.put(session.id, session)
-        self._sessions.sweep(_idle)
+        for gone in self._sessions.sweep(_idle):
+            forget_cached(self.store, gone.id)
 
     def forget(self, session_id: str) -> bool:
         """Drop an idle session from memory now (it reloads from the store when used again);
@@ -152,6 +154,7 @@ class Agent:
         if session is None or not _idle(session):
             return False
         self._sessions.pop(session_id)
+        forget_cached(self.store, session_id)
         return True
 
     @property
@@ -230,6 +233,7 @@ class Agent:
         session.closed = True
         session.cancel("the session was closed")
         await session.log.commit()
+        forget_cached(self.store, session_id)
         return True
 
     async def delete_session(self, session_id: str) -> bool:

@@ -147,15 +147,23 @@ class AgentPort(Protocol):
         stored as created by `user` when the transport tells users apart."""
 
     async def load(
-        self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
+        self,
+        conversation_id: str,
+        *,
+        cwd: str | None = None,
+        attach: Attach | None = None,
+        model: str | None = None,
     ) -> Conversation:
-        """An existing conversation (from memory or the store; `cwd` replaces its folder);
-        raises `SessionNotFound`, or `SessionBusy` when `attach` is given while a turn runs."""
+        """An existing conversation (from memory or the store; `cwd` replaces its folder,
+        `model` the route it falls back to when it never picked one — a command's
+        `--model`); raises `SessionNotFound`, or `SessionBusy` when `attach` is given while
+        a turn runs."""
 
     async def fork(
         self, conversation_id: str, cwd: str, *, attach: Attach | None = None
     ) -> Conversation:
-        """A new conversation holding a copy of `conversation_id`'s whole visible history."""
+        """A new conversation holding a copy of `conversation_id`'s whole visible history;
+        raises `RouteError` (`fork_unsupported`) when `info().can_fork` is false."""
 
     async def list(
         self,
@@ -223,6 +231,13 @@ class AgentPort(Protocol):
     async def set_model(self, conversation_id: str, route: str) -> LoopEvent | None:
         """Switch model; the logged `config_changed` (None when unchanged). Raises
         `ValueError` naming the models for an unknown one."""
+
+    async def set_option(
+        self, conversation_id: str, option_id: str, value: str | bool
+    ) -> LoopEvent | None:
+        """Set a config option (`model`, or a bridged agent's own); the logged
+        `config_changed` (None when unchanged). Raises `ValueError` naming the options, or
+        the option's values, for an unknown one."""
 
     async def record(self, conversation_id: str, event: LoopEvent) -> LoopEvent:
         """Log a conversation-level event outside any turn (the transport's command list,

@@ -11,8 +11,11 @@ runs a turn, so two processes sharing a store never write one session at once (i
 `SessionOwned` naming the owner); `read_tail(session_id)` returns the log from the newest
 compaction boundary on, plus the earlier events session facts need (`carries_facts`).
 `owner(session_id)` (plain or async), reached through `session_owner`, names the process
-running a turn in the session, or None. Stores shared by several processes also carry
-signals between them (`signals.py`).
+running a turn in the session, or None. `forget(session_id)`, reached through
+`forget_cached`, drops what the store keeps in memory for a session (its request writer);
+the agent calls it when the session leaves its memory, so nothing of a session outlives it
+there (the store rebuilds it from the next read). Stores shared by several processes also
+carry signals between them (`signals.py`).
 
     store = MemoryStore()
     await store.create(SessionRecord(session_id="s1", cwd="/work", created_at=now, updated_at=now))
@@ -40,6 +43,7 @@ __all__ = [
     "SessionStore",
     "StoreError",
     "claim_session",
+    "forget_cached",
     "read_tail",
     "session_owner",
     "storage_full",
@@ -171,6 +175,14 @@ def claim_session(store: SessionStore, session_id: str) -> AbstractAsyncContextM
     if claim is None:
         return _no_claim()
     return cast(AbstractAsyncContextManager[None], claim(session_id))
+
+
+def forget_cached(store: SessionStore, session_id: str) -> None:
+    """The store's `forget(session_id)` if it has one: it drops what it keeps in memory for
+    the session (the log is untouched; the next read of the session rebuilds it)."""
+    forget = getattr(store, "forget", None)
+    if forget is not None:
+        forget(session_id)
 
 
 def tail_start(compaction: Compaction, run_start: int) -> int:

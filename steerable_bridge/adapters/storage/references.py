@@ -62,6 +62,9 @@ from steerable_bridge.runtime.events import (
     LoopEvent,
     ModelRequestEvent,
     ModelResponseEvent,
+    RunFailed,
+    RunFinished,
+    StepFinished,
 )
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.model import ModelRequest, ToolSpec
@@ -75,6 +78,12 @@ MAX_SOURCES = 4096
 
 MAX_STEP = 100_000
 """Events of one model call a writer keeps to name its assistant message at most."""
+
+_UNANSWERED = (StepFinished, RunFinished, RunFailed)
+"""Events that end a model call's step before its `model_response` came (a cancelled or
+failed call: its response comes after the call, before its step ends): the events kept to
+name its message can never be used, and must not outlive the run (a writer outlives it, in
+the store's cache, so they would stay in memory as long as the session does)."""
 
 STEP = "from"
 """The tag of a message item `["from", first, last]`: the one assistant message that the
@@ -143,6 +152,11 @@ class RequestWriter:
             writer.note(event)
         return writer
 
+    @property
+    def step_events(self) -> int:
+        """Events of the current model call kept to name its message (0 between calls)."""
+        return len(self._step) if self._step is not None else 0
+
     def note(self, event: LoopEvent) -> None:
         """Take in an event stored without `body` (a delta folded into a run, or one read
         back): the state `body` keeps, without encoding anything."""
@@ -173,7 +187,7 @@ class RequestWriter:
             if isinstance(event, ModelResponseEvent):
                 self._end_step(self._step)
                 self._step = None
-            elif len(self._step) > MAX_STEP:
+            elif isinstance(event, _UNANSWERED) or len(self._step) > MAX_STEP:
                 self._step = None
 
     def _end_step(self, events: list[LoopEvent]) -> None:

@@ -10,11 +10,16 @@ seq, kind, run id, times, cwd, title). Appends check seq inside a `BEGIN IMMEDIA
 transaction, so two writers can never interleave one session's log.
 
 Threading: the stdlib `sqlite3` module blocks, so every call runs in a worker thread
-(`anyio.to_thread`) behind a capacity limiter of one, on a single connection. SQLite lets
-one writer in at a time anyway, so one connection loses nothing and avoids per-thread
-connection lifecycles; the event loop is never blocked, and a cancelled caller still lets
-the running transaction finish (threads are not abandoned), so no write is half-done. A
-forked child (e.g. a server worker) opens its own connection instead of the parent's.
+(`anyio.to_thread`). Writes go through one connection behind a capacity limiter of one:
+SQLite lets one writer in at a time anyway. Reads of a log, a record or a page of the list
+go to a small pool of reader connections (`READERS`, their own limiters, first come first
+served): under WAL each reads its own snapshot while the writer commits, so a burst of
+threads loading their history never queues the appends of the runs already going behind
+those loads, and whole-log reads (`WHOLE_LOG_READERS` at a time) never queue the small
+reads (what is new since a seq, a record, a page of the list) behind them either. The
+event loop is never blocked, and a cancelled caller still lets the running transaction
+finish (threads are not abandoned), so no write is half-done. A forked child (e.g. a
+server worker) opens its own connections instead of the parent's.
 
 A session is owned by one process at a time while it runs a turn: `claim(session_id)`
 holds that session's OS file lock (`ownership.py`). Signals for a turn another process runs
@@ -97,6 +102,13 @@ start-up without importing this module)."""
 
 SIGNAL_POLL_S = 0.05
 """How often a listening process looks for new signals."""
+READERS = 3
+"""Reader connections per process (reads at once; the writer is one more)."""
+WHOLE_LOG_READERS = 1
+"""Of those, how many may read a whole log (or tail) at once: such reads take turns, first
+come first served (so the first thread asked for is the first loaded, and their decoding
+does not crowd the event loop out), while reads of what is new, records and listings use
+the others and never wait behind them."""
 
 _SIGNALS = """
 CREATE TABLE IF NOT EXISTS signals (
@@ -181,42 +193,105 @@ class SqliteStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        """Guards the connections' bookkeeping (never held while a statement runs)."""
+        self._write_lock = threading.Lock()
+        """Held while the writer connection is in use (one caller at a time)."""
         self._limiter: anyio.CapacityLimiter | None = None
+        self._readers: list[sqlite3.Connection] = []
+        """Idle reader connections (taken and put back under `_lock`)."""
+        self._read_limiter: anyio.CapacityLimiter | None = None
+        self._whole_limiter: anyio.CapacityLimiter | None = None
+        self._opened = False
+        """Whether the writer connection opened (migrated) the file in this process."""
         self._writers: IdleCache[str, RequestWriter] = IdleCache(capacity=256, ttl_s=3600)
         """Each session's `RequestWriter`: its next model request is stored by reference."""
 
     # -- plumbing ---------------------------------------------------------------------------
 
     def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` with the connection in this thread (opening it first if needed)."""
-        with self._lock:
-            if self._pid != os.getpid():  # forked: never use the parent's connection
-                self._conn, self._pid = None, os.getpid()
-            try:
+        """Run `fn` with the writer connection in this thread (opening it first if needed)."""
+        with self._write_lock:
+            with self._lock:
+                self._forked()
                 if self._conn is None:
-                    self._conn = self._open()
-            except OSError as err:
-                if err.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise storage_full(str(self.path), str(err)) from None
-                raise StoreError(
-                    "store_unavailable",
-                    f"cannot create the session store {self.path} ({err}); check the path",
-                ) from None
-            except sqlite3.Error as err:
-                log.warning("cannot open the session store %s: %s", self.path, err)
-                raise store_error(self.path, err) from None
-            try:
-                return fn(self._conn)
-            except sqlite3.Error as err:
-                error = store_error(self.path, err)
-                expected = error.code in ("storage_full", "store_busy")  # not a bug: no trace
-                log.warning("session store %s: %s", self.path, err, exc_info=not expected)
-                raise error from None
+                    self._conn = self._opening(self._open)
+                    self._opened = True
+                conn = self._conn
+            return self._calling(fn, conn)
+
+    def read_call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` (which only reads) with a reader connection of the pool in this thread;
+        other readers and the writer go on meanwhile."""
+        with self._lock:
+            self._forked()
+            conn = self._readers.pop() if self._readers else None
+            pid, opened = self._pid, self._opened
+        if not opened:  # the writer creates and migrates the file first
+            self.call(lambda conn: None)
+        if conn is None:
+            conn = self._opening(self._open_reader)
+        try:
+            return self._calling(fn, conn)
+        finally:
+            with self._lock:
+                if pid == self._pid and self._opened and len(self._readers) < READERS:
+                    self._readers.append(conn)
+                else:  # closed or forked meanwhile
+                    conn.close()
+
+    def _forked(self) -> None:
+        """In a forked child: forget (never use) the parent's connections. Under `_lock`."""
+        if self._pid != os.getpid():
+            self._conn, self._pid, self._readers, self._opened = None, os.getpid(), [], False
+
+    def _opening(self, open_: Callable[[], sqlite3.Connection]) -> sqlite3.Connection:
+        try:
+            return open_()
+        except OSError as err:
+            if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise storage_full(str(self.path), str(err)) from None
+            raise StoreError(
+                "store_unavailable",
+                f"cannot create the session store {self.path} ({err}); check the path",
+            ) from None
+        except sqlite3.Error as err:
+            log.warning("cannot open the session store %s: %s", self.path, err)
+            raise store_error(self.path, err) from None
+
+    def _calling(self, fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+        try:
+            return fn(conn)
+        except sqlite3.Error as err:
+            error = store_error(self.path, err)
+            expected = error.code in ("storage_full", "store_busy")  # not a bug: no trace
+            log.warning("session store %s: %s", self.path, err, exc_info=not expected)
+            raise error from None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._limiter is None or self._pid != os.getpid():
             self._limiter = anyio.CapacityLimiter(1)
         return await anyio.to_thread.run_sync(self.call, fn, limiter=self._limiter)
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T], *, whole: bool = False) -> T:
+        """`_run` for a call that only reads: on the reader pool (`whole`: it reads a whole
+        log or tail, in the `WHOLE_LOG_READERS` lane)."""
+        if self._read_limiter is None or self._pid != os.getpid():
+            self._read_limiter = anyio.CapacityLimiter(READERS - WHOLE_LOG_READERS)
+            self._whole_limiter = anyio.CapacityLimiter(WHOLE_LOG_READERS)
+        limiter = self._whole_limiter if whole else self._read_limiter
+        return await anyio.to_thread.run_sync(self.read_call, fn, limiter=limiter)
+
+    def _open_reader(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA query_only = 1")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -278,10 +353,14 @@ class SqliteStore:
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
-        with self._lock:
+        with self._write_lock, self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            for conn in self._readers:
+                conn.close()
+            self._readers = []
+            self._opened = False
 
     async def aclose(self) -> None:
         await self._run(lambda conn: None)
@@ -300,6 +379,16 @@ class SqliteStore:
                 ) from None
 
         await self._run(create)
+
+    @property
+    def writers_in_memory(self) -> int:
+        """Sessions whose request writer this store keeps in memory."""
+        return len(self._writers)
+
+    def forget(self, session_id: str) -> None:
+        """Drop the session's request writer (the agent let the session go; a read of the
+        session resumes one)."""
+        self._writers.pop(session_id)
 
     async def append(self, session_id: str, events: Sequence[LoopEvent]) -> None:
         batch = list(events)
@@ -330,7 +419,7 @@ class SqliteStore:
                 rows = conn.execute(READ_AFTER, (session_id, after_seq)).fetchall()
                 return _decode_all(conn, session_id, rows, after_seq + 1), last
 
-        events, last = await self._run(read)
+        events, last = await self._read(read, whole=after_seq < 0)
         resume_writer(self._writers, session_id, events, last)  # a reload: see references.py
         return events
 
@@ -345,7 +434,7 @@ class SqliteStore:
                 rows += conn.execute(TAIL_FROM, (session_id, start)).fetchall()
                 return _decode_all(conn, session_id, rows, start), last
 
-        events, last = await self._run(read_tail)
+        events, last = await self._read(read_tail, whole=True)
         resume_writer(self._writers, session_id, events, last)
         return events
 
@@ -356,7 +445,7 @@ class SqliteStore:
             ).fetchone()
             return None if row is None else decode_record(session_id, row[0], row[1])
 
-        return await self._run(get)
+        return await self._read(get)
 
     async def list(
         self,
@@ -389,7 +478,7 @@ class SqliteStore:
                 records=records, next_cursor=encode_cursor(records[-1]) if more else None
             )
 
-        return await self._run(list_)
+        return await self._read(list_)
 
     async def delete(self, session_id: str) -> bool:
         """Remove a session; raises SessionOwned while another process runs a turn in it."""

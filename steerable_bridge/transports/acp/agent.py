@@ -98,6 +98,9 @@ class AcpAgent(SessionLifecycle):
 
     def on_connect(self, conn: Any) -> None:
         self.link.conn = conn
+        # The SDK's connection under `AgentSideConnection` sends a notification from a plain
+        # dict; hot updates go straight there (`session.py`), when this SDK has it.
+        self.link.notify = getattr(getattr(conn, "_conn", None), "send_notification", None)
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -125,6 +128,7 @@ class AcpAgent(SessionLifecycle):
             self.port.info().default_model,
             workspaces=self.workspaces is not None,
             client=client_capabilities,
+            port=self.port.info(),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> acp.AuthenticateResponse:

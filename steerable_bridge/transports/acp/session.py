@@ -19,7 +19,7 @@ turn instead of failing it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.transports.acp.renderer import AcpRenderer, Update
+from steerable_bridge.transports.acp.wire import chunk_params
 
 __all__ = ["AcpSession", "ClientLink", "EnvironmentChooser", "keep_runtime_environment"]
 
@@ -50,6 +51,9 @@ class ClientLink:
     events: bool = False
     """The client asked for every LoopEvent as `_steerable/event` notifications."""
     alive: bool = True
+    notify: Callable[[str, Any], Awaitable[None]] | None = None
+    """The SDK connection's own `send_notification(method, params)`, for the updates built
+    without models (`wire.py`); None sends everything through `conn.session_update`."""
 
 
 EnvironmentChooser = Callable[[ClientLink, str], Environment | None]
@@ -109,9 +113,19 @@ class AcpSession:
             self._lost()
 
     async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
-        """Send one LoopEvent: the opt-in raw event first, then its rendered updates."""
+        """Send one LoopEvent: the opt-in raw event first, then its rendered updates (text
+        and thought chunks built without models when the connection allows, `wire.py`)."""
         self.observe(event)
         await self.send_event(event)
+        kind = type(event)
+        if (kind is ev.TextDelta or kind is ev.ReasoningDelta) and self.link.notify is not None:
+            if self.link.alive:
+                params = chunk_params(self.id, event)  # type: ignore[arg-type]
+                try:  # bounded by `BatchingSender`, as `send` is
+                    await self.link.notify("session/update", params)
+                except (ConnectionError, TimeoutError):
+                    self._lost()
+            return
         for update in (renderer or self.renderer).render(event):
             await self.send(update)
 

@@ -5,8 +5,10 @@ It reaches the agent through the agent port only (`runtime/port.py`: our runtime
 it keeps in memory.
 
 Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
-`text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version
-and the names of the tools the agent offers (the chat page suggests only what they can do) —
+`text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version,
+the names of the tools the agent offers (the chat page suggests only what they can do), its
+modes and what it can do with a conversation (`capabilities`: load, fork, list, steer, as
+the port says — a bridged agent may not do all) —
 when a token is configured, only to a request that carries it: without, it answers a plain
 `ok` (liveness for probes, nothing about the agent);
 `GET /` serves the built-in chat page (`static/index.html`); the thread routes
@@ -27,7 +29,10 @@ sharing the store (409 — unless the request asks to steer or stop with
 `forwardedProps.steerable.steer` / `.stop: true`; see `control.py`). The port decides, before
 anything is sent: its reservation refuses a second request here, and its `prompt` raises
 `SessionOwned` when another process runs the thread, which gets the same 409 (naming that
-process), not a stream. With
+process), not a stream. In a burst (while other threads' histories are being read) a plain
+run of a thread not read yet opens its stream first (`Threads.prepare(defer=True)`): its
+RUN_STARTED waits for no load, and what can only be found once the history is read (the
+store failing, another process owning the thread) ends that stream with RUN_ERROR instead. With
 `max_runs`, a new run beyond that many streaming at once in this process is refused with
 503, `Retry-After` and code `too_many_runs` (steer and stop requests still pass); a run
 whose client left has its conversation closed in memory (it reloads from the store),
@@ -67,6 +72,7 @@ from starlette.routing import Route
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime.port import AgentPort
+from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionOwned, StoreError
 from steerable_bridge.transports.agui.body import BodyError, read_json
 from steerable_bridge.transports.agui.control import Control, Refusal
@@ -91,15 +97,15 @@ from steerable_bridge.transports.agui.threads import (
     Threads,
 )
 
-__all__ = ["DEFAULT_MAX_BODY", "create_app"]
-
-DEFAULT_MAX_BODY = 1024 * 1024
 RETRY_AFTER_S = 5
+"""What a 503 for `max_runs` tells the client to wait before it retries."""
 BURST_RUNS = 16
 """Runs at once that make a burst: `on_idle` is called when the last of them ends (never
 after light, sequential traffic, where its pause would be pure cost)."""
-"""What a 503 for `max_runs` tells the client to wait before it retries."""
 
+__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+
+DEFAULT_MAX_BODY = 1024 * 1024
 log = logging.getLogger(__name__)
 
 
@@ -196,6 +202,13 @@ class _Server:
                 "auth": self.identity.name != "none",
                 "authMode": self.identity.name,
                 "tools": sorted(info.tools),
+                "modes": [mode for mode, _, _ in info.modes],
+                "capabilities": {
+                    "load": info.can_load,
+                    "fork": info.can_fork,
+                    "list": info.can_list,
+                    "steer": info.can_steer,
+                },
             }
         )
 
@@ -281,12 +294,16 @@ class _Server:
             return self._full()
         try:
             traceparent = request.headers.get("traceparent")
+            defer = self.threads.loading > 0  # a burst: its first event waits for no load
             prepared = await self.threads.prepare(
-                thread, hold, run, traceparent=traceparent, user=user
+                thread, hold, run, traceparent=traceparent, user=user, defer=defer
             )
         except InputError as err:
             hold.release()
             return error(422, err.code, err.message)
+        except RouteError as err:  # a bridged agent that is not running, say
+            hold.release()
+            return error(503, err.code, err.message)
         except BaseException:
             hold.release()
             raise

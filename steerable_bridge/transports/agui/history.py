@@ -9,12 +9,14 @@ one `activity` message. The ids match the streamed events, so a client that send
 messages back gets them recognised and not duplicated (`known_ids`). `MessageFold` is the
 same fold kept open: a thread feeds it each event once, as it learns of it, and asks it for
 the messages at each run's end, so a long thread is not folded again from its first event
-for every snapshot. Pure; no I/O.
+for every snapshot; `ids()` gives the ids the client may send back without building the
+messages, and `covered_by(ids, before=n)` says whether a client that sent back `ids` holds
+the whole thread already (its snapshot can be left out). Pure; no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 from ag_ui.core import (
@@ -115,6 +117,27 @@ class MessageFold:
         entry["content"] = text
         if event.status != "completed":
             entry["error"] = event.error.message if event.error is not None else event.status
+
+    def ids(self) -> set[str]:
+        """Every id `known_ids(self.messages())` gives (messages and tool calls), without
+        building the messages."""
+        return {*self.order, *self.call_args}
+
+    def covered_by(self, ids: Container[str], *, before: int) -> bool:
+        """Whether a client holding messages with `ids` holds the whole thread once it has
+        applied what was streamed natively since the fold had `before` messages: every
+        earlier message (activity messages aside: clients keep those themselves and do not
+        send them back) is among `ids`, and every later one is a streamed kind (assistant
+        text and tool calls, reasoning, tool results) or among `ids`."""
+        order, data = self.order, self.data
+        for index, message_id in enumerate(order):
+            if message_id in ids:
+                continue
+            role = data[message_id]["role"]
+            if role == "activity" or (index >= before and role != "user"):
+                continue
+            return False
+        return True
 
     def messages(self) -> list[Message]:
         out: list[Message] = []

@@ -12,8 +12,9 @@ ignored — the server's log is the record of its own side. `tools` become front
 and ends the turn, stop reason `rejected` — status `cancelled` = refused) or, for a
 question the model asked (`ask_user`, interrupt id `question-<call_id>`), `QuestionReply`s
 (payload `{"action": "accept" | "decline" | "cancel", "content"?: {...}}`; status
-`cancelled` = cancel), `state` the canonical `state_json`.
-Mistakes raise `InputError` (answered with 422). Pure; no I/O.
+`cancelled` = cancel), `state` the canonical `state_json`; `forwardedProps.steerable.mode` /
+`.config` the settings switched before the turn (`settings_requested`). Mistakes raise
+`InputError` (answered with 422). Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ from steerable_bridge.runtime.values import (
 __all__ = [
     "InputError",
     "ParsedRun",
+    "Settings",
     "command_requested",
     "content_parts",
     "follow_up_requested",
+    "settings_requested",
     "speaks_1_0",
     "steer_requested",
     "to_turn",
@@ -101,6 +104,36 @@ def command_requested(run: RunAgentInput) -> str | None:
             f"forwardedProps.steerable.command {command!r} is not one of: {', '.join(COMMANDS)}",
         )
     return str(command)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The mode and config options a request switches before its turn."""
+
+    mode: str | None = None
+    options: tuple[tuple[str, str | bool], ...] = ()
+
+
+def settings_requested(run: RunAgentInput) -> Settings:
+    """`forwardedProps.steerable.mode` (a mode id) and `.config` (option id → value: a
+    string, or true / false for a boolean option); raises `InputError` for another shape."""
+    own = _own_props(run)
+    mode = own.get("mode")
+    if mode is not None and not isinstance(mode, str):
+        raise InputError(
+            "invalid_settings", "forwardedProps.steerable.mode must be a mode id (a string)"
+        )
+    config = own.get("config", {})
+    valid = isinstance(config, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str | bool) for k, v in config.items()
+    )
+    if not valid:
+        raise InputError(
+            "invalid_settings",
+            "forwardedProps.steerable.config must map option ids to values (strings, or"
+            ' true / false), e.g. {"model": "openai:gpt-4.1"}',
+        )
+    return Settings(mode=mode, options=tuple(config.items()))
 
 
 def _own_props(run: RunAgentInput) -> Mapping[str, Any]:

@@ -61,10 +61,13 @@ plan `entries` = `content.entries`), overlay `M.steerable`, add `session_id` = t
 `steerable.<kind>` decodes as `codec.event_from_jsonable(value)`. First, though, skip every
 event whose `M.steerable` is `{"derived": true}`: it carries no LoopEvent — MESSAGES_SNAPSHOT
 (the thread as AG-UI messages, ids matching the stream, sent before every RUN_FINISHED /
-RUN_ERROR), the second half of the reasoning pairs, and the server's own short streams
-(`derived_run`, e.g. CUSTOM `steerable.steer_absorbed`; `derived_error`). A LoopEvent whose native
+RUN_ERROR unless the `messages` source says the client holds the thread already), the
+second half of the reasoning pairs, and the server's own short streams (`derived_run`,
+e.g. CUSTOM `steerable.steer_absorbed`; `derived_error`). A LoopEvent whose native
 form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTOM instead
-(for the run's own start and end, followed or preceded by a derived RUN_* event).
+(for the run's own start and end, followed or preceded by a derived RUN_* event). So does
+`run_started` when the transport opened the run first with a derived RUN_STARTED (`open`:
+a cold thread's run in a burst, whose first event goes out before its history is read).
 
 RUN_FINISHED `outcome`: `cancelled` for stop reasons `cancelled` and `rejected` (the user
 stopped the run: "Reject and stop"); `interrupt` with the approval interrupts (id, reason,
@@ -113,7 +116,9 @@ from steerable_bridge.transports.agui.native import DERIVED, custom, fields_of, 
 
 __all__ = ["AguiRenderer", "plan_message_id"]
 
-MessagesSource = Callable[[], Sequence[Message]]
+MessagesSource = Callable[[], Sequence[Message] | None]
+"""The thread's messages for a run's MESSAGES_SNAPSHOT; None: the client holds them all
+already (no snapshot is sent)."""
 
 
 def plan_message_id(thread_id: str) -> str:
@@ -221,6 +226,13 @@ class AguiRenderer:
             ),
         ]
 
+    def open(self) -> list[BaseEvent]:
+        """A derived RUN_STARTED that opens the run before its `run_started` arrives (the
+        transport sends it while it still reads the thread's history); that event then
+        travels as CUSTOM `steerable.run_started`."""
+        self.started = True
+        return [self._run_started_event(metadata=DERIVED)]
+
     def derived_error(self, code: str, message: str) -> list[BaseEvent]:
         """RUN_ERROR for a failure outside the runtime (with RUN_STARTED if none was sent)."""
         if self.finished:
@@ -273,6 +285,8 @@ class AguiRenderer:
         )
 
     def _run_started(self, event: ev.RunStarted) -> list[BaseEvent]:
+        if self.started:  # opened already (`open`): the event rides as CUSTOM
+            return [custom(event)]
         self.started = True
         extra = {"model": event.model}
         if event.parent_run_id is not None:
@@ -284,9 +298,10 @@ class AguiRenderer:
         return [self._run_started_event(timestamp=event.ts, metadata=meta(event, extra))]
 
     def _snapshot(self) -> list[BaseEvent]:
-        if self._messages is None:
+        messages = self._messages() if self._messages is not None else None
+        if messages is None:
             return []
-        return [MessagesSnapshotEvent(messages=list(self._messages()), metadata=DERIVED)]
+        return [MessagesSnapshotEvent(messages=list(messages), metadata=DERIVED)]
 
     def _run_finished(self, event: ev.RunFinished) -> list[BaseEvent]:
         outcome: (

@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.port import AgentPort
-from steerable_bridge.runtime.storage import SessionNotFound, SessionOwned
+from steerable_bridge.runtime.storage import SessionNotFound, SessionOwned, StoreError
 from steerable_bridge.transports.agui.identity import AuthRefused, Identity
 from steerable_bridge.transports.agui.resume import EventId, resume
 from steerable_bridge.transports.agui.stream import EventStream, StreamRefused, Write
@@ -44,6 +44,8 @@ from steerable_bridge.transports.agui.threads import Thread, Threads
 __all__ = ["ThreadRoutes", "not_found"]
 
 MAX_PAGE = 200
+LIST_TIMEOUT_S = 30.0
+"""The longest `GET /agent/threads` may take (the store, a bridged agent's own list)."""
 
 ErrorBody = Callable[..., JSONResponse]
 
@@ -115,11 +117,20 @@ class ThreadRoutes:
             limit = 0
         if not 1 <= limit <= MAX_PAGE:
             return self.error(400, "invalid_limit", f"limit must be 1 to {MAX_PAGE}; send one")
-        page = await self.port.list(
-            cursor=request.query_params.get("cursor") or None,
-            limit=limit,
-            user=user if self.identity.multi_user else None,
-        )
+        try:
+            with anyio.fail_after(LIST_TIMEOUT_S):
+                page = await self.port.list(
+                    cursor=request.query_params.get("cursor") or None,
+                    limit=limit,
+                    user=user if self.identity.multi_user else None,
+                )
+        except StoreError as err:
+            status = 400 if err.code == "invalid_cursor" else 503
+            return self.error(status, err.code, err.message)
+        except TimeoutError:
+            return self.error(
+                503, "list_timeout", f"listing threads took over {LIST_TIMEOUT_S:g} s; retry"
+            )
         rows = [
             {
                 "threadId": record.session_id,

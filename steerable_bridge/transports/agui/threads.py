@@ -6,14 +6,16 @@ first use with no attachments, so a tool that needs permission ends the run with
 interrupt the next run answers), and the thread holds the message ids the client already
 has, the thread's messages folded from its events (`history.MessageFold`, fed once per
 event from `port.events_after`, so the MESSAGES_SNAPSHOT is the whole conversation,
-compaction or not, and other workers' runs are taken in), and the events this process
+compaction or not, and other workers' runs are taken in — left out when the client sent
+back every message of the thread, `Run._snapshot`), and the events this process
 logged between runs that no client was sent yet (the earlier user messages of a request
 whose turn never started: they travel right after the next RUN_STARTED). Who runs a thread
 is the port's to say: `claim(thread_id)` takes the port's synchronous reservation, so two
 requests racing for one thread can never both get it, and a request that arrives while a
 run whose client disconnected is still cancelling waits for it (at most `SETTLE_WAIT_S`)
 instead of getting 409. `prepare(...)` turns a validated `RunAgentInput` into a `Run`
-(raising `InputError` before anything is sent), and `Run.produce(write)` runs the turn
+(raising `InputError` before anything is sent), switching first the mode and config options
+its `forwardedProps.steerable` names (`settle`), and `Run.produce(write)` runs the turn
 through `port.prompt` with the reservation, renders every LoopEvent (`renderer.py`,
 `wire.py`) and writes it; another process running the thread makes `prompt` raise
 `SessionOwned` before anything is logged. A run whose client left gives the conversation's
@@ -41,8 +43,19 @@ from steerable_bridge.runtime.model import ProviderError
 from steerable_bridge.runtime.port import AgentPort, Conversation, Reservation
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
+from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.transports.agui.history import MessageFold, known_ids
-from steerable_bridge.transports.agui.inputs import ParsedRun, speaks_1_0, to_turn
+from steerable_bridge.transports.agui.inputs import (
+    InputError,
+    ParsedRun,
+    Settings,
+    command_requested,
+    follow_up_requested,
+    settings_requested,
+    speaks_1_0,
+    steer_requested,
+    to_turn,
+)
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import Write
 from steerable_bridge.transports.agui.wire import SseEncoder
@@ -57,6 +70,8 @@ DEFAULT_MAX_THREADS = 256
 """Idle threads held in memory beyond this many are forgotten (they reload from the log)."""
 DEFAULT_THREAD_TTL_S = 600.0
 """Threads unused this long are forgotten (they reload from the log)."""
+GIVE_WAY_S = 0.02
+"""The longest a streaming run's next event waits for new runs to send their first frame."""
 
 
 @dataclass(slots=True)
@@ -98,6 +113,15 @@ class Thread:
         self.known |= known_ids(messages)
         return messages
 
+    def learn(self) -> None:
+        """Know every id the thread's messages hold (without building the messages)."""
+        if self.fold is not None:
+            self.known |= self.fold.ids()
+
+    def size(self) -> int:
+        """How many messages the thread holds now (`MessageFold.covered_by`'s `before`)."""
+        return 0 if self.fold is None else len(self.fold.order)
+
     def forget(self) -> None:
         """Drop what was read of the history (it is read again when next needed)."""
         self.fold = None
@@ -120,6 +144,30 @@ class Threads:
         self.port = port
         self.cwd = cwd or os.getcwd()
         self._threads: IdleCache[str, Thread] = IdleCache(capacity=max_threads, ttl_s=thread_ttl_s)
+        self.loading = 0
+        """Cold threads whose history is being read now (`conversation`)."""
+        self.starting = 0
+        """Runs prepared that have not written their first frame yet."""
+        self._started: anyio.Event | None = None
+        """Set when `starting` falls to 0 (runs already streaming wait on it, bounded)."""
+
+    def run_starting(self) -> None:
+        self.starting += 1
+
+    def run_started(self) -> None:
+        self.starting -= 1
+        if self.starting == 0 and self._started is not None:
+            self._started.set()
+            self._started = None
+
+    async def give_way(self) -> None:
+        """Let the runs still waiting for their first frame go first: a run already
+        streaming waits (at most `GIVE_WAY_S`) until none is, so in a burst a new run's
+        RUN_STARTED does not queue behind the others' streaming."""
+        if self._started is None:
+            self._started = anyio.Event()
+        with anyio.move_on_after(GIVE_WAY_S):
+            await self._started.wait()
 
     def __len__(self) -> int:
         return len(self._threads)
@@ -161,21 +209,40 @@ class Threads:
         events = await self.port.events_after(thread.thread_id, thread.seq)
         thread.take(events)
         if learn_ids and thread.seq != before:
-            thread.messages()
+            thread.learn()
 
     async def conversation(self, thread: Thread, *, user: str | None = None) -> Conversation:
         """The thread's conversation, opened on first use (as `user`'s), with its history
         taken in."""
+        cold = thread.fold is None
+        self.loading += cold
         try:
-            await self.catch_up(thread)
-        except SessionNotFound:
-            conversation = await self.port.open(
-                self.cwd, conversation_id=thread.thread_id, user=user
-            )
-            thread.forget()  # a conversation deleted under the thread starts afresh
-            thread.take(())
-            return conversation
-        return await self.port.load(thread.thread_id)
+            try:
+                await self.catch_up(thread)
+            except SessionNotFound:
+                conversation = await self.port.open(
+                    self.cwd, conversation_id=thread.thread_id, user=user
+                )
+                thread.forget()  # a conversation deleted under the thread starts afresh
+                thread.take(())
+                return conversation
+            return await self.port.load(thread.thread_id)
+        finally:
+            self.loading -= cold
+
+    def can_defer(self, thread: Thread, run: RunAgentInput) -> bool:
+        """Whether `run` may open its stream before the thread's history is read: a plain
+        run (no resume answers, steer, follow-up, command or settings) of a thread not read
+        yet."""
+        settings = settings_requested(run)
+        return (
+            thread.fold is None
+            and not run.resume
+            and not steer_requested(run)
+            and not follow_up_requested(run)
+            and command_requested(run) is None
+            and settings == Settings()
+        )
 
     async def prepare(
         self,
@@ -185,20 +252,48 @@ class Threads:
         *,
         traceparent: str | None = None,
         user: str | None = None,
+        defer: bool = False,
     ) -> Run:
         """The run this input asks for, holding `hold`; raises `InputError` (nothing sent
         yet). `traceparent` (the request's W3C header) makes the run continue the caller's
-        trace; a new thread is stored as `user`'s."""
+        trace; a new thread is stored as `user`'s. `defer` (other threads' histories are
+        being read: a burst) lets a run that `can_defer` read its thread's history only once
+        its stream is open, after a derived RUN_STARTED, so its first event waits for no
+        load; a failure to read it or a lost claim then ends the stream with RUN_ERROR (its
+        code) instead of 503/409."""
+        if defer and self.can_defer(thread, run):
+            to_turn(run, frozenset(), ())  # its mistakes are the 422s of a read thread's
+            return Run(self, thread, hold, run, None, traceparent=traceparent, user=user)
         conversation = await self.conversation(thread, user=user)
         waiting = (*conversation.open_calls, *conversation.open_questions)
         parsed = to_turn(run, thread.known, waiting)
-        if traceparent:
-            parsed = replace(parsed, turn=replace(parsed.turn, traceparent=traceparent))
-        return Run(self, thread, hold, run, parsed)
+        await self.settle(thread, settings_requested(run))
+        return Run(self, thread, hold, run, parsed, traceparent=traceparent)
+
+    async def settle(self, thread: Thread, settings: Settings) -> None:
+        """Switch the mode and config options a request names, before its turn (a bridged
+        agent's are its own); what changed is logged and goes out after RUN_STARTED. An
+        unknown mode or option raises `InputError` naming what there is."""
+        try:
+            if settings.mode is not None:
+                changed = await self.port.set_mode(thread.thread_id, settings.mode)
+                thread.unsent.extend([changed] if changed is not None else [])
+        except ValueError as err:
+            raise InputError("unknown_mode", str(err)) from None
+        for option_id, value in settings.options:
+            try:
+                changed = await self.port.set_option(thread.thread_id, option_id, value)
+            except ValueError as err:
+                raise InputError("unknown_option", str(err)) from None
+            thread.unsent.extend([changed] if changed is not None else [])
 
 
 def _idle(thread: Thread) -> bool:
     return thread.streams == 0 and thread.settling is None
+
+
+_EMPTY = ParsedRun(turn=TurnInput())
+"""A deferred run's input until its thread is read."""
 
 
 class Run:
@@ -210,19 +305,29 @@ class Run:
         thread: Thread,
         hold: Reservation,
         run: RunAgentInput,
-        parsed: ParsedRun,
+        parsed: ParsedRun | None,
+        *,
+        traceparent: str | None = None,
+        user: str | None = None,
     ) -> None:
         self.threads = threads
+        self.user = user
+        """Who sent it: a thread it opens (deferred, once the stream is open) is theirs."""
         self.port = threads.port
         self.thread = thread
         self.hold = hold
         self.input = run
-        self.parsed = parsed
+        self.traceparent = traceparent
+        self.parsed = self._traced(parsed) if parsed is not None else _EMPTY
+        self.deferred = parsed is None
+        """The thread's history is read once the stream is open (`Threads.prepare`)."""
+        self.before = thread.size()
+        """The thread's messages before this run (those the client must have sent back)."""
         self.renderer = AguiRenderer(
             thread_id=run.thread_id,
             run_id=run.run_id,
             parent_run_id=run.parent_run_id,
-            messages=thread.messages,
+            messages=self._snapshot,
             legacy_outcomes=not speaks_1_0(run),
         )
         self.encoder = SseEncoder(self.renderer)
@@ -235,7 +340,31 @@ class Run:
         self.wrote = False
         """Whether a frame was written (before that, a lost race is answered with a 409)."""
         self.closed = False
+        self.starting = False
+        """Producing, and no frame written yet (counted in `Threads.starting`)."""
         thread.streams += 1
+
+    def _traced(self, parsed: ParsedRun) -> ParsedRun:
+        if not self.traceparent:
+            return parsed
+        return replace(parsed, turn=replace(parsed.turn, traceparent=self.traceparent))
+
+    def _first_frame(self) -> None:
+        if self.starting:
+            self.starting = False
+            self.threads.run_started()
+
+    async def _open_deferred(self, write: Write) -> None:
+        """A deferred run: RUN_STARTED out first, then the thread's history read and the
+        input parsed against it."""
+        self.wrote = True
+        await write(self.encoder.encode_models(self.renderer.open()))
+        self._first_frame()
+        thread = self.thread
+        conversation = await self.threads.conversation(thread, user=self.user)
+        waiting = (*conversation.open_calls, *conversation.open_questions)
+        self.parsed = self._traced(to_turn(self.input, thread.known, waiting))
+        self.before = thread.size()
 
     def disconnect(self) -> None:
         """The client went away: cancel the turn now."""
@@ -268,6 +397,21 @@ class Run:
                 self.thread.settling = None
             settling.set()
 
+    def _snapshot(self) -> list[Message] | None:
+        """The run's MESSAGES_SNAPSHOT: the whole thread — or None (no snapshot) when the
+        client sent back every message the thread held before the run, so that with this
+        run's stream applied it holds the thread already (a long thread is not sent again
+        on every run). A new thread, tool results or resume answers (the client's own
+        messages for them differ from the server's) always get one."""
+        thread, turn = self.thread, self.parsed.turn
+        fold = thread.fold
+        if fold is not None and self.before and not turn.tool_results and not turn.resume:
+            sent = {message.id for message in self.input.messages}
+            if fold.covered_by(sent, before=self.before):
+                thread.learn()
+                return None
+        return thread.messages()
+
     async def _snapshot_ready(self) -> None:
         """Fold the run's events into the thread before its final event is rendered (its
         MESSAGES_SNAPSHOT); once per run, never per event."""
@@ -279,7 +423,6 @@ class Run:
     async def produce(self, write: Write) -> None:
         started = time.monotonic()
         thread = self.thread
-        thread.known |= self.parsed.new_ids
         recorded: set[str] = set()
         final = (ev.RunFinished, ev.RunFailed)
 
@@ -298,14 +441,25 @@ class Run:
             except Exception:  # an unencodable event must not end the turn; it stays logged
                 log.exception("thread %s: could not encode seq %s", event.session_id, event.seq)
                 return
-            self.wrote = True
+            if self.starting:
+                self.wrote = True
+                await write(data)
+                self._first_frame()
+                return
+            if self.threads.starting:  # new runs wait for their first frame: they go first
+                await self.threads.give_way()
             await write(data)
             changed = thread.changed
             if changed is not None:  # a resumed stream follows this run
                 thread.changed = None
                 changed.set()
 
+        self.starting = True
+        self.threads.run_starting()
         try:
+            if self.deferred:
+                await self._open_deferred(write)
+            thread.known |= self.parsed.new_ids
             for message_id, content in self.parsed.earlier:
                 said = ev.UserMessage(
                     session_id="", run_id="", seq=-1, ts=0, message_id=message_id, content=content
@@ -313,7 +467,7 @@ class Run:
                 thread.unsent.append(await self.port.record(thread.thread_id, said))
                 recorded.add(message_id)
             for event in thread.unsent:  # logged between runs: sent after RUN_STARTED
-                self.renderer.render(event)
+                await write(self.encoder.encode(event))  # held until then (b"") if not open
             if not self.disconnected:  # a client gone already gets no turn
                 self.prompting = True
                 try:
@@ -326,6 +480,10 @@ class Run:
                     )
                 finally:
                     self.prompting = False
+        except InputError as err:  # a deferred run's input, read against its thread
+            await write(
+                self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
+            )
         except (RouteError, ProviderError) as err:  # the model could not even be reached
             await write(
                 self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
@@ -347,6 +505,7 @@ class Run:
                 self.encoder.encode_models(self.renderer.derived_error("internal_error", message))
             )
         finally:
+            self._first_frame()  # (if none went out: counted no longer, whatever happened)
             self.ended = True
             self.hold.release()
         if not self.renderer.finished:

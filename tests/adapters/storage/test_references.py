@@ -296,3 +296,30 @@ def test_any_log_of_requests_reads_back_exactly(pieces: list[tuple[str, object]]
     for start in range(0, len(rows), 7):
         resolver = fetch_for(Resolver(SID), rows[start:], rows)
         assert resolver.decode_all(rows[start:]) == log.events[start:]
+
+
+def test_a_model_call_that_never_answered_leaves_none_of_its_events_in_the_writer() -> None:
+    """A cancelled call logs no `model_response`: its deltas, kept to name the answer, must
+    go when its step ends, not stay as long as the store keeps the session's writer."""
+    request = ModelRequest(model="m", system="s", messages=(), tools=())
+    writer = RequestWriter()
+    events: list[ev.LoopEvent] = [
+        ev.ModelRequestEvent(session_id=SID, run_id="r", seq=0, ts=0, step=1, request=request),
+        ev.TextStart(session_id=SID, run_id="r", seq=1, ts=0, message_id="a"),
+    ]
+    events += [
+        ev.TextDelta(session_id=SID, run_id="r", seq=seq, ts=0, message_id="a", delta="word ")
+        for seq in range(2, 202)
+    ]
+    for event in events:
+        writer.body(event)
+    assert writer.step_events == 201
+    writer.body(ev.TextEnd(session_id=SID, run_id="r", seq=202, ts=0, message_id="a"))
+    writer.body(
+        ev.StepFinished(
+            session_id=SID, run_id="r", seq=203, ts=0, step=1, finish_reason="cancelled"
+        )
+    )
+    assert writer.step_events == 0
+    writer.body(ev.RunFinished(session_id=SID, run_id="r", seq=204, ts=0, stop_reason="cancelled"))
+    assert writer.step_events == 0

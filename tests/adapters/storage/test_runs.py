@@ -339,6 +339,29 @@ async def test_the_first_request_after_a_reload_is_stored_by_reference(
         assert await reader.read(session.id, after_seq=after) == logged[after + 1 :]
 
 
+@pytest.mark.anyio
+async def test_sessions_let_go_leave_no_request_writer_and_reload_by_reference(
+    opener: Callable[[], SessionStore],
+) -> None:
+    store: Any = opener()
+    agent = agent_on(store)
+    for burst in range(3):  # bursts of sessions whose clients left: nothing piles up
+        ids = []
+        for i in range(4):
+            session = await agent.new_session("/w")
+            await session.prompt(prompt(f"question {burst}.{i} " + "x" * 2000))
+            ids.append(session.id)
+        assert store.writers_in_memory == 4
+        for sid in ids:
+            await agent.close_session(sid)
+        assert store.writers_in_memory == 0 and agent.sessions_in_memory == 0
+    again = await agent.load_session(ids[0])  # this process, this store: resumed from the read
+    await again.prompt(prompt("one more"))
+    assert store.writers_in_memory == 1
+    rows = await stored_requests(opener, ids[0])
+    assert len(rows) == 2 and is_reference(rows[1]) and len(rows[1][5]) < 1000
+
+
 async def stored_requests(opener: Callable[[], SessionStore], sid: str) -> list[Row]:
     store: Any = opener()
     sql = (

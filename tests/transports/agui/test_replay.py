@@ -1,6 +1,7 @@
 """A thread whose session compacted, reloaded by a restarted server: its MESSAGES_SNAPSHOT is
 still the whole conversation, and the messages the client sends back are recognised, not
-taken as new ones — compaction only shortens what the model sees."""
+taken as new ones (nor is the thread sent to a client that sent all of it back) —
+compaction only shortens what the model sees."""
 
 from __future__ import annotations
 
@@ -35,22 +36,27 @@ async def test_a_restarted_server_sends_the_whole_compacted_thread() -> None:
     provider = scripted(*rounds, context_window=400, summary_rounds=[SUMMARY] * 4)
     held: list[dict[str, Any]] = []
     async with asgi_client(create_app(LocalPort(make_agent(provider, store=store)))) as client:
-        for n, prompt in enumerate(PROMPTS):
-            _, wire = await post(client, run_input("t1", f"r{n}", [*held, user(f"u{n}", prompt)]))
+        for n, prompt in enumerate(PROMPTS):  # each time only the new message: the client
+            _, wire = await post(client, run_input("t1", f"r{n}", [user(f"u{n}", prompt)]))
             assert types(wire)[-1] == "RUN_FINISHED"
-            held = _snapshot(wire)
+            held = _snapshot(wire)  # lacks the thread, so it gets all of it every time
     logged = await store.read("t1")
     assert any(isinstance(e, ev.Compaction) and e.scope == "history" for e in logged)
 
     ids = iter(range(10**6))  # the restarted server's ids must not repeat the first one's
-    restarted = make_agent(scripted({"text": "Fifth."}), store=store)
+    restarted = make_agent(scripted({"text": "Fifth."}, {"text": "Sixth."}), store=store)
     loop = replace(restarted.config.loop, new_id=lambda prefix: f"{prefix}_b{next(ids)}")
     restarted.config = replace(restarted.config, loop=loop)
     async with asgi_client(create_app(LocalPort(restarted))) as client:
         _, wire = await post(client, run_input("t1", "r5", [*held, user("u5", "and now?")]))
+        assert types(wire)[-1] == "RUN_FINISHED"
+        assert "MESSAGES_SNAPSHOT" not in types(wire)  # it sent the whole thread back
+        _, wire = await post(client, run_input("t1", "r6", [user("u6", "and then?")]))
     assert types(wire)[-1] == "RUN_FINISHED"
     messages = _snapshot(wire)
-    assert [m["content"] for m in messages if m["role"] == "user"] == [*PROMPTS, "and now?"]
-    assert [m["content"] for m in messages if m["role"] == "assistant"] == [*ANSWERS, "Fifth."]
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert users == [*PROMPTS, "and now?", "and then?"]
+    answers = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert answers == [*ANSWERS, "Fifth.", "Sixth."]
     said = [e for e in await store.read("t1") if isinstance(e, ev.UserMessage)]
-    assert len(said) == 5  # the client's earlier messages were known, not logged again
+    assert len(said) == 6  # the client's earlier messages were known, not logged again

@@ -158,6 +158,16 @@ class PostgresStore:
                     f"session {record.session_id} already exists; pick another id",
                 ) from None
 
+    @property
+    def writers_in_memory(self) -> int:
+        """Sessions whose request writer this store keeps in memory."""
+        return len(self._writers)
+
+    def forget(self, session_id: str) -> None:
+        """Drop the session's request writer (the agent let the session go; a read of the
+        session resumes one)."""
+        self._writers.pop(session_id)
+
     async def append(self, session_id: str, events: Sequence[LoopEvent]) -> None:
         batch = list(events)
         writer = self._writers.pop(session_id) or RequestWriter()
