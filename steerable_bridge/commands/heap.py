@@ -47,6 +47,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from steerable_bridge.commands.timer_sweep import drop_cancelled_timers
+
 __all__ = [
     "RELEASE_EVERY_S",
     "YOUNG_THRESHOLD",
@@ -98,12 +100,14 @@ def _find_trimmer() -> Callable[[], object] | None:
 
 
 def release_idle_memory() -> None:
-    """Collect cyclic garbage and hand free heap pages back to the kernel (`malloc_trim`),
-    at most every `RELEASE_EVERY_S`."""
+    """Have the loop drop its cancelled timers (`drop_cancelled_timers`), collect cyclic
+    garbage and hand free heap pages back to the kernel (`malloc_trim`), at most every
+    `RELEASE_EVERY_S`."""
     now = time.monotonic()
     if now - _released_at[0] < RELEASE_EVERY_S:
         return
     _released_at[0] = now
+    drop_cancelled_timers()
     gc.collect()
     trim = malloc_trimmer()
     if trim is not None:
