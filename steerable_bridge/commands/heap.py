@@ -43,9 +43,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from steerable_bridge.commands.timer_sweep import drop_cancelled_timers
 
@@ -55,6 +57,7 @@ __all__ = [
     "malloc_trimmer",
     "release_idle_memory",
     "settle_startup_heap",
+    "warm_logging_caches",
 ]
 
 YOUNG_THRESHOLD = 20_000
@@ -67,12 +70,35 @@ _trimmer: list[Callable[[], object] | None] = []
 def settle_startup_heap() -> None:
     """Collect, freeze the start-up heap and raise the young threshold (see the module).
     Looks `malloc_trim` up first: done lazily, at the end of the first burst, its few
-    lasting objects (a ctypes library and function type) would sit among the burst's."""
+    lasting objects (a ctypes library and function type) would sit among the burst's; and
+    fills the logging caches a first warning fills (`warm_logging_caches`)."""
     malloc_trimmer()
+    warm_logging_caches()
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+
+
+LOG_ARGUMENT_TYPES: tuple[object, ...] = (0.0, 0, "", True, None, b"", Path())
+"""Samples of what a one-argument log call passes (`log.warning("... %gs", seconds)`)."""
+
+
+def warm_logging_caches() -> None:
+    """Make now the small objects the first log records of a kind would make later.
+
+    A `LogRecord` with one argument asks whether it is a `collections.abc.Mapping`; the
+    first time a type is asked, `Mapping` and each ABC under it remember the answer (a weak
+    reference in a set each, some 20 KB for a float). And a logger remembers per level
+    whether it is enabled. Made during a burst (the first "read nothing for 30s" warning),
+    they would stay among the burst's objects."""
+    for sample in LOG_ARGUMENT_TYPES:
+        isinstance(sample, Mapping)
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        if isinstance(logger, logging.Logger):
+            for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR):
+                logger.isEnabledFor(level)
 
 
 def malloc_trimmer() -> Callable[[], object] | None:
