@@ -58,8 +58,10 @@ class _Metric:
         self.labelnames = tuple(labelnames)
         self.lock = threading.Lock()
         self.series: dict[tuple[str, ...], _Series] = {}
+        self.values = array("d")  # an unlabelled metric's own series' values
         if not self.labelnames:
-            self.series[()] = self.series_type(self, self.size)
+            only = self.series[()] = self.series_type(self, self.size)
+            self.values = only.values
 
     def _labelled(self, labels: tuple[str, ...]) -> _Series:
         if len(labels) != len(self.labelnames):
@@ -98,7 +100,12 @@ class InPlaceCounter(_Metric):
         return self._labelled(values)  # type: ignore[return-value]
 
     def inc(self, amount: float = 1.0) -> None:
-        self.labels().inc(amount)
+        if amount < 0:
+            raise ValueError("a counter only goes up; pass an amount >= 0")
+        if self.labelnames:
+            self.labels()  # refused: labels missing
+        with self.lock:
+            self.values[0] += amount
 
     def family(self) -> Metric:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
@@ -128,10 +135,16 @@ class InPlaceGauge(_Metric):
         return self._labelled(values)  # type: ignore[return-value]
 
     def inc(self, amount: float = 1.0) -> None:
-        self.labels().inc(amount)
+        if self.labelnames:
+            self.labels()  # refused: labels missing
+        with self.lock:
+            self.values[0] += amount
 
     def dec(self, amount: float = 1.0) -> None:
-        self.labels().dec(amount)
+        if self.labelnames:
+            self.labels()  # refused: labels missing
+        with self.lock:
+            self.values[0] -= amount
 
     def family(self) -> Metric:
         family = GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
@@ -179,7 +192,12 @@ class InPlaceHistogram(_Metric):
         return self._labelled(values)  # type: ignore[return-value]
 
     def observe(self, amount: float) -> None:
-        self.labels().observe(amount)
+        if self.labelnames:
+            self.labels()  # refused: labels missing
+        index = bisect_left(self.bounds, amount)
+        with self.lock:
+            self.values[index] += 1.0
+            self.values[-1] += amount
 
     def family(self) -> Metric:
         family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
