@@ -4,6 +4,7 @@ release_idle_memory: garbage collected, then the C heap trimmed."""
 from __future__ import annotations
 
 import abc
+import asyncio
 import gc
 import logging
 import platform
@@ -12,6 +13,7 @@ import tracemalloc
 import weakref
 from collections.abc import Mapping
 
+import anyio
 import pytest
 
 from steerable_bridge.commands import heap
@@ -95,3 +97,29 @@ def test_a_first_warning_after_the_warm_up_leaves_nothing_behind() -> None:
     _forget_mapping_answers()
     heap.warm_logging_caches()
     assert lasting_from_a_warning() == []
+
+
+def test_a_release_on_the_loop_is_repeated_once_things_settled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def main() -> list[str]:
+        calls: list[str] = []
+        settled = asyncio.Event()
+
+        def trim() -> None:
+            calls.append("trim")
+            if len(calls) == 2:
+                settled.set()
+
+        monkeypatch.setattr(heap, "_trimmer", [trim])
+        monkeypatch.setattr(heap, "_released_at", [float("-inf")])
+        monkeypatch.setattr(heap, "SETTLE_S", 0.01)
+        heap.release_idle_memory()
+        assert calls == ["trim"]
+        watcher = weakref.ref(_Node())  # freed after the first release, before the second
+        with anyio.fail_after(5):
+            await settled.wait()
+        assert watcher() is None
+        return calls
+
+    assert asyncio.run(main()) == ["trim", "trim"]
