@@ -35,8 +35,11 @@ from the start to 10 s after the clients left now finds ~90 live blocks (~17 KB;
 ~250, ~42 KB), mostly made after the burst by periodic work (uvicorn's date header each
 second, the signal poll's SQLite cursors) in pools the burst left partly used; the burst
 still leaves ~7 more 1 MiB arenas than at the start, and some 5 MB more in glibc's heaps.
-So RSS did not move measurably: after 80 unread streams (`--duration 120`) ~63 → ~81 MB
-(+27 %), and repeated bursts level off (~78, ~82, ~83 MB) instead of climbing. With
+Those alone did not move RSS measurably (~81 MB after, +27 %). What did: repeating the
+release `SETTLE_S` after the burst's, once the last streams, connections and their buffers
+were freed (the first runs as the last run ends, before they are): after 80 unread streams
+(`--duration 120`) RSS is ~64 → ~73 MB (+14 %), and three bursts in a row
+leave ~75, ~77, ~79 MB (before: ~81, ~82, ~83). With
 `PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc instead and
 the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's `--malloc`), for
 ~20 % more server CPU per run
