@@ -10,7 +10,7 @@ samples for `--after` seconds more. Prints the RSS at the start (after a warm-up
 peak and its last value while the streams hang, the value after the clients left, how
 many requests were answered 503 (the concurrent-run cap), and how many runs the server
 reports open at the end (`/metrics`, `steerable_sse_clients`), and says whether the
-targets hold: flat once the cap is reached (the last value within 10 % of the value at a
+targets hold: flat once the cap is reached (the last value at most 10 % above the value at a
 quarter of the way), and back within 10 % of the start after the clients leave. Extra
 server options go after `--` (e.g. `-- --max-runs 16`); `--src DIR` runs the server from
 another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
@@ -18,9 +18,10 @@ another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
 `malloc_trim` after a burst can give back, instead of CPython's arenas). Every wait is
 bounded. `--bursts N` repeats the round (streams, then leaving) and prints the RSS after
 each. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
-`--duration 120 --after 20 --every 10`: start ~63, peak ~88, flat ~79 MB from t=30 s,
-after ~79 MB (+26 %); `--duration 40 --after 20 --every 10 --bursts 3`: after ~79, ~82,
-~83 MB; with `--malloc` ~67 / ~68 MB (+1 %).
+`--duration 120 --after 20 --every 10`: start ~64, peak ~89, ~73 MB from t=40 s (the
+runs nobody read are cancelled at 30 s, and memory is released), after ~73 MB (+14 %);
+`--duration 40 --after 20 --every 10 --bursts 3`: after ~75, ~77, ~79 MB; with `--malloc`
+~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 
@@ -143,9 +144,9 @@ def one_burst(args: argparse.Namespace, port: int, pid: int, start: float, burst
         f"503 answers: {refused} of {args.streams}; runs open while stuck: {open_during:g},"
         f" after the clients left: {open_streams(base):g}"
     )
-    flat = abs(last - quarter) <= 0.10 * quarter
+    flat = last <= 1.10 * quarter  # no growth: falling (runs ended, memory released) is fine
     back = after <= 1.10 * start
-    print(f"flat after the cap (last within 10 % of t={args.duration / 4:g}s): {flat}")
+    print(f"flat after the cap (last at most 10 % above t={args.duration / 4:g}s): {flat}")
     print(f"back within 10 % of the start after the clients left: {back}")
     return after
 

@@ -26,7 +26,7 @@ from steerable_bridge.commands.startup import startup_line
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "steerable_bridge.cli"]
-PAGE = ROOT / "steerable_bridge" / "transports" / "agui" / "static" / "index.html"
+TIMELINE = ROOT / "steerable_bridge" / "transports" / "agui" / "static" / "timeline.js"
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -193,7 +193,7 @@ def test_a_tool_card_counts_its_operations_in_proper_english() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's script")
 def test_the_chat_page_timeline_counts_every_row_it_draws() -> None:
-    page = PAGE.read_text(encoding="utf-8")
+    page = TIMELINE.read_text(encoding="utf-8")
     functions = [
         re.search(rf"^function {name}\(.*?^}}$|^function {name}\(.*?}}$", page, re.M | re.S)
         for name in ("duration", "timelineSummary")

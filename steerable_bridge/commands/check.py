@@ -64,6 +64,13 @@ def register(subparsers: Any) -> None:
         help="a prompt that makes the agent's model call a tool needing permission; grades"
         " the permission flow (skipped without it)",
     )
+    acp.add_argument(
+        "--fail-prompt",
+        metavar="TEXT",
+        default="",
+        help="a prompt that makes the agent's turn fail (its model errors); grades that"
+        " session/load still replays the turns after it (skipped without it)",
+    )
     _add_output_options(acp, record_help="keep the JSON-RPC transcript (JSON lines) in PATH")
     acp.add_argument("command", nargs=argparse.REMAINDER, help="the agent command, after --")
     acp.set_defaults(func=_check_acp)
@@ -128,6 +135,7 @@ def _check_acp(args: argparse.Namespace) -> int:
         prompt_timeout=args.prompt_timeout,
         probe_timeout=args.probe_timeout,
         tool_prompt=args.tool_prompt,
+        fail_prompt=args.fail_prompt,
     )
     try:
         report = anyio.run(lambda: check_acp_agent(command, settings=settings, record=args.record))

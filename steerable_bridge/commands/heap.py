@@ -27,36 +27,55 @@ object in it is freed. A map of what outlived a burst, arena by arena, found: th
 request writer of each session, which also kept a cancelled model call's every delta (so
 each burst grew the heap again, +12 MB per 80 streams; now dropped when the step ends, and
 the writer when the session leaves memory), and the `malloc_trim` lookup itself (now done
-here, at start-up). What still pins some 10 arenas is a few dozen bytes each:
-prometheus_client's metric values (a new float per update; the last lands wherever the
-burst left room), timer handles, a worker thread's idle time. So after 80 unread streams
-(`--duration 120`) RSS is ~63 → ~79 MB (+26 %), and repeated bursts level off (~79, ~82,
-~83 MB) instead of climbing. With `PYTHONMALLOC=malloc` in `serve`'s environment small
-objects come from malloc instead and the trim gives nearly all of it back: ~67 / ~68 MB
-(+1 %, the bench's `--malloc`), for ~20 % more server CPU per run
+here, at start-up). Three smaller survivors are gone too: the metric values (now updated
+in place, `adapters/telemetry/inplace.py`), each run's cancelled 300 s model deadline, which
+asyncio kept in its timer heap for five minutes (purged after a burst, `timer_sweep.py`), and the
+caches a first warning fills (`warm_logging_caches()`, at start-up). A `tracemalloc` map
+from the start to 10 s after the clients left now finds ~90 live blocks (~17 KB; it was
+~250, ~42 KB), mostly made after the burst by periodic work (uvicorn's date header each
+second, the signal poll's SQLite cursors) in pools the burst left partly used; the burst
+still leaves ~7 more 1 MiB arenas than at the start, and some 5 MB more in glibc's heaps.
+Those alone did not move RSS measurably (~81 MB after, +27 %). What did: repeating the
+release `SETTLE_S` after the burst's, once the last streams, connections and their buffers
+were freed (the first runs as the last run ends, before they are): after 80 unread streams
+(`--duration 120`) RSS is ~64 → ~73 MB (+14 %), and three bursts in a row
+leave ~75, ~77, ~79 MB (before: ~81, ~82, ~83). With
+`PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc instead and
+the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's `--malloc`), for
+~20 % more server CPU per run
 (`bench/agui_concurrency.py --runs 500`: 1.6-1.8 ms → 2.0 ms), so it is the operator's
 choice, not the default.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import ctypes.util
 import gc
+import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from steerable_bridge.commands.timer_sweep import drop_cancelled_timers
 
 __all__ = [
     "RELEASE_EVERY_S",
+    "SETTLE_S",
     "YOUNG_THRESHOLD",
     "malloc_trimmer",
     "release_idle_memory",
     "settle_startup_heap",
+    "warm_logging_caches",
 ]
 
 YOUNG_THRESHOLD = 20_000
 RELEASE_EVERY_S = 10.0
+SETTLE_S = 3.0
+"""How long after a burst's release it is repeated, once things have settled."""
+_settle_handle: list[asyncio.TimerHandle] = []
 _released_at = [float("-inf")]
 _trimmer: list[Callable[[], object] | None] = []
 """`malloc_trimmer()`'s answer, once looked up (empty until then)."""
@@ -65,12 +84,35 @@ _trimmer: list[Callable[[], object] | None] = []
 def settle_startup_heap() -> None:
     """Collect, freeze the start-up heap and raise the young threshold (see the module).
     Looks `malloc_trim` up first: done lazily, at the end of the first burst, its few
-    lasting objects (a ctypes library and function type) would sit among the burst's."""
+    lasting objects (a ctypes library and function type) would sit among the burst's; and
+    fills the logging caches a first warning fills (`warm_logging_caches`)."""
     malloc_trimmer()
+    warm_logging_caches()
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+
+
+LOG_ARGUMENT_TYPES: tuple[object, ...] = (0.0, 0, "", True, None, b"", Path())
+"""Samples of what a one-argument log call passes (`log.warning("... %gs", seconds)`)."""
+
+
+def warm_logging_caches() -> None:
+    """Make now the small objects the first log records of a kind would make later.
+
+    A `LogRecord` with one argument asks whether it is a `collections.abc.Mapping`; the
+    first time a type is asked, `Mapping` and each ABC under it remember the answer (a weak
+    reference in a set each, some 20 KB for a float). And a logger remembers per level
+    whether it is enabled. Made during a burst (the first "read nothing for 30s" warning),
+    they would stay among the burst's objects."""
+    for sample in LOG_ARGUMENT_TYPES:
+        isinstance(sample, Mapping)
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        if isinstance(logger, logging.Logger):
+            for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR):
+                logger.isEnabledFor(level)
 
 
 def malloc_trimmer() -> Callable[[], object] | None:
@@ -98,12 +140,32 @@ def _find_trimmer() -> Callable[[], object] | None:
 
 
 def release_idle_memory() -> None:
-    """Collect cyclic garbage and hand free heap pages back to the kernel (`malloc_trim`),
-    at most every `RELEASE_EVERY_S`."""
+    """Have the loop drop its cancelled timers (`drop_cancelled_timers`), collect cyclic
+    garbage and hand free heap pages back to the kernel (`malloc_trim`), at most every
+    `RELEASE_EVERY_S`; and, on a running loop, once more `SETTLE_S` later: the last run of a
+    burst calls this before its stream, connection and buffers are gone, and what they free
+    after it (~9 MB after 80 unread streams) would otherwise stay with malloc."""
     now = time.monotonic()
     if now - _released_at[0] < RELEASE_EVERY_S:
         return
     _released_at[0] = now
+    _release()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if _settle_handle:
+        _settle_handle.pop().cancel()
+    _settle_handle.append(loop.call_later(SETTLE_S, _settled))
+
+
+def _settled() -> None:
+    _settle_handle.clear()
+    _release()
+
+
+def _release() -> None:
+    drop_cancelled_timers()
     gc.collect()
     trim = malloc_trimmer()
     if trim is not None:

@@ -9,7 +9,8 @@ a `session/prompt` is open (or while `session/load` replays), nothing after the 
 `tool_call` before any `tool_call_update` of that id, status only moving forward, stop reason
 `cancelled` after `session/cancel`, `session/load` replaying before it responds and
 `session/resume` not replaying at all, and `elicitation/create` only in a mode the client
-advertised in `initialize` (`clientCapabilities.elicitation.form` / `.url`).
+advertised in `initialize` (`clientCapabilities.elicitation.form` / `.url`). The rules
+for client-served flows and state kept across `session/load` (`acp_flow_rules.py`) run too.
 `_steerable/event` notifications must carry valid LoopEvents with increasing `seq` (a
 `session/load` replay starts them over). Nothing here repairs a transcript; it only reports.
 """
@@ -399,6 +400,14 @@ class _Checker:
             )
 
 
+def _order(finding: Finding, lines: Sequence[int] | None) -> int:
+    """Wire position of a finding (its 'message N' / 'line N'); the end of transcript last."""
+    head = finding.where.split(" ", 2)
+    if len(head) >= 2 and head[0] in ("message", "line") and head[1].isdigit():
+        return int(head[1])
+    return 1 << 62
+
+
 def check_acp_transcript(
     messages: Iterable[object], *, lines: Sequence[int] | None = None
 ) -> list[Finding]:
@@ -412,4 +421,7 @@ def check_acp_transcript(
     for index, entry in enumerate(transcript):
         checker.check(index, entry)
     checker.finish(len(transcript))
-    return checker.findings
+    from steerable_bridge.conformance.acp_flow_rules import check_acp_flows
+
+    flows = check_acp_flows(transcript, lines=lines)
+    return sorted([*checker.findings, *flows], key=lambda f: _order(f, lines))

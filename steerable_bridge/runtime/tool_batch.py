@@ -81,12 +81,17 @@ E = TypeVar("E", bound=ev.EventBase)
 APPROVAL_SCHEMA = canonical_json(
     {
         "type": "object",
-        "properties": {"approved": {"type": "boolean"}, "stop": {"type": "boolean"}},
+        "properties": {
+            "approved": {"type": "boolean"},
+            "stop": {"type": "boolean"},
+            "always": {"type": "boolean"},
+        },
         "required": ["approved"],
     }
 )
 """What an approval interrupt's answer must look like (AG-UI `resume[].payload`);
-`{"approved": false, "stop": true}` rejects the call and stops the turn."""
+`{"approved": false, "stop": true}` rejects the call and stops the turn; `"always": true`
+keeps the answer for calls of that kind (where they have an approval key)."""
 
 STOP_OPTION = "reject_stop"
 """The option id of "Reject and stop": the call does not run and the turn ends `rejected`."""
@@ -589,14 +594,22 @@ class ToolBatch:
                 decision = decisions[call.call_id]
                 approved = decision.approved
                 stop = not approved and decision.stop
+                args = parse_arguments(call.arguments_json)
+                key = None
+                if decision.always and not stop and args is not None:
+                    key = approval_key(call.name, args)  # None: asked about every time
+                once = "allow_once" if approved else "reject_once"
+                outcome = once if key is None else "allow_always" if approved else "reject_always"
                 await self.emit(
                     ev.PermissionResolved,
                     call_id=call.call_id,
                     tool_name=call.name,
-                    outcome="allow_once" if approved else "reject_once",
-                    option_id="allow_once" if approved else STOP_OPTION if stop else "reject_once",
+                    outcome=outcome,
+                    option_id=STOP_OPTION if stop else outcome,
+                    approval_key=key,
                 )
-                args = parse_arguments(call.arguments_json)
+                if key is not None:
+                    await self._remember(key, approved)
                 if approved and args is not None and not self.stopped:
                     await self.execute(call, self.tools[call.name], args)
                 elif stop or self.stopped:

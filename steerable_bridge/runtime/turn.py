@@ -67,6 +67,9 @@ class ResumeDecision:
     approved: bool
     stop: bool = False
     """Rejected, and the user asked to stop the turn (it ends `rejected`)."""
+    always: bool = False
+    """Keep the answer for this kind of call ("always allow / reject"), where the call has
+    an approval key; otherwise it counts once."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

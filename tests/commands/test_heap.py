@@ -3,11 +3,17 @@ release_idle_memory: garbage collected, then the C heap trimmed."""
 
 from __future__ import annotations
 
+import abc
+import asyncio
 import gc
+import logging
 import platform
 import sys
+import tracemalloc
 import weakref
+from collections.abc import Mapping
 
+import anyio
 import pytest
 
 from steerable_bridge.commands import heap
@@ -54,3 +60,66 @@ def test_on_glibc_the_trim_is_found_once_and_runs() -> None:
 class _Node:
     def __init__(self) -> None:
         self.me = self
+
+
+def _forget_mapping_answers() -> None:
+    """As in a fresh process: no ABC under `Mapping` has been asked about any type yet."""
+    pending: list[type] = [Mapping]
+    while pending:
+        cls = pending.pop()
+        cls._abc_caches_clear()  # type: ignore[attr-defined]
+        pending.extend(cls.__subclasses__())
+
+
+def test_a_first_warning_after_the_warm_up_leaves_nothing_behind() -> None:
+    def lasting_from_a_warning() -> list[tracemalloc.StatisticDiff]:
+        logger = logging.getLogger("steerable_bridge.tests.heap_warm")
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+        logger.isEnabledFor(logging.WARNING)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.take_snapshot()
+            logger.warning("a client read nothing for %gs", 30.0)
+            gc.collect()
+            after = tracemalloc.take_snapshot()
+        finally:
+            tracemalloc.stop()
+        return [
+            stat
+            for stat in after.compare_to(before, "filename")
+            if stat.size_diff > 0 and stat.traceback[0].filename in ("<frozen abc>", abc.__file__)
+        ]
+
+    _forget_mapping_answers()
+    assert lasting_from_a_warning() != []  # what a burst's first warning used to leave
+    _forget_mapping_answers()
+    heap.warm_logging_caches()
+    assert lasting_from_a_warning() == []
+
+
+def test_a_release_on_the_loop_is_repeated_once_things_settled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def main() -> list[str]:
+        calls: list[str] = []
+        settled = asyncio.Event()
+
+        def trim() -> None:
+            calls.append("trim")
+            if len(calls) == 2:
+                settled.set()
+
+        monkeypatch.setattr(heap, "_trimmer", [trim])
+        monkeypatch.setattr(heap, "_released_at", [float("-inf")])
+        monkeypatch.setattr(heap, "SETTLE_S", 0.01)
+        heap.release_idle_memory()
+        assert calls == ["trim"]
+        watcher = weakref.ref(_Node())  # freed after the first release, before the second
+        with anyio.fail_after(5):
+            await settled.wait()
+        assert watcher() is None
+        return calls
+
+    assert asyncio.run(main()) == ["trim", "trim"]

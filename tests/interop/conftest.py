@@ -44,6 +44,7 @@ from tests.interop.thirdparty import (
     langgraph_server,
     pydantic_ai_server,
     skip_unavailable,
+    steerable_agent,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -151,6 +152,12 @@ def claude_acp(node: str, fake_models: FakeModelServer, tmp_path: Path) -> Agent
 def codex_acp(node: str, fake_models: FakeModelServer, tmp_path: Path) -> AgentLaunch:
     """codex over ACP (codex-acp) on the fake Responses API."""
     return _launch_or_skip(lambda: codex_agent(node, fake_models, tmp_path))
+
+
+@pytest.fixture
+def steerable_acp(fake_models: FakeModelServer, tmp_path: Path) -> AgentLaunch:
+    """Our own `steerable-bridge acp` on the fake Chat Completions API."""
+    return _launch_or_skip(lambda: steerable_agent(fake_models, tmp_path))
 
 
 @pytest.fixture

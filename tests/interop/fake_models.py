@@ -5,7 +5,8 @@ tool result has come back since), it calls the first tool of `tool_preferences` 
 request offers (by name, or an MCP server's `server__name`), with the arguments given there;
 once the tool's result is the newest thing in the conversation it answers `after_tool`; a
 prompt holding `long_marker` (what `check acp`'s cancel probe asks for) gets `long_text`
-streamed slowly (`long_pace` s an event), so a cancel meets a running turn (a client that
+streamed slowly (`long_pace` s an event); one holding `fail_marker` gets HTTP 400 (a turn
+that fails at the model), so a cancel meets a running turn (a client that
 hangs up on it before the end is counted in `cut_short`); otherwise it
 answers `text`. It keeps no state between requests — the decision comes from the request
 alone — so it serves agents that make side requests (titles, summaries, token counts) in any
@@ -73,6 +74,8 @@ DEFAULT_TOOLS: tuple[ToolScript, ...] = (
     ("exec_command", {"cmd": "touch fake-model-was-here.txt"}),
     # fast-agent's --shell tool.
     ("bash", {"command": "touch fake-model-was-here.txt"}),
+    # steerable-bridge's own shell tool.
+    ("run_command", {"command": "touch fake-model-was-here.txt"}),
     # The backend tool of tests/interop/servers/*.py (an MCP server's, for fast-agent).
     ("lookup", {"topic": "fake"}),
 )
@@ -92,6 +95,8 @@ class Reply:
     call_id: str = ""
     pace: float = 0.0
     """Seconds between streamed events (a long answer that a cancel can interrupt)."""
+    error: bool = False
+    """Answer HTTP 400 (an invalid request) instead: a turn that fails at the model."""
 
     @property
     def is_tool_call(self) -> bool:
@@ -128,6 +133,8 @@ class FakeModel:
     text: str = "Hello from the fake model."
     after_tool: str = "The tool finished; that is all."
     trigger: str = "[use-a-tool]"
+    fail_marker: str = "[fail-this-turn]"
+    """A prompt holding this gets HTTP 400 from the model (check acp's --fail-prompt)."""
     long_marker: str = "count from 1 to 500"
     """A prompt holding this (check acp's cancel probe asks for it) gets `long_text`, slowly."""
     long_text: str = " ".join(str(n) for n in range(1, 501))
@@ -147,6 +154,8 @@ class FakeModel:
         reply = Reply(text=self.text)
         if seen.ends_with_tool_result:
             reply = Reply(text=self.after_tool)
+        elif self.fail_marker in seen.last_user_text:
+            reply = Reply(error=True)
         elif self.long_marker in seen.last_user_text:
             reply = Reply(text=self.long_text, pace=self.long_pace)
         elif self.trigger in seen.last_user_text:
@@ -526,6 +535,14 @@ def _anthropic_json(reply: Reply, model: str, n: int) -> dict[str, Any]:
 # -- the app ---------------------------------------------------------------------------------
 
 
+_FAILURE = "the fake model refuses this request (the prompt asked it to fail)"
+_OPENAI_ERROR = {"error": {"message": _FAILURE, "type": "invalid_request_error", "code": None}}
+_ANTHROPIC_ERROR = {
+    "type": "error",
+    "error": {"type": "invalid_request_error", "message": _FAILURE},
+}
+
+
 def create_app(model: FakeModel) -> Starlette:
     """The three provider wires over one `FakeModel`."""
     counter = itertools.count(1)
@@ -540,6 +557,8 @@ def create_app(model: FakeModel) -> Starlette:
     async def chat(request: Request) -> Response:
         body = await body_of(request)
         reply = model.decide(request.url.path, body, _read_chat(body))
+        if reply.error:
+            return JSONResponse(_OPENAI_ERROR, status_code=400)
         name = str(body.get("model") or model.model)
         if not body.get("stream"):
             return JSONResponse(_chat_json(reply, name))
@@ -550,6 +569,8 @@ def create_app(model: FakeModel) -> Starlette:
     async def responses(request: Request) -> Response:
         body = await body_of(request)
         reply = model.decide(request.url.path, body, _read_responses(body))
+        if reply.error:
+            return JSONResponse(_OPENAI_ERROR, status_code=400)
         name = str(body.get("model") or model.model)
         events = _responses_events(reply, name, next(counter))
         return _sse(events, named=True, pace=reply.pace, model=model)
@@ -557,6 +578,8 @@ def create_app(model: FakeModel) -> Starlette:
     async def messages(request: Request) -> Response:
         body = await body_of(request)
         reply = model.decide(request.url.path, body, _read_anthropic(body))
+        if reply.error:
+            return JSONResponse(_ANTHROPIC_ERROR, status_code=400)
         name = str(body.get("model") or model.model)
         if not body.get("stream"):
             return JSONResponse(_anthropic_json(reply, name, next(counter)))

@@ -5,9 +5,12 @@ with a permission-needing `write_file` test tool. `agui_client.mjs` runs every s
 through `HttpAgent`; this test fails on any `[ag-ui]` console message and checks what the
 client itself does not: each run ends with RUN_FINISHED and no RUN_ERROR (except the
 scenario that asks for a model error, which must end with exactly one RUN_ERROR).
-`agui_browser.mjs` drives the chat page in headless Chromium (a reply with a tool call, an
-approval, and the Stop button cancelling the turn on the server) and saves a screenshot
-under test-artifacts/. Without node or chromium the tests are skipped loudly, never passed.
+`agui_browser.mjs` drives the chat page in headless Chromium, one browser for all of it: a
+reply with a tool call, an approval answered "Always allow" (the next write is not asked),
+markdown with a copied code block, two threads switched in the sidebar, reloads (mid-stream:
+the answer goes on), Stop cancelling the turn on the server, and screenshots at desktop and
+phone width (test-artifacts/) with the layout measured for sideways overflow. Without node
+or chromium the tests are skipped loudly, never passed.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
-from tests.transports.agui.harness import agent_for, live_server, until
+from tests.interop.cutting_proxy import cutting_proxy
+from tests.transports.agui.harness import agent_for, live_server, session_of
 
 HERE = Path(__file__).resolve().parent
 ARTIFACTS = HERE.parent.parent / "test-artifacts"
@@ -86,8 +90,9 @@ async def test_http_agent_runs_every_scenario_cleanly(node: str) -> None:
     assert resumed["outcome"] == {"type": "success"}
 
 
-@pytest.mark.timeout(90)
-async def test_the_chat_page_streams_a_reply_and_a_tool_call_in_chromium(node: str) -> None:
+@pytest.mark.timeout(120)
+async def test_the_chat_page_in_chromium(node: str) -> None:
+    """One browser, two servers (instant and paced demo model): every scenario of the page."""
     if not _chromium_present():
         reason = (
             "chromium is not installed (/usr/bin/chromium): the chat page browser test cannot run"
@@ -95,46 +100,100 @@ async def test_the_chat_page_streams_a_reply_and_a_tool_call_in_chromium(node: s
         warnings.warn(reason, stacklevel=1)
         pytest.skip(reason)
     ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "agui-chat-page.png"
-    shot.unlink(missing_ok=True)
-    async with live_server(create_app(LocalPort(agent_for()))) as url:
-        report = await _node_json(node, "agui_browser.mjs", f"{url}/", str(shot))
-    assert any("That is how a tool call looks." in text for text in report["reply"])
-    assert any("calculate" in text.lower() and "42" in text for text in report["tool"])
-    assert report["reasoning"] and not report["reasoning"][0]["open"]  # collapsed
-    assert report["errors"] == []
-    assert len(report["approvals"]) == 1 and "approved" in report["approvals"][0]
-    assert any("wrote demo-note.txt" in text for text in report["tool"])
-    assert len(report["timelines"]) == 3  # one per run: chat, the interrupted write, resume
-    assert not report["timelineOpen"]  # collapsed until clicked
-    labels = [row["label"] for row in report["timelineRows"]]
+    shots = [ARTIFACTS / "agui-chat-desktop.png", ARTIFACTS / "agui-chat-phone.png"]
+    for shot in shots:
+        shot.unlink(missing_ok=True)
+    slow_agent = agent_for(DemoProvider(pace_ms=40))  # the intro takes seconds to stream
+    slow_app = create_app(LocalPort(slow_agent))
+    fast_agent = agent_for()
+    for route in ("test:m", "test:other"):
+        fast_agent.router.offer(route)  # two routes: the page offers a model picker
+    async with (
+        live_server(create_app(LocalPort(fast_agent))) as fast,
+        live_server(slow_app) as slow,
+        cutting_proxy(slow) as cut,
+    ):
+        report = await _node_json(
+            node, "agui_browser.mjs", f"{fast}/", f"{slow}/", f"{cut}/", str(ARTIFACTS)
+        )
+        stop_thread = report["stop"]["thread"]
+        stopped = session_of(slow_app, stop_thread) or await slow_agent.load_session(stop_thread)
+    chat = report["chat"]
+    assert any("That is how a tool call looks." in text for text in chat["reply"])
+    assert any("calculate" in text.lower() and "42" in text for text in chat["tool"])
+    assert chat["reasoning"] and not chat["reasoning"][0]["open"]  # collapsed
+    assert chat["errors"] == [] and chat["runningCards"] == 0
+    # the approval: every option the server offers, a truthful status, the file's diff
+    assert chat["options"] == [
+        "Allow once", "Always allow", "Reject", "Always reject", "Reject and stop"
+    ]  # fmt: skip
+    assert chat["waitingStatus"] == "waiting for your approval"
+    assert chat["cardWhileAsked"] == "waiting for approval"
+    assert chat["diff"] == ["demo-note.txt+ Written by the demo model.\n"]
+    # a reload keeps the waiting question, its options and the diff
+    assert chat["afterReload"] == {
+        "status": "waiting for your approval",
+        "options": chat["options"],
+        "diff": chat["diff"],
+    }
+    # "Always allow" answered once: the second write was not asked about
+    assert len(chat["approvals"]) == 1 and chat["approvals"][0].endswith("always allowed")
+    assert sum("wrote demo-note.txt" in text for text in chat["tool"]) == 2
+    assert chat["pickerVisible"] and chat["models"] == ["test:m", "test:other"]
+    assert chat["pickedModel"] == ["model test:other · end_turn"]
+    assert report["unreachable"] == [
+        "server unreachable — is `steerable-bridge serve` running? Start it, then retry."
+    ]
+    # markdown rendered, its code block copied
+    assert chat["markdown"] == {"code": "print(42)\n", "copy": True, "bold": "bold", "raw": False}
+    assert chat["copied"] == "print(42)\n"
+    assert len(chat["timelines"]) == 5  # one per run: chat, asked write, resume, write, markdown
+    assert not chat["timelineOpen"]  # collapsed until clicked
+    labels = [row["label"] for row in chat["timelineRows"]]
     assert labels[0].startswith("run · end_turn")
     assert any(label.startswith("tool calculate · completed") for label in labels)
     assert sum(label.startswith("model ") for label in labels) == 2
-    assert all(row["duration"].endswith(("ms", " s")) for row in report["timelineRows"])
-    assert [m for m in report["console"] if m.startswith(("error", "pageerror"))] == []
-    assert shot.stat().st_size > 1000
-
-
-@pytest.mark.timeout(90)
-async def test_the_chat_page_stop_button_cancels_the_turn_on_the_server(node: str) -> None:
-    if not _chromium_present():
-        reason = (
-            "chromium is not installed (/usr/bin/chromium): the chat page browser test cannot run"
-        )
-        warnings.warn(reason, stacklevel=1)
-        pytest.skip(reason)
-    agent = agent_for(DemoProvider(pace_ms=40))  # the intro takes seconds to stream
-    app = create_app(LocalPort(agent))
-    async with live_server(app) as url:
-        report = await _node_json(node, "agui_browser.mjs", f"{url}/", "unused.png", "stop")
-        threads = app.state.threads
-        # The run's client left, so once it ended the server let go of its thread and
-        # session: read the session from the store.
-        await until(lambda: len(threads) == 0, 5.0)
-        (record,) = (await agent.store.list()).records
-        session = await agent.load_session(record.session_id)
-    assert report["reply"] and "stopped" in report["notes"]
-    assert "to use a real model" not in report["reply"][0].lower()  # cut short
-    finished = [e for e in session.log.view() if isinstance(e, ev.RunFinished)]
+    assert all(row["duration"].endswith(("ms", " s")) for row in chat["timelineRows"])
+    # no sideways overflow at desktop or phone width; the threads behind the menu on a phone
+    for name in ("desktop", "phone", "phoneMenu", "phoneAfterPick"):
+        box = report[name]
+        assert box["scrollWidth"] <= box["innerWidth"], (name, box)
+        assert box["bodyScrollWidth"] <= box["innerWidth"] and box["logOverflow"] <= 0, (name, box)
+        assert box["wide"] == [], (name, box)
+    assert report["desktop"]["sidebarVisible"] and not report["desktop"]["menuVisible"]
+    assert not report["phone"]["sidebarVisible"] and report["phone"]["menuVisible"]
+    assert report["phoneMenu"]["sidebarVisible"] and not report["phoneAfterPick"]["sidebarVisible"]
+    assert all(shot.stat().st_size > 1000 for shot in shots)
+    # two threads in the sidebar; switching back shows the first one's history, so does a reload
+    first, second = report["firstThread"], report["secondThread"]
+    assert first != second and report["sidebar"] == ["hello", "think, then use a tool"]
+    users = ["think, then use a tool", "write a note", "write another note"]
+    assert report["switched"]["thread"] == first and report["switched"]["users"][:3] == users
+    wrote = "wrote demo-note.txt"
+    assert report["switched"]["tools"] == ["6 * 7 = 42", wrote, wrote]
+    assert report["switched"]["approvals"][0].endswith("always allowed")
+    reloaded = report["reloaded"]
+    assert reloaded["thread"] == first and reloaded["users"][:3] == users
+    assert reloaded["code"] == ["print(42)\n"] and reloaded["status"] == "idle"
+    assert reloaded["threads"] == ["hello", "think, then use a tool"]
+    # the second thread deleted (after a second click): the first stays open
+    assert report["deleted"]["armed"] == "Delete?"
+    assert report["deleted"]["threads"] == ["think, then use a tool"]
+    assert report["deleted"]["thread"] == first
+    # a reload while the answer streams: it goes on to the end, once
+    reload = report["reload"]
+    full = reload["after"]
+    assert full.startswith("I am the steerable-bridge demo model") and full.endswith("API_KEY.")
+    assert len(reload["before"]) < len(full) and full.startswith(reload["before"])
+    assert reload["afterReload"]["status"] == "running…"
+    assert reload["users"] == ["hello"] and len(reload["assistants"]) == 1
+    # a stream cut mid-answer resumes after its last id: the whole answer, nothing twice
+    dropped = report["dropped"]
+    assert dropped["text"] == full and len(dropped["assistants"]) == 1
+    assert dropped["notes"] == ["connection lost — reconnecting…"] and dropped["errors"] == []
+    # Stop cancels the turn on the server
+    assert report["stop"]["reply"] and "stopped" in report["stop"]["notes"]
+    assert "to use a real model" not in report["stop"]["reply"][0].lower()  # cut short
+    finished = [e for e in stopped.log.view() if isinstance(e, ev.RunFinished)]
     assert [f.stop_reason for f in finished] == ["cancelled"]
+    assert [m for m in report["console"] if m.startswith(("error", "pageerror"))] == []

@@ -159,3 +159,22 @@ def test_the_cancel_probes_long_prompt_gets_a_long_slow_answer(
     answer = client.post("/chat/completions", json=body).json()
     assert answer["choices"][0]["message"]["content"] == model.long_text
     assert model.requests[-1].reply.pace == model.long_pace > 0
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/chat/completions", {"messages": [{"role": "user", "content": "x"}]}),
+        ("/responses", {"input": [{"role": "user", "content": "x"}]}),
+        ("/messages", {"messages": [{"role": "user", "content": "x"}]}),
+    ],
+)
+def test_the_fail_marker_gets_an_invalid_request_error_on_every_wire(
+    client: httpx.Client, fake: FakeModelServer, path: str, body: dict[str, Any]
+) -> None:
+    failing = json.loads(json.dumps(body).replace('"x"', json.dumps(fake.model.fail_marker)))
+    answer = client.post(path, json={"model": "m", "stream": True, **failing})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+    plain = client.post(path, json={"model": "m", "stream": True, **body})
+    assert plain.status_code == 200

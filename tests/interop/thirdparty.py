@@ -14,7 +14,9 @@ How to use (e.g. from a bridge test in tests/interop):
             with pydantic_ai_server(fake) as url:          # or langgraph_server
                 ...                                        # url = http://127.0.0.1:P/agent
 
-The conftest fixtures `fake_models`, `claude_acp`, `codex_acp`, `fast_agent_acp`,
+`steerable_agent` is our own `steerable-bridge acp` on the fake Chat Completions API (its
+`run_command` tool asks permission). The conftest fixtures `fake_models`, `claude_acp`,
+`codex_acp`, `fast_agent_acp`, `steerable_acp`,
 `pydantic_ai_agui` and `langgraph_agui` do exactly this per test.
 
 Each `*_agent` returns an `AgentLaunch`: the command line, an environment that points the
@@ -40,6 +42,7 @@ import selectors
 import shlex
 import signal
 import subprocess
+import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -63,6 +66,7 @@ __all__ = [
     "pydantic_ai_server",
     "read_line",
     "skip_unavailable",
+    "steerable_agent",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -228,6 +232,20 @@ def fast_agent(fake: FakeModelServer, tmp: Path) -> AgentLaunch:
     )
     version = FAST_AGENT.requirements[0].partition("==")[2]
     return AgentLaunch("fast-agent", version, command, env, _workspace(tmp))
+
+
+def steerable_agent(fake: FakeModelServer, tmp: Path) -> AgentLaunch:
+    """Our own `steerable-bridge acp` (this checkout's install) on the fake Chat Completions."""
+    env = _isolated_env(tmp)
+    env.update(STEERABLE_MODEL="openai:fake-model", STEERABLE_BASE_URL=fake.url)
+    command = (sys.executable, "-m", "steerable_bridge.cli", "acp")
+    return AgentLaunch("steerable-bridge", _own_version(), command, env, _workspace(tmp))
+
+
+def _own_version() -> str:
+    from importlib.metadata import version
+
+    return version("steerable-bridge")
 
 
 def read_line(process: subprocess.Popen[str], within: float) -> str:

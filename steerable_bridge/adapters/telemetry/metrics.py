@@ -17,15 +17,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from steerable_bridge.adapters.telemetry.inplace import (
+    InPlaceCollector,
+    InPlaceCounter,
+    InPlaceGauge,
+    InPlaceHistogram,
+)
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.observe import RunWatch
@@ -41,63 +40,59 @@ class ServerMetrics:
     """The metrics of one server (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.runs_started = Counter(
-            "steerable_runs_started", "Turns started (run_started).", registry=r
-        )
-        self.runs_finished = Counter(
+        self.runs_started = InPlaceCounter("steerable_runs_started", "Turns started (run_started).")
+        self.runs_finished = InPlaceCounter(
             "steerable_runs_finished",
             "Turns ended with run_finished, by stop reason.",
             ["stop_reason"],
-            registry=r,
         )
-        self.runs_failed = Counter(
+        self.runs_failed = InPlaceCounter(
             "steerable_runs_failed", "Turns ended with run_failed, by error code.", ["code"],
-            registry=r,
         )  # fmt: skip
-        self.active_runs = Gauge("steerable_active_runs", "Turns running now.", registry=r)
-        self.run_duration = Histogram(
+        self.active_runs = InPlaceGauge("steerable_active_runs", "Turns running now.")
+        self.run_duration = InPlaceHistogram(
             "steerable_run_duration_seconds",
             "From run_started to run_finished / run_failed.",
             buckets=_SLOW,
-            registry=r,
         )
-        self.first_event_latency = Histogram(
+        self.first_event_latency = InPlaceHistogram(
             "steerable_time_to_first_event_seconds",
             "From an AG-UI request's arrival to its first SSE frame.",
             buckets=_FAST,
-            registry=r,
         )
-        self.model_latency = Histogram(
+        self.model_latency = InPlaceHistogram(
             "steerable_model_call_duration_seconds",
             "From model_request to model_response, by provider and model.",
             ["provider", "model"],
             buckets=_SLOW,
-            registry=r,
         )
-        self.tool_latency = Histogram(
+        self.tool_latency = InPlaceHistogram(
             "steerable_tool_duration_seconds",
             "From tool_started to tool_finished, by tool and status.",
             ["tool", "status"],
             buckets=_SLOW,
-            registry=r,
         )
-        self.tokens = Counter(
+        self.tokens = InPlaceCounter(
             "steerable_model_tokens",
             "Tokens reported by model responses, by type (input, output, cached, reasoning).",
             ["type"],
-            registry=r,
         )
-        self.sse_clients = Gauge(
-            "steerable_sse_clients", "AG-UI event streams open now.", registry=r
-        )
-        self.store_append = Histogram(
+        self.sse_clients = InPlaceGauge("steerable_sse_clients", "AG-UI event streams open now.")
+        self.store_append = InPlaceHistogram(
             "steerable_store_append_seconds",
             "Time to append a batch of events to the session store.",
             buckets=_FAST,
-            registry=r,
         )
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(
+            InPlaceCollector(
+                (
+                    self.runs_started, self.runs_finished, self.runs_failed, self.active_runs,
+                    self.run_duration, self.first_event_latency, self.model_latency,
+                    self.tool_latency, self.tokens, self.sse_clients, self.store_append,
+                )
+            )
+        )  # fmt: skip
 
     # -- the Observer port ----------------------------------------------------------------
 
@@ -206,7 +201,7 @@ class TimedStore:
     """A `SessionStore` that times `append` and passes everything else through unchanged
     (including the optional `claim` and `read_tail` a store may offer)."""
 
-    def __init__(self, inner: SessionStore, histogram: Histogram) -> None:
+    def __init__(self, inner: SessionStore, histogram: InPlaceHistogram) -> None:
         self.inner = inner
         self._histogram = histogram
 

@@ -71,6 +71,9 @@ class AgentCheckSettings:
     tool_prompt: str = ""
     """A prompt that makes the agent's model call a tool needing permission (`--tool-prompt`);
     empty: the permission checks are skipped."""
+    fail_prompt: str = ""
+    """A prompt that makes the agent's turn fail (its model errors; `--fail-prompt`); empty:
+    the load-after-a-failed-turn check is skipped."""
 
 
 def needs_credentials(error: RequestError) -> bool:

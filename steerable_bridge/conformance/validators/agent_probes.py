@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import anyio
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.client.connection import ClientSideConnection
-from acp.schema import ClientCapabilities, Implementation, InitializeResponse
+from acp.schema import Implementation, InitializeResponse, LoadSessionResponse
 from pydantic import ValidationError
 
 from steerable_bridge.conformance.acp_rules import SESSION_LEVEL_UPDATES
@@ -45,6 +45,7 @@ from steerable_bridge.conformance.validators.agent_grading import (
     stop_text,
     variant,
 )
+from steerable_bridge.conformance.validators.checker_services import CHECKER_CAPABILITIES
 from steerable_bridge.conformance.validators.report import Check, CheckStatus, CouldNotRun
 from steerable_bridge.conformance.validators.transcript import (
     Transcript,
@@ -106,6 +107,7 @@ def live_only_chunks(replayed: str, live: Sequence[str]) -> str | None:
 
 class _Cancelling(Protocol):
     cancelling: set[str]
+    holding: dict[str, tuple[anyio.Event, anyio.Event]]
 
 
 class AgentProbe:
@@ -163,7 +165,7 @@ class AgentProbe:
             with anyio.fail_after(self.settings.init_timeout):
                 init = await self.conn.initialize(
                     protocol_version=PROTOCOL_VERSION,
-                    client_capabilities=ClientCapabilities(),
+                    client_capabilities=CHECKER_CAPABILITIES,
                     client_info=Implementation(name="steerable-bridge-check", version="1"),
                 )
         except (TimeoutError, ConnectionError) as err:
@@ -464,18 +466,20 @@ class AgentProbe:
             else f"no answer to the next request within {self.settings.probe_timeout:g} s",
         )
 
-    async def load(self, session: str, *, prompted: bool) -> None:
+    async def load(self, session: str, *, prompted: bool) -> LoadSessionResponse | None:
         start = len(self.transcript)
         try:
             with anyio.fail_after(self.settings.prompt_timeout):
-                await self.conn.load_session(cwd=self.workdir, session_id=session, mcp_servers=[])
+                loaded = await self.conn.load_session(
+                    cwd=self.workdir, session_id=session, mcp_servers=[]
+                )
         except (TimeoutError, RequestError, ValidationError, ConnectionError) as err:
             self.record(
                 "agent.session.load",
                 "fail",
                 f"session/load failed: {str(err)[:200] or type(err).__name__}",
             )
-            return
+            return None
         _, response = self.transcript.exchange("session/load", start, session)
         replay = self.transcript.session_updates(
             session, start, response if response >= 0 else None
@@ -524,6 +528,7 @@ class AgentProbe:
                 else ""
             ),
         )
+        return loaded
 
     async def resume(self, session: str) -> None:
         start = len(self.transcript)

@@ -11,7 +11,8 @@ modes and what it can do with a conversation (`capabilities`: load, fork, list, 
 the port says — a bridged agent may not do all) —
 when a token is configured, only to a request that carries it: without, it answers a plain
 `ok` (liveness for probes, nothing about the agent);
-`GET /` serves the built-in chat page (`static/index.html`); the thread routes
+`GET /` serves the built-in chat page (`static/index.html`, its scripts and styles under
+`GET /static/…`, see `static_files.py`); the thread routes
 (`thread_routes.py`, shapes in docs/agui-routes.md) list the caller's threads, answer one
 thread's snapshot, resume its stream after an SSE id, delete it, and answer the
 capabilities. Who sends a request is the `identity`'s to say (`identity.py`: one user
@@ -57,7 +58,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from importlib import resources
 from typing import Any
 
 import anyio
@@ -67,7 +67,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from steerable_bridge import __version__
@@ -89,6 +89,7 @@ from steerable_bridge.transports.agui.metered import (
     metered,
     metrics_response,
 )
+from steerable_bridge.transports.agui.static_files import StaticFiles
 from steerable_bridge.transports.agui.stream import EventStream, StreamRefused, Write
 from steerable_bridge.transports.agui.thread_routes import ThreadRoutes, not_found
 from steerable_bridge.transports.agui.threads import (
@@ -146,10 +147,6 @@ def _ignore() -> None:
     """A disconnect that changes nothing (the client resumes the stream)."""
 
 
-def _chat_page() -> str:
-    return (resources.files(__package__) / "static" / "index.html").read_text(encoding="utf-8")
-
-
 class _Server:
     """The endpoints, around one `Threads`."""
 
@@ -184,7 +181,7 @@ class _Server:
         self.token = token
         self.max_body = max_body
         self.keepalive_s = keepalive_s
-        self.page: str | None = None
+        self.static = StaticFiles()
         self.routes = ThreadRoutes(
             port, self.threads, self.identity, error, keepalive_s=keepalive_s, version=__version__
         )
@@ -211,11 +208,6 @@ class _Server:
                 },
             }
         )
-
-    async def index(self, request: Request) -> Response:
-        if self.page is None:
-            self.page = _chat_page()
-        return HTMLResponse(self.page)
 
     async def metrics_page(self, request: Request) -> Response:
         if self.metrics is None:
@@ -433,7 +425,8 @@ def create_app(
             Route("/agent/threads/{thread_id}", server.routes.delete, methods=["DELETE"]),
             Route("/agent/threads/{thread_id}/events", server.routes.events, methods=["GET"]),
             Route("/health", server.health, methods=["GET"]),
-            Route("/", server.index, methods=["GET"]),
+            Route("/", server.static.page, methods=["GET"]),
+            Route("/static/{name:path}", server.static.file, methods=["GET"]),
             *([Route("/metrics", server.metrics_page, methods=["GET"])] if metrics else []),
         ],
         middleware=middleware,

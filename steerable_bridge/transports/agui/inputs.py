@@ -8,13 +8,15 @@ before it; tool messages answering an open frontend call become `ClientToolResul
 are stale and ignored); assistant, system, developer, reasoning and activity messages are
 ignored — the server's log is the record of its own side. `tools` become frontend
 `Tool`s, `resume[]` entries `ResumeDecision`s (interrupt id `approval-<call_id>`, payload
-`{"approved": bool, "stop"?: bool}` — `stop: true` with `approved: false` rejects the call
-and ends the turn, stop reason `rejected` — status `cancelled` = refused) or, for a
-question the model asked (`ask_user`, interrupt id `question-<call_id>`), `QuestionReply`s
+`{"approved": bool, "stop"?: bool, "always"?: bool}` — `stop: true` with `approved: false`
+rejects the call and ends the turn, stop reason `rejected`; `always: true` keeps the answer
+for calls of that kind, as ACP's "always" options do — status `cancelled` = refused) or, for
+a question the model asked (`ask_user`, interrupt id `question-<call_id>`), `QuestionReply`s
 (payload `{"action": "accept" | "decline" | "cancel", "content"?: {...}}`; status
 `cancelled` = cancel), `state` the canonical `state_json`; `forwardedProps.steerable.mode` /
-`.config` the settings switched before the turn (`settings_requested`). Mistakes raise
-`InputError` (answered with 422). Pure; no I/O.
+`.config` the settings switched before the turn (`settings_requested`), `.model` the model
+route the run switches the thread to (`model_requested`). Mistakes raise `InputError`
+(answered with 422). Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "command_requested",
     "content_parts",
     "follow_up_requested",
+    "model_requested",
     "settings_requested",
     "speaks_1_0",
     "steer_requested",
@@ -136,6 +139,21 @@ def _own_props(run: RunAgentInput) -> Mapping[str, Any]:
     props = run.forwarded_props
     own = props.get("steerable") if isinstance(props, Mapping) else None
     return own if isinstance(own, Mapping) else {}
+
+
+def model_requested(run: RunAgentInput) -> str | None:
+    """`forwardedProps.steerable.model`: the model route this run switches the thread to
+    (None when absent); raises `InputError` for a value that is not a non-empty string."""
+    model = _own_props(run).get("model")
+    if model is None:
+        return None
+    if not isinstance(model, str) or not model:
+        raise InputError(
+            "invalid_model",
+            "forwardedProps.steerable.model must be a model route's name; GET"
+            " /agent/capabilities lists them in custom.steerable.models",
+        )
+    return model
 
 
 def resumable_requested(run: RunAgentInput) -> bool:
@@ -253,7 +271,15 @@ def _resume(
                 "invalid_resume",
                 f'resume for {interrupt!r}: "stop" must be true or false',
             )
-        decisions.append(ResumeDecision(call_id=call_id, approved=approved, stop=stop))
+        always = payload.get("always", False) if isinstance(payload, Mapping) else False
+        if not isinstance(always, bool):
+            raise InputError(
+                "invalid_resume",
+                f'resume for {entry.interrupt_id!r}: "always" must be true or false',
+            )
+        decisions.append(
+            ResumeDecision(call_id=call_id, approved=approved, stop=stop, always=always)
+        )
     return decisions, replies
 
 

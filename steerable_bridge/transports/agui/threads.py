@@ -51,6 +51,7 @@ from steerable_bridge.transports.agui.inputs import (
     Settings,
     command_requested,
     follow_up_requested,
+    model_requested,
     settings_requested,
     speaks_1_0,
     steer_requested,
@@ -232,8 +233,8 @@ class Threads:
 
     def can_defer(self, thread: Thread, run: RunAgentInput) -> bool:
         """Whether `run` may open its stream before the thread's history is read: a plain
-        run (no resume answers, steer, follow-up, command or settings) of a thread not read
-        yet."""
+        run (no resume answers, steer, follow-up, command, settings or model) of a thread not
+        read yet."""
         settings = settings_requested(run)
         return (
             thread.fold is None
@@ -242,6 +243,7 @@ class Threads:
             and not follow_up_requested(run)
             and command_requested(run) is None
             and settings == Settings()
+            and model_requested(run) is None
         )
 
     async def prepare(
@@ -268,6 +270,15 @@ class Threads:
         waiting = (*conversation.open_calls, *conversation.open_questions)
         parsed = to_turn(run, thread.known, waiting)
         await self.settle(thread, settings_requested(run))
+        model = model_requested(run)
+        if model is not None and model != conversation.model:
+            try:
+                await self.port.set_model(conversation.conversation_id, model)
+            except ValueError as err:
+                raise InputError(
+                    "unknown_model",
+                    f"{err}; pick one of custom.steerable.models in GET /agent/capabilities",
+                ) from None
         return Run(self, thread, hold, run, parsed, traceparent=traceparent)
 
     async def settle(self, thread: Thread, settings: Settings) -> None:

@@ -5,7 +5,9 @@ string; session/cancel ignored (the turn ends `end_turn`); an update sent after 
 response; session/load that replays only the agent's text; session/resume that replays;
 unknown extension methods answered with an empty result; malformed JSON silently dropped;
 asked for a tool (`[tool]` in the prompt), a permission request whose two options share one
-id, and a tool call it then never reports finished.
+id, and a tool call it then never reports finished, after writing a file by a relative path
+and opening a terminal it never releases; a mode set with session/set_mode that session/load
+forgets.
 With `--needs-key` it is instead an agent that refuses every prompt for want of an API key;
 with `--needs-login`, one that refuses to open a session until someone logs in.
 """
@@ -13,12 +15,18 @@ with `--needs-login`, one that refuses to open a session until someone logs in.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from typing import Any
 
 from acp import RequestError, run_agent, update_agent_message_text, update_user_message_text
 from acp.interfaces import Client
 from acp.schema import PermissionOption, ToolCallUpdate
+
+MODES = {
+    "currentModeId": "ask",
+    "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}],
+}
 
 
 class BrokenAgent:
@@ -44,7 +52,10 @@ class BrokenAgent:
         session_id = f"broken-{len(self.texts) + 1}"
         self.texts[session_id] = []
         self.prompts[session_id] = []
-        return {"sessionId": session_id}
+        return {"sessionId": session_id, "modes": MODES}
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
+        return None  # accepted, and forgotten by load_session
 
     async def _say(self, session_id: str, text: str) -> None:
         assert self.conn is not None
@@ -75,6 +86,9 @@ class BrokenAgent:
 
     async def _ask_badly(self, session_id: str) -> dict[str, Any]:
         assert self.conn is not None
+        with contextlib.suppress(RequestError):
+            await self.conn.write_text_file(session_id=session_id, path="notes.txt", content="x")
+        await self.conn.create_terminal(session_id=session_id, command="true")
         call = ToolCallUpdate(tool_call_id="write-1", title="Write a file", status="pending")
         await self.conn.request_permission(
             session_id=session_id,
@@ -91,7 +105,7 @@ class BrokenAgent:
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> dict[str, Any]:
         await self._say(session_id, "".join(self.texts.get(session_id, []))[:10])
-        return {}
+        return {"modes": MODES}
 
     async def resume_session(self, cwd: str, session_id: str, **kwargs: Any) -> dict[str, Any]:
         assert self.conn is not None

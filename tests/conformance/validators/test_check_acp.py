@@ -30,6 +30,14 @@ async def test_a_bad_permission_flow_fails_the_permission_checks() -> None:
     assert "repeats an optionId" in got["agent.permission.request"].evidence
     assert got["agent.permission.resolved"].status == "fail"
     assert "write-1" in got["agent.permission.resolved"].evidence
+    # It ignores session/cancel even while its permission request is pending.
+    assert got["agent.cancel.permission"].status == "fail"
+    assert "stopReason 'end_turn'" in got["agent.cancel.permission"].evidence
+    # It wrote by a relative path (refused) and never released its terminal.
+    assert got["agent.client.fs"].status == "fail"
+    assert got["agent.client.terminal"].status == "fail"
+    assert "notes.txt" in got["acp.fs-path"].evidence
+    assert "never released" in got["acp.terminal-released"].evidence
 
 
 async def test_without_a_tool_prompt_the_permission_checks_say_how_to_run_them() -> None:
@@ -80,10 +88,12 @@ async def test_a_broken_agent_fails_with_the_expected_ids() -> None:
         "agent.cancel.nothing_after_response",
         "agent.unknown_extension_method",
         "agent.session.load",
+        "agent.session.load.mode",
         "agent.session.resume",
         "acp.after-response",
         "acp.cancel-stop-reason",
         "acp.resume-replay",
+        "acp.load-keeps-mode",
     }, report.to_text()
     assert report.exit_code() == 1
     # It drops a broken JSON line without answering, as the official TS and Python SDKs do:

@@ -34,10 +34,28 @@ async def test_health_and_chat_page() -> None:
     async with asgi_client(create_app(LocalPort(agent_for()))) as client:
         health = (await client.get("/health")).json()
         page = await client.get("/")
+        script = await client.get("/static/app.js")
+        style = await client.get("/static/chat.css")
+        marked = await client.get("/static/vendor/marked-15.0.12.min.js")
+        licence = await client.get("/static/vendor/dompurify-LICENSE")
+        missing = await client.get("/static/nothing.js")
+        outside = await client.get("/static/../app.py")
     assert health["status"] == "ok" and health["protocolVersion"] == "1.0"
     assert {"calculate", "update_plan", "update_state", "write_file"} <= set(health["tools"])
     assert page.status_code == 200 and "<html" in page.text.lower()
-    assert 'fetch("health"' in page.text  # suggestions follow the tools offered
+    assert page.headers["content-type"].startswith("text/html")
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "default-src 'none'" in csp and "unsafe" not in csp
+    assert "<script>" not in page.text and "style=" not in page.text  # nothing inline
+    assert 'src="static/app.js"' in page.text and 'src="static/vendor/purify' in page.text
+    assert 'call("health")' in script.text  # suggestions follow the tools offered
+    assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert style.headers["content-type"] == "text/css; charset=utf-8"
+    assert script.headers["x-content-type-options"] == "nosniff"
+    assert marked.status_code == 200 and "marked v15.0.12" in marked.text
+    assert licence.status_code == 200 and "Apache License" in licence.text
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    assert outside.status_code == 404
 
 
 async def test_health_lists_only_the_tools_this_server_has() -> None:

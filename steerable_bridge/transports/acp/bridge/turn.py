@@ -489,7 +489,7 @@ class BridgeTurn:
             )  # fmt: skip
         else:
             stop = not decision.approved and decision.stop
-            choice = _pick(options, allow=decision.approved)
+            choice = _pick(options, allow=decision.approved, always=decision.always and not stop)
             if stop:
                 own = next((o.option_id for o in options if o.option_id == STOP_OPTION), None)
                 choice = own or choice
@@ -498,7 +498,7 @@ class BridgeTurn:
                 ev.PermissionResolved,
                 call_id=parked.call_id,
                 tool_name=parked.tool_name,
-                outcome="allow_once" if decision.approved else "reject_once",
+                outcome=_outcome(options, choice, allow=decision.approved),
                 option_id=choice,
             )
             asked.reply(choice)
@@ -583,15 +583,32 @@ class BridgeTurn:
         )
 
 
-def _pick(options: tuple[PermissionOption, ...], *, allow: bool) -> str | None:
+def _pick(
+    options: tuple[PermissionOption, ...], *, allow: bool, always: bool = False
+) -> str | None:
     """The agent's option for a plain allow (once, else always) or reject (once, else
-    always); None (answered `cancelled`) when it offers no such option."""
+    always) — the "always" one first when the client answered `always`; None (answered
+    `cancelled`) when it offers no such option."""
     kinds = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+    if always:
+        kinds = (kinds[1], kinds[0])
     for kind in kinds:
         for option in options:
             if option.kind == kind and option.option_id != STOP_OPTION:
                 return option.option_id
     return None
+
+
+def _outcome(
+    options: tuple[PermissionOption, ...], choice: str | None, *, allow: bool
+) -> Literal["allow_once", "allow_always", "reject_once", "reject_always"]:
+    """The logged outcome of answering with option `choice`: its kind, when "always"."""
+    kind = next((o.kind for o in options if o.option_id == choice), None)
+    if kind == "allow_always" and allow:
+        return "allow_always"
+    if kind == "reject_always" and not allow:
+        return "reject_always"
+    return "allow_once" if allow else "reject_once"
 
 
 def _title(content: tuple[ContentPart, ...]) -> str:
