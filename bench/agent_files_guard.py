@@ -22,7 +22,7 @@ from pathlib import Path
 
 from steerable_bridge.adapters.tools.agent_files import AgentFiles
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 
 
 def timed(workspace: Workspace, path: str, calls: int) -> float:
@@ -31,7 +31,7 @@ def timed(workspace: Workspace, path: str, calls: int) -> float:
     for _ in range(5):
         start = time.perf_counter()
         for _ in range(calls):
-            with contextlib.suppress(EnvironmentError):
+            with contextlib.suppress(WorkspaceError):
                 workspace.resolve(path)
         rounds.append((time.perf_counter() - start) / calls * 1e6)
     return statistics.median(rounds)

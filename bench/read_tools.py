@@ -49,7 +49,7 @@ def one(folder: str, name: str) -> None:
     from steerable_bridge.adapters.tools import search
     from steerable_bridge.adapters.tools.local_env import LocalEnvironment
     from steerable_bridge.adapters.tools.paths import Workspace
-    from steerable_bridge.runtime.environment import EnvironmentError
+    from steerable_bridge.runtime.environment import WorkspaceError
 
     workspace = Workspace.of(folder)
     env = LocalEnvironment(workspace)
@@ -71,7 +71,7 @@ def one(folder: str, name: str) -> None:
     async def main() -> str:
         try:
             return await call()
-        except EnvironmentError as err:
+        except WorkspaceError as err:
             return f"refused: {err.code}"
 
     before = status_kb("VmRSS")

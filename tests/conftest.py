@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.pg import PgServer, find_bindir
+from tests.spawning import mark_spawning
 
 settings.register_profile(
     "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -59,3 +60,8 @@ def pg_server() -> Iterator[PgServer]:
 def pg_url(pg_server: PgServer) -> str:
     """The URL of an empty database of its own on the test PostgreSQL."""
     return pg_server.database()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Process-spawning tests are `slow` without a hand-written marker (tests/spawning.py)."""
+    mark_spawning(items)

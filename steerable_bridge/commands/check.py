@@ -195,6 +195,14 @@ def add_validate_client_options(parser: argparse.ArgumentParser) -> None:
 
 def run_validate_client(args: argparse.Namespace) -> int:
     """`steerable-bridge acp --validate-client`: the reference agent instead of the real one."""
-    from steerable_bridge.conformance.validators.acp_client_run import run_client_validator
+    if args.junit and not args.report:
+        from steerable_bridge.commands.common import ConfigError
 
-    return run_client_validator(args)
+        raise ConfigError("--junit needs --report PATH (the XML goes beside the JSON)")
+    from steerable_bridge.conformance.validators.acp_client_run import run_client_validator
+    from steerable_bridge.conformance.validators.client_session import ValidatorSettings
+
+    settings = ValidatorSettings(
+        person_timeout=args.person_timeout, cancel_timeout=args.cancel_timeout
+    )
+    return run_client_validator(settings, report_path=args.report, junit=args.junit)

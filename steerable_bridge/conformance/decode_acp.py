@@ -109,7 +109,6 @@ class _Decoder:
     prompts: dict[object, tuple[str, int, int]] = field(default_factory=dict)
     """Open session/prompt id → (session, index of its run_started, index of user_message)."""
     permissions: dict[object, tuple[str, str, dict[str, Any]]] = field(default_factory=dict)
-    cancelled_prompts: set[str] = field(default_factory=set)
     questions: dict[object, tuple[str, str, str | None]] = field(default_factory=dict)
     """Open elicitation/create id → (session, question id, call id)."""
 

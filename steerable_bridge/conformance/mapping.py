@@ -53,10 +53,6 @@ class KindMapping:
         """An editor sees this kind without the event channel."""
         return self.acp_form != "event channel"
 
-    @property
-    def agui_native(self) -> bool:
-        return self.agui != ("CUSTOM",)
-
 
 def _row(
     kind: str,

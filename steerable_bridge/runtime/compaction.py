@@ -131,8 +131,6 @@ class Compactor:
         self.calibration = calibration
         self.steps = 0
         self.compactions = 0
-        self.micro_compactions = 0
-        self.overflow_recoveries = 0
         self.ineffective = 0
         self.refills = 0
         self.circuit_reason: str | None = None
@@ -191,7 +189,6 @@ class Compactor:
         rebuilt = await self._summarize(step, request, "overflow")
         if len(step.events()) == len(before):
             return None
-        self.overflow_recoveries += 1
         return rebuilt
 
     # -- micro fold -------------------------------------------------------------------------
@@ -214,7 +211,6 @@ class Compactor:
             pre_tokens=pre,
             post_tokens=post,
         )
-        self.micro_compactions += 1
         return step.rebuild()
 
     # -- summarize --------------------------------------------------------------------------

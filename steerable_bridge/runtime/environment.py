@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.values import Sandbox
 
-__all__ = ["CommandResult", "Environment", "EnvironmentError", "OutputSink"]
+__all__ = ["CommandResult", "Environment", "OutputSink", "WorkspaceError"]
 
 OutputSink = Callable[[bytes], None]
 """Takes a command's output while it runs, chunk by chunk (must not block)."""
@@ -34,13 +35,8 @@ class CommandResult:
     """What confined it: `bwrap`, `none`, or `client` (the editor's terminal ran it)."""
 
 
-class EnvironmentError(Exception):
+class WorkspaceError(CodedError):
     """A workspace operation failed; `code` is stable and `message` names the remedy."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class Environment(Protocol):

@@ -520,5 +520,3 @@ EVENT_TYPES: tuple[type[EventBase], ...] = LoopEvent.__args__
 
 KINDS: tuple[str, ...] = tuple(str(t.__dataclass_fields__["kind"].default) for t in EVENT_TYPES)
 """Every kind name, in taxonomy order."""
-
-KIND_TO_TYPE: dict[str, type[EventBase]] = dict(zip(KINDS, EVENT_TYPES, strict=True))

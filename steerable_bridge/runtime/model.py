@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.values import Message, Usage
 
 __all__ = [
@@ -140,13 +141,11 @@ CONTEXT_OVERFLOW = "context_overflow"
 window; the loop answers it with one compaction and one retry."""
 
 
-class ProviderError(Exception):
+class ProviderError(CodedError):
     """A failure a provider can name: `code` is stable, `message` names the remedy."""
 
     def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.retryable = retryable
 
 

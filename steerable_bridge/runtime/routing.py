@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.model import ModelProvider
 
 __all__ = ["ModelRouter", "ProviderFactory", "RouteError", "split_route"]
@@ -28,13 +29,8 @@ ProviderFactory = Callable[[str], ModelProvider]
 log = logging.getLogger(__name__)
 
 
-class RouteError(Exception):
+class RouteError(CodedError):
     """A model route that cannot be used; `message` names the remedy."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def split_route(route: str) -> tuple[str, str]:

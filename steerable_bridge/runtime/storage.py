@@ -31,6 +31,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol, cast
 
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.events import Compaction, LoopEvent
 
 __all__ = [
@@ -73,13 +74,8 @@ class SessionPage:
     next_cursor: str | None = None
 
 
-class StoreError(Exception):
+class StoreError(CodedError):
     """A storage failure with a stable `code` and a message that names the remedy."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 STORAGE_FULL = "storage_full"
@@ -128,9 +124,7 @@ class SessionOwned(SessionBusy, StoreError):
             f"session {session_id} is running a turn in {owner}; wait for that turn to"
             " finish, cancel it there, or stop that process"
         )
-        Exception.__init__(self, message)
-        self.code = "session_owned"
-        self.message = message
+        CodedError.__init__(self, "session_owned", message)
         self.session_id = session_id
         self.owner = owner
 

@@ -19,6 +19,7 @@ import math
 import re
 from typing import Any
 
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.surrogates import scrub as scrub_text
 
 __all__ = ["MAX_DEPTH", "JsonRefused", "loads_strict", "nesting_exceeds", "scrub", "writable"]
@@ -32,15 +33,10 @@ _INNERMOST = re.compile(r"[\[{][\]}]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-class JsonRefused(ValueError):
+class JsonRefused(CodedError, ValueError):
     """Text that strict JSON refuses; `code` is one of `not_utf8`, `not_json`, `too_deep`,
     `non_finite` (NaN / Infinity literals), `out_of_range` (a number no double holds) or
     `lone_surrogate`, and the message names the remedy."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import JsonValue
 
 from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.events import ToolExecutor
 from steerable_bridge.runtime.model import ToolSpec
 from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict
@@ -50,13 +51,8 @@ READ_ONLY_KINDS: frozenset[ToolKind] = frozenset({"read", "search", "think", "fe
 """Kinds that never need permission."""
 
 
-class ToolFailure(Exception):
+class ToolFailure(CodedError):
     """Raised by a handler for an expected failure: stable `code`, message with the remedy."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,7 +4,9 @@
 answers to calls an earlier run left open (frontend tool results, approvals), the client's
 shared state and its own tools. `TurnContext` is everything the loop borrows from the
 session for one turn; `LoopSettings` bounds every wait; `RunOutcome` is the result a
-transport turns into its wire's ending. Plain immutable data, no behaviour.
+transport turns into its wire's ending. Plain data, no behaviour: the values a transport
+builds are frozen; `TurnContext` is not, since it lends the turn the session's live parts
+(its log, store, compactor and monitors), which the turn changes as it runs.
 """
 
 from __future__ import annotations

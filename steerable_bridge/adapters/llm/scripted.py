@@ -189,19 +189,14 @@ class ScriptedProvider:
             if delay:
                 await anyio.sleep(delay)
 
-        if round_.reasoning:
-            for piece in _pieces(round_.reasoning, round_.chunk_size):
-                await pace()
-                yield ReasoningChunk(delta=piece)
-        if round_.text:
-            for piece in _pieces(round_.text, round_.chunk_size):
-                await pace()
-                yield TextChunk(delta=piece)
+        for piece in _pieces(round_.reasoning, round_.chunk_size):
+            await pace()
+            yield ReasoningChunk(delta=piece)
+        for piece in _pieces(round_.text, round_.chunk_size):
+            await pace()
+            yield TextChunk(delta=piece)
         for call in round_.tool_calls:
-            text = call.arguments_text
-            if text is None:
-                text = json.dumps(call.arguments, separators=(",", ":"))
-            pieces = list(_pieces(text, round_.chunk_size)) or [""]
+            pieces = list(_pieces(_arguments_text(call), round_.chunk_size)) or [""]
             for index, piece in enumerate(pieces):
                 await pace()
                 yield ToolCallChunk(
@@ -222,7 +217,14 @@ class ScriptedProvider:
             yield ModelResponse(finish_reason=finish, usage=usage)
 
 
-def _pieces(text: str, size: int) -> Iterator[str]:
+def _arguments_text(call: ScriptToolCall) -> str:
+    """The call's arguments as scripted: the raw text when given, else compact JSON."""
+    if call.arguments_text is not None:
+        return call.arguments_text
+    return json.dumps(call.arguments, separators=(",", ":"))
+
+
+def _pieces(text: str | None, size: int) -> Iterator[str]:
     """`text` in `size`-character pieces, made one at a time (a long reply split up front
     would hold a string object per piece for the whole call)."""
     if not text:

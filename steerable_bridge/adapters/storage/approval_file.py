@@ -38,18 +38,15 @@ from typing import Any
 
 import anyio
 
+from steerable_bridge.runtime.errors import CodedError
+
 __all__ = ["ApprovalFile", "ApprovalFileError"]
 
 log = logging.getLogger(__name__)
 
 
-class ApprovalFileError(Exception):
+class ApprovalFileError(CodedError):
     """The approvals file cannot be changed; `code` is stable, the message names the fix."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 _KEY_BYTES = 32

@@ -32,7 +32,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 
 __all__ = ["AGENT_FILES", "AgentFiles"]
 
@@ -90,7 +90,7 @@ class AgentFiles:
         if entry not in self._entries:
             self._entries = (*self._entries, entry)
 
-    def refusal(self, real: str, shown: str | None = None) -> EnvironmentError | None:
+    def refusal(self, real: str, shown: str | None = None) -> WorkspaceError | None:
         """The `agent_state` error when the resolved path `real` is one of the agent's
         files (by name, folder inode or file inode); None when a tool may use it."""
         entries = self._entries
@@ -101,7 +101,7 @@ class AgentFiles:
             found = self._by_inode(real, entries)
         if found is None:
             return None
-        return EnvironmentError(
+        return WorkspaceError(
             "agent_state",
             f"{shown or real!r} is the agent's own {found.what}; workspace tools never read,"
             " write, move or delete it, so it was not touched — work on project files"

@@ -22,7 +22,7 @@ from typing import Literal
 
 from steerable_bridge.adapters.tools import bwrap
 from steerable_bridge.adapters.tools.agent_files import AGENT_FILES, AgentFiles
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 from steerable_bridge.runtime.values import Sandbox
 
 __all__ = [
@@ -77,9 +77,9 @@ async def confinement(policy: CommandPolicy, what: str = "commands") -> Sandbox:
     return "none"
 
 
-def refusal(what: str) -> EnvironmentError:
+def refusal(what: str) -> WorkspaceError:
     """The error for a process `--sandbox require` will not start unconfined."""
-    return EnvironmentError(
+    return WorkspaceError(
         "sandbox_unavailable",
         f"{what} must run in a sandbox (--sandbox require) but bubblewrap cannot create one"
         f" here; {REMEDY}",

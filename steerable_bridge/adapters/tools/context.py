@@ -4,14 +4,14 @@ and paths confined to it.
 A tool call carries the session's `Environment` (the editor over ACP, or the local disk)
 and cwd in its `ToolContext`. `environment_of` refuses a session without one with a
 remedy, `workspace_of` is the workspace the environment carries (else the cwd's),
-`resolve` confines a path to it, and `failure` turns an `EnvironmentError` into the
+`resolve` confines a path to it, and `failure` turns an `WorkspaceError` into the
 `ToolFailure` the model sees, code and message kept.
 """
 
 from __future__ import annotations
 
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import Environment, EnvironmentError
+from steerable_bridge.runtime.environment import Environment, WorkspaceError
 from steerable_bridge.runtime.tools import ToolContext, ToolFailure
 
 __all__ = ["environment_of", "failure", "resolve", "workspace_of"]
@@ -34,7 +34,7 @@ def workspace_of(ctx: ToolContext) -> Workspace:
     return found if isinstance(found, Workspace) else Workspace.of(ctx.cwd)
 
 
-def failure(err: EnvironmentError) -> ToolFailure:
+def failure(err: WorkspaceError) -> ToolFailure:
     """The tool failure for an environment error, its stable code and message kept."""
     return ToolFailure(err.code, err.message)
 
@@ -43,5 +43,5 @@ def resolve(ctx: ToolContext, path: str) -> str:
     """`path` as an absolute path inside the workspace; outside it, a failure."""
     try:
         return workspace_of(ctx).resolve(path)
-    except EnvironmentError as err:
+    except WorkspaceError as err:
         raise failure(err) from err

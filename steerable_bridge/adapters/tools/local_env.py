@@ -58,7 +58,7 @@ from steerable_bridge.adapters.tools.paths import Workspace, os_error
 from steerable_bridge.adapters.tools.reading import read_window
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
 from steerable_bridge.adapters.tools.tool_env import tool_environ
-from steerable_bridge.runtime.environment import CommandResult, EnvironmentError, OutputSink
+from steerable_bridge.runtime.environment import CommandResult, OutputSink, WorkspaceError
 from steerable_bridge.runtime.values import Sandbox
 
 __all__ = [
@@ -114,7 +114,7 @@ class LocalEnvironment:
     ) -> CommandResult:
         real_cwd = self.workspace.resolve(cwd)
         if not await anyio.to_thread.run_sync(os.path.isdir, real_cwd):
-            raise EnvironmentError(
+            raise WorkspaceError(
                 "not_a_directory", f"{cwd} is not a directory; run the command from a folder"
             )
         confined = await self.sandbox()
@@ -156,14 +156,14 @@ class LocalEnvironment:
             head = handle.read(BINARY_SNIFF_BYTES)
             if is_binary(head):
                 size = os.fstat(handle.fileno()).st_size
-                raise EnvironmentError(
+                raise WorkspaceError(
                     "binary_file",
                     f"{real} is a binary file ({size} bytes); only text files can be read",
                 )
             if line is None and limit is None:
                 size = os.fstat(handle.fileno()).st_size
                 if size > self.max_file_bytes:
-                    raise EnvironmentError(
+                    raise WorkspaceError(
                         "file_too_large",
                         f"{real} is {size} bytes, more than {self.max_file_bytes} can be read at"
                         " once; read it in parts with line and limit",
@@ -187,7 +187,7 @@ class LocalEnvironment:
         if not os.path.isdir(parent):
             os.makedirs(parent, exist_ok=True)
             if not self.workspace.contains(os.path.realpath(parent)):
-                raise EnvironmentError(
+                raise WorkspaceError(
                     "outside_workspace", f"{parent} leads outside the workspace; not written"
                 )
         data = content.encode("utf-8")
@@ -215,14 +215,14 @@ def replace_in(dir_fd: int, name: str, data: bytes, shown: str) -> None:
     except OSError as err:
         raise os_error(shown, err) from err
     if old is not None and stat.S_ISLNK(old.st_mode):
-        raise EnvironmentError(
+        raise WorkspaceError(
             "outside_workspace",
             f"{shown} became a symbolic link after the path was checked; it was not written",
         )
     if old is not None and stat.S_ISDIR(old.st_mode):
-        raise EnvironmentError("is_a_directory", f"{shown} is a directory, not a file")
+        raise WorkspaceError("is_a_directory", f"{shown} is a directory, not a file")
     if old is not None and not stat.S_ISREG(old.st_mode):
-        raise EnvironmentError(
+        raise WorkspaceError(
             "not_a_regular_file", f"{shown} is a device, pipe or socket; only files can be written"
         )
     temp = f".{secrets.token_hex(6)}.steerable-write"
@@ -261,7 +261,7 @@ def _rewrite_in_place(dir_fd: int, name: str, data: bytes, shown: str) -> None:
         with os.fdopen(fd, "wb") as handle:
             opened = os.fstat(handle.fileno())
             if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:
-                raise EnvironmentError(
+                raise WorkspaceError(
                     "hard_linked",
                     f"{shown} shares its content with another hard link, and its folder is"
                     " read-only so it cannot be replaced safely; make the folder writable",
@@ -314,7 +314,7 @@ async def _run_contained(
             start_new_session=True,
         )
     except OSError as err:
-        raise EnvironmentError(
+        raise WorkspaceError(
             "spawn_failed", f"could not start {argv[0]}: {err.strerror or err}"
         ) from err
     watch = await arm(process, held)  # from here it all dies with this process, even by SIGKILL

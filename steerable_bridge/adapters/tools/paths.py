@@ -2,7 +2,7 @@
 
 A `Workspace` is the session's cwd plus any additional directories the client granted.
 `resolve(path)` turns what a model wrote (relative to the cwd, or absolute) into a real,
-absolute path inside one of those roots, and refuses with `EnvironmentError("outside_workspace")`
+absolute path inside one of those roots, and refuses with `WorkspaceError("outside_workspace")`
 anything that is not: `..` climbing out, absolute paths elsewhere, and symlinks whose
 target lies outside (a symlink inside that points inside is fine — it is resolved, never
 followed blindly), and refuses with `agent_state` the agent's own files inside the roots
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from steerable_bridge.adapters.tools.agent_files import AGENT_FILES, AgentFiles
 from steerable_bridge.adapters.tools.file_names import on_disk
 from steerable_bridge.adapters.tools.reading import check_regular, not_regular, special_kind
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 
 __all__ = ["Workspace", "os_error"]
 
@@ -53,7 +53,7 @@ class Workspace:
     ) -> Workspace:
         """A workspace over `cwd` and `additional` directories (made absolute and real)."""
         if not os.path.isabs(cwd):
-            raise EnvironmentError(
+            raise WorkspaceError(
                 "invalid_workspace", f"the session cwd {cwd!r} must be an absolute path"
             )
         real_cwd = os.path.realpath(cwd)
@@ -69,9 +69,9 @@ class Workspace:
         return any(_inside(real_path, root) for root in self.roots)
 
     def resolve(self, path: str) -> str:
-        """The real absolute path for `path`, or `EnvironmentError("outside_workspace")`."""
+        """The real absolute path for `path`, or `WorkspaceError("outside_workspace")`."""
         if "\x00" in path:
-            raise EnvironmentError("invalid_path", "the path contains a NUL byte; fix the path")
+            raise WorkspaceError("invalid_path", "the path contains a NUL byte; fix the path")
         path = on_disk(path, self.cwd)  # a name shown with \xNN escapes (`file_names.py`)
         joined = os.path.join(self.cwd, os.path.expanduser(path or "."))
         real = os.path.realpath(joined)
@@ -88,10 +88,10 @@ class Workspace:
             return os.path.relpath(real_path, self.cwd)
         return real_path
 
-    def _outside(self, path: str, *, via_link: bool = False) -> EnvironmentError:
+    def _outside(self, path: str, *, via_link: bool = False) -> WorkspaceError:
         where = ", ".join(self.roots)
         how = " through a symbolic link" if via_link else ""
-        return EnvironmentError(
+        return WorkspaceError(
             "outside_workspace",
             f"{path!r} leads outside the workspace{how}; only paths under {where} may be used"
             " — use a path inside the project",
@@ -103,7 +103,7 @@ class Workspace:
         """Open a path `resolve` returned; refuses a symlink swapped in after the check."""
         parent, name = os.path.split(real_path)
         if not name:
-            raise EnvironmentError("is_a_directory", f"{real_path} is a directory, not a file")
+            raise WorkspaceError("is_a_directory", f"{real_path} is a directory, not a file")
         dir_fd = self.open_dir(parent)
         try:
             _refuse_special(name, dir_fd, real_path)
@@ -118,7 +118,7 @@ class Workspace:
         try:
             self._check_fd(fd, real_path)
             if stat.S_ISDIR(os.fstat(fd).st_mode):
-                raise EnvironmentError(
+                raise WorkspaceError(
                     "is_a_directory", f"{real_path} is a directory; use list_dir to see inside it"
                 )
             check_regular(fd, real_path)
@@ -164,7 +164,7 @@ class Workspace:
                 and self.contains(os.path.realpath(expected))
             ):
                 return
-        raise EnvironmentError(
+        raise WorkspaceError(
             "outside_workspace",
             f"{expected} changed into a link leading outside the workspace while it was being"
             " opened; it was not touched",
@@ -181,28 +181,28 @@ def _refuse_special(name: str, dir_fd: int, real_path: str) -> None:
         raise not_regular(real_path, mode)
 
 
-def os_error(path: str, err: OSError) -> EnvironmentError:
+def os_error(path: str, err: OSError) -> WorkspaceError:
     """The coded error (with its remedy) a tool reports for `err` on `path`."""
     if err.errno == errno.ENOENT:
-        return EnvironmentError(
+        return WorkspaceError(
             "not_found", f"{path} does not exist; check the path with list_dir or glob"
         )
     if err.errno == errno.ELOOP:
-        return EnvironmentError(
+        return WorkspaceError(
             "outside_workspace",
             f"{path} is a symbolic link that was swapped in after the path was checked;"
             " it was not followed",
         )
     if err.errno == errno.EISDIR:
-        return EnvironmentError(
+        return WorkspaceError(
             "is_a_directory", f"{path} is a directory; use list_dir to see inside it"
         )
     if err.errno == errno.ENOTDIR:
-        return EnvironmentError("not_a_directory", f"a parent of {path} is not a directory")
+        return WorkspaceError("not_a_directory", f"a parent of {path} is not a directory")
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return EnvironmentError(
+        return WorkspaceError(
             "disk_full", f"{path}: {err.strerror}; free some space (or raise the quota) and retry"
         )
     if err.errno in (errno.EACCES, errno.EPERM):
-        return EnvironmentError("permission_denied", f"{path} is not accessible: {err.strerror}")
-    return EnvironmentError("io_error", f"{path}: {err.strerror or err}")
+        return WorkspaceError("permission_denied", f"{path} is not accessible: {err.strerror}")
+    return WorkspaceError("io_error", f"{path}: {err.strerror or err}")

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 
 __all__ = [
     "PIECE",
@@ -53,10 +53,10 @@ def special_kind(mode: int) -> str | None:
     return "not a regular file"
 
 
-def not_regular(path: str, mode: int) -> EnvironmentError:
+def not_regular(path: str, mode: int) -> WorkspaceError:
     """The refusal for a path that is not a regular file (code `not_a_regular_file`)."""
     kind = special_kind(mode) or "not a regular file"
-    return EnvironmentError(
+    return WorkspaceError(
         "not_a_regular_file",
         f"{path} is {kind}, not a regular file; it was not opened (reading it could block or"
         " never end) — use a regular file",
@@ -76,13 +76,13 @@ def open_regular_path(path: str) -> int:
     try:
         mode = os.stat(path, follow_symlinks=False).st_mode
     except OSError as err:
-        raise EnvironmentError("io_error", f"{path}: {err.strerror or err}") from err
+        raise WorkspaceError("io_error", f"{path}: {err.strerror or err}") from err
     if not stat.S_ISREG(mode):
         raise not_regular(path, mode)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as err:
-        raise EnvironmentError("io_error", f"{path}: {err.strerror or err}") from err
+        raise WorkspaceError("io_error", f"{path}: {err.strerror or err}") from err
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -103,8 +103,8 @@ def _stopped_marker(number: int, max_bytes: int) -> bytes:
     ).encode()
 
 
-def _stopped() -> EnvironmentError:
-    return EnvironmentError("cancelled", "the read was cancelled; nothing was returned")
+def _stopped() -> WorkspaceError:
+    return WorkspaceError("cancelled", "the read was cancelled; nothing was returned")
 
 
 def bounded_lines(
@@ -112,7 +112,7 @@ def bounded_lines(
 ) -> Iterator[tuple[bytes, bool]]:
     """`(line, cut)` for each line of `handle`: at most its first `max_line_bytes` bytes
     (with the newline when it fits) and whether the rest was skipped; never more than
-    `max_line_bytes + PIECE` bytes held. Raises `EnvironmentError("cancelled")` once
+    `max_line_bytes + PIECE` bytes held. Raises `WorkspaceError("cancelled")` once
     `stop` is set."""
     current = bytearray()
     cut = False
@@ -144,7 +144,7 @@ def read_window(
     stop: threading.Event | None = None,
 ) -> bytes:
     """Lines `first ..` (1-based) for `limit` lines (None: to the end), bounded as the
-    module docstring says. Raises `EnvironmentError("cancelled")` once `stop` is set."""
+    module docstring says. Raises `WorkspaceError("cancelled")` once `stop` is set."""
     out = bytearray()
     lines = bounded_lines(handle, max_line_bytes, stop)
     for number, (text, cut) in enumerate(lines, start=1):

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from steerable_bridge.adapters.tools.context import environment_of, failure, resolve
-from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
+from steerable_bridge.runtime.environment import CommandResult, WorkspaceError
 from steerable_bridge.runtime.tools import ToolContext, ToolResult
 from steerable_bridge.runtime.values import (
     TerminalContent,
@@ -73,7 +73,7 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             result = await env.run(
                 command, cwd=cwd, timeout_s=timeout_ms / 1000, output_limit=OUTPUT_LIMIT
             )
-    except EnvironmentError as err:
+    except WorkspaceError as err:
         raise failure(err) from err
     content: list[ToolContent] = []
     terminal_id = result.terminal_id or (terminal[0] if terminal else None)

@@ -34,7 +34,7 @@ from steerable_bridge.adapters.tools.local_env import BINARY_SNIFF_BYTES, is_bin
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.reading import bounded_lines, not_regular, special_kind
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 from steerable_bridge.runtime.surrogates import scrub
 
 __all__ = ["Found", "Matcher", "glob_files", "glob_regex", "grep", "linear_regex", "list_dir"]
@@ -79,7 +79,7 @@ async def list_dir(workspace: Workspace, path: str) -> Found:
 
 def _list_dir(workspace: Workspace, real: str) -> Found:
     if not os.path.isdir(real):
-        raise EnvironmentError(
+        raise WorkspaceError(
             "not_a_directory", f"{real} is not a directory; use read_file to read a file"
         )
     lines: list[str] = []
@@ -128,7 +128,7 @@ def glob_regex(pattern: str) -> Matcher:
     try:
         compiled: Matcher = _Linear(re2.compile(scrub("".join(out)) + r"\z", _RE2_OPTIONS))
     except re2.error as err:
-        raise EnvironmentError(
+        raise WorkspaceError(
             "invalid_pattern", f"the glob {pattern!r} is not valid ({err}); fix the pattern"
         ) from err
     return compiled
@@ -137,7 +137,7 @@ def glob_regex(pattern: str) -> Matcher:
 async def glob_files(workspace: Workspace, pattern: str, path: str) -> Found:
     """Files under `path` whose path relative to it matches `pattern`, sorted."""
     if os.path.isabs(pattern) or ".." in pattern.split("/"):
-        raise EnvironmentError(
+        raise WorkspaceError(
             "invalid_pattern",
             f"the glob {pattern!r} must be relative and must not use '..'; pass the folder as path",
         )
@@ -169,7 +169,7 @@ def _walk(
 
 def _glob(workspace: Workspace, base: str, regex: Matcher, stop: threading.Event) -> Found:
     if not os.path.isdir(base):
-        raise EnvironmentError("not_a_directory", f"{base} is not a directory to search in")
+        raise WorkspaceError("not_a_directory", f"{base} is not a directory to search in")
     lines: list[str] = []
     truncated = False
     for relative, full in _walk(base, stop=stop):
@@ -197,14 +197,14 @@ async def grep(
     try:
         re.compile(pattern)
     except re.error as err:
-        raise EnvironmentError(
+        raise WorkspaceError(
             "invalid_pattern", f"{pattern!r} is not a valid regular expression: {err}"
         ) from err
     regex = linear_regex(pattern)  # ripgrep's engine refuses the same things
     await anyio.to_thread.run_sync(_searchable, target)
     rg = shutil.which("rg") if use_ripgrep is not False else None
     if use_ripgrep and rg is None:
-        raise EnvironmentError("ripgrep_missing", "ripgrep (rg) is not on PATH; install it")
+        raise WorkspaceError("ripgrep_missing", "ripgrep (rg) is not on PATH; install it")
     if rg is not None:
         return await _ripgrep(rg, workspace, pattern, target, file_glob)
     glob_re = glob_regex(file_glob) if file_glob else None
@@ -246,7 +246,7 @@ def linear_regex(pattern: str) -> Matcher:
     try:
         compiled = _Linear(re2.compile(scrub(pattern), _RE2_OPTIONS))
     except re2.error as err:
-        raise EnvironmentError(
+        raise WorkspaceError(
             "unsupported_pattern",
             f"{pattern!r} needs a feature this search does not run ({err}); look-around and"
             " backreferences are not supported — rewrite the pattern without them",
@@ -274,7 +274,7 @@ async def _ripgrep(
         argv, cwd=workspace.cwd, timeout_s=WALK_SECONDS, output_limit=MAX_CHARS * 4
     )
     if result.timed_out:
-        raise EnvironmentError(
+        raise WorkspaceError(
             "search_timeout", f"the search took longer than {WALK_SECONDS:g}s; narrow the path"
         )
     lines = [line for line in result.output.splitlines() if line]
@@ -286,7 +286,7 @@ async def _ripgrep(
     ]
     if result.exit_code not in (0, 1) and not matches:
         detail = "; ".join(problems)[:500] or f"exit code {result.exit_code}"
-        raise EnvironmentError(
+        raise WorkspaceError(
             "search_failed", f"ripgrep failed: {detail}; check the pattern and the path"
         )
     return _bounded(matches, result.truncated)
@@ -335,7 +335,7 @@ def _grep_file(
         return []  # outside, or one of the agent's own files
     try:
         fd = workspace.open_file(real, os.O_RDONLY)  # regular files only, never blocks
-    except EnvironmentError:
+    except WorkspaceError:
         return []
     with os.fdopen(fd, "rb") as handle:
         if is_binary(handle.read(BINARY_SNIFF_BYTES)):

@@ -34,7 +34,7 @@ from steerable_bridge.adapters.tools.reading import open_regular_path, read_wind
 from steerable_bridge.adapters.tools.run_command import MAX_TIMEOUT_MS, run_command
 from steerable_bridge.adapters.tools.spill import spilled_path
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
-from steerable_bridge.runtime.environment import Environment, EnvironmentError
+from steerable_bridge.runtime.environment import Environment, WorkspaceError
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolHandler, ToolResult
 from steerable_bridge.runtime.values import (
     DiffContent,
@@ -62,14 +62,14 @@ async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         real = spilled
         try:
             text = await run_stoppable(lambda stop: _read_spill(spilled, line, limit, stop))
-        except EnvironmentError as err:
+        except WorkspaceError as err:
             raise failure(err) from err
     else:
         env = environment_of(ctx)
         real = resolve(ctx, args["path"])
         try:
             text = await env.read_text(real, line=line, limit=limit)
-        except EnvironmentError as err:
+        except WorkspaceError as err:
             raise failure(err) from err
     first = line or 1
     lines = text.splitlines(keepends=True)
@@ -123,7 +123,7 @@ async def _old_text(env: Environment, real: str) -> str | None:
         return None
     try:
         return await env.read_text(real)
-    except EnvironmentError:
+    except WorkspaceError:
         return None
 
 
@@ -134,7 +134,7 @@ async def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     old = await _old_text(env, real)
     try:
         await env.write_text(real, content)
-    except EnvironmentError as err:
+    except WorkspaceError as err:
         raise failure(err) from err
     verb = "Created" if old is None else "Wrote"
     shown = workspace_of(ctx).display(real)
@@ -162,7 +162,7 @@ async def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolFailure("no_change", "old_text and new_text are the same; nothing to edit")
     try:
         before = await env.read_text(real)
-    except EnvironmentError as err:
+    except WorkspaceError as err:
         raise failure(err) from err
     count = before.count(old_text)
     if count == 0:
@@ -182,7 +182,7 @@ async def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     )
     try:
         await env.write_text(real, after)
-    except EnvironmentError as err:
+    except WorkspaceError as err:
         raise failure(err) from err
     line = before[: before.index(old_text)].count("\n") + 1
     plural = "s" if count > 1 else ""
@@ -213,7 +213,7 @@ def _found(found: search.Found, empty: str) -> ToolResult:
 async def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         found = await search.list_dir(workspace_of(ctx), args.get("path") or ".")
-    except EnvironmentError as err:
+    except WorkspaceError as err:
         raise failure(err) from err
     return _found(found, "(empty directory)")
 
@@ -221,7 +221,7 @@ async def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 async def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         found = await search.glob_files(workspace_of(ctx), args["pattern"], args.get("path") or ".")
-    except EnvironmentError as err:
+    except WorkspaceError as err:
         raise failure(err) from err
     return _found(found, "(no files match)")
 
@@ -231,7 +231,7 @@ async def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         found = await search.grep(
             workspace_of(ctx), args["pattern"], args.get("path") or ".", args.get("glob")
         )
-    except EnvironmentError as err:
+    except WorkspaceError as err:
         raise failure(err) from err
     return _found(found, "(no matches)")
 
@@ -247,7 +247,7 @@ def _describer(
             return path
         try:
             return workspace.display(workspace.resolve(path))
-        except EnvironmentError:
+        except WorkspaceError:
             return path
 
     def where(path: str, line: int | None = None) -> tuple[Location, ...]:
@@ -255,7 +255,7 @@ def _describer(
             return (Location(path=path, line=line),) if os.path.isabs(path) else ()
         try:
             return (Location(path=workspace.resolve(path), line=line),)
-        except EnvironmentError:
+        except WorkspaceError:
             return ()
 
     return shown, where

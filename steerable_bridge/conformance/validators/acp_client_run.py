@@ -1,18 +1,16 @@
-"""Running the ACP client validator as an agent process: stdio, the CLI flag, `-m`.
+"""Running the ACP client validator as an agent process on stdio.
 
 `serve_client_validator` serves a `ClientValidator` as an ACP agent over stdio (or given
 asyncio streams, for tests) through the SDK's `run_agent`, with the validator's transcript
-observing every raw message. `run_client_validator` is `steerable-bridge acp
---validate-client`: it serves until the client leaves, then writes the report and returns
-the exit code the report implies. `python -m steerable_bridge.conformance.validators.
-acp_client_run` does the same as the flag.
+observing every raw message. `run_client_validator` serves until the client leaves, then
+writes the report and returns the exit code the report implies. It takes typed settings, not
+parsed arguments: the `steerable-bridge acp --validate-client` flag and its options live in
+`commands/check.py`, which calls it (the library never reaches up into the commands).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
 from typing import Any, cast
 
 from acp import run_agent
@@ -21,7 +19,7 @@ from acp.interfaces import Agent
 from steerable_bridge.conformance.validators.acp_client import ClientValidator
 from steerable_bridge.conformance.validators.client_session import ValidatorSettings
 
-__all__ = ["main", "run_client_validator", "serve_client_validator"]
+__all__ = ["run_client_validator", "serve_client_validator"]
 
 
 async def serve_client_validator(
@@ -37,18 +35,14 @@ async def serve_client_validator(
     )
 
 
-def run_client_validator(args: argparse.Namespace) -> int:
-    """Entry point for `steerable-bridge acp --validate-client`: serve until the client leaves."""
+def run_client_validator(
+    settings: ValidatorSettings, *, report_path: str | None = None, junit: bool = False
+) -> int:
+    """Serve a validator on stdio until the client leaves, write its report (JSON at
+    `report_path`, JUnit XML beside it with `junit`) and return the exit code it implies."""
     import anyio
 
-    if getattr(args, "junit", False) and not getattr(args, "report", None):
-        from steerable_bridge.commands.common import ConfigError
-
-        raise ConfigError("--junit needs --report PATH (the XML goes beside the JSON)")
-    settings = ValidatorSettings(
-        person_timeout=args.person_timeout, cancel_timeout=args.cancel_timeout
-    )
-    validator = ClientValidator(settings, report_path=args.report, junit=args.junit)
+    validator = ClientValidator(settings, report_path=report_path, junit=junit)
     try:
         anyio.run(serve_client_validator, validator)
     finally:
@@ -58,16 +52,3 @@ def run_client_validator(args: argparse.Namespace) -> int:
         print(validator.last_report.summary_line(), file=sys.stderr)
         return validator.last_report.exit_code()
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m steerable_bridge.conformance.validators.acp_client_run`: the same as the flag."""
-    from steerable_bridge.commands.check import add_validate_client_options
-
-    parser = argparse.ArgumentParser(prog="steerable-bridge-validate-client")
-    add_validate_client_options(parser)
-    return run_client_validator(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -63,9 +63,6 @@ class Report:
     validator: str
     target: str
     checks: tuple[Check, ...] = field(default_factory=tuple)
-
-    def with_checks(self, checks: Iterable[Check]) -> Report:
-        return Report(self.validator, self.target, (*self.checks, *checks))
 
     def count(self, status: CheckStatus) -> int:
         return sum(1 for check in self.checks if check.status == status)

@@ -131,9 +131,6 @@ class Transcript:
             if e.raw is None
         ]
 
-    def since(self, index: int) -> list[TranscriptEntry]:
-        return self._entries[index:]
-
     def find(
         self, predicate: Callable[[TranscriptEntry], bool], start: int = 0
     ) -> TranscriptEntry | None:

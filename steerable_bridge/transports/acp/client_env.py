@@ -34,8 +34,8 @@ from acp import schema as acp
 from steerable_bridge.runtime.environment import (
     CommandResult,
     Environment,
-    EnvironmentError,
     OutputSink,
+    WorkspaceError,
 )
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.values import Sandbox
@@ -87,7 +87,7 @@ class ClientEnvironment:
     def _check(self, path: str) -> None:
         workspace = self.workspace
         if workspace is not None and not workspace.contains(path):
-            raise EnvironmentError(
+            raise WorkspaceError(
                 "outside_workspace", f"{path} is outside the workspace; use a path in the project"
             )
 
@@ -171,7 +171,7 @@ class ClientEnvironment:
                 "read the output of", command, self.conn.terminal_output, terminal_id=terminal_id
             )
         except RequestError as error:
-            raise EnvironmentError(
+            raise WorkspaceError(
                 "client_terminal_failed", f"the editor's terminal failed for {command!r}: {error}"
             ) from error
         finally:
@@ -211,17 +211,17 @@ class ClientEnvironment:
             with anyio.fail_after(self.io_timeout_s):
                 return await method(session_id=self.session_id, **params)
         except TimeoutError:
-            raise EnvironmentError(
+            raise WorkspaceError(
                 "client_timeout",
                 f"the editor did not {what} {subject} within {self.io_timeout_s:g}s;"
                 " check that it is responsive",
             ) from None
         except RequestError as error:
-            raise EnvironmentError(
+            raise WorkspaceError(
                 "client_fs_error", f"the editor could not {what} {subject}: {_said(error)}"
             ) from error
         except ConnectionError as error:
-            raise EnvironmentError(
+            raise WorkspaceError(
                 "client_gone", f"the editor connection closed while trying to {what} {subject}"
             ) from error
 

@@ -1,7 +1,7 @@
 """The gate every ACP frame passes before the SDK's connection sees it.
 
 `check_frame(line)` turns one stdin line into either a JSON-RPC message the SDK can route
-safely or a `Refusal` (the error to answer, and the id to answer it with). It never raises.
+safely or a `FrameRefusal` (the error to answer, and the id to answer it with). It never raises.
 JSON is parsed strictly (`runtime/strict_json.py`: UTF-8 only, bounded depth, no NaN /
 Infinity, no lone surrogates — except in a response, which answers one of our requests and is
 routed with U+FFFD in their place, logged; a request holding one is refused with its own id);
@@ -24,7 +24,7 @@ from typing import Any
 
 from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict, scrub, writable
 
-__all__ = ["MAX_FRAME_BYTES", "Refusal", "check_frame", "frame_too_large", "valid_id"]
+__all__ = ["MAX_FRAME_BYTES", "FrameRefusal", "check_frame", "frame_too_large", "valid_id"]
 
 log = logging.getLogger("steerable_bridge.acp")
 
@@ -33,7 +33,7 @@ MAX_FRAME_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
+class FrameRefusal:
     """A frame answered with a JSON-RPC error instead of being routed."""
 
     id: str | int | float | None
@@ -58,8 +58,8 @@ def valid_id(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
-def frame_too_large(size: int) -> Refusal:
-    return Refusal(
+def frame_too_large(size: int) -> FrameRefusal:
+    return FrameRefusal(
         None,
         -32600,
         f"invalid request: the frame is {size} bytes, over the limit of {MAX_FRAME_BYTES}"
@@ -68,7 +68,7 @@ def frame_too_large(size: int) -> Refusal:
     )
 
 
-def check_frame(line: bytes) -> dict[str, Any] | Refusal:
+def check_frame(line: bytes) -> dict[str, Any] | FrameRefusal:
     """The message in `line`, or the refusal to answer it with (see the module docstring)."""
     try:
         message = loads_strict(line)
@@ -76,7 +76,7 @@ def check_frame(line: bytes) -> dict[str, Any] | Refusal:
         if err.code == "lone_surrogate":
             return _lone_surrogate(line, err)
         if err.code != "out_of_range":
-            return Refusal(
+            return FrameRefusal(
                 None,
                 -32700,
                 f"parse error: {err.message}; send one JSON-RPC object per line",
@@ -87,7 +87,9 @@ def check_frame(line: bytes) -> dict[str, Any] | Refusal:
         message = json.loads(line.decode("utf-8"), parse_float=_float_or_overflow)
         problem = _shape_problem(message)
         if problem is None and "method" in message:
-            return Refusal(message.get("id"), -32602, f"invalid params: {err.message}", err.code)
+            return FrameRefusal(
+                message.get("id"), -32602, f"invalid params: {err.message}", err.code
+            )
         return _invalid(message, problem or f"invalid request: a response with {err.message}")
     problem = _shape_problem(message)
     if problem is None:
@@ -95,7 +97,7 @@ def check_frame(line: bytes) -> dict[str, Any] | Refusal:
     return _invalid(message, problem)
 
 
-def _lone_surrogate(line: bytes, err: JsonRefused) -> dict[str, Any] | Refusal:
+def _lone_surrogate(line: bytes, err: JsonRefused) -> dict[str, Any] | FrameRefusal:
     """A frame that is valid JSON but holds a lone UTF-16 surrogate. A response answers a
     request of ours (a file's text, a terminal's output): refusing it would lose the answer,
     so it is routed with U+FFFD in place of each surrogate. A request is refused with its own
@@ -115,14 +117,16 @@ def _lone_surrogate(line: bytes, err: JsonRefused) -> dict[str, Any] | Refusal:
             return repaired
         return _invalid(message, f"invalid request: a response with {err.message}")
     request_id = message.get("id")
-    return Refusal(request_id, -32602, f"invalid params: {err.message}", err.code)
+    return FrameRefusal(request_id, -32602, f"invalid params: {err.message}", err.code)
 
 
-def _invalid(message: Any, problem: str) -> Refusal:
+def _invalid(message: Any, problem: str) -> FrameRefusal:
     # Only a request's own id is echoed: a broken response's id names a request of ours.
     is_request = isinstance(message, dict) and "method" in message
     request_id = message.get("id") if is_request else None
-    return Refusal(request_id if valid_id(request_id) else None, -32600, problem, "invalid_request")
+    return FrameRefusal(
+        request_id if valid_id(request_id) else None, -32600, problem, "invalid_request"
+    )
 
 
 class _Overflow:

@@ -2,7 +2,7 @@
 
 `serve(agent)` connects the SDK's `AgentSideConnection` (unstable methods routed, so
 `session/close`, `session/resume` and `session/fork` work) to the process's stdio through
-`GuardedTransport`, the SDK's newline-delimited JSON transport with three additions the SDK
+`GuardedTransport`, the SDK's newline-delimited JSON transport with four additions the SDK
 lacks, each written here because no SDK hook covers it:
 
 - a frame that is not JSON gets a JSON-RPC parse error (-32700), a frame that is not a
@@ -50,7 +50,7 @@ from steerable_bridge.transports.acp.batching import BatchingSender
 from steerable_bridge.transports.acp.extensions import GAP_PREFIX
 from steerable_bridge.transports.acp.frames import (
     MAX_FRAME_BYTES,
-    Refusal,
+    FrameRefusal,
     check_frame,
     frame_too_large,
 )
@@ -101,14 +101,14 @@ class GuardedTransport(NdjsonTransport):
                 continue
             try:
                 checked = check_frame(line)
-                if isinstance(checked, Refusal):
+                if isinstance(checked, FrameRefusal):
                     await self._refuse(checked)
                     continue
                 return self._route(checked)
             except Exception:  # a bug in the gate must cost one frame, not the process
                 log.exception("answered a frame the gate failed on with an internal error")
                 await self._refuse(
-                    Refusal(
+                    FrameRefusal(
                         None,
                         -32603,
                         "internal error while reading this frame; the agent keeps serving",
@@ -116,7 +116,7 @@ class GuardedTransport(NdjsonTransport):
                     )
                 )
 
-    async def _refuse(self, refusal: Refusal) -> None:
+    async def _refuse(self, refusal: FrameRefusal) -> None:
         if refusal.code == -32700:
             log.warning("answered a frame that is not JSON with a parse error: %s", refusal.message)
         else:

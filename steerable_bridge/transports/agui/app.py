@@ -75,7 +75,7 @@ from steerable_bridge.runtime.port import AgentPort
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionOwned, StoreError
 from steerable_bridge.transports.agui.body import BodyError, read_json
-from steerable_bridge.transports.agui.control import Control, Refusal
+from steerable_bridge.transports.agui.control import Control, ControlRefusal
 from steerable_bridge.transports.agui.guard import WebGuard
 from steerable_bridge.transports.agui.identity import AuthRefused, Identity, SingleUser, bearer
 from steerable_bridge.transports.agui.inputs import (
@@ -341,7 +341,7 @@ class _Server:
 
     async def _busy(self, run: RunAgentInput, owner: str | None) -> Response | EventStream:
         answer = await self.control.answer(run, owner)
-        if isinstance(answer, Refusal):
+        if isinstance(answer, ControlRefusal):
             return error(answer.status, answer.code, answer.message)
         return answer
 

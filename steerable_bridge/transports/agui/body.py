@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from starlette.requests import ClientDisconnect, Request
 
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict
 
 __all__ = ["DRAIN_BYTES", "DRAIN_S", "BodyError", "read_json"]
@@ -28,14 +29,12 @@ DRAIN_S = 5.0
 """At most this long is spent draining an over-limit body."""
 
 
-class BodyError(Exception):
+class BodyError(CodedError):
     """A body refused before it reached the agent."""
 
     def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
+        super().__init__(code, message)
         self.status = status
-        self.code = code
-        self.message = message
         self.extra = extra
 
 

@@ -25,7 +25,7 @@ decides what it gets, the same whichever server process the request lands on (se
 Everything goes through the agent port (`port.cancel`, `.steer`, `.follow_up`), which
 reaches the turn wherever it runs; which of the request's messages are new is read against
 the thread's history, brought up to date first (`Threads.catch_up`: another process may have
-logged more). Refusals come back as `Refusal` values; the app turns them into its error body.
+logged more). Refusals come back as `ControlRefusal` values; the app turns them into its error body.
 """
 
 from __future__ import annotations
@@ -51,11 +51,11 @@ from steerable_bridge.transports.agui.stream import EventStream
 from steerable_bridge.transports.agui.threads import Threads
 from steerable_bridge.transports.agui.wire import SseEncoder
 
-__all__ = ["Control", "Refusal"]
+__all__ = ["Control", "ControlRefusal"]
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
+class ControlRefusal:
     """An HTTP error answer: status, stable code, message naming the remedy."""
 
     status: int
@@ -71,14 +71,14 @@ class Control:
         self.threads = threads
         self.keepalive_s = keepalive_s
 
-    async def answer(self, run: RunAgentInput, owner: str | None) -> EventStream | Refusal:
+    async def answer(self, run: RunAgentInput, owner: str | None) -> EventStream | ControlRefusal:
         """The answer for `run`, whose thread is busy here (`owner` None) or runs in the
         process `owner` names — or, for a stop request, may run nowhere."""
         forwarded = await self.forward(run)
         if forwarded is not None:
             return forwarded
         where = f" in {owner}" if owner is not None else ""
-        return Refusal(
+        return ControlRefusal(
             409,
             "thread_busy",
             f"thread {run.thread_id} is already running{where}; wait for its RUN_FINISHED,"
@@ -87,14 +87,14 @@ class Control:
             " (follow_up: true to have it taken when the turn would end)",
         )
 
-    async def forward(self, run: RunAgentInput) -> EventStream | Refusal | None:
+    async def forward(self, run: RunAgentInput) -> EventStream | ControlRefusal | None:
         """The stop, command, steer or follow-up `run` asks for, taken by the thread's
         running turn wherever it runs; None when it asks for none or no turn took it."""
         thread_id = run.thread_id
         if stop_requested(run):
             if await self.port.cancel(thread_id, "stopped by a client's stop request"):
                 return self._short(run, "steerable.stop_requested", {"sessionId": thread_id})
-            return Refusal(
+            return ControlRefusal(
                 409,
                 "thread_idle",
                 f"thread {thread_id} is not running a turn; there is nothing to stop",
@@ -102,7 +102,7 @@ class Control:
         try:
             command = command_requested(run)
         except InputError as err:
-            return Refusal(422, err.code, err.message)
+            return ControlRefusal(422, err.code, err.message)
         if command == "compact" and await self.port.request_compact(thread_id):
             return self._short(run, "steerable.compact_requested", {"sessionId": thread_id})
         steer, follow_up = steer_requested(run), follow_up_requested(run)

@@ -26,6 +26,8 @@ import anyio
 import anyio.to_thread
 from starlette.requests import Request
 
+from steerable_bridge.runtime.errors import CodedError
+
 if TYPE_CHECKING:
     from jwt.types import Options
 
@@ -37,13 +39,8 @@ JWKS_CACHE_S = 300
 """How long the fetched key set is trusted before it is fetched again."""
 
 
-class AuthRefused(Exception):
+class AuthRefused(CodedError):
     """The request does not say who sends it (acceptably): 401 with `code` and `message`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class Identity(Protocol):

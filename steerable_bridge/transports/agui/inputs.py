@@ -27,6 +27,7 @@ from typing import Any
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.questions import ANSWER_PREFIX, QuestionAnswer
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import (
@@ -60,13 +61,8 @@ __all__ = [
 APPROVAL_PREFIX = "approval-"
 
 
-class InputError(Exception):
+class InputError(CodedError):
     """A RunAgentInput the server cannot use; `code` is stable, `message` names the remedy."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,7 @@ from steerable_bridge.adapters.tools.agent_files import AgentFiles
 from steerable_bridge.adapters.tools.local_env import CommandPolicy, LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.workspace import workspace_tools
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 from steerable_bridge.runtime.tools import ToolFailure
 
 pytestmark = pytest.mark.anyio
@@ -37,8 +37,8 @@ def guarded(project: Path) -> Workspace:
     return Workspace.of(str(project), private=private)
 
 
-def refused(workspace: Workspace, path: str) -> EnvironmentError:
-    with pytest.raises(EnvironmentError) as info:
+def refused(workspace: Workspace, path: str) -> WorkspaceError:
+    with pytest.raises(WorkspaceError) as info:
         workspace.resolve(path)
     assert info.value.code == "agent_state"
     return info.value

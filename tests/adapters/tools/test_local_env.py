@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from steerable_bridge.adapters.tools.local_env import LocalEnvironment, run_argv
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 from tests.adapters.tools.conftest import live_group_members, members_after_kill
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +29,7 @@ async def test_read_and_write_round_trip_with_line_and_limit(
 
 async def test_binary_files_are_refused(local_env: LocalEnvironment, project: Path) -> None:
     (project / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200))
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await local_env.read_text(str(project / "logo.png"))
     assert info.value.code == "binary_file"
 
@@ -40,7 +40,7 @@ async def test_large_files_are_read_in_parts(project: Path) -> None:
     env = LocalEnvironment(Workspace.of(str(project)), max_file_bytes=100_000)
     big = project / "big.log"
     big.write_text("".join(f"line {i}\n" for i in range(1, 50_001)))
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await env.read_text(str(big))
     assert info.value.code == "file_too_large"
     assert "line and limit" in info.value.message
@@ -52,10 +52,10 @@ async def test_writes_through_a_link_out_of_the_workspace_are_refused(
 ) -> None:
     (project / "escape").symlink_to(outside / "secret.txt")
     for path in ("escape", str(outside / "secret.txt"), "../outside/secret.txt"):
-        with pytest.raises(EnvironmentError) as info:
+        with pytest.raises(WorkspaceError) as info:
             await local_env.write_text(path, "pwned")
         assert info.value.code == "outside_workspace"
-        with pytest.raises(EnvironmentError):
+        with pytest.raises(WorkspaceError):
             await local_env.read_text(path)
     assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
 
@@ -84,7 +84,7 @@ async def test_run_keeps_the_last_bytes_when_output_is_too_large(
 
 
 async def test_run_refuses_a_cwd_outside(local_env: LocalEnvironment, outside: Path) -> None:
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await local_env.run("true", cwd=str(outside), timeout_s=5, output_limit=100)
     assert info.value.code == "outside_workspace"
 
@@ -161,7 +161,7 @@ async def test_background_children_do_not_outlive_a_finished_command(
 
 
 async def test_run_argv_reports_a_missing_program(project: Path) -> None:
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await run_argv(["/nonexistent/program"], cwd=str(project), timeout_s=5, output_limit=100)
     assert info.value.code == "spawn_failed"
 
@@ -186,11 +186,11 @@ async def test_a_swap_to_a_symlink_right_after_the_check_is_refused(
         return real
 
     monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await local_env.read_text("src/app.py")
     assert info.value.code == "outside_workspace"
     (project / "src" / "app.py").unlink()
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await local_env.write_text("src/app.py", "pwned")
     assert info.value.code == "outside_workspace"
     assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
@@ -224,7 +224,7 @@ async def test_a_hard_link_in_a_read_only_folder_is_refused(
     try:
         if os.access(folder, os.W_OK):  # pragma: no cover - root ignores the mode
             pytest.skip("running as root: a read-only folder is still writable")
-        with pytest.raises(EnvironmentError) as info:
+        with pytest.raises(WorkspaceError) as info:
             await local_env.write_text("locked/linked.txt", "pwned")
         assert info.value.code == "hard_linked"
         assert (outside / "secret.txt").read_text() == "TOP SECRET\n"

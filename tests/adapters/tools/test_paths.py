@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 
 
 def _code(workspace: Workspace, path: str) -> str:
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         workspace.resolve(path)
     return info.value.code
 
@@ -30,7 +30,7 @@ def test_dotdot_and_absolute_paths_outside_are_refused(workspace: Workspace, out
     assert _code(workspace, "src/../../outside") == "outside_workspace"
     assert _code(workspace, str(outside / "secret.txt")) == "outside_workspace"
     assert _code(workspace, "/etc/passwd") == "outside_workspace"
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         workspace.resolve("/etc/passwd")
     assert "only paths under" in info.value.message
 
@@ -46,7 +46,7 @@ def test_symlinks_inside_work_and_symlinks_out_are_refused(
     assert _code(workspace, "out_file") == "outside_workspace"
     assert _code(workspace, "out_dir/secret.txt") == "outside_workspace"
     assert _code(workspace, "dangling") == "outside_workspace"
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         workspace.resolve("out_file")
     assert "symbolic link" in info.value.message
 
@@ -56,7 +56,7 @@ def test_additional_directories_are_part_of_the_workspace(project: Path, outside
     assert wide.resolve(str(outside / "secret.txt")) == str(outside / "secret.txt")
     assert wide.contains(str(outside))
     assert not wide.contains(str(outside) + "-sibling")
-    with pytest.raises(EnvironmentError):
+    with pytest.raises(WorkspaceError):
         Workspace.of("relative/cwd")
 
 
@@ -66,10 +66,10 @@ def test_a_file_replaced_by_a_symlink_after_the_check_is_not_followed(
     checked = workspace.resolve("src/app.py")
     os.remove(checked)
     os.symlink(outside / "secret.txt", checked)  # the swap happens between check and use
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         workspace.open_file(checked, os.O_RDONLY)
     assert info.value.code == "outside_workspace"
-    with pytest.raises(EnvironmentError):
+    with pytest.raises(WorkspaceError):
         workspace.open_file(checked, os.O_WRONLY | os.O_CREAT)
     assert (outside / "secret.txt").read_text() == "TOP SECRET\n"
 
@@ -81,7 +81,7 @@ def test_a_parent_folder_replaced_by_a_symlink_after_the_check_is_not_followed(
     checked = workspace.resolve("src/app.py")
     os.rename(project / "src", project / "src-old")
     os.symlink(outside, project / "src")
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         workspace.open_file(checked, os.O_WRONLY)
     assert info.value.code == "outside_workspace"
     assert (outside / "app.py").read_text() == "outside copy\n"
@@ -90,9 +90,9 @@ def test_a_parent_folder_replaced_by_a_symlink_after_the_check_is_not_followed(
 def test_open_file_reports_missing_files_and_directories(
     workspace: Workspace, project: Path
 ) -> None:
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         workspace.open_file(str(project / "missing.txt"), os.O_RDONLY)
     assert info.value.code == "not_found"
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         workspace.open_file(str(project / "src"), os.O_RDONLY)
     assert info.value.code == "is_a_directory"

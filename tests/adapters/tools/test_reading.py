@@ -19,7 +19,7 @@ from steerable_bridge.adapters.tools.local_env import LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.reading import read_window
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -80,11 +80,11 @@ async def test_special_files_are_refused_before_they_can_block(
         target = Path("/dev/zero")
         local_env = LocalEnvironment(Workspace.of(str(project), ["/dev"]))
     with anyio.fail_after(10):  # a safety bound: an open of the FIFO would block for ever
-        with pytest.raises(EnvironmentError) as read:
+        with pytest.raises(WorkspaceError) as read:
             await local_env.read_text(str(target), line=1, limit=1)
-        with pytest.raises(EnvironmentError) as whole:
+        with pytest.raises(WorkspaceError) as whole:
             await local_env.read_text(str(target))
-        with pytest.raises(EnvironmentError) as write:
+        with pytest.raises(WorkspaceError) as write:
             await local_env.write_text(str(target), "x")
     assert read.value.code == whole.value.code == write.value.code == "not_a_regular_file"
     assert "not a regular file" in read.value.message
@@ -100,7 +100,7 @@ async def test_grep_refuses_a_fifo_path_and_skips_fifos_in_folders(
 ) -> None:
     os.mkfifo(project / "src" / "pipe")
     with anyio.fail_after(10):
-        with pytest.raises(EnvironmentError) as info:
+        with pytest.raises(WorkspaceError) as info:
             await search.grep(workspace, "x", "src/pipe", None, use_ripgrep=use_rg)
         found = await search.grep(workspace, "return", "src", None, use_ripgrep=use_rg)
     assert info.value.code == "not_a_regular_file"
@@ -116,7 +116,7 @@ async def test_a_runaway_pattern_answers_and_look_around_is_refused(
     (project / "evil.txt").write_text("a" * 200_000 + "b\n" + "aaa\n")
     with anyio.fail_after(20):  # `re` would backtrack on (a+)+$ for longer than the universe
         found = await search.grep(workspace, "(a+)+$", "evil.txt", None, use_ripgrep=use_rg)
-        with pytest.raises(EnvironmentError) as info:
+        with pytest.raises(WorkspaceError) as info:
             await search.grep(workspace, r"(a)\1", ".", None, use_ripgrep=use_rg)
     assert [line.rsplit(":", 1)[1] for line in found.lines] == ["aaa"]
     assert info.value.code == "unsupported_pattern" and "backreferences" in info.value.message

@@ -18,7 +18,7 @@ import pytest
 from steerable_bridge.adapters.tools import bwrap, pids_cgroup
 from steerable_bridge.adapters.tools.local_env import CommandPolicy, LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
+from steerable_bridge.runtime.environment import CommandResult, WorkspaceError
 
 pytestmark = pytest.mark.anyio
 
@@ -191,7 +191,7 @@ async def test_require_refuses_when_bwrap_is_missing(project: Path) -> None:
         Workspace.of(str(project)), policy=CommandPolicy(sandbox="require", bwrap_path=None)
     )
     assert await env.sandbox() == "none"
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await env.run("true", cwd=str(project), timeout_s=5, output_limit=100)
     assert info.value.code == "sandbox_unavailable"
     auto = LocalEnvironment(Workspace.of(str(project)), policy=CommandPolicy(bwrap_path=None))

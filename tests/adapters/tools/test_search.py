@@ -9,7 +9,7 @@ import pytest
 
 from steerable_bridge.adapters.tools import search
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 
 pytestmark = pytest.mark.anyio
 
@@ -43,10 +43,10 @@ async def test_list_dir_marks_folders_and_links(tree: Path, workspace: Workspace
     assert "src/" in found.lines
     assert "README.md" in found.lines
     assert any(line.startswith("leakdir -> ") for line in found.lines)
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await search.list_dir(workspace, "leakdir")
     assert info.value.code == "outside_workspace"
-    with pytest.raises(EnvironmentError):
+    with pytest.raises(WorkspaceError):
         await search.list_dir(workspace, "..")
 
 
@@ -55,7 +55,7 @@ async def test_glob_never_walks_out_through_links(tree: Path, workspace: Workspa
     assert found.lines == ("src/app.py", "src/pkg/mod.py")
     assert (await search.glob_files(workspace, "*.py", "src")).lines == ("src/app.py",)
     assert (await search.glob_files(workspace, "**/*.txt", ".")).lines == ("src/notes.txt",)
-    with pytest.raises(EnvironmentError):
+    with pytest.raises(WorkspaceError):
         await search.glob_files(workspace, "../outside/*", ".")
 
 
@@ -76,10 +76,10 @@ async def test_grep_finds_text_inside_only(tree: Path, workspace: Workspace, use
     assert none.lines == ()
     single = await search.grep(workspace, "return", "src/app.py", None, use_ripgrep=use_rg)
     assert single.lines == ("src/app.py:2:    return 1",)
-    with pytest.raises(EnvironmentError) as info:
+    with pytest.raises(WorkspaceError) as info:
         await search.grep(workspace, "(unclosed", ".", None, use_ripgrep=use_rg)
     assert info.value.code == "invalid_pattern"
-    with pytest.raises(EnvironmentError):
+    with pytest.raises(WorkspaceError):
         await search.grep(workspace, "needle", "leakdir", None, use_ripgrep=use_rg)
 
 

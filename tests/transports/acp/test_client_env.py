@@ -14,7 +14,7 @@ from acp import schema as acp
 from steerable_bridge.adapters.tools.local_env import LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.workspace import workspace_tools
-from steerable_bridge.runtime.environment import EnvironmentError
+from steerable_bridge.runtime.environment import WorkspaceError
 from steerable_bridge.runtime.tools import ToolContext
 from steerable_bridge.runtime.values import TerminalContent, TextPart, ToolContent
 from steerable_bridge.transports.acp.client_env import ClientEnvironment
@@ -70,10 +70,10 @@ async def test_without_the_capability_the_local_disk_is_used(project: Path) -> N
 async def test_paths_outside_never_reach_the_editor(project: Path, tmp_path: Path) -> None:
     client = EditorClient()
     async with editor_env(project, client) as env:
-        with pytest.raises(EnvironmentError) as info:
+        with pytest.raises(WorkspaceError) as info:
             await env.write_text(str(tmp_path / "elsewhere.txt"), "x")
         assert info.value.code == "outside_workspace"
-        with pytest.raises(EnvironmentError) as info:
+        with pytest.raises(WorkspaceError) as info:
             await env.read_text(str(project / "missing.py"))
         assert info.value.code == "client_fs_error"
     assert client.writes == []
@@ -181,7 +181,7 @@ async def test_an_editors_refusal_keeps_its_reason_for_the_model_and_the_user(
 ) -> None:
     app = str(project / "app.py")
     async with editor_env(project, RefusingEditor({app: "x"})) as env:
-        with pytest.raises(EnvironmentError) as refused:
+        with pytest.raises(WorkspaceError) as refused:
             await env.read_text(app)
     assert refused.value.code == "client_fs_error"
     assert "Permission denied for fs/read_text_file" in refused.value.message

@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from steerable_bridge.transports.acp.frames import Refusal, check_frame
+from steerable_bridge.transports.acp.frames import FrameRefusal, check_frame
 
 
 def test_a_response_holding_a_lone_surrogate_is_routed_repaired(
@@ -35,11 +35,11 @@ def test_a_request_holding_a_lone_surrogate_is_refused_with_its_own_id() -> None
         b'"params":{"sessionId":"s","prompt":[{"type":"text","text":"\\udfff"}]}}'
     )
     checked = check_frame(line)
-    assert isinstance(checked, Refusal)
+    assert isinstance(checked, FrameRefusal)
     assert (checked.id, checked.code, checked.reason) == ("p1", -32602, "lone_surrogate")
     assert "send valid Unicode" in checked.message
 
 
 def test_a_broken_frame_with_a_surrogate_is_still_judged_by_its_shape() -> None:
     checked = check_frame(b'{"jsonrpc":"2.0","id":[1],"result":"\\ud800"}')
-    assert isinstance(checked, Refusal) and checked.code == -32600 and checked.id is None
+    assert isinstance(checked, FrameRefusal) and checked.code == -32600 and checked.id is None

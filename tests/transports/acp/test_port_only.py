@@ -41,6 +41,7 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "codec": ANY,  # LoopEvents as JSON (`_steerable/event`, `_meta.steerable.event`)
     "replay": frozenset({"coalesce_deltas", "Coalesced"}),  # not visible_log (reads the log)
     "strict_json": ANY,  # JSON that every client can parse
+    "errors": frozenset({"CodedError"}),  # the base of every coded error
 }
 """Runtime module (under `steerable_bridge.runtime`) → the names a transport may import
 from it (ANY: the whole module). Everything else — agent, session, log, loop, projection,

@@ -6,11 +6,11 @@ helpers a transport needs to speak about a conversation without touching one —
 taxonomy (`events`, `codec` for its JSON form), content values (`values`), a turn's input
 (`turn`, `tools` for the client's frontend tools), the cancel token a run hands to
 `prompt` (`cancel`), and pure utilities with no agent state (`idle`: the bounded map of
-threads; `strict_json`: request bodies; `surrogates`: text repair for the wire). Allowed by
-name only: the errors the port documents and its page type. Everything that holds or runs a
-conversation — `agent`, `session`, `log`, `conversations`, `loop`, `projection`, `replay`,
-`permissions`, the store itself — is out: the transport never mutates runtime objects and
-never reads the log directly.
+threads; `strict_json`: request bodies; `surrogates`: text repair for the wire; `errors`:
+the coded-error base). Allowed by name only: the errors the port documents and its page
+type. Everything that holds or runs a conversation — `agent`, `session`, `log`,
+`conversations`, `loop`, `projection`, `replay`, `permissions`, the store itself — is out:
+the transport never mutates runtime objects and never reads the log directly.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ RUNTIME = "steerable_bridge.runtime"
 
 WHOLE = frozenset(
     {"port", "events", "codec", "values", "turn", "tools", "cancel", "idle", "strict_json"}
-    | {"surrogates"}
+    | {"surrogates", "errors"}
 )
 """Runtime modules the transport may import anything from (see the module docstring)."""
 

@@ -28,6 +28,7 @@ from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
 from steerable_bridge import __version__
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.transports.acp.bridge.client import BridgeClient
 from steerable_bridge.transports.acp.bridge.workspace import client_capabilities
 
@@ -44,13 +45,8 @@ LINE_LIMIT = 64 * 1024 * 1024
 """The longest JSON-RPC line read from the agent (a file's content can be large)."""
 
 
-class AgentUnavailable(Exception):
+class AgentUnavailable(CodedError):
     """The child agent is not running and could not be started; `code` is stable."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)

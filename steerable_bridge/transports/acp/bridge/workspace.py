@@ -25,7 +25,7 @@ import anyio
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime.environment import CommandResult, Environment, EnvironmentError
+from steerable_bridge.runtime.environment import CommandResult, Environment, WorkspaceError
 
 __all__ = ["ChildWorkspace", "client_capabilities", "refused"]
 
@@ -97,7 +97,7 @@ class ChildWorkspace:
         try:
             with anyio.fail_after(60):
                 return await env.read_text(path, line=line, limit=limit)
-        except EnvironmentError as error:
+        except WorkspaceError as error:
             raise refused(error.code, error.message) from None
         except TimeoutError:
             raise refused("io_timeout", f"reading {path} took over 60 s; try again") from None
@@ -107,7 +107,7 @@ class ChildWorkspace:
         try:
             with anyio.fail_after(60):
                 await env.write_text(path, content)
-        except EnvironmentError as error:
+        except WorkspaceError as error:
             raise refused(error.code, error.message) from None
         except TimeoutError:
             raise refused("io_timeout", f"writing {path} took over 60 s; try again") from None
@@ -151,7 +151,7 @@ class ChildWorkspace:
                     output_limit=terminal.limit,
                     on_output=terminal.take,
                 )
-        except EnvironmentError as error:
+        except WorkspaceError as error:
             terminal.error = error.message
         except Exception as error:
             log.exception("a bridged agent's terminal command failed")

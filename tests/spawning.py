@@ -1,0 +1,141 @@
+"""Which collected tests start a process, so the conftest marks them `slow` by itself.
+
+`uv run pytest -m "not slow"` is the fast lane; it must not depend on every author
+remembering `@pytest.mark.slow`. A test counts as spawning when its own body, a fixture it
+uses, or a module-level function its module defines and it reaches (transitively, by name)
+mentions one of `SPAWN_WORDS` (subprocess, `open_process`, the CLI run as `-m
+steerable_bridge.cli`, ...) or is a helper imported from a `tests.` module that does (the
+harnesses' stdio runners); or when it uses a fixture
+from `SPAWNING_FIXTURES` (conftest fixtures that start a server process); or when it lives in
+a directory of `SPAWNING_DIRS` (the interop tests drive third-party programs). Each module is
+parsed once.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+__all__ = ["mark_spawning"]
+
+SPAWN_WORDS = (
+    "subprocess",
+    "open_process",
+    "create_subprocess",
+    "sys.executable",
+    "steerable_bridge.cli",
+    "pg_server",
+    "pg_url",
+    "mcp_server.py",
+    "bwrap",
+    "stdio_client",
+    "spawn_agent_process",
+    '"-m", "steerable_bridge',
+)
+"""Text that, in a test's reach, means a process is started."""
+
+
+SPAWNING_FIXTURES = frozenset(
+    {"pg_server", "pg_url", "node", "local_env", "claude_acp", "codex_acp", "fast_agent_acp"}
+    | {"pydantic_ai_agui", "langgraph_agui"}
+)
+"""Fixtures from a conftest that start a process (PostgreSQL, node, a third-party agent)."""
+
+SPAWNING_DIRS = ("tests/interop/",)
+
+ROOT = Path(__file__).resolve().parents[1]
+_VISITING: set[Path] = set()
+"""Modules being read, so two helper modules importing each other end the walk."""
+
+
+@cache
+def _spawning_names(path: Path) -> frozenset[str]:
+    """Module-level names (tests, fixtures, helpers, constants) of `path` that reach a spawn."""
+    _VISITING.add(path)
+    try:
+        return _read(path)
+    finally:
+        _VISITING.discard(path)
+
+
+def _local_module(path: Path, node: ast.AST) -> Path | None:
+    """The file of a `from tests.x import ...` or `from .x import ...` in `path`, if any."""
+    if not isinstance(node, ast.ImportFrom):
+        return None
+    module = node.module or ""
+    if node.level:
+        base = path.parents[node.level - 1]
+        found = base.joinpath(*module.split(".")).with_suffix(".py") if module else None
+    elif module.startswith("tests."):
+        found = ROOT.joinpath(*module.split(".")).with_suffix(".py")
+    else:
+        return None
+    return found if found is not None and found.is_file() else None
+
+
+def _read(path: Path) -> frozenset[str]:
+    """The body of `_spawning_names`."""
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    helpers: set[str] = set()
+    for node in ast.walk(tree):
+        helper_path = _local_module(path, node)
+        if helper_path is not None and helper_path not in _VISITING:
+            assert isinstance(node, ast.ImportFrom)
+            reached = _spawning_names(helper_path)
+            helpers |= {alias.asname or alias.name for alias in node.names if alias.name in reached}
+    bodies: dict[str, tuple[str, set[str]]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            targets = [node.name]
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = [
+                t.id
+                for t in ast.walk(node)
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+            ]
+        else:
+            continue
+        text = ast.get_source_segment(source, node) or ""
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        names |= {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments) for a in n.args}
+        for target in targets:
+            bodies[target] = (text, names)
+    spawning = {
+        name
+        for name, (text, names) in bodies.items()
+        if any(word in text for word in SPAWN_WORDS) or names & helpers
+    }
+    grew = True
+    while grew:
+        grew = False
+        for name, (_, names) in bodies.items():
+            if name not in spawning and names & spawning:
+                spawning.add(name)
+                grew = True
+    return frozenset(spawning)
+
+
+def _spawns(item: pytest.Item) -> bool:
+    path = Path(item.path)
+    if any(part in path.as_posix() for part in SPAWNING_DIRS):
+        return True
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & SPAWNING_FIXTURES:
+        return True
+    function = getattr(item, "originalname", None) or item.name
+    reach = _spawning_names(path)
+    cls = getattr(item, "cls", None)
+    return (
+        function in reach or bool(fixtures & reach) or (cls is not None and cls.__name__ in reach)
+    )
+
+
+def mark_spawning(items: list[pytest.Item]) -> None:
+    """Add the `slow` marker to every item that starts a process (see the module docstring)."""
+    for item in items:
+        if item.get_closest_marker("slow") is None and _spawns(item):
+            item.add_marker(pytest.mark.slow)
