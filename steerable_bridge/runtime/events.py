@@ -20,6 +20,7 @@ Groups, in the order a turn produces them:
 - state / plan: plan_updated, state_snapshot, state_delta
 - session: mode_changed, config_changed, commands_updated, session_info, usage_updated
 - control: hook_action, budget_exhausted, soft_timeout, compaction
+- notice: notice (live-only: logged, never replayed as history)
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ ToolExecutor = Literal["backend", "frontend"]
 QuestionMode = Literal["form", "url"]
 """How a question is answered: a form the client renders from a JSON schema, or a URL the
 person opens out of band (ACP elicitation modes)."""
+NoticeSeverity = Literal["info", "warning", "error"]
+"""How a notice should be presented (ACP `NoticeSeverity`)."""
 QuestionAction = Literal["accept", "decline", "cancel"]
 """The person's answer: `accept` (submitted the form / consented to open the URL),
 `decline` (explicitly said no), `cancel` (dismissed it without choosing; also: nobody
@@ -471,6 +474,26 @@ class Compaction(EventBase):
         return f"{text}\n\n{self.notice}" if self.notice else text
 
 
+# -- notice ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice(EventBase):
+    """Something the user must know that is not a reply: an MCP server that failed to start,
+    a sandbox fallback, automatic compaction paused by its breaker, a guessed context window.
+
+    `title` is a non-empty line that stands alone, `description` the detail or what to do
+    (None: none). Notices are live information (ACP `notice`): they are logged, so traces and
+    the timeline show them, but a replay (`session/load`) never resends them as history, and
+    the model never sees them.
+    """
+
+    kind: Literal["notice"] = "notice"
+    severity: NoticeSeverity
+    title: str
+    description: str | None = None
+
+
 LoopEvent = (
     RunStarted
     | RunFinished
@@ -510,6 +533,7 @@ LoopEvent = (
     | BudgetExhausted
     | SoftTimeout
     | Compaction
+    | Notice
 )
 """One discriminated union on `kind`."""
 

@@ -211,6 +211,13 @@ class ModelStep(TurnRecorder):
 
         async def emit(**fields: Any) -> None:
             await self.emit(ev.Compaction, **fields)
+            if fields.get("notice"):  # the breaker opened: the user must know, not only the model
+                await self.emit(
+                    ev.Notice,
+                    severity="warning",
+                    title="Automatic compaction is paused",
+                    description=fields["notice"],
+                )
 
         return StepAccess(
             events=ctx.log.view,
