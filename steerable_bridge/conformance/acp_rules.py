@@ -251,6 +251,7 @@ class _Checker:
             state.cancelled = False
             if method == "session/load":  # the replay starts the story over
                 state.tools.clear()
+                state.compactions.clear()
                 state.last_seq = -1
         if method == "initialize" and sender == "client" and isinstance(params, Mapping):
             caps = params.get("clientCapabilities")
