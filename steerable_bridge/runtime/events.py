@@ -34,6 +34,7 @@ from steerable_bridge.runtime.values import (
     ContentPart,
     Interrupt,
     Location,
+    NoticeSeverity,
     PermissionOption,
     PlanEntry,
     Sandbox,
@@ -57,8 +58,6 @@ ToolExecutor = Literal["backend", "frontend"]
 QuestionMode = Literal["form", "url"]
 """How a question is answered: a form the client renders from a JSON schema, or a URL the
 person opens out of band (ACP elicitation modes)."""
-NoticeSeverity = Literal["info", "warning", "error"]
-"""How a notice should be presented (ACP `NoticeSeverity`)."""
 QuestionAction = Literal["accept", "decline", "cancel"]
 """The person's answer: `accept` (submitted the form / consented to open the URL),
 `decline` (explicitly said no), `cancel` (dismissed it without choosing; also: nobody

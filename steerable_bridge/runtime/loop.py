@@ -68,6 +68,13 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     t = _Turn(ctx, turn)
     try:
         await t.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
+        for advisory in ctx.advisories:
+            await t.emit(
+                ev.Notice,
+                severity=advisory.severity,
+                title=advisory.title,
+                description=advisory.description,
+            )
         await t.settle_open_calls()
         if t.batch.stopped:
             return await t.finish("rejected")

@@ -9,6 +9,7 @@ the recorded wire; the conformance suite then grades and decodes that wire.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -142,3 +143,30 @@ async def test_a_failed_mcp_server_is_a_notice_only_for_a_client_that_asked(
         # reason a client should advertise session.notices
         findings = check_acp_transcript(_transcript(run))
         assert [f.rule_id for f in findings] == ["acp.update-outside-prompt"]
+
+
+async def test_a_sandbox_fallback_is_a_notice_once_per_session_and_never_replayed(
+    tmp_path: Path,
+) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")  # there, but it cannot sandbox here
+    (fake / "bwrap").chmod(0o755)
+    path = f"{fake}{os.pathsep}{os.environ.get('PATH', '')}"
+    rounds = [{"text": "one"}, {"text": "two"}]
+    async with running(tmp_path, rounds, args=("--sandbox", "auto"), env={"PATH": path}) as run:
+        await _initialize(run, V125)
+        sid = await run.new()
+        await run.prompt(sid, "first")
+        await run.prompt(sid, "second")
+        await run.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+    (notice,) = _updates(run, "notice")  # the first turn only, and not in the replay
+    assert notice["severity"] == "warning"
+    assert notice["title"] == "Commands run without a sandbox"
+    assert "UNSANDBOXED" in notice["description"]
+    assert notice["_meta"]["steerable"]["kind"] == "notice"
+    logged = [e for e in map(codec.event_from_jsonable, run.client.events) if e.kind == "notice"]
+    assert len(logged) == 2 and logged[0] == logged[1]  # logged; the lossless channel replays it
+    transcript = _transcript(run)
+    assert check_acp_transcript(transcript) == []
+    assert [e for e in decode_acp(transcript, channel=False) if e.kind == "notice"] == logged[:1]
