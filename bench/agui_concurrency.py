@@ -26,7 +26,9 @@ the server the way an operator would (`OTEL_EXPORTER_OTLP_ENDPOINT` pointed at a
 sink in this process that accepts and discards the batches, `OTEL_TRACES_SAMPLER=always_on`);
 without it no `OTEL_*` variable reaches the server, so tracing is off. The server's CPU time
 counts its worker processes too, and is also printed per run, with the AG-UI events/s
-received.
+received. `--resume` makes each run, once it ended, resume its stream after its middle
+frame (`GET /agent/threads/{id}/events` with `Last-Event-ID`) and check the replay is the
+rest of the original byte for byte: the replay path under the same load.
 Run: `uv run python bench/agui_concurrency.py [--runs 1000] [--storage PATH]`, e.g.
 `... --runs 300 --concurrency 100 --model-http 20 --server-cpus 0`.
 """
@@ -59,6 +61,8 @@ OPEN = [0, 0]
 """Streams open now, and the most open at once."""
 EVENTS = [0]
 """AG-UI events received by the measured runs."""
+RESUME = [False, 0]
+"""Whether each run resumes its stream after it ends (`--resume`), and the events replayed."""
 
 
 def free_port() -> int:
@@ -116,10 +120,63 @@ async def one_run(port: int, index: int, limit_s: float) -> tuple[float, float] 
         return f"{type(err).__name__}: {err}"
     if not data.startswith(b"HTTP/1.1 200"):
         return data.split(b"\r\n", 1)[0].decode(errors="replace") or "no response"
+    if b"chunked" in data.split(b"\r\n\r\n", 1)[0].lower():
+        head, _, rest = data.partition(b"\r\n\r\n")
+        data = head + b"\r\n\r\n" + dechunk(rest)
     if b'"type":"RUN_FINISHED"' not in data or b'"type":"RUN_ERROR"' in data or first is None:
         return "the stream did not end with RUN_FINISHED: " + data[-200:].decode(errors="replace")
     EVENTS[0] += data.count(b"data: ")
+    if RESUME[0]:
+        problem = await resume_half(port, index, data, limit_s)
+        if problem is not None:
+            return problem
     return first, time.perf_counter() - start
+
+
+async def resume_half(port: int, index: int, data: bytes, limit_s: float) -> str | None:
+    """Resume the run's stream after its middle frame (`GET .../events`, Last-Event-ID) and
+    check the replay is the rest of the original, byte for byte; None when it is."""
+    body = data.split(b"\r\n\r\n", 1)[1]
+    frames = [f for f in body.split(b"\n\n") if f.startswith(b"id: ")]
+    middle = frames[len(frames) // 2]
+    last_id = middle.split(b"\n", 1)[0][4:].decode()
+    request = (
+        f"GET /agent/threads/bench-{index}/events?protocol=0 HTTP/1.1\r\n"
+        f"Host: 127.0.0.1:{port}\r\nLast-Event-ID: {last_id}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    got = b""
+    try:
+        with anyio.fail_after(limit_s):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                writer.write(request)
+                while chunk := await reader.read(65536):
+                    got += chunk
+            finally:
+                writer.close()
+    except (TimeoutError, OSError) as err:
+        return f"resume: {type(err).__name__}: {err}"
+    head, _, replay = got.partition(b"\r\n\r\n")
+    if b"chunked" in head.lower():
+        replay = dechunk(replay)
+    rest = b"".join(f + b"\n\n" for f in frames[len(frames) // 2 + 1 :])
+    if replay != rest:
+        return f"resume: the replay differs from the original ({len(replay)} vs {len(rest)} B)"
+    RESUME[1] += replay.count(b"data: ")
+    return None
+
+
+def dechunk(body: bytes) -> bytes:
+    """An HTTP/1.1 chunked body's content."""
+    out = b""
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";", 1)[0], 16)
+        if size == 0:
+            break
+        out += body[:size]
+        body = body[size + 2 :]
+    return out
 
 
 async def drive(
@@ -223,6 +280,11 @@ def main() -> None:
         help="the client's event loop (uvloop; asyncio: the earlier measure)",
     )
     parser.add_argument("--workers", type=int, default=1, help="serve --workers N (1)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="after each run, resume its stream after its middle frame and check the bytes",
+    )
     parser.add_argument("--src", default="", help="run the server from this checkout")
     parser.add_argument(
         "--otel", action="store_true", help="trace every run (100 %% sampling) to a local sink"
@@ -234,6 +296,7 @@ def main() -> None:
         help="measure pydantic-ai's AGUIAdapter instead (pydantic_ai_agui.py run by PYTHON)",
     )
     args = parser.parse_args()
+    RESUME[0] = args.resume
     others = other_cpus(args.server_cpus, args.others_cpus)
     if others:
         os.sched_setaffinity(0, others)  # this client, and the model server it starts
@@ -326,6 +389,8 @@ def main() -> None:
     print(f"wall time: {wall:.2f} s   server CPU: {cpu:.2f} s   server peak RSS: {rss:.1f} MB")
     print(f"server CPU per run: {cpu * 1000 / max(1, args.runs):.2f} ms")
     print(f"AG-UI events received: {EVENTS[0]}, {EVENTS[0] / wall:,.0f} events/s")
+    if args.resume:
+        print(f"events replayed by resumes (each checked byte for byte): {RESUME[1]}")
     if args.otel:
         assert sink is not None
         print(f"OTLP sink received {sink.requests} export requests, {sink.bytes:,} bytes")

@@ -169,7 +169,11 @@ def _serve(folder: Path, base: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def _frames(reply: httpx.Response) -> list[dict[str, Any]]:
-    return [json.loads(b[6:]) for b in reply.text.split("\n\n") if b.startswith("data: ")]
+    return [
+        json.loads(b.partition("data: ")[2])
+        for b in reply.text.split("\n\n")
+        if b.startswith(("data: ", "id: "))
+    ]
 
 
 def _run(client: httpx.Client, turn: int | str, text: str) -> list[dict[str, Any]]:

@@ -101,7 +101,8 @@ def test_serve_names_what_it_uses_and_the_demo_says_how_to_get_file_tools(
         "messages": [{"id": "u1", "role": "user", "content": "write a file"}],
     }
     reply = httpx.post(f"{base}/agent", json=body, timeout=10)
-    frames = [json.loads(b[6:]) for b in reply.text.split("\n\n") if b.startswith("data: ")]
+    blocks = [b.split("\n", 1)[-1] if b.startswith("id: ") else b for b in reply.text.split("\n\n")]
+    frames = [json.loads(b[6:]) for b in blocks if b.startswith("data: ")]
     text = "".join(f["delta"] for f in frames if f["type"] == "TEXT_MESSAGE_CONTENT")
     assert "--workspace DIR" in text
     assert not any(f["type"] == "TOOL_CALL_START" for f in frames)

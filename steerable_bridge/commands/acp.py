@@ -150,6 +150,7 @@ def _build_port(args: argparse.Namespace, extra: list[Any]) -> Any:
 
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.common import build_agent
+    from steerable_bridge.commands.families import family_filter
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.runtime.conversations import LocalPort
 
@@ -158,7 +159,7 @@ def _build_port(args: argparse.Namespace, extra: list[Any]) -> Any:
         agent.config,
         loop=dataclasses.replace(agent.config.loop, permission_timeout_s=args.permission_timeout),
     )
-    return LocalPort(agent)
+    return LocalPort(agent, family=family_filter(agent.config.model))
 
 
 async def _relay_signals(port: Any) -> None:

@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from steerable_bridge.commands.common import ConfigError, check_storage
+from steerable_bridge.commands.families import bridge_storage
 
 __all__ = ["add_bridge_options", "run_agui_bridge"]
 
@@ -86,6 +87,7 @@ def run_agui_bridge(args: argparse.Namespace) -> int:
     if args.permission_timeout <= 0:
         raise ConfigError("--permission-timeout must be a positive number of seconds")
     settings = _settings(args)
+    args.storage = bridge_storage(args.storage, settings.route)  # its own, unless told to share
     check_storage(args.storage)
     route = settings.route
     announce(
@@ -110,6 +112,7 @@ def run_agui_bridge(args: argparse.Namespace) -> int:
 def _build_agent(args: argparse.Namespace, settings: Any) -> Any:
     """The agent port over a runtime agent whose turns run on the AG-UI endpoint."""
     from steerable_bridge.commands.common import build_approvals, build_store
+    from steerable_bridge.commands.families import family_filter
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
     from steerable_bridge.runtime.conversations import LocalPort
@@ -147,4 +150,4 @@ def _build_agent(args: argparse.Namespace, settings: Any) -> Any:
         approvals=build_approvals(args.storage),
         engine=AguiEngine(endpoint),
     )
-    return LocalPort(agent)
+    return LocalPort(agent, family=family_filter(route))

@@ -15,7 +15,9 @@ outright. A command's output is shown by its last lines; at the end stderr names
 (exit 141). Control characters in what it prints (a model's text, file names) are shown
 escaped (`terminal.py`). Exit status: 0 when the turn finished, 1 when it failed (the error
 is on stderr), 2 for a configuration mistake (a store that cannot be opened included: it is
-checked before the turn starts).
+checked before the turn starts). Like the transports, it reaches the runtime only through
+the agent port (`LocalPort`): the session is opened or loaded with the terminal's asker
+attached, and the turn, Ctrl-C and a closed stdout go through `prompt` and `cancel`.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from steerable_bridge.commands.common import (
 if TYPE_CHECKING:
     import anyio
 
+    from steerable_bridge.commands.approval_prompt import TerminalAsker
     from steerable_bridge.runtime.events import ToolFinished
-    from steerable_bridge.runtime.session import Session
+    from steerable_bridge.runtime.port import AgentPort
 
 OUTPUT_LINES = 10
 """A command's output is shown on stderr up to its last this many lines."""
@@ -91,11 +94,9 @@ async def _run(args: argparse.Namespace) -> int:
     from steerable_bridge.commands.terminal import json_printable, printable, say
     from steerable_bridge.runtime import codec
     from steerable_bridge.runtime import events as ev
-    from steerable_bridge.runtime.permissions import (
-        PermissionAnswer,
-        PermissionRequest,
-        StaticPolicy,
-    )
+    from steerable_bridge.runtime.conversations import LocalPort
+    from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
+    from steerable_bridge.runtime.port import Attachments
     from steerable_bridge.runtime.turn import TurnInput
     from steerable_bridge.runtime.values import TextPart
 
@@ -106,21 +107,12 @@ async def _run(args: argparse.Namespace) -> int:
         names = {tool.name for tool in tools}
         offered = fixed_workspace_tools(args.cwd, policy=command_policy(args))
         tools += tuple(t for t in offered if t.name not in names)
-    agent = build_agent(args, tools=tools)
+    port = LocalPort(build_agent(args, tools=tools))
     workspace = None if args.no_workspace else args.cwd
     print(startup_line(args.model, args.storage, workspace), file=sys.stderr)
     from steerable_bridge.runtime.session import SessionBusy
     from steerable_bridge.runtime.storage import StoreError
 
-    try:
-        if args.session:
-            session = await agent.load_session(args.session)
-            session.default_model = args.model  # this command's --model, not the stored one
-        else:
-            session = await agent.new_session(args.cwd)
-    except StoreError as error:
-        say(f"error [{error.code}]: {error.message}", file=sys.stderr)
-        return 1
     out, err = sys.stdout, sys.stderr
     asker = TerminalAsker.open(args.cwd) if args.approve == "ask" else None
 
@@ -132,7 +124,19 @@ async def _run(args: argparse.Namespace) -> int:
         )
         return PermissionAnswer(outcome="reject_once", option_id="reject_once")
 
-    session.policy = StaticPolicy(args.approve, asker or refuse)
+    async def attach(conversation_id: str) -> Attachments:
+        return Attachments(asker=asker or refuse)  # asked here, never deferred
+
+    try:
+        if args.session:  # with this command's --model, not the stored one
+            conversation = await port.load(args.session, model=args.model, attach=attach)
+        else:
+            conversation = await port.open(args.cwd, attach=attach)
+    except StoreError as error:
+        say(f"error [{error.code}]: {error.message}", file=sys.stderr)
+        await _close(port, asker)
+        return 1
+    session_id = conversation.conversation_id
     kinds: dict[str, str] = {}
 
     closed = False
@@ -146,7 +150,7 @@ async def _run(args: argparse.Namespace) -> int:
         except BrokenPipeError:  # `run ... | head` read enough: stop the turn, quietly
             closed = True
             silence_output()
-            session.cancel("the reader of the output went away")
+            await port.cancel(session_id, "the reader of the output went away")
 
     def show(event: ev.LoopEvent) -> None:
         if args.jsonl:
@@ -181,37 +185,46 @@ async def _run(args: argparse.Namespace) -> int:
     failure: StoreError | SessionBusy | None = None
     try:
         async with anyio.create_task_group() as watch:
-            watch.start_soon(_cancel_on_interrupt, session, watch.cancel_scope)
+            watch.start_soon(_cancel_on_interrupt, port, session_id, watch.cancel_scope)
             try:
-                outcome = await session.prompt(turn, sink)
+                outcome = await port.prompt(session_id, turn, sink)
             except (StoreError, SessionBusy) as error:  # caught here: not in an ExceptionGroup
                 failure = error
             finally:
                 watch.cancel_scope.cancel()
     finally:
-        if asker is not None:
-            asker.close()
+        await _close(port, asker)
     if failure is not None:
         code = getattr(failure, "code", "store_error")
         say(f"error [{code}]: {failure}", file=sys.stderr)
         return 1
     if closed:
         return CLOSED_PIPE_EXIT
-    print(f"session: {session.id} (continue with --session {session.id})", file=err)
+    print(f"session: {session_id} (continue with --session {session_id})", file=err)
     if outcome is None or outcome.stop_reason == "cancelled":
         print("[cancelled]", file=err)
         return 130
     return 1 if outcome.error_code else 0
 
 
-async def _cancel_on_interrupt(session: Session, hard: anyio.CancelScope) -> None:
+async def _close(port: AgentPort, asker: TerminalAsker | None) -> None:
+    """Let the terminal go and shut the agent down (bounded: the turn is over)."""
+    import anyio
+
+    if asker is not None:
+        asker.close()
+    with anyio.move_on_after(10, shield=True):
+        await port.aclose()
+
+
+async def _cancel_on_interrupt(port: AgentPort, session_id: str, hard: anyio.CancelScope) -> None:
     """Ctrl-C cancels the turn (it ends `cancelled`); a second Ctrl-C stops at once."""
     import anyio
 
     first = True
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
         async for _ in signals:
-            if first and session.cancel("cancelled at the terminal (Ctrl-C)"):
+            if first and await port.cancel(session_id, "cancelled at the terminal (Ctrl-C)"):
                 print("\n[cancelling: Ctrl-C again stops at once]", file=sys.stderr)
                 first = False
                 continue

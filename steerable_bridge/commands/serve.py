@@ -28,7 +28,8 @@ PostgreSQL, never `memory` — which keeps a thread's run in one process and car
 and stop requests to it. `--acp-agent "CMD ARGS"` serves that ACP agent instead of our
 model loop (bridge mode, `transports/acp/bridge`): our agent with the bridge as its turn
 engine and the route `acp-agent:<name>`, the child process started and stopped by the
-app's lifespan, its fs / terminal requests served inside `--workspace` (one worker only).
+app's lifespan, its fs / terminal requests served inside `--workspace` (one worker only),
+its sessions in a store of its own unless `--storage` says otherwise (`families.py`).
 Stops on Ctrl-C.
 """
 
@@ -51,6 +52,7 @@ from steerable_bridge.commands.common import (
 )
 from steerable_bridge.commands.heap import release_idle_memory, settle_startup_heap
 from steerable_bridge.commands.logs import add_log_options, configure_logging
+from steerable_bridge.commands.serve_auth import add_auth_options, identity_from_args
 from steerable_bridge.commands.serve_limits import add_limit_options, limits_from_args
 
 
@@ -112,6 +114,7 @@ def register(subparsers: Any) -> None:
         " interrupts",
     )
     add_limit_options(parser)
+    add_auth_options(parser)
     parser.add_argument(
         "--max-runs",
         default=os.environ.get("STEERABLE_MAX_RUNS", str(DEFAULT_MAX_RUNS)),
@@ -158,7 +161,9 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--max-body must be a positive number of bytes")
     if not 0 <= args.port <= 65535:
         raise ConfigError("--port must be between 0 and 65535")
-    problem = exposure_problem(args.host, token=args.token or None, insecure=args.insecure_no_token)
+    identity_from_args(args)  # a wrong combination of --auth options is reported first
+    guard = args.token or (None if getattr(args, "auth", "token") == "token" else args.auth)
+    problem = exposure_problem(args.host, token=guard, insecure=args.insecure_no_token)
     if problem is not None:
         raise ConfigError(problem)
     if args.workers < 1:
@@ -171,6 +176,11 @@ def main(args: argparse.Namespace) -> int:
             "--workers needs a store the workers share: a SQLite file or postgresql://...,"
             " not --storage memory"
         )
+    if getattr(args, "acp_agent", None) is not None:
+        from steerable_bridge.commands.families import bridge_storage
+
+        route = f"acp-agent:{agent_name(agent_command(args.acp_agent))}"
+        args.storage = bridge_storage(args.storage, route)  # its own, unless told to share
     check_storage(args.storage)  # one line with the remedy, never a URL then a traceback
     app = build_app(args)  # every mistake in the options is reported here, before serving
     budget = connection_budget(limits)
@@ -252,12 +262,14 @@ def build_app(args: argparse.Namespace) -> Any:
 
 
 def _port_app(agent: Any, *, metrics: Any, cwd: str, args: argparse.Namespace) -> Any:
-    """The AG-UI app serving `agent` through the agent port (`LocalPort`)."""
+    """The AG-UI app serving `agent` through the agent port (`LocalPort`), which lists
+    only the sessions of its route family (`families.py`)."""
+    from steerable_bridge.commands.families import family_filter
     from steerable_bridge.runtime.conversations import LocalPort
     from steerable_bridge.transports.agui.app import create_app
 
     return create_app(
-        LocalPort(agent),
+        LocalPort(agent, family=family_filter(agent.config.model)),
         max_threads=agent.config.max_sessions,
         thread_ttl_s=agent.config.session_ttl_s,
         metrics=metrics,
@@ -272,6 +284,8 @@ def _app_options(args: argparse.Namespace) -> dict[str, Any]:
 
     return {
         "token": args.token or None,
+        "identity": identity_from_args(args),
+        "metrics_token": getattr(args, "metrics_token", None) or None,
         "max_body": args.max_body,
         "cors_origins": tuple(args.cors_origin),
         "allowed_hosts": (args.host, *args.allowed_host),
@@ -287,6 +301,7 @@ def _bridge_app(args: argparse.Namespace) -> Any:
     from contextlib import asynccontextmanager
 
     from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
+    from steerable_bridge.commands.families import bridge_storage
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.transports.acp.bridge import ROUTE_PROVIDER, AcpBridge
     from steerable_bridge.transports.acp.bridge.route import BridgedAgentRoute
@@ -305,6 +320,7 @@ def _bridge_app(args: argparse.Namespace) -> Any:
     name = agent_name(argv)
     bridge = AcpBridge(argv, environment=environment, cwd=cwd, name=name)
     args.model = f"{ROUTE_PROVIDER}:{name}"
+    args.storage = bridge_storage(args.storage, args.model)  # its own, unless told to share
     metrics = ServerMetrics()
     agent = build_agent(
         args,

@@ -177,13 +177,14 @@ _DROP = frozenset(
         "ts",
         "elapsed_ms",
         "trace_id",
+        "client_run_id",
         "through_seq",
         "pre_tokens",
         "post_tokens",
         "approval_key",
     }
 )
-"""Left out: ids of the store and of traces, wall-clock measurements
+"""Left out: ids of the store, of traces and of the client's run, wall-clock measurements
 (`soft_timeout.elapsed_ms`), what depends on the transport's seq numbering and prompt
 (a compaction's `through_seq` and token estimates), and the log's own bookkeeping no wire
 carries (`permission_resolved.approval_key`)."""

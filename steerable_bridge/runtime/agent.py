@@ -162,7 +162,12 @@ class Agent:
         return len(self._sessions)
 
     async def new_session(
-        self, cwd: str, *, session_id: str | None = None, model: str | None = None
+        self,
+        cwd: str,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
+        user: str | None = None,
     ) -> Session:
         sid = session_id or new_id("sess")
         now = now_ms()
@@ -173,6 +178,7 @@ class Agent:
                 created_at=now,
                 updated_at=now,
                 model=model or self.config.model,
+                user=user,
             )
         )
         session = Session(
@@ -204,9 +210,20 @@ class Agent:
         return session
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
-        return await self.store.list(cwd=cwd, cursor=cursor, limit=limit)
+        if user is None:  # a store of another make may not tell users apart
+            return await self.store.list(cwd=cwd, cursor=cursor, limit=limit)
+        return await self.store.list(cwd=cwd, cursor=cursor, limit=limit, user=user)
+
+    async def session_record(self, session_id: str) -> SessionRecord | None:
+        """The session's stored record (title, times, user), or None when there is none."""
+        return await self.store.get(session_id)
 
     async def close_session(self, session_id: str) -> bool:
         """Cancel its turn and forget it in memory (the log stays in the store)."""

@@ -8,12 +8,16 @@ bounded: `run` by its `timeout_s`, the others by the implementation's own I/O ti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from steerable_bridge.runtime.values import Sandbox
 
-__all__ = ["CommandResult", "Environment", "EnvironmentError"]
+__all__ = ["CommandResult", "Environment", "EnvironmentError", "OutputSink"]
+
+OutputSink = Callable[[bytes], None]
+"""Takes a command's output while it runs, chunk by chunk (must not block)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,9 +55,17 @@ class Environment(Protocol):
         """Replace (or create) `path` with `content`."""
 
     async def run(
-        self, command: str, *, cwd: str, timeout_s: float, output_limit: int
+        self,
+        command: str,
+        *,
+        cwd: str,
+        timeout_s: float,
+        output_limit: int,
+        on_output: OutputSink | None = None,
     ) -> CommandResult:
-        """Run a shell command; kill its whole process group on timeout or cancellation."""
+        """Run a shell command; kill its whole process group on timeout or cancellation.
+        `on_output` gets the merged output as it arrives, where the environment sees it
+        (a client's own terminal shows it itself)."""
 
     async def sandbox(self) -> Sandbox:
         """What `run` would put around a command now (asked before it starts)."""

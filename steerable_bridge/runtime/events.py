@@ -84,6 +84,8 @@ class RunStarted(EventBase):
     parent_run_id: str | None = None
     trace_id: str | None = None
     """The W3C trace id (32 hex digits) the run is traced under, when tracing is on."""
+    client_run_id: str | None = None
+    """The id the client gave the run (AG-UI `runId`), when it gave one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

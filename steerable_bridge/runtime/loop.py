@@ -67,7 +67,9 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     """Run one turn to its end; never raises for failures the log can record."""
     t = _Turn(ctx, turn)
     try:
-        await t.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
+        await t.emit(
+            ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
+        )
         for advisory in ctx.advisories:
             await t.emit(
                 ev.Notice,

@@ -114,9 +114,14 @@ class StaticPolicy:
 class ModePolicy:
     """ACP modes over an asker; `mode` is read on every verdict so changes apply at once."""
 
-    def __init__(self, mode: Callable[[], str], asker: Asker) -> None:
+    def __init__(
+        self, mode: Callable[[], str], asker: Asker = _refuse, *, defer: bool = False
+    ) -> None:
         self._mode = mode
         self._asker = asker
+        self._defer = defer
+        """No one to ask here: what the mode leaves to a person waits for the client's
+        next run (AG-UI interrupts) instead."""
 
     def verdict(self, request: PermissionRequest) -> tuple[Verdict, str]:
         mode = self._mode()
@@ -128,7 +133,7 @@ class ModePolicy:
             return "allow", ""
         if mode == "accept-edits" and request.tool_kind == "edit":
             return "allow", ""
-        return "ask", ""
+        return ("defer" if self._defer else "ask"), ""
 
     async def ask(self, request: PermissionRequest) -> PermissionAnswer:
         return await self._asker(request)

@@ -1,8 +1,9 @@
 """The agent port: the one surface both transports use to reach an agent.
 
 A transport (the ACP agent side, the AG-UI server) holds one `AgentPort` and nothing else
-of the runtime's moving parts: it opens, loads, forks, lists, closes and deletes
-conversations, runs a prompt as a stream of LoopEvents handed to its sink (ending in one
+of the runtime's moving parts: it opens (as a user's, when it tells users apart), loads,
+forks, lists (one user's), describes, closes and deletes conversations, asks whether one
+runs, runs a prompt as a stream of LoopEvents handed to its sink (ending in one
 `run_finished` or `run_failed`, which the returned `RunOutcome` carries as `final_event`),
 cancels, steers, queues follow-ups, changes a conversation's mode or model, and reads the
 events after a seq for replay. What a conversation needs from its transport — how to ask a
@@ -28,6 +29,7 @@ from typing import Protocol
 
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
+from pydantic import JsonValue
 
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
@@ -35,7 +37,7 @@ from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import Asker
 from steerable_bridge.runtime.questions import Questioner
-from steerable_bridge.runtime.storage import SessionPage
+from steerable_bridge.runtime.storage import SessionPage, SessionRecord
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
 from steerable_bridge.runtime.values import ContentPart
@@ -90,6 +92,8 @@ class Conversation:
     """Tool calls an earlier run left waiting for the client (frontend tools, approvals)."""
     open_questions: tuple[str, ...] = ()
     """Ids of questions an earlier run left waiting for the client's answer."""
+    state: JsonValue = None
+    """The shared state (AG-UI `state`): the last snapshot with every later patch applied."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,30 +141,53 @@ class AgentPort(Protocol):
         conversation_id: str | None = None,
         model: str | None = None,
         attach: Attach | None = None,
+        user: str | None = None,
     ) -> Conversation:
-        """A new conversation in `cwd` (under `conversation_id` when the client names it)."""
+        """A new conversation in `cwd` (under `conversation_id` when the client names it),
+        stored as created by `user` when the transport tells users apart."""
 
     async def load(
-        self, conversation_id: str, *, cwd: str | None = None, attach: Attach | None = None
+        self,
+        conversation_id: str,
+        *,
+        cwd: str | None = None,
+        attach: Attach | None = None,
+        model: str | None = None,
     ) -> Conversation:
-        """An existing conversation (from memory or the store; `cwd` replaces its folder);
-        raises `SessionNotFound`, or `SessionBusy` when `attach` is given while a turn runs."""
+        """An existing conversation (from memory or the store; `cwd` replaces its folder,
+        `model` the route it falls back to when it never picked one — a command's
+        `--model`); raises `SessionNotFound`, or `SessionBusy` when `attach` is given while
+        a turn runs."""
 
     async def fork(
         self, conversation_id: str, cwd: str, *, attach: Attach | None = None
     ) -> Conversation:
-        """A new conversation holding a copy of `conversation_id`'s whole visible history."""
+        """A new conversation holding a copy of `conversation_id`'s whole visible history;
+        raises `RouteError` (`fork_unsupported`) when `info().can_fork` is false."""
 
     async def list(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
-        """Conversations, newest first, a page at a time."""
+        """Conversations, newest first, a page at a time (only `user`'s, when given)."""
+
+    async def describe(self, conversation_id: str) -> SessionRecord | None:
+        """Its stored record (title, times, the user who created it), None when there is
+        no such conversation; cheap: reads the record only, never the log."""
 
     async def close(self, conversation_id: str) -> bool:
         """Cancel its turn and let memory go of it (its log stays); False when not open."""
 
     async def delete(self, conversation_id: str) -> bool:
         """Close it and remove its log; False when there was no such conversation."""
+
+    async def is_running(self, conversation_id: str) -> bool:
+        """Whether a turn runs in it now, here or in another process sharing the store
+        (reads no log: cheap enough for every row of a listing)."""
 
     def reserve(self, conversation_id: str) -> Reservation | None:
         """Hold an idle conversation for the caller's next `prompt` (synchronous, so two
@@ -204,6 +231,13 @@ class AgentPort(Protocol):
     async def set_model(self, conversation_id: str, route: str) -> LoopEvent | None:
         """Switch model; the logged `config_changed` (None when unchanged). Raises
         `ValueError` naming the models for an unknown one."""
+
+    async def set_option(
+        self, conversation_id: str, option_id: str, value: str | bool
+    ) -> LoopEvent | None:
+        """Set a config option (`model`, or a bridged agent's own); the logged
+        `config_changed` (None when unchanged). Raises `ValueError` naming the options, or
+        the option's values, for an unknown one."""
 
     async def record(self, conversation_id: str, event: LoopEvent) -> LoopEvent:
         """Log a conversation-level event outside any turn (the transport's command list,

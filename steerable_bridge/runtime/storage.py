@@ -57,6 +57,8 @@ class SessionRecord:
     updated_at: int
     title: str | None = None
     model: str | None = None
+    user: str | None = None
+    """Who created it, for servers that tell users apart (None: no such server did)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,9 +147,15 @@ class SessionStore(Protocol):
         """The session's record, or None."""
 
     async def list(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
-        """Sessions, most recently updated first, optionally only those in `cwd`."""
+        """Sessions, most recently updated first, optionally only those in `cwd` or only
+        those `user` created."""
 
     async def delete(self, session_id: str) -> bool:
         """Remove a session and its log; False when it did not exist."""

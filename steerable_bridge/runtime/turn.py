@@ -94,6 +94,19 @@ class TurnInput:
     compact: bool = False
     """Compact the history first (ACP `/compact`, AG-UI `command: "compact"`); a turn with
     nothing else to do ends right after the compaction, without a model call."""
+    client_run_id: str | None = None
+    """The id the client gave this run (AG-UI `runId`), logged with `run_started`."""
+    parent_run_id: str | None = None
+    """The client's parent run (AG-UI `parentRunId`), logged with `run_started`."""
+
+    def run_started_fields(self) -> dict[str, str]:
+        """What `run_started` logs of the client's run ids (none when it gave none)."""
+        fields = {}
+        if self.client_run_id is not None:
+            fields["client_run_id"] = self.client_run_id
+        if self.parent_run_id is not None:
+            fields["parent_run_id"] = self.parent_run_id
+        return fields
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

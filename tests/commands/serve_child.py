@@ -83,4 +83,5 @@ def run_cli(
 
 def frames(text: str) -> list[dict[str, Any]]:
     """The events of an AG-UI reply body, in order."""
-    return [json.loads(b[6:]) for b in text.split("\n\n") if b.startswith("data: ")]
+    blocks = (b.split("\n", 1)[-1] if b.startswith("id: ") else b for b in text.split("\n\n"))
+    return [json.loads(b[6:]) for b in blocks if b.startswith("data: ")]

@@ -114,7 +114,11 @@ async def test_acp_prompt_on_a_full_disk_is_storage_full_and_the_session_survive
 
 
 def _frames(text: str) -> list[dict[str, object]]:
-    return [json.loads(b[6:]) for b in text.split("\n\n") if b.startswith("data: ")]
+    return [
+        json.loads(b.partition("data: ")[2])
+        for b in text.split("\n\n")
+        if b.startswith(("data: ", "id: "))
+    ]
 
 
 def test_serve_run_on_a_full_disk_is_a_storage_full_run_error(

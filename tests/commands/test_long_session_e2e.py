@@ -128,7 +128,11 @@ def _serve(tmp_path: Path, base: str) -> subprocess.Popen[str]:
 
 
 def _frames(reply: httpx.Response) -> list[dict[str, Any]]:
-    return [json.loads(b[6:]) for b in reply.text.split("\n\n") if b.startswith("data: ")]
+    return [
+        json.loads(b.partition("data: ")[2])
+        for b in reply.text.split("\n\n")
+        if b.startswith(("data: ", "id: "))
+    ]
 
 
 @pytest.mark.timeout(180)

@@ -158,7 +158,11 @@ def _run(process: subprocess.Popen[str]) -> list[dict[str, Any]]:
             "messages": [{"id": "u1", "role": "user", "content": "what does a.txt say?"}],
         }
         reply = client.post("/agent", json=body)
-    return [json.loads(b[6:]) for b in reply.text.split("\n\n") if b.startswith("data: ")]
+    return [
+        json.loads(b.partition("data: ")[2])
+        for b in reply.text.split("\n\n")
+        if b.startswith(("data: ", "id: "))
+    ]
 
 
 @pytest.mark.timeout(90)

@@ -26,7 +26,11 @@ def test_serve_prints_its_url_and_streams_a_run() -> None:
                 "messages": [{"id": "u1", "role": "user", "content": "use a tool"}],
             }
             reply = client.post("/agent", json=body)
-        frames = [json.loads(b[6:]) for b in reply.text.split("\n\n") if b.startswith("data: ")]
+        frames = [
+            json.loads(b.partition("data: ")[2])
+            for b in reply.text.split("\n\n")
+            if b.startswith(("data: ", "id: "))
+        ]
         kinds = [f["type"] for f in frames]
         assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
         assert "TOOL_CALL_RESULT" in kinds

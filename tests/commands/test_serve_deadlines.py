@@ -34,7 +34,11 @@ def run(base: str, thread: str) -> list[dict[str, Any]]:
     }
     with httpx.Client(base_url=base, timeout=60) as client:
         reply = client.post("/agent", json=body)
-    return [json.loads(b[6:]) for b in reply.text.split("\n\n") if b.startswith("data: ")]
+    return [
+        json.loads(b.partition("data: ")[2])
+        for b in reply.text.split("\n\n")
+        if b.startswith(("data: ", "id: "))
+    ]
 
 
 def serve_args(route: str, *options: str) -> list[str]:

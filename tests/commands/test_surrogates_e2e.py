@@ -65,7 +65,11 @@ def _actions(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def _frames(reply: httpx.Response) -> list[dict[str, Any]]:
     assert reply.status_code == 200, reply.text
     text = reply.content.decode("utf-8")  # strict: the wire is valid UTF-8
-    return [json.loads(b[6:]) for b in text.split("\n\n") if b.startswith("data: ")]
+    return [
+        json.loads(b.partition("data: ")[2])
+        for b in text.split("\n\n")
+        if b.startswith(("data: ", "id: "))
+    ]
 
 
 def _post(client: httpx.Client, run_id: str, message_id: str, text: str) -> httpx.Response:

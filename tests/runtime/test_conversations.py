@@ -208,3 +208,24 @@ async def test_a_compact_turn_that_would_grow_the_conversation_says_why() -> Non
     assert outcome.notice.startswith("Not compacted") and "would not be smaller" in outcome.notice
     plain, _ = await _run(port, cid, "again")
     assert plain.notice == ""
+
+
+async def test_a_port_with_a_family_lists_only_its_own_conversations_page_by_page() -> None:
+    agent = make_agent(scripted({"text": "hi"}, loop=True))
+    port = LocalPort(agent, family=lambda route: route == "acp-agent:codex")
+    mine = []
+    for _ in range(5):  # interleaved with another family's
+        await agent.new_session("/w", model="demo:default")
+        mine.append((await port.open("/w", model="acp-agent:codex")).conversation_id)
+    seen: list[str] = []
+    cursor = None
+    for _ in range(5):
+        page = await port.list(cursor=cursor, limit=2)
+        assert len(page.records) <= 2
+        seen += [record.session_id for record in page.records]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted(mine)  # every one of its own, none of the others, once
+    everything = await LocalPort(agent).list(limit=50)
+    assert len(everything.records) == 10  # the unfiltered port still sees the whole store

@@ -342,6 +342,7 @@ def encode_record(record: SessionRecord) -> str:
             "updated_at": record.updated_at,
             "title": record.title,
             "model": record.model,
+            "user": record.user,
         },
         separators=(",", ":"),
     )
@@ -365,6 +366,7 @@ def decode_record(session_id: str, found: int | None, data: str) -> SessionRecor
             updated_at=int(fields["updated_at"]),
             title=_opt_str(fields.get("title")),
             model=_opt_str(fields.get("model")),
+            user=_opt_str(fields.get("user")),
         )
     except (ValueError, KeyError, TypeError) as err:
         raise corrupt(what, short(err)) from None

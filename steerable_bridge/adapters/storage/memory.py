@@ -96,10 +96,19 @@ class MemoryStore:
         return self._records.get(session_id)
 
     async def list(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
         records = sorted(
-            (r for r in self._records.values() if cwd is None or r.cwd == cwd),
+            (
+                r
+                for r in self._records.values()
+                if (cwd is None or r.cwd == cwd) and (user is None or r.user == user)
+            ),
             key=lambda r: (r.updated_at, r.session_id),
             reverse=True,
         )

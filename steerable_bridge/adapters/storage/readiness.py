@@ -27,7 +27,7 @@ __all__ = [
     "sqlite_problem",
 ]
 
-SQLITE_SCHEMA_VERSION = 1
+SQLITE_SCHEMA_VERSION = 2
 """`PRAGMA user_version` of the SQLite store's tables (`sqlite.py`)."""
 
 DEFAULT_CONNECT_TIMEOUT_S = 5

@@ -52,8 +52,9 @@ EVENT_COLUMNS = "session_id, seq, kind, run_id, ts, facts, format, data"
 """The columns `event_row` fills, in its order."""
 
 INSERT_SESSION = (
-    "INSERT INTO sessions (session_id, cwd, title, model, created_at, updated_at, format, data)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO sessions"
+    " (session_id, cwd, title, model, created_at, updated_at, format, data, user_id)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SESSION_ROW = "SELECT last_seq, format, data FROM sessions WHERE session_id = ?"
 UPDATE_AFTER_APPEND = (
@@ -143,6 +144,7 @@ def session_row(record: SessionRecord) -> tuple[object, ...]:
         record.updated_at,
         FORMAT,
         encode_record(record),
+        record.user,
     )
 
 
@@ -172,23 +174,27 @@ def appended_record(
         updated_at=batch[-1].ts,
         title=title,
         model=record.model,
+        user=record.user,
     )
 
 
 def list_query(
-    cwd: str | None, after: tuple[int, str] | None, limit: int
+    cwd: str | None, after: tuple[int, str] | None, limit: int, user: str | None = None
 ) -> tuple[str, list[object]]:
-    """Newest first, optionally in one cwd, strictly after a cursor; one row over `limit`
-    tells the caller there is a next page."""
+    """Newest first, optionally in one cwd or of one user, strictly after a cursor; one row
+    over `limit` tells the caller there is a next page."""
     where: list[str] = []
     params: list[object] = []
     if cwd is not None:
         where.append("cwd = ?")
         params.append(cwd)
+    if user is not None:
+        where.append("user_id = ?")
+        params.append(user)
     if after is not None:
         where.append("(updated_at, session_id) < (?, ?)")
         params.extend(after)
-    sql = "SELECT session_id, cwd, title, model, created_at, updated_at FROM sessions"
+    sql = "SELECT session_id, cwd, title, model, created_at, updated_at, user_id FROM sessions"
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY updated_at DESC, session_id DESC LIMIT ?"

@@ -107,6 +107,12 @@ CREATE TABLE IF NOT EXISTS signals (
 """
 """Not part of the versioned schema: a build that does not know it ignores it."""
 
+_USERS = """
+ALTER TABLE sessions ADD COLUMN user_id TEXT;
+CREATE INDEX sessions_by_user ON sessions (user_id, updated_at DESC, session_id DESC)
+"""
+"""Schema 1 to 2: who created each session (`SessionRecord.user`)."""
+
 _SCHEMA = """
 CREATE TABLE sessions (
     session_id TEXT PRIMARY KEY,
@@ -117,10 +123,12 @@ CREATE TABLE sessions (
     updated_at INTEGER NOT NULL,
     last_seq INTEGER NOT NULL DEFAULT -1,
     format INTEGER,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    user_id TEXT
 );
 CREATE INDEX sessions_by_update ON sessions (updated_at DESC, session_id DESC);
 CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, session_id DESC);
+CREATE INDEX sessions_by_user ON sessions (user_id, updated_at DESC, session_id DESC);
 CREATE TABLE events (
     id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL,
@@ -263,6 +271,11 @@ class SqliteStore:
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            elif version == 1:  # 2 adds each session's user; old rows have none
+                for statement in _USERS.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         with self._lock:
@@ -346,13 +359,18 @@ class SqliteStore:
         return await self._run(get)
 
     async def list(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
         after = decode_cursor(cursor) if cursor is not None else None
         limit = max(1, limit)
 
         def list_(conn: sqlite3.Connection) -> SessionPage:
-            sql, params = list_query(cwd, after, limit)
+            sql, params = list_query(cwd, after, limit, user)
             rows = conn.execute(sql, params).fetchall()
             records = tuple(
                 SessionRecord(
@@ -362,8 +380,9 @@ class SqliteStore:
                     model=model,
                     created_at=created,
                     updated_at=updated,
+                    user=owner,
                 )
-                for sid, where_, title, model, created, updated in rows[:limit]
+                for sid, where_, title, model, created, updated, owner in rows[:limit]
             )
             more = len(rows) > limit and records
             return SessionPage(

@@ -230,9 +230,14 @@ class TimedStore:
         return await self.inner.get(session_id)
 
     async def list(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
-        return await self.inner.list(cwd=cwd, cursor=cursor, limit=limit)
+        return await self.inner.list(cwd=cwd, cursor=cursor, limit=limit, user=user)
 
     async def delete(self, session_id: str) -> bool:
         return await self.inner.delete(session_id)

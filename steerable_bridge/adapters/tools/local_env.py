@@ -58,7 +58,7 @@ from steerable_bridge.adapters.tools.paths import Workspace, os_error
 from steerable_bridge.adapters.tools.reading import read_window
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
 from steerable_bridge.adapters.tools.tool_env import tool_environ
-from steerable_bridge.runtime.environment import CommandResult, EnvironmentError
+from steerable_bridge.runtime.environment import CommandResult, EnvironmentError, OutputSink
 from steerable_bridge.runtime.values import Sandbox
 
 __all__ = [
@@ -104,7 +104,13 @@ class LocalEnvironment:
         await anyio.to_thread.run_sync(self._write, real, content)
 
     async def run(
-        self, command: str, *, cwd: str, timeout_s: float, output_limit: int
+        self,
+        command: str,
+        *,
+        cwd: str,
+        timeout_s: float,
+        output_limit: int,
+        on_output: OutputSink | None = None,
     ) -> CommandResult:
         real_cwd = self.workspace.resolve(cwd)
         if not await anyio.to_thread.run_sync(os.path.isdir, real_cwd):
@@ -135,6 +141,7 @@ class LocalEnvironment:
             output_limit=output_limit,
             env=tool_environ(policy.pass_env),
             pids_max=limit,
+            on_output=on_output,
         )
         return dataclasses.replace(result, sandbox=confined)
 
@@ -273,13 +280,15 @@ async def run_argv(
     output_limit: int,
     env: dict[str, str] | None = None,
     pids_max: int | None = None,
+    on_output: OutputSink | None = None,
 ) -> CommandResult:
     """Run `argv` in its own process group and, where one can be made, its own cgroup
     (`pids_max` processes at most, where the hierarchy counts them); merged output, the
-    last `output_limit` bytes kept. Whatever it started is killed when it ends."""
+    last `output_limit` bytes kept, each chunk handed to `on_output` as it arrives.
+    Whatever it started is killed when it ends."""
     held = Containment.open(pids_max)
     try:
-        return await _run_contained(argv, held, cwd, timeout_s, output_limit, env)
+        return await _run_contained(argv, held, cwd, timeout_s, output_limit, env, on_output)
     finally:
         await held.close()
 
@@ -291,6 +300,7 @@ async def _run_contained(
     timeout_s: float,
     output_limit: int,
     env: dict[str, str] | None,
+    on_output: OutputSink | None = None,
 ) -> CommandResult:
     try:
         program = held.argv(resolved(list(argv), env))
@@ -317,6 +327,8 @@ async def _run_contained(
         assert process.stdout is not None
         try:
             async for chunk in process.stdout:
+                if on_output is not None:
+                    on_output(chunk)
                 buffer.extend(chunk)
                 if len(buffer) > output_limit:
                     del buffer[: len(buffer) - output_limit]

@@ -130,6 +130,7 @@ class AcpAgent(SessionLifecycle):
             self.port.info().default_model,
             workspaces=self.workspaces is not None,
             client=client_capabilities,
+            port=self.port.info(),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> acp.AuthenticateResponse:

@@ -2,29 +2,34 @@
 
 One function, `initialize_response(info, model, workspaces=...)`, shared by the lazy front
 (`front.py`, which answers before the runtime is loaded) and `AcpAgent`. Capabilities are
-honest: `loadSession`; prompts take text, resource links and embedded resources, and images
-only when the default model reads them; sessions can be listed, resumed, closed, deleted and
-forked (plus additional directories when workspaces are mounted); MCP servers over stdio,
-streamable HTTP and SSE. `agentCapabilities._meta.steerable` (`STEERABLE_META`) names this
-agent's extensions: the `_steerable/steer` and `_steerable/follow_up` methods and the
-opt-in event channel. Auth methods are the two the stable schema has (`auth_methods`): an
-`agent` method, `authenticate` with which re-reads the stored credentials, and, when the
-client can run a login in its terminal, a `terminal` method that runs `steerable-bridge
-login`. Neither is required for a route that needs no key. `session_features(params)` reads
-the v1.25 client capabilities `session.notices` / `session.compaction` from the raw
-`initialize` params, because the SDK 0.12.1 models drop keys they do not know. Imports
+honest: prompts take text, resource links and embedded resources, and images only when the
+default model reads them; sessions can be closed and deleted, and loaded / resumed, listed
+and forked as far as the agent port says it can (`PortInfo.can_*`: a bridged agent may not),
+plus additional directories when workspaces are mounted; MCP servers over stdio, streamable
+HTTP and SSE. `agentCapabilities._meta.steerable` (`STEERABLE_META`) names this agent's
+extensions: the `_steerable/steer` and `_steerable/follow_up` methods (when the port can
+steer) and the opt-in event channel. Auth methods are the two the stable schema has
+(`auth_methods`): an `agent` method, `authenticate` with which re-reads the stored
+credentials, and, when the client can run a login in its terminal, a `terminal` method that
+runs `steerable-bridge login`. Neither is required for a route that needs no key.
+`session_features(params)` reads the v1.25 client capabilities `session.notices` /
+`session.compaction` from the raw `initialize` params, because the SDK 0.12.1 models drop
+keys they do not know. Imports
 nothing heavy: it must stay cheap to load.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import PROTOCOL_VERSION
 from acp import schema as acp
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime.model import ModelInfo
+
+if TYPE_CHECKING:  # the port (and the runtime behind it) is not loaded before `initialize`
+    from steerable_bridge.runtime.port import PortInfo
 
 __all__ = [
     "CREDENTIALS_METHOD",
@@ -118,32 +123,40 @@ def initialize_response(
     *,
     workspaces: bool,
     client: acp.ClientCapabilities | None = None,
+    port: PortInfo | None = None,
 ) -> acp.InitializeResponse:
-    """The answer to `initialize` for the default model's `info` (None when unresolvable)
-    and the `client`'s capabilities."""
+    """The answer to `initialize` for the default model's `info` (None when unresolvable),
+    the `client`'s capabilities and what the agent `port` can do (None: everything, as our
+    runtime and the AG-UI bridge can — the lazy front answers before any port exists)."""
     methods = auth_methods(model, terminal=terminal_auth_supported(client))
+    can_load = port is None or port.can_load
+    can_fork = port is None or port.can_fork
+    can_list = port is None or port.can_list
+    steerable = STEERABLE_META
+    if port is not None and not port.can_steer:
+        steerable = {k: v for k, v in STEERABLE_META.items() if k not in ("steer", "follow_up")}
     return acp.InitializeResponse(
         protocol_version=PROTOCOL_VERSION,
         agent_info=acp.Implementation(
             name="steerable-bridge", title="steerable-bridge", version=__version__
         ),
         agent_capabilities=acp.AgentCapabilities(
-            load_session=True,
+            load_session=can_load,
             prompt_capabilities=acp.PromptCapabilities(
                 image=bool(info and info.accepts_images), audio=False, embedded_context=True
             ),
             session_capabilities=acp.SessionCapabilities(
-                list=acp.SessionListCapabilities(),
-                resume=acp.SessionResumeCapabilities(),
+                list=acp.SessionListCapabilities() if can_list else None,
+                resume=acp.SessionResumeCapabilities() if can_load else None,
                 close=acp.SessionCloseCapabilities(),
                 delete=acp.SessionDeleteCapabilities(),
-                fork=acp.SessionForkCapabilities(),
+                fork=acp.SessionForkCapabilities() if can_fork else None,
                 additional_directories=(
                     acp.SessionAdditionalDirectoriesCapabilities() if workspaces else None
                 ),
             ),
             mcp_capabilities=acp.McpCapabilities(http=True, sse=True),  # and stdio, always
-            field_meta={"steerable": STEERABLE_META},
+            field_meta={"steerable": steerable},
         ),
         auth_methods=methods,
     )

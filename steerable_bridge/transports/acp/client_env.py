@@ -31,7 +31,12 @@ import anyio
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime.environment import CommandResult, Environment, EnvironmentError
+from steerable_bridge.runtime.environment import (
+    CommandResult,
+    Environment,
+    EnvironmentError,
+    OutputSink,
+)
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.values import Sandbox
 
@@ -106,8 +111,21 @@ class ClientEnvironment:
         await self._call("write", path, self.conn.write_text_file, path=path, content=content)
 
     async def run(
-        self, command: str, *, cwd: str, timeout_s: float, output_limit: int
+        self,
+        command: str,
+        *,
+        cwd: str,
+        timeout_s: float,
+        output_limit: int,
+        on_output: OutputSink | None = None,
     ) -> CommandResult:
+        """In the editor's terminal, which shows the output itself (`on_output` is used
+        only when the command falls back to the local environment)."""
+        if not self.terminal:
+            return await self.fallback.run(
+                command, cwd=cwd, timeout_s=timeout_s, output_limit=output_limit,
+                on_output=on_output,
+            )  # fmt: skip
         return await self.run_in_terminal(
             command, cwd=cwd, timeout_s=timeout_s, output_limit=output_limit, on_terminal=None
         )

@@ -216,6 +216,15 @@ class SessionLifecycle:
             ev.CommandsUpdated(session_id="", run_id="", seq=-1, ts=0, commands=self.commands),
         )
 
+    def _require(self, method: str, can: bool) -> None:
+        """Refuse what `initialize` did not advertise because the agent cannot do it."""
+        if not can:
+            raise errors.not_supported(
+                method,
+                f"{self.port.info().name} cannot do {method} (initialize did not offer it);"
+                " open a new session instead",
+            )
+
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> acp.NewSessionResponse:
@@ -235,6 +244,7 @@ class SessionLifecycle:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> acp.LoadSessionResponse:
+        self._require("session/load", self.port.info().can_load)
         cwd = self._check_cwd(cwd)
         state, conversation, warning = await self._open(
             lambda attach: self.port.load(session_id, cwd=cwd, attach=attach),
@@ -266,6 +276,7 @@ class SessionLifecycle:
     async def resume_session(
         self, cwd: str, session_id: str, **kwargs: Any
     ) -> acp.ResumeSessionResponse:
+        self._require("session/resume", self.port.info().can_load)
         cwd = self._check_cwd(cwd)
         state, conversation, warning = await self._open(
             lambda attach: self.port.load(session_id, cwd=cwd, attach=attach),
@@ -282,6 +293,7 @@ class SessionLifecycle:
     async def fork_session(
         self, cwd: str, session_id: str, **kwargs: Any
     ) -> acp.ForkSessionResponse:
+        self._require("session/fork", self.port.info().can_fork)
         cwd = self._check_cwd(cwd)
         state, conversation, warning = await self._open(
             lambda attach: self.port.fork(session_id, cwd, attach=attach),
@@ -300,6 +312,7 @@ class SessionLifecycle:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> acp.ListSessionsResponse:
+        self._require("session/list", self.port.info().can_list)
         if cwd is not None and not os.path.isabs(cwd):
             raise errors.invalid_params(
                 f"cwd {cwd!r} is not an absolute path", stable="cwd_not_absolute"

@@ -5,11 +5,21 @@ It reaches the agent through the agent port only (`runtime/port.py`: our runtime
 it keeps in memory.
 
 Routes: `POST /agent` takes a `RunAgentInput` and answers with the run as a
-`text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version
-and the names of the tools the agent offers (the chat page suggests only what they can do) —
+`text/event-stream` of AG-UI events; `GET /health` reports status, model, protocol version,
+the names of the tools the agent offers (the chat page suggests only what they can do), its
+modes and what it can do with a conversation (`capabilities`: load, fork, list, steer, as
+the port says — a bridged agent may not do all) —
 when a token is configured, only to a request that carries it: without, it answers a plain
 `ok` (liveness for probes, nothing about the agent);
-`GET /` serves the built-in chat page (`static/index.html`). The HTTP rules live here,
+`GET /` serves the built-in chat page (`static/index.html`); the thread routes
+(`thread_routes.py`, shapes in docs/agui-routes.md) list the caller's threads, answer one
+thread's snapshot, resume its stream after an SSE id, delete it, and answer the
+capabilities. Who sends a request is the `identity`'s to say (`identity.py`: one user
+behind the token by default, or users by JWT or a trusted proxy's header); with users told
+apart, a thread is its creator's and any other user's request for it — runs, steers and
+stops included — is answered 404 `thread_not_found`, like a thread that does not exist,
+checked again once the thread is held so a thread created meanwhile is not reached either.
+The HTTP rules live here,
 before any run starts: with `allowed_hosts`, a foreign `Host` (421) or `Origin` (403) is
 refused first (`guard.py`, against cross-site requests and DNS rebinding); a bearer token
 when one is configured (401); the body (`body.py`): `application/json` only (415), a size
@@ -33,7 +43,7 @@ other processes to the turns this one runs (`port.relay_signals`) and shuts the 
 down when the server stops (`port.aclose`: model providers' pooled HTTP clients, the
 store); a host that mounts the app without running its lifespan calls `port.aclose()`
 itself. With `metrics` given, `GET /metrics` serves them as Prometheus text
-(`metered.py`), behind the bearer token too.
+(`metered.py`), behind `metrics_token` (or, single-user, the bearer token).
 """
 
 from __future__ import annotations
@@ -59,11 +69,17 @@ from starlette.routing import Route
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime.port import AgentPort
+from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionOwned, StoreError
 from steerable_bridge.transports.agui.body import BodyError, read_json
 from steerable_bridge.transports.agui.control import Control, Refusal
 from steerable_bridge.transports.agui.guard import WebGuard
-from steerable_bridge.transports.agui.inputs import InputError, stop_requested
+from steerable_bridge.transports.agui.identity import AuthRefused, Identity, SingleUser, bearer
+from steerable_bridge.transports.agui.inputs import (
+    InputError,
+    resumable_requested,
+    stop_requested,
+)
 from steerable_bridge.transports.agui.metered import (
     HttpMetrics,
     Produce,
@@ -71,21 +87,22 @@ from steerable_bridge.transports.agui.metered import (
     metrics_response,
 )
 from steerable_bridge.transports.agui.stream import EventStream, StreamRefused, Write
+from steerable_bridge.transports.agui.thread_routes import ThreadRoutes, not_found
 from steerable_bridge.transports.agui.threads import (
     DEFAULT_MAX_THREADS,
     DEFAULT_THREAD_TTL_S,
     Threads,
 )
 
-__all__ = ["DEFAULT_MAX_BODY", "create_app"]
-
-DEFAULT_MAX_BODY = 1024 * 1024
 RETRY_AFTER_S = 5
+"""What a 503 for `max_runs` tells the client to wait before it retries."""
 BURST_RUNS = 16
 """Runs at once that make a burst: `on_idle` is called when the last of them ends (never
 after light, sequential traffic, where its pause would be pure cost)."""
-"""What a 503 for `max_runs` tells the client to wait before it retries."""
 
+__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+
+DEFAULT_MAX_BODY = 1024 * 1024
 log = logging.getLogger(__name__)
 
 
@@ -122,6 +139,10 @@ async def _store_error(request: Request, exc: Exception) -> Response:
     return error(507 if code == STORAGE_FULL else 503, code, str(exc))
 
 
+def _ignore() -> None:
+    """A disconnect that changes nothing (the client resumes the stream)."""
+
+
 def _chat_page() -> str:
     return (resources.files(__package__) / "static" / "index.html").read_text(encoding="utf-8")
 
@@ -142,8 +163,12 @@ class _Server:
         on_idle: Callable[[], None] | None = None,
         max_threads: int = DEFAULT_MAX_THREADS,
         thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
+        identity: Identity | None = None,
+        metrics_token: str | None = None,
     ) -> None:
         self.port = port
+        self.identity: Identity = identity or SingleUser(token)
+        self.metrics_token = metrics_token
         self.on_idle = on_idle
         self.max_runs = max_runs
         self.running = 0
@@ -157,9 +182,12 @@ class _Server:
         self.max_body = max_body
         self.keepalive_s = keepalive_s
         self.page: str | None = None
+        self.routes = ThreadRoutes(
+            port, self.threads, self.identity, error, keepalive_s=keepalive_s, version=__version__
+        )
 
     async def health(self, request: Request) -> Response:
-        if not self._authorized(request):  # liveness only: who runs here is not for anyone
+        if not await self._known(request):  # liveness only: who runs here is not for anyone
             return PlainTextResponse("ok")
         info = self.port.info()
         return JSONResponse(
@@ -168,8 +196,16 @@ class _Server:
                 "version": __version__,
                 "model": info.default_model,
                 "protocolVersion": PROTOCOL_VERSION,
-                "auth": self.token is not None,
+                "auth": self.identity.name != "none",
+                "authMode": self.identity.name,
                 "tools": sorted(info.tools),
+                "modes": [mode for mode, _, _ in info.modes],
+                "capabilities": {
+                    "load": info.can_load,
+                    "fork": info.can_fork,
+                    "list": info.can_list,
+                    "steer": info.can_steer,
+                },
             }
         )
 
@@ -179,30 +215,43 @@ class _Server:
         return HTMLResponse(self.page)
 
     async def metrics_page(self, request: Request) -> Response:
-        if not self._authorized(request) or self.metrics is None:
-            return self._unauthorized()
+        if self.metrics is None:
+            return error(404, "not_found", "this server serves no metrics")
+        token = self.metrics_token
+        if token is None and not self.identity.multi_user:
+            token = self.token  # single-user: the one token opens everything
+        given = bearer(request)
+        if token is not None and (
+            given is None or not hmac.compare_digest(given.encode(), token.encode())
+        ):
+            return error(
+                401,
+                "unauthorized",
+                "/metrics needs its own bearer token: send 'Authorization: Bearer <token>'"
+                " with the --metrics-token the server was started with (or --token in"
+                " single-user mode)",
+            )
+        if token is None and self.identity.multi_user:
+            return error(
+                401,
+                "unauthorized",
+                "with --auth jwt or header, /metrics is served only with --metrics-token;"
+                " restart with it and send that token",
+            )
         return metrics_response(self.metrics)
 
-    def _authorized(self, request: Request) -> bool:
-        if self.token is None:
-            return True
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), self.token.encode()
-        )
-
-    def _unauthorized(self) -> Response:
-        return error(
-            401,
-            "unauthorized",
-            "this server needs a bearer token: send 'Authorization: Bearer <token>' with the"
-            " token it was started with (--token or STEERABLE_TOKEN)",
-        )
+    async def _known(self, request: Request) -> bool:
+        try:
+            await self.identity.user(request)
+        except AuthRefused:
+            return False
+        return True
 
     async def agent_run(self, request: Request) -> Response | EventStream:
         started = time.perf_counter()
-        if not self._authorized(request):
-            return self._unauthorized()
+        user = await self.routes.who(request)
+        if isinstance(user, Response):
+            return user
         try:
             data = await read_json(request, self.max_body)
         except ClientDisconnect:
@@ -218,7 +267,16 @@ class _Server:
                 "the body is not a valid AG-UI RunAgentInput; fix the fields listed in 'details'",
                 details=json.loads(err.json(include_url=False, include_input=False)),
             )
+        routes = self.routes
+        if await routes.owned_by_other(user, run.thread_id):
+            return not_found(error, run.thread_id)
         claimed = await self.threads.claim(run.thread_id)
+        # once more now the thread is held (or busy): its creator may have created it while
+        # the first look was on its way, and then this request must still not reach it
+        if routes.identity.multi_user and await routes.owned_by_other(user, run.thread_id):
+            if claimed is not None:
+                claimed[1].release()
+            return not_found(error, run.thread_id)
         if claimed is None:
             return await self._busy(run, None)
         thread, hold = claimed
@@ -233,10 +291,15 @@ class _Server:
             return self._full()
         try:
             traceparent = request.headers.get("traceparent")
-            prepared = await self.threads.prepare(thread, hold, run, traceparent=traceparent)
+            prepared = await self.threads.prepare(
+                thread, hold, run, traceparent=traceparent, user=user
+            )
         except InputError as err:
             hold.release()
             return error(422, err.code, err.message)
+        except RouteError as err:  # a bridged agent that is not running, say
+            hold.release()
+            return error(503, err.code, err.message)
         except BaseException:
             hold.release()
             raise
@@ -264,7 +327,8 @@ class _Server:
             produce = metered(produce, self.metrics, started)
         return EventStream(
             produce,
-            on_disconnect=prepared.disconnect,
+            # a client that will resume the stream leaves the turn running when it goes
+            on_disconnect=_ignore if resumable_requested(run) else prepared.disconnect,
             on_close=release,
             keepalive_s=self.keepalive_s,
         )
@@ -301,6 +365,8 @@ def create_app(
     on_idle: Callable[[], None] | None = None,
     max_threads: int = DEFAULT_MAX_THREADS,
     thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
+    identity: Identity | None = None,
+    metrics_token: str | None = None,
 ) -> Starlette:
     """The AG-UI app serving the agent behind `port` (see the module docstring)."""
     server = _Server(
@@ -314,6 +380,8 @@ def create_app(
         on_idle=on_idle,
         max_threads=max_threads,
         thread_ttl_s=thread_ttl_s,
+        identity=identity,
+        metrics_token=metrics_token,
     )
     middleware = []
     if allowed_hosts is not None:  # outermost: nothing runs for a foreign Host or Origin
@@ -330,8 +398,14 @@ def create_app(
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(cors_origins),
-                allow_methods=["GET", "POST"],
-                allow_headers=["Authorization", "Content-Type", "Accept", "traceparent"],
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=[
+                    "Authorization",
+                    "Content-Type",
+                    "Accept",
+                    "traceparent",
+                    "Last-Event-ID",
+                ],
             )
         )
 
@@ -349,6 +423,11 @@ def create_app(
         lifespan=lifespan,
         routes=[
             Route("/agent", server.agent_run, methods=["POST"]),
+            Route("/agent/capabilities", server.routes.capabilities, methods=["GET"]),
+            Route("/agent/threads", server.routes.list_threads, methods=["GET"]),
+            Route("/agent/threads/{thread_id}", server.routes.snapshot, methods=["GET"]),
+            Route("/agent/threads/{thread_id}", server.routes.delete, methods=["DELETE"]),
+            Route("/agent/threads/{thread_id}/events", server.routes.events, methods=["GET"]),
             Route("/health", server.health, methods=["GET"]),
             Route("/", server.index, methods=["GET"]),
             *([Route("/metrics", server.metrics_page, methods=["GET"])] if metrics else []),

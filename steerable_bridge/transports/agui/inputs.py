@@ -12,8 +12,9 @@ ignored — the server's log is the record of its own side. `tools` become front
 and ends the turn, stop reason `rejected` — status `cancelled` = refused) or, for a
 question the model asked (`ask_user`, interrupt id `question-<call_id>`), `QuestionReply`s
 (payload `{"action": "accept" | "decline" | "cancel", "content"?: {...}}`; status
-`cancelled` = cancel), `state` the canonical `state_json`.
-Mistakes raise `InputError` (answered with 422). Pure; no I/O.
+`cancelled` = cancel), `state` the canonical `state_json`; `forwardedProps.steerable.mode` /
+`.config` the settings switched before the turn (`settings_requested`). Mistakes raise
+`InputError` (answered with 422). Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ from steerable_bridge.runtime.values import (
 __all__ = [
     "InputError",
     "ParsedRun",
+    "Settings",
     "command_requested",
     "content_parts",
     "follow_up_requested",
+    "settings_requested",
     "speaks_1_0",
     "steer_requested",
     "to_turn",
@@ -103,10 +106,47 @@ def command_requested(run: RunAgentInput) -> str | None:
     return str(command)
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The mode and config options a request switches before its turn."""
+
+    mode: str | None = None
+    options: tuple[tuple[str, str | bool], ...] = ()
+
+
+def settings_requested(run: RunAgentInput) -> Settings:
+    """`forwardedProps.steerable.mode` (a mode id) and `.config` (option id → value: a
+    string, or true / false for a boolean option); raises `InputError` for another shape."""
+    own = _own_props(run)
+    mode = own.get("mode")
+    if mode is not None and not isinstance(mode, str):
+        raise InputError(
+            "invalid_settings", "forwardedProps.steerable.mode must be a mode id (a string)"
+        )
+    config = own.get("config", {})
+    valid = isinstance(config, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str | bool) for k, v in config.items()
+    )
+    if not valid:
+        raise InputError(
+            "invalid_settings",
+            "forwardedProps.steerable.config must map option ids to values (strings, or"
+            ' true / false), e.g. {"model": "openai:gpt-4.1"}',
+        )
+    return Settings(mode=mode, options=tuple(config.items()))
+
+
 def _own_props(run: RunAgentInput) -> Mapping[str, Any]:
     props = run.forwarded_props
     own = props.get("steerable") if isinstance(props, Mapping) else None
     return own if isinstance(own, Mapping) else {}
+
+
+def resumable_requested(run: RunAgentInput) -> bool:
+    """True when `forwardedProps.steerable.resumable` is true: the client resumes the run's
+    stream after a disconnect (`GET /agent/threads/{id}/events`), so leaving does not
+    cancel the turn."""
+    return _own_props(run).get("resumable") is True
 
 
 def stop_requested(run: RunAgentInput) -> bool:
@@ -281,5 +321,7 @@ def to_turn(
         state_json=canonical_json(run.state) if run.state is not None else None,
         client_tools=_frontend_tools(run),
         compact=command_requested(run) == "compact",
+        client_run_id=run.run_id,
+        parent_run_id=run.parent_run_id,
     )
     return ParsedRun(turn=turn, earlier=tuple(users[:-1]), new_ids=frozenset(new_ids))

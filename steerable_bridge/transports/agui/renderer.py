@@ -14,8 +14,8 @@ The mapping (every event's `timestamp` is its `ts` in integer ms; `M` = `metadat
     LoopEvent        AG-UI event(s), carrier first  native fields      | in M.steerable
     run_started      RUN_STARTED                    threadId, runId,   | model,
                                                     protocolVersion,   | parent_run_id,
-                                                    parentRunId (the   | trace_id
-                                                    AG-UI input's)
+                                                    parentRunId (the   | trace_id,
+                                                    AG-UI input's)     | client_run_id
     run_finished     MESSAGES_SNAPSHOT (derived),   outcome, usage     | stop_reason, usage,
                      RUN_FINISHED                                      | pending_tool_call_ids,
                                                                        | interrupts
@@ -279,6 +279,8 @@ class AguiRenderer:
             extra["parent_run_id"] = event.parent_run_id
         if event.trace_id is not None:
             extra["trace_id"] = event.trace_id
+        if event.client_run_id is not None:
+            extra["client_run_id"] = event.client_run_id
         return [self._run_started_event(timestamp=event.ts, metadata=meta(event, extra))]
 
     def _snapshot(self) -> list[BaseEvent]:

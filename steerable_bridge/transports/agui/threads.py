@@ -13,11 +13,14 @@ is the port's to say: `claim(thread_id)` takes the port's synchronous reservatio
 requests racing for one thread can never both get it, and a request that arrives while a
 run whose client disconnected is still cancelling waits for it (at most `SETTLE_WAIT_S`)
 instead of getting 409. `prepare(...)` turns a validated `RunAgentInput` into a `Run`
-(raising `InputError` before anything is sent), and `Run.produce(write)` runs the turn
+(raising `InputError` before anything is sent), switching first the mode and config options
+its `forwardedProps.steerable` names (`settle`), and `Run.produce(write)` runs the turn
 through `port.prompt` with the reservation, renders every LoopEvent (`renderer.py`,
 `wire.py`) and writes it; another process running the thread makes `prompt` raise
 `SessionOwned` before anything is logged. A run whose client left gives the conversation's
 memory back (`port.close`, under a reservation of its own, so never under a newer run).
+Each frame a run writes sets the thread's `changed` event, which wakes the streams resuming
+the thread (`resume.py`).
 """
 
 from __future__ import annotations
@@ -40,7 +43,14 @@ from steerable_bridge.runtime.port import AgentPort, Conversation, Reservation
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
 from steerable_bridge.transports.agui.history import MessageFold, known_ids
-from steerable_bridge.transports.agui.inputs import ParsedRun, speaks_1_0, to_turn
+from steerable_bridge.transports.agui.inputs import (
+    InputError,
+    ParsedRun,
+    Settings,
+    settings_requested,
+    speaks_1_0,
+    to_turn,
+)
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.stream import Write
 from steerable_bridge.transports.agui.wire import SseEncoder
@@ -71,6 +81,8 @@ class Thread:
     """Events this process logged between runs that no client was sent yet."""
     settling: anyio.Event | None = None
     """Set when a run whose client disconnected has ended and let go of the thread."""
+    changed: anyio.Event | None = None
+    """Set (and cleared) when a run here wrote a frame: wakes streams resuming the thread."""
     streams: int = 0
     """Runs of this thread being served now (memory keeps the thread while any is)."""
 
@@ -159,12 +171,15 @@ class Threads:
         if learn_ids and thread.seq != before:
             thread.messages()
 
-    async def conversation(self, thread: Thread) -> Conversation:
-        """The thread's conversation, opened on first use, with its history taken in."""
+    async def conversation(self, thread: Thread, *, user: str | None = None) -> Conversation:
+        """The thread's conversation, opened on first use (as `user`'s), with its history
+        taken in."""
         try:
             await self.catch_up(thread)
         except SessionNotFound:
-            conversation = await self.port.open(self.cwd, conversation_id=thread.thread_id)
+            conversation = await self.port.open(
+                self.cwd, conversation_id=thread.thread_id, user=user
+            )
             thread.forget()  # a conversation deleted under the thread starts afresh
             thread.take(())
             return conversation
@@ -177,16 +192,35 @@ class Threads:
         run: RunAgentInput,
         *,
         traceparent: str | None = None,
+        user: str | None = None,
     ) -> Run:
         """The run this input asks for, holding `hold`; raises `InputError` (nothing sent
         yet). `traceparent` (the request's W3C header) makes the run continue the caller's
-        trace."""
-        conversation = await self.conversation(thread)
+        trace; a new thread is stored as `user`'s."""
+        conversation = await self.conversation(thread, user=user)
         waiting = (*conversation.open_calls, *conversation.open_questions)
         parsed = to_turn(run, thread.known, waiting)
+        await self.settle(thread, settings_requested(run))
         if traceparent:
             parsed = replace(parsed, turn=replace(parsed.turn, traceparent=traceparent))
         return Run(self, thread, hold, run, parsed)
+
+    async def settle(self, thread: Thread, settings: Settings) -> None:
+        """Switch the mode and config options a request names, before its turn (a bridged
+        agent's are its own); what changed is logged and goes out after RUN_STARTED. An
+        unknown mode or option raises `InputError` naming what there is."""
+        try:
+            if settings.mode is not None:
+                changed = await self.port.set_mode(thread.thread_id, settings.mode)
+                thread.unsent.extend([changed] if changed is not None else [])
+        except ValueError as err:
+            raise InputError("unknown_mode", str(err)) from None
+        for option_id, value in settings.options:
+            try:
+                changed = await self.port.set_option(thread.thread_id, option_id, value)
+            except ValueError as err:
+                raise InputError("unknown_option", str(err)) from None
+            thread.unsent.extend([changed] if changed is not None else [])
 
 
 def _idle(thread: Thread) -> bool:
@@ -292,6 +326,10 @@ class Run:
                 return
             self.wrote = True
             await write(data)
+            changed = thread.changed
+            if changed is not None:  # a resumed stream follows this run
+                thread.changed = None
+                changed.set()
 
         try:
             for message_id, content in self.parsed.earlier:

@@ -11,6 +11,9 @@ escapes as pydantic does; a CUSTOM value is `codec.event_to_json`, pydantic's ow
 else, and every event while the run is not open, goes through the SDK models. Should an
 event still hold text UTF-8 cannot encode (text is repaired where it enters, so this is a
 bug elsewhere), it is sent with U+FFFD in its place and an error is logged, never dropped.
+Every frame rendered from a log event carries an SSE `id:` naming its place in the thread's
+log (`event_ids`: the event's seq, with a sub-index when it renders to several AG-UI events),
+so a client resumes exactly where it stopped; frames the server makes up itself carry none.
 No I/O.
 """
 
@@ -31,7 +34,7 @@ from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.surrogates import scrub_json
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 
-__all__ = ["SseEncoder"]
+__all__ = ["SseEncoder", "event_ids"]
 
 log = logging.getLogger("steerable_bridge.agui")
 
@@ -40,7 +43,7 @@ _esc: Callable[[str], str] = encode_basestring
 
 def _text_start(event: ev.TextStart, rid: str) -> bytes | None:
     return (
-        f'data: {{"type":"TEXT_MESSAGE_START","timestamp":{event.ts},'
+        f'id: {event.seq}\ndata: {{"type":"TEXT_MESSAGE_START","timestamp":{event.ts},'
         f'"metadata":{{"steerable":{{"kind":"text_start","seq":{event.seq},"run_id":{rid}}}}},'
         f'"messageId":{_esc(event.message_id)},"role":"assistant"}}\n\n'
     ).encode()
@@ -50,7 +53,7 @@ def _text_delta(event: ev.TextDelta, rid: str) -> bytes | None:
     if not event.delta:
         return None
     return (
-        f'data: {{"type":"TEXT_MESSAGE_CONTENT","timestamp":{event.ts},'
+        f'id: {event.seq}\ndata: {{"type":"TEXT_MESSAGE_CONTENT","timestamp":{event.ts},'
         f'"metadata":{{"steerable":{{"kind":"text_delta","seq":{event.seq},"run_id":{rid}}}}},'
         f'"messageId":{_esc(event.message_id)},"delta":{_esc(event.delta)}}}\n\n'
     ).encode()
@@ -58,7 +61,7 @@ def _text_delta(event: ev.TextDelta, rid: str) -> bytes | None:
 
 def _text_end(event: ev.TextEnd, rid: str) -> bytes | None:
     return (
-        f'data: {{"type":"TEXT_MESSAGE_END","timestamp":{event.ts},'
+        f'id: {event.seq}\ndata: {{"type":"TEXT_MESSAGE_END","timestamp":{event.ts},'
         f'"metadata":{{"steerable":{{"kind":"text_end","seq":{event.seq},"run_id":{rid}}}}},'
         f'"messageId":{_esc(event.message_id)}}}\n\n'
     ).encode()
@@ -68,7 +71,7 @@ def _reasoning_delta(event: ev.ReasoningDelta, rid: str) -> bytes | None:
     if not event.delta:
         return None
     return (
-        f'data: {{"type":"REASONING_MESSAGE_CONTENT","timestamp":{event.ts},'
+        f'id: {event.seq}\ndata: {{"type":"REASONING_MESSAGE_CONTENT","timestamp":{event.ts},'
         f'"metadata":{{"steerable":{{"kind":"reasoning_delta","seq":{event.seq},"run_id":{rid}}}}},'
         f'"messageId":{_esc(event.message_id)},"delta":{_esc(event.delta)}}}\n\n'
     ).encode()
@@ -76,7 +79,7 @@ def _reasoning_delta(event: ev.ReasoningDelta, rid: str) -> bytes | None:
 
 def _tool_call_start(event: ev.ToolCallStart, rid: str) -> bytes | None:
     return (
-        f'data: {{"type":"TOOL_CALL_START","timestamp":{event.ts},'
+        f'id: {event.seq}\ndata: {{"type":"TOOL_CALL_START","timestamp":{event.ts},'
         f'"metadata":{{"steerable":{{"kind":"tool_call_start","seq":{event.seq},"run_id":{rid}}}}},'
         f'"toolCallId":{_esc(event.call_id)},"toolCallName":{_esc(event.name)},'
         f'"parentMessageId":{_esc(event.parent_message_id)}}}\n\n'
@@ -87,7 +90,7 @@ def _tool_call_delta(event: ev.ToolCallDelta, rid: str) -> bytes | None:
     if not event.delta:
         return None
     return (
-        f'data: {{"type":"TOOL_CALL_ARGS","timestamp":{event.ts},'
+        f'id: {event.seq}\ndata: {{"type":"TOOL_CALL_ARGS","timestamp":{event.ts},'
         f'"metadata":{{"steerable":{{"kind":"tool_call_delta","seq":{event.seq},"run_id":{rid}}}}},'
         f'"toolCallId":{_esc(event.call_id)},"delta":{_esc(event.delta)}}}\n\n'
     ).encode()
@@ -95,7 +98,7 @@ def _tool_call_delta(event: ev.ToolCallDelta, rid: str) -> bytes | None:
 
 def _step_started(event: ev.StepStarted, rid: str) -> bytes | None:
     return (
-        f'data: {{"type":"STEP_STARTED","timestamp":{event.ts},'
+        f'id: {event.seq}\ndata: {{"type":"STEP_STARTED","timestamp":{event.ts},'
         f'"metadata":{{"steerable":{{"kind":"step_started","seq":{event.seq},"run_id":{rid},'
         f'"step":{event.step}}}}},"stepName":"step-{event.step}"}}\n\n'
     ).encode()
@@ -104,7 +107,7 @@ def _step_started(event: ev.StepStarted, rid: str) -> bytes | None:
 def _step_finished(event: ev.StepFinished, rid: str) -> bytes | None:
     u = event.usage
     return (
-        f'data: {{"type":"STEP_FINISHED","timestamp":{event.ts},'
+        f'id: {event.seq}\ndata: {{"type":"STEP_FINISHED","timestamp":{event.ts},'
         f'"metadata":{{"steerable":{{"kind":"step_finished","seq":{event.seq},"run_id":{rid},'
         f'"step":{event.step},"finish_reason":"{event.finish_reason}","usage":{{'
         f'"prompt_tokens":{u.prompt_tokens},"completion_tokens":{u.completion_tokens},'
@@ -117,7 +120,8 @@ def _step_finished(event: ev.StepFinished, rid: str) -> bytes | None:
 def _tool_started(event: ev.ToolStarted, rid: str) -> bytes | None:
     sandbox = "null" if event.sandbox is None else f'"{event.sandbox}"'
     return (
-        f'data: {{"type":"CUSTOM","timestamp":{event.ts},"name":"steerable.tool_started",'
+        f'id: {event.seq}\ndata: {{"type":"CUSTOM","timestamp":{event.ts},'
+        f'"name":"steerable.tool_started",'
         f'"value":{{"session_id":{_esc(event.session_id)},"run_id":{rid},"seq":{event.seq},'
         f'"ts":{event.ts},"kind":"tool_started","call_id":{_esc(event.call_id)},'
         f'"sandbox":{sandbox}}}}}\n\n'
@@ -128,7 +132,8 @@ def _custom(event: LoopEvent, rid: str) -> bytes | None:
     if not _MIN_TS <= event.ts <= _MAX_TS:
         return None  # the SDK model refuses it; let the renderer decide
     return (
-        f'data: {{"type":"CUSTOM","timestamp":{event.ts},"name":"steerable.{event.kind}",'
+        f'id: {event.seq}\ndata: {{"type":"CUSTOM","timestamp":{event.ts},'
+        f'"name":"steerable.{event.kind}",'
         f'"value":{codec.event_to_json(event)}}}\n\n'
     ).encode()
 
@@ -173,16 +178,27 @@ class SseEncoder:
                     data = fast(codec.repaired(event), self._rid)
                 if data is not None:
                     return data
-        return self.encode_models(renderer.render(event))
+        return self.encode_models(renderer.render(event), seq=event.seq)
 
-    def encode_models(self, models: Iterable[BaseEvent]) -> bytes:
-        """EventEncoder's bytes for AG-UI events the caller built itself."""
+    def encode_models(self, models: Iterable[BaseEvent], *, seq: int | None = None) -> bytes:
+        """EventEncoder's bytes for AG-UI events: rendered from the log event `seq` (each
+        frame then carries its `event_ids` id), or built by the caller itself (no ids)."""
         models = list(models)
         try:
-            return "".join(self._encoder.encode(model) for model in models).encode()
+            frames = [self._encoder.encode(model) for model in models]
         except (UnicodeError, PydanticSerializationError):
             _repairing(", ".join(model.type for model in models))
-            return "".join(self._encoder.encode(_repaired(model)) for model in models).encode()
+            frames = [self._encoder.encode(_repaired(model)) for model in models]
+        if seq is None:
+            return "".join(frames).encode()
+        ids = event_ids(seq, len(frames))
+        return "".join(f"id: {i}\n{frame}" for i, frame in zip(ids, frames, strict=True)).encode()
+
+
+def event_ids(seq: int, count: int) -> list[str]:
+    """The SSE ids of the `count` AG-UI events rendered from log event `seq`: `seq.0`,
+    `seq.1`, ... and `seq` for the last (so a plain seq means "all of that event")."""
+    return [*(f"{seq}.{i}" for i in range(count - 1)), str(seq)] if count else []
 
 
 def _repairing(what: str) -> None:

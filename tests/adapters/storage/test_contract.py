@@ -355,3 +355,26 @@ async def _rewrite(store: SessionStore, sid: str, rows: dict[int, tuple[int | No
         conn.cursor() as cur,
     ):
         await cur.executemany(sql.replace("?", "%s"), params)
+
+
+async def test_the_user_who_created_a_session_is_kept_and_lists_filter_by_it(
+    store: SessionStore,
+) -> None:
+    for sid, who, at in (("a1", "alice", 1000), ("b1", "bob", 2000), ("a2", "alice", 3000)):
+        await store.create(
+            SessionRecord(session_id=sid, cwd="/w", created_at=at, updated_at=at, user=who)
+        )
+    await store.create(record("n1"))  # created by no user (single-user mode)
+    await store.append("a1", [text("a1", 0, ts=4000)])  # an append keeps the user
+    alice = await store.list(user="alice")
+    assert [r.session_id for r in alice.records] == ["a1", "a2"]
+    assert {r.user for r in alice.records} == {"alice"}
+    first = await store.list(user="alice", limit=1)
+    rest = await store.list(user="alice", cursor=first.next_cursor)
+    assert [r.session_id for r in (*first.records, *rest.records)] == ["a1", "a2"]
+    assert [r.session_id for r in (await store.list(user="bob")).records] == ["b1"]
+    assert len((await store.list()).records) == 4
+    found = await store.get("a1")
+    assert found is not None and found.user == "alice"
+    plain = await store.get("n1")
+    assert plain is not None and plain.user is None

@@ -133,7 +133,7 @@ async def test_our_own_server_passes(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         "agui.rules": "pass",
     }
     raw = record.read_bytes()
-    assert raw.startswith(b"data: ") and b'"RUN_FINISHED"' in raw
+    assert raw.startswith(b"id: 0\ndata: ") and b'"RUN_FINISHED"' in raw
 
 
 async def test_a_broken_server_fails_with_the_expected_rule_ids() -> None:

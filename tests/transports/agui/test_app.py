@@ -396,3 +396,48 @@ async def test_idle_threads_are_forgotten_and_continue_from_the_store() -> None:
     snapshot = [f for f in wire if f["type"] == "MESSAGES_SNAPSHOT"][-1]["messages"]
     contents = [m.get("content") for m in snapshot if m["role"] == "user"]
     assert contents == ["hello 0", "back"]  # the forgotten thread kept its history
+
+
+async def test_forwarded_mode_and_model_switch_the_thread_and_unknown_ones_are_422() -> None:
+    write = {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "m.txt",
+             "content": "x"}}]}  # fmt: skip
+    provider = scripted(write, {"text": "left it alone"}, write, {"text": "unused"})
+    app = create_app(LocalPort(agent_for(provider)))
+
+    def props(**own: Any) -> dict[str, Any]:
+        return {"forwardedProps": {"steerable": own}}
+
+    async with asgi_client(app) as client:
+        bad_mode = await client.post("/agent", json=run_input("t1", "r0", [], **props(mode="yolo")))
+        bad_option = await client.post(
+            "/agent", json=run_input("t1", "r1", [], **props(config={"model": "nope:x"}))
+        )
+        bad_shape = await client.post("/agent", json=run_input("t1", "r2", [], **props(mode=3)))
+        _, read_only = await post(
+            client, run_input("t1", "r3", [user("u1", "write m.txt")], **props(mode="read-only"))
+        )
+        _, asked = await post(
+            client, run_input("t1", "r4", [user("u2", "again")], **props(mode="default"))
+        )
+    assert bad_mode.status_code == 422 and bad_mode.json()["error"]["code"] == "unknown_mode"
+    assert "read-only" in bad_mode.json()["error"]["message"]
+    assert bad_option.status_code == 422 and bad_option.json()["error"]["code"] == "unknown_option"
+    assert "nope:x" in bad_option.json()["error"]["message"]
+    assert bad_shape.status_code == 422 and bad_shape.json()["error"]["code"] == "invalid_settings"
+    events = decode(read_only)
+    assert [e.mode_id for e in events if isinstance(e, ev.ModeChanged)] == ["read-only"]
+    assert read_only[-1]["outcome"] == {"type": "success"}  # refused by the mode, nobody asked
+    assert "m.txt" not in WRITTEN
+    assert asked[-1]["outcome"]["type"] == "interrupt"  # back in default: the person decides
+
+
+async def test_threads_are_listed_newest_first_and_a_bad_cursor_is_refused() -> None:
+    app = create_app(LocalPort(agent_for(scripted({"text": "ok"}, loop=True))))
+    async with asgi_client(app) as client:
+        await post(client, run_input("t1", "r1", [user("u1", "first thread")]))
+        await post(client, run_input("t2", "r2", [user("u2", "second thread")]))
+        listed = (await client.get("/agent/threads")).json()
+        bad = await client.get("/agent/threads", params={"cursor": "nonsense"})
+    assert [t["threadId"] for t in listed["threads"]] == ["t2", "t1"]
+    assert listed["threads"][0]["title"] == "second thread" and listed["nextCursor"] is None
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_cursor"

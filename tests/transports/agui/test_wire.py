@@ -20,7 +20,7 @@ _any_text = st.text(st.characters(codec="utf-8"), max_size=20)
 def _pair() -> tuple[SseEncoder, SseEncoder]:
     fast = SseEncoder(AguiRenderer(thread_id="t", run_id="x", messages=lambda: []))
     slow = SseEncoder(AguiRenderer(thread_id="t", run_id="x", messages=lambda: []))
-    assert fast.encode(START) == slow.encode_models(slow.renderer.render(START))
+    assert fast.encode(START) == slow.encode_models(slow.renderer.render(START), seq=START.seq)
     return fast, slow
 
 
@@ -36,7 +36,9 @@ def test_every_kind_is_byte_identical_to_the_sdk_encoder(data: st.DataObject) ->
         if cls is ev.RunStarted:
             continue
         event = _bounded(data.draw(for_dataclass(cls)))
-        assert fast.encode(event) == slow.encode_models(slow.renderer.render(event)), cls
+        assert fast.encode(event) == slow.encode_models(
+            slow.renderer.render(event), seq=event.seq
+        ), cls
 
 
 @settings(max_examples=200, deadline=None)
@@ -76,7 +78,7 @@ def test_fast_kinds_escape_any_text_like_the_sdk(
     }
     names = {f.name for f in dataclasses.fields(cls)} - {"kind"}
     event = cls(**{k: v for k, v in fields.items() if k in names})
-    assert fast.encode(event) == slow.encode_models(slow.renderer.render(event))  # type: ignore[arg-type]
+    assert fast.encode(event) == slow.encode_models(slow.renderer.render(event), seq=event.seq)  # type: ignore[arg-type]
 
 
 def test_the_fast_path_is_taken_for_hot_kinds() -> None:
@@ -84,3 +86,12 @@ def test_the_fast_path_is_taken_for_hot_kinds() -> None:
     delta = ev.TextDelta(session_id="t", run_id="r", seq=1, ts=2, message_id="m", delta="hi")
     assert _FAST[ev.TextDelta](delta, '"r"') == fast.encode(delta)
     assert b'"delta":"hi"' in fast.encode(delta)
+
+
+def test_every_frame_carries_the_id_of_its_place_in_the_log() -> None:
+    fast, _ = _pair()
+    delta = ev.TextDelta(session_id="t", run_id="r", seq=7, ts=2, message_id="m", delta="hi")
+    assert fast.encode(delta).startswith(b"id: 7\ndata: ")
+    done = ev.RunFinished(session_id="t", run_id="r", seq=9, ts=3, stop_reason="end_turn")
+    frames = fast.encode(done).decode().split("\n\n")[:-1]
+    assert [f.split("\n", 1)[0] for f in frames] == ["id: 9.0", "id: 9"]  # snapshot, finished

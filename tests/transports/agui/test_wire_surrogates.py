@@ -25,7 +25,8 @@ def _encoder() -> SseEncoder:
 
 def _frames(data: bytes) -> list[dict[str, object]]:
     text = data.decode("utf-8")  # strict: raises on anything unencodable that slipped out
-    return [json.loads(b[6:]) for b in text.split("\n\n") if b.startswith("data: ")]
+    blocks = [b.split("\n", 1)[1] if b.startswith("id: ") else b for b in text.split("\n\n")]
+    return [json.loads(b[6:]) for b in blocks if b.startswith("data: ")]
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,8 @@ WITH session AS (
         format = %(format)s,
         data = json_build_object(
             'session_id', session_id, 'cwd', cwd, 'created_at', created_at,
-            'updated_at', %(ts)s::bigint, 'title', COALESCE(%(title)s, title), 'model', model
+            'updated_at', %(ts)s::bigint, 'title', COALESCE(%(title)s, title), 'model', model,
+            'user', user_id
         )::text
     WHERE session_id = %(session)s AND last_seq < %(first)s
         AND COALESCE(format, 0) <= %(format)s

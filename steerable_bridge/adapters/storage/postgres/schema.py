@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "migrate", "stored_version"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """`meta.schema_version` of the tables below."""
 
 _MIGRATION_LOCK = 0x5354_4545_5242_0001  # "STEERB" + 1: serialises schema creation
@@ -30,6 +30,13 @@ _META = [
     f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
 ]
+
+_USERS = [
+    "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS user_id TEXT",
+    "CREATE INDEX IF NOT EXISTS sessions_by_user ON sessions"
+    " (user_id, updated_at DESC, session_id DESC)",
+]
+"""Schema 1 to 2: who created each session (`SessionRecord.user`); old rows have none."""
 
 _TABLES = [
     """CREATE TABLE sessions (
@@ -41,10 +48,12 @@ _TABLES = [
         updated_at BIGINT NOT NULL,
         last_seq BIGINT NOT NULL DEFAULT -1,
         format INTEGER,
-        data TEXT NOT NULL
+        data TEXT NOT NULL,
+        user_id TEXT
     )""",
     "CREATE INDEX sessions_by_update ON sessions (updated_at DESC, session_id DESC)",
     "CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, session_id DESC)",
+    "CREATE INDEX sessions_by_user ON sessions (user_id, updated_at DESC, session_id DESC)",
     """CREATE TABLE events (
         session_id TEXT COLLATE "C" NOT NULL,
         seq BIGINT NOT NULL,
@@ -91,4 +100,10 @@ async def migrate(conn: psycopg.AsyncConnection[Any], where: str) -> None:
                 await conn.execute(statement)
             await conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', %s)", (SCHEMA_VERSION,)
+            )
+        elif version == 1:
+            for statement in _USERS:
+                await conn.execute(statement)
+            await conn.execute(
+                "UPDATE meta SET value = %s WHERE key = 'schema_version'", (SCHEMA_VERSION,)
             )

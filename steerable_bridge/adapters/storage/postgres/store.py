@@ -186,11 +186,16 @@ class PostgresStore:
             return await reads.get_record(conn, session_id)
 
     async def list(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        user: str | None = None,
     ) -> SessionPage:
         after = decode_cursor(cursor) if cursor is not None else None
         limit = max(1, limit)
-        sql, params = list_query(cwd, after, limit)
+        sql, params = list_query(cwd, after, limit, user)
         async with self._conn() as conn:
             rows = await (await conn.execute(pg(sql), params)).fetchall()
         records = tuple(
@@ -201,8 +206,9 @@ class PostgresStore:
                 model=model,
                 created_at=created,
                 updated_at=updated,
+                user=owner,
             )
-            for sid, where, title, model, created, updated in rows[:limit]
+            for sid, where, title, model, created, updated, owner in rows[:limit]
         )
         more = len(rows) > limit and records
         return SessionPage(

@@ -101,6 +101,8 @@ class ChildAgent:
         self.env = env
         self.incarnation = 0
         self.live: Live | None = None
+        self.init: acp.InitializeResponse | None = None
+        """What the agent last answered to `initialize` (kept while it restarts)."""
         self._changed = anyio.Event()
         self._failure: str | None = None
         """Why the last start failed (None: the last start worked, or none was tried)."""
@@ -196,6 +198,7 @@ class ChildAgent:
                     log.error("the ACP agent `%s`: %s", self.command, self._failure)
                     return
                 self._failure = None
+                self.init = init
                 self.live = Live(
                     conn=conn, init=init, incarnation=self.incarnation, process=process
                 )

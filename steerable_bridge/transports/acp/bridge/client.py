@@ -121,6 +121,17 @@ class ChildSession:
         self.session_id = session_id
         self.send: MemoryObjectSendStream[Item] | None = None
         self.between: list[Any] = []
+        self.modes: acp.SessionModeState | None = None
+        """Its modes as the agent last said (`session/new`, load / resume, mode updates)."""
+        self.options: list[Any] | None = None
+        """Its config options as the agent last listed them."""
+
+    def note(self, update: Any) -> None:
+        """Keep what a session-level update says about the session's modes and options."""
+        if isinstance(update, acp.CurrentModeUpdate) and self.modes is not None:
+            self.modes = self.modes.model_copy(update={"current_mode_id": update.current_mode_id})
+        elif isinstance(update, acp.ConfigOptionUpdate):
+            self.options = list(update.config_options)
 
     def open_prompt(self) -> MemoryObjectReceiveStream[Item]:
         """A new stream for a prompt (the previous one, if any, is closed)."""
@@ -173,6 +184,7 @@ class BridgeClient:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         child = self.session(session_id)
+        child.note(update)
         if child.deliver(update):
             return
         if session_level(update):

@@ -70,7 +70,6 @@ from steerable_bridge.transports.acp.bridge.client import (
     Questioned,
 )
 from steerable_bridge.transports.acp.bridge.engine import (
-    REQUEST_TIMEOUT_S,
     SESSION_OPTION,
     AcpBridge,
     Parked,
@@ -79,7 +78,6 @@ from steerable_bridge.transports.acp.bridge.engine import (
 from steerable_bridge.transports.acp.bridge.mapping import (
     Emission,
     UpdateMapper,
-    config_options,
     run_stop_reason,
     run_usage,
     session_level,
@@ -90,7 +88,6 @@ __all__ = ["BridgeTurn"]
 
 log = logging.getLogger("steerable_bridge.acp.bridge")
 
-BRIDGE_HOOK = "acp-bridge"
 STEER_POLL_S = 0.1
 """How often a prompt with nothing arriving looks at the steering queue."""
 
@@ -131,7 +128,9 @@ class BridgeTurn:
         ctx, turn = self.ctx, self.turn
         earlier = self.unsent()
         try:
-            await self.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
+            await self.emit(
+                ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
+            )
             parked = self.bridge.parked.pop(self.session_id, None)
             if parked is not None:
                 if parked.question is not None:
@@ -207,41 +206,25 @@ class BridgeTurn:
     # -- the child's session and prompt -----------------------------------------------------
 
     async def child_session(self, live: Live) -> str:
-        bridge, ctx = self.bridge, self.ctx
-        opened = bridge.opened.get(self.session_id)
-        if opened is not None and opened[1] == live.incarnation:
-            return opened[0]
-        stored = ctx.facts.config.get(SESSION_OPTION)
-        why = None
-        if stored is not None:
-            why = await bridge.reopen(live, stored, ctx.cwd)
-            if why is None:
-                bridge.opened[self.session_id] = (stored, live.incarnation)
-                return stored
-        with anyio.fail_after(REQUEST_TIMEOUT_S):
-            created = await live.conn.new_session(cwd=ctx.cwd, mcp_servers=[])
-        await self.emit(ev.ConfigChanged, option_id=SESSION_OPTION, value=created.session_id)
-        if stored is not None:
-            detail = (
-                f"the ACP agent could not continue its session {stored} ({why}), so this"
-                f" conversation goes on in its new session {created.session_id}, which does"
-                " not remember the earlier turns"
-            )
-            log.warning("conversation %s: %s", self.session_id, detail)
-            await self.emit(
-                ev.HookAction, hook=BRIDGE_HOOK, action="new_agent_session", detail=detail
-            )
-        if created.modes is not None:
-            await self.emit(ev.ModeChanged, mode_id=created.modes.current_mode_id)
-        await self.emit_all(config_options(created.config_options))
-        bridge.opened[self.session_id] = (created.session_id, live.incarnation)
-        return created.session_id
+        ctx = self.ctx
+        return await self.bridge.session_for(
+            live, self.session_id, ctx.cwd, ctx.facts.config.get(SESSION_OPTION), self.emit
+        )
 
     async def start(self, content: tuple[ContentPart, ...]) -> Prompt:
         live = await self.bridge.child.ready()
         child = self.bridge.client.session(await self.child_session(live))
+        facts = self.ctx.facts
         for update in child.take_between():  # what it said about the session since
-            await self.emit_all(session_level(update) or [])
+            for cls, fields in session_level(update) or []:
+                if cls is ev.ModeChanged and fields["mode_id"] == facts.mode_id:
+                    continue  # nothing new: logged already (a mode a client switched to)
+                if (
+                    cls is ev.ConfigChanged
+                    and facts.config.get(fields["option_id"]) == fields["value"]
+                ):
+                    continue
+                await self.emit(cls, **fields)
         self.mapper = UpdateMapper(new_id=self.rec.new_id)
         blocks: list[object] = [content_block(part) for part in content]
         return self.bridge.start(live, child, blocks, self.mapper)

@@ -3,15 +3,15 @@
 `ChildWorkspace(environment)` answers what an ACP agent asks of its client: reading and
 writing text files, and terminals. Everything goes through the runtime's `Environment` port
 (the CLI hands in the local one, confined to the workspace and sandboxed like our own
-commands), so a path outside the workspace, or one of the agent files we keep from
-commands, is refused with the environment's code and remedy. A terminal runs its command
-(`command` and `args`, shell-quoted, with its `env` in front) through `Environment.run`
-as soon as it is created, in a task the workspace owns: `terminal/output` reports what it
-printed once it has exited (the port returns output when the command ends, so a running
-terminal shows none yet), `wait_for_exit` waits for it (bounded), `kill` cancels it (the
-port kills the whole process group) and `release` forgets it. With no environment
-(`serve --acp-agent` without `--workspace`) every such request gets a JSON-RPC error that
-says so. Every wait is bounded; `aclose()` kills what still runs.
+commands), so a path outside the workspace, or one of the agent files we keep from commands,
+is refused with the environment's code and remedy. A terminal runs its command (`command`
+and `args`, shell-quoted, with its `env` in front) through `Environment.run` as soon as it
+is created, in a task the workspace owns: `terminal/output` reports what it has printed so
+far while it runs (its last `outputByteLimit` bytes, handed over by the port as they arrive)
+and its exit status once it has exited, `wait_for_exit` waits for it (bounded), `kill`
+cancels it (the port kills the whole process group) and `release` forgets it. With no
+environment (`serve --acp-agent` without `--workspace`) every such request gets a JSON-RPC
+error that says so. Every wait is bounded; `aclose()` kills what still runs.
 """
 
 from __future__ import annotations
@@ -54,6 +54,15 @@ class _Terminal:
     result: CommandResult | None = None
     error: str | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    live: bytearray = field(default_factory=bytearray)
+    """What it printed so far (its last `limit` bytes), for `terminal/output` meanwhile."""
+    cut: bool = False
+
+    def take(self, chunk: bytes) -> None:
+        self.live.extend(chunk)
+        if len(self.live) > self.limit:
+            del self.live[: len(self.live) - self.limit]
+            self.cut = True
 
 
 class ChildWorkspace:
@@ -140,6 +149,7 @@ class ChildWorkspace:
                     cwd=terminal.cwd,
                     timeout_s=COMMAND_TIMEOUT_S,
                     output_limit=terminal.limit,
+                    on_output=terminal.take,
                 )
         except EnvironmentError as error:
             terminal.error = error.message
@@ -166,8 +176,11 @@ class ChildWorkspace:
                 truncated=False,
                 exit_status=acp.TerminalExitStatus(exit_code=127),
             )
-        if result is None:
-            return acp.TerminalOutputResponse(output="", truncated=False)
+        if result is None:  # still running: what it printed so far
+            text = bytes(terminal.live).decode("utf-8", errors="replace")
+            if terminal.cut:  # the cut may have split a character: drop what is left of it
+                text = text.lstrip("\ufffd")
+            return acp.TerminalOutputResponse(output=text, truncated=terminal.cut)
         return acp.TerminalOutputResponse(
             output=result.output,
             truncated=result.truncated,

@@ -92,7 +92,9 @@ class _BridgedTurn(TurnRecorder):
     async def run(self) -> RunOutcome:
         ctx, turn = self.ctx, self.turn
         try:
-            await self.emit(ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id)
+            await self.emit(
+                ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
+            )
             if turn.state_json is not None:
                 await self.emit(ev.StateSnapshot, state_json=turn.state_json)
             if turn.content:

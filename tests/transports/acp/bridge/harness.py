@@ -105,12 +105,14 @@ def write_script(folder: Path, rounds: list[dict[str, Any]], *, loop: bool = Fal
 
 
 @contextmanager
-def serving(args: Sequence[str], command: str) -> Iterator[Bridge]:
+def serving(
+    args: Sequence[str], command: str, *, environ: dict[str, str] | None = None
+) -> Iterator[Bridge]:
     process = subprocess.Popen(
         [*SERVE, "--port", "0", *args, "--acp-agent", command],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env(),
+        env={**env(), **(environ or {})},
         text=True,
     )
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.transports.acp.bridge.harness import (
+    Bridge,
     bridged,
     child_command,
     env,
@@ -249,3 +252,135 @@ def test_an_approval_after_serve_restarted_says_the_request_is_gone(tmp_path: Pa
         again = bridge.run(run_input("t1", "r3", "write a note"))
     assert not (workspace / "note.txt").exists()
     assert again[-1]["outcome"]["type"] == "interrupt"  # asked again, in a new agent session
+
+
+def test_the_bridge_and_its_child_on_the_default_storage_list_only_their_own(
+    tmp_path: Path,
+) -> None:
+    script = write_script(tmp_path, [{"text": "noted"}], loop=True)
+    child = shlex.join(
+        [sys.executable, "-m", "steerable_bridge", "acp", "--model", f"scripted:{script}"]
+    )  # our own agent, on the default storage too
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    with serving([], child, environ=state) as bridge:
+        first = bridge.run(run_input("t1", "r1", "remember apples"))
+    assert first[-1]["outcome"] == {"type": "success"}, first[-1]
+    opened = [e for e in first if e.get("name") == "steerable.config_changed"]
+    child_session = next(
+        e["value"]["value"] for e in opened if e["value"]["option_id"] == "acp.session"
+    )
+
+    def listed(*args: str) -> list[str]:
+        shown = subprocess.run(
+            [sys.executable, "-m", "steerable_bridge", "sessions", "list", "--json", *args],
+            capture_output=True, text=True, env={**env(), **state}, timeout=60, check=True,
+        )  # fmt: skip
+        return [s["session_id"] for s in json.loads(shown.stdout)["sessions"]]
+
+    assert listed() == [child_session]  # the default store: the native agent's session only
+    own = tmp_path / "state/steerable-bridge/bridges/acp-agent_steerable_bridge/sessions.db"
+    assert listed("--storage", str(own)) == ["t1"]  # the bridge's thread, in its own store
+
+
+def _settings(mode: str | None = None, **config: object) -> dict[str, object]:
+    own: dict[str, object] = {"config": config}
+    if mode is not None:
+        own["mode"] = mode
+    return {"forwardedProps": {"steerable": own}}
+
+
+def test_a_mode_in_forwarded_props_switches_the_childs_mode_and_an_unknown_one_is_422(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with bridged(tmp_path, [WRITE, {"text": "I may not write"}], workspace=workspace) as bridge:
+        refused = bridge.client.post(bridge.url, json=run_input("t1", "r0", **_settings("yolo")))
+        assert refused.status_code == 422, refused.text
+        body = refused.json()["error"]
+        assert body["code"] == "unknown_mode"
+        assert "read-only" in body["message"] and "accept-edits" in body["message"]
+        events = bridge.run(run_input("t1", "r1", "write a note", **_settings("read-only")))
+    changed = [e["value"]["mode_id"] for e in events if e.get("name") == "steerable.mode_changed"]
+    assert changed == ["read-only"]
+    # the child itself is in read-only now: it refused the write without asking anyone
+    assert events[-1]["outcome"] == {"type": "success"}, events[-1]
+    assert not (workspace / "note.txt").exists()
+    assert text_of(events) == "I may not write"
+
+
+def test_a_config_option_the_child_lacks_or_a_value_it_lacks_is_422(tmp_path: Path) -> None:
+    with bridged(tmp_path, [{"text": "fine"}], loop=True) as bridge:
+        unknown = bridge.client.post(
+            bridge.url, json=run_input("t1", "r0", **_settings(effort="high"))
+        )
+        wrong = bridge.client.post(
+            bridge.url, json=run_input("t1", "r1", **_settings(model="nope:none"))
+        )
+        events = bridge.run(run_input("t1", "r2", "hi"))
+        health = bridge.client.get(bridge.url.removesuffix("/agent") + "/health").json()
+        switched = bridge.run(run_input("t1", "r3", "hi again", **_settings(model="demo:default")))
+    assert unknown.status_code == 422 and unknown.json()["error"]["code"] == "unknown_option"
+    assert "'effort'" in unknown.json()["error"]["message"] and "model" in unknown.text
+    assert wrong.status_code == 422 and "scripted:" in wrong.json()["error"]["message"]
+    assert events[-1]["outcome"] == {"type": "success"}  # nothing was broken by the refusals
+    # what /health says the bridged agent can do: the child's modes; no fork
+    assert health["capabilities"] == {"load": True, "fork": False, "list": True, "steer": True}
+    assert health["modes"] == ["default", "accept-edits", "read-only"]
+    # a value it has switches the child's model: the demo model answers, not the script
+    changed = [e["value"] for e in switched if e.get("name") == "steerable.config_changed"]
+    assert {"option_id": "acp.option.model", "value": "demo:default"} in [
+        {k: v for k, v in c.items() if k in ("option_id", "value")} for c in changed
+    ]
+    assert switched[-1]["outcome"] == {"type": "success"}
+    assert text_of(switched) and text_of(switched) != "fine"
+
+
+def _threads(bridge: Bridge) -> list[str]:
+    """Every thread `GET /agent/threads` lists, page after page."""
+    ids: list[str] = []
+    cursor = None
+    for _ in range(10):
+        params = {"cursor": cursor} if cursor else None
+        reply = bridge.client.get(bridge.url + "/threads", params=params)
+        assert reply.status_code == 200, reply.text
+        ids += [t["threadId"] for t in reply.json()["threads"]]
+        cursor = reply.json().get("nextCursor")
+        if not cursor:
+            return ids
+    raise AssertionError(f"the listing did not end: {ids}")
+
+
+def test_the_childs_own_sessions_are_listed_as_threads_and_one_continues_by_its_id(
+    tmp_path: Path,
+) -> None:
+    script = write_script(tmp_path, [{"text": "noted"}], loop=True)
+    child_store = tmp_path / "child.sqlite"
+    earlier = subprocess.run(
+        [sys.executable, "-m", "steerable_bridge", "run", "--storage", str(child_store),
+         "--model", f"scripted:{script}", "--no-workspace", "an old topic"],
+        capture_output=True, text=True, env=env(), timeout=60, check=True,
+    )  # fmt: skip
+    own = re.search(r"session: (\S+) ", earlier.stderr)
+    assert own is not None, earlier.stderr
+    own_session = own.group(1)  # the agent's own session, which the bridge never saw
+    command = child_command(script, storage=str(child_store))
+    args = ["--storage", str(tmp_path / "bridge.sqlite")]
+    with serving(args, command) as bridge:
+        bridge.run(run_input("t1", "r1", "remember apples"))
+        listed = _threads(bridge)
+        continued = bridge.run(run_input(own_session, "r2", "what was it?"))
+        after = _threads(bridge)
+    # ours first, then the agent's own; the child session t1 runs in is not listed twice
+    assert listed == ["t1", own_session]
+    assert continued[-1]["outcome"] == {"type": "success"}, continued[-1]
+    assert "steerable.hook_action" not in [e.get("name") for e in continued]
+    assert sorted(after) == sorted(["t1", own_session])  # now a thread of ours, listed once
+    shown = subprocess.run(
+        [sys.executable, "-m", "steerable_bridge", "sessions", "show", own_session,
+         "--storage", str(child_store), "--json"],
+        capture_output=True, text=True, env=env(), timeout=60, check=True,
+    )  # fmt: skip
+    assert json.loads(shown.stdout)["messages"] == 4  # the old prompt and this one, answered
+    with serving(args, command) as bridge:  # a new server reads which sessions are mapped
+        assert sorted(_threads(bridge)) == sorted(["t1", own_session])

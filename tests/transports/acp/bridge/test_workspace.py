@@ -62,3 +62,21 @@ async def test_a_terminal_runs_its_command_and_reports_output_and_exit(tmp_path:
         workspace.release(terminal)
         with pytest.raises(RequestError):
             workspace.output(terminal)
+
+
+async def test_a_running_terminal_reports_what_it_has_printed_so_far(tmp_path: Path) -> None:
+    workspace = served(tmp_path)
+    script = "printf 'started\\n'; while [ ! -e go ]; do sleep 0.05; done; printf 'finished\\n'"
+    async with anyio.create_task_group() as tasks:
+        workspace.bind(tasks)
+        terminal = workspace.create_terminal("sh", ["-c", script], None, str(tmp_path), None)
+        with anyio.fail_after(30):  # as an agent polls terminal/output while it runs
+            while "started" not in workspace.output(terminal).output:  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        meanwhile = workspace.output(terminal)
+        assert meanwhile.exit_status is None and meanwhile.output == "started\n"
+        (tmp_path / "go").touch()
+        with anyio.fail_after(30):
+            exited = await workspace.wait_for_exit(terminal)
+        assert exited.exit_code == 0
+        assert workspace.output(terminal).output == "started\nfinished\n"
