@@ -33,7 +33,9 @@ AGENTS = ["claude_acp", "codex_acp", "fast_agent_acp"]
 
 KNOWN_DEFECTS: dict[str, set[str]] = {
     "claude-agent-acp": set(),
-    "codex-acp": set(),
+    # codex-acp 0.16.0 offers env_var auth methods (codex-api-key, openai-api-key), which
+    # the stable schema 1.25 removed (only agent and terminal remain): a real defect.
+    "codex-acp": {"acp.auth-methods"},
     # fast-agent 0.10.48 replays the conversation on session/resume, which the spec says
     # must not replay (it is what session/load is for): a real defect, both checks see it.
     "fast-agent": {"agent.session.resume", "acp.resume-replay"},
