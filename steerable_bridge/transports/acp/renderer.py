@@ -24,12 +24,12 @@ own prompts; live, the client already shows them.
 | mode_changed                 | current_mode_update                                           |
 | config_changed "model"       | config_option_update (the full option list)                   |
 | commands_updated             | available_commands_update                                     |
-| compaction (compaction=True) | compaction_update in_progress (compactionId               |
+| compaction (compaction=True) | compaction_update in_progress (compactionId                   |
 |                              | `compaction-<seq>`), compaction_summary_chunk (the summary),  |
 |                              | compaction_update completed; the reply to `/compact`          |
 | compaction (otherwise)       | agent_message_chunk: its `headline` and a blank line          |
 |                              | (messageId `compaction-<seq>`), e.g. the reply to `/compact`  |
-| notice (notices=True)        | notice (severity, title, description); live only: not replayed |
+| notice (notices=True)        | notice (severity, title, description); never in a replay      |
 | notice (otherwise)           | agent_message_chunk (messageId `notice-<seq>`): title, detail |
 | run_finished / run_failed    | nothing here: the session/prompt response (`stop_reason`)     |
 | every other kind             | nothing (only the opt-in `_steerable/event` channel has them) |
