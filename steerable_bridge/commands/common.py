@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers
     from steerable_bridge.runtime.storage import SessionStore
     from steerable_bridge.runtime.tools import Tool
     from steerable_bridge.runtime.turn import TurnEngine
+    from steerable_bridge.runtime.values import Advisory
 
 __all__ = [
     "ConfigError",
@@ -204,6 +205,27 @@ def command_policy(args: argparse.Namespace) -> CommandPolicy:
 
 
 _noticed: list[bool] = []
+
+
+def sandbox_advisories(args: argparse.Namespace) -> tuple[Advisory, ...]:
+    """The notice each session shows once when bubblewrap does not work here: commands run
+    unsandboxed (`--sandbox auto`) or are refused (`require`); none for commands without
+    `--sandbox` or with `--sandbox off` (the user's own choice)."""
+    from steerable_bridge.adapters.tools.confinement import startup_notice
+    from steerable_bridge.runtime.values import Advisory
+
+    if getattr(args, "sandbox", "off") == "off":
+        return ()
+    policy = command_policy(args)
+    text = startup_notice(policy)
+    if text is None:
+        return ()
+    title = (
+        "Commands run without a sandbox"
+        if policy.sandbox == "auto"
+        else "Commands will be refused: no sandbox"
+    )
+    return (Advisory(severity="warning", title=title, description=text.removeprefix("warning: ")),)
 
 
 def _pace_ms() -> float:
@@ -506,6 +528,7 @@ def build_agent(
         output_limits=limits.output_limits,
         max_sessions=limits.max_sessions,
         session_ttl_s=limits.session_ttl_s,
+        advisories=sandbox_advisories(args),
     )
     store = build_store(args.storage)
     if wrap_store is not None:

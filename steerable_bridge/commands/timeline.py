@@ -98,6 +98,9 @@ class _Builder:
         elif isinstance(event, ev.QuestionAnswered):
             asked = self.waits.pop(event.question_id, None) or self.add(2, "question", ts)
             asked.end, asked.note = ts, event.action
+        elif isinstance(event, ev.Notice):
+            told = self.add(2, f"notice ({event.severity}): {event.title}", ts)
+            told.end = ts
         elif isinstance(event, ev.ToolStarted):
             name = self.names.get(event.call_id, event.call_id)
             self.tools[event.call_id] = self.add(2, f"tool {name}", ts)

@@ -9,8 +9,13 @@ a `session/prompt` is open (or while `session/load` replays), nothing after the 
 `tool_call` before any `tool_call_update` of that id, status only moving forward, stop reason
 `cancelled` after `session/cancel`, `session/load` replaying before it responds and
 `session/resume` not replaying at all, and `elicitation/create` only in a mode the client
-advertised in `initialize` (`clientCapabilities.elicitation.form` / `.url`). The rules
-for client-served flows and state kept across `session/load` (`acp_flow_rules.py`) run too.
+advertised in `initialize` (`clientCapabilities.elicitation.form` / `.url`). Schema 1.25:
+`notice` / `compaction_update` / `compaction_summary_chunk` validate against the generated
+stable models and only after the client advertised `session.notices` / `session.compaction`;
+a compaction changes nothing once it ended; `initialize` offers only `agent` / `terminal`
+auth methods.
+The rules for client-served flows and state kept across `session/load`
+(`acp_flow_rules.py`) run too.
 `_steerable/event` notifications must carry valid LoopEvents with increasing `seq` (a
 `session/load` replay starts them over). Nothing here repairs a transcript; it only reports.
 """
@@ -28,7 +33,13 @@ from steerable_bridge.conformance.findings import Finding, Rule
 from steerable_bridge.conformance.transcript import Sender, WireMessage, as_transcript
 from steerable_bridge.runtime import codec
 
-__all__ = ["ACP_RULES", "EVENT_METHOD", "SESSION_LEVEL_UPDATES", "check_acp_transcript"]
+__all__ = [
+    "ACP_RULES",
+    "EVENT_METHOD",
+    "SESSION_LEVEL_UPDATES",
+    "V125_UPDATES",
+    "check_acp_transcript",
+]
 
 EVENT_METHOD = "_steerable/event"
 """The extension notification that carries every LoopEvent to a client that opted in."""
@@ -58,7 +69,22 @@ ACP_RULES: tuple[Rule, ...] = (
          " client advertised in clientCapabilities.elicitation"),
     Rule(id="acp.event-channel", requires="_steerable/event carries a valid LoopEvent of that"
          " session, seq increasing"),
+    Rule(id="acp.notice-capability", requires="notice updates only after the client advertised"
+         " clientCapabilities.session.notices in initialize"),
+    Rule(id="acp.compaction-capability", requires="compaction_update and"
+         " compaction_summary_chunk only after the client advertised"
+         " clientCapabilities.session.compaction in initialize"),
+    Rule(id="acp.compaction-lifecycle", requires="a compaction (by compactionId) gets no"
+         " summary chunk and no other status once it is completed, failed or cancelled"),
+    Rule(id="acp.auth-methods", requires="initialize offers only the stable auth method types"
+         " agent (type omitted or \"agent\") and terminal"),
 )  # fmt: skip
+
+V125_UPDATES = frozenset({"notice", "compaction_update", "compaction_summary_chunk"})
+"""`sessionUpdate` kinds of schema 1.25 that the SDK 0.12.1 models lack; they validate
+against the generated `schema/stable.py` models (loaded on first need)."""
+
+_COMPACTION_DONE = frozenset({"completed", "failed", "cancelled"})
 
 
 class ElicitationCreate(RootModel[s.CreateElicitationRequest]):
@@ -109,6 +135,7 @@ SESSION_LEVEL_UPDATES = frozenset(
         "config_option_update",
         "session_info_update",
         "usage_update",
+        "notice",
     }
 )
 """Update variants about the session, not a turn: allowed outside a prompt."""
@@ -125,6 +152,8 @@ class _Session:
     cancelled: bool = False
     tools: dict[str, str | None] = field(default_factory=dict)
     last_seq: int = -1
+    compactions: dict[str, str] = field(default_factory=dict)
+    """compactionId → its last status (a first summary chunk opens it in_progress)."""
 
 
 @dataclass(slots=True)
@@ -143,6 +172,8 @@ class _Checker:
         self.sessions: dict[str, _Session] = {}
         self.elicitation: set[str] | None = None
         """The elicitation modes the client advertised in `initialize` (None: not seen)."""
+        self.session_caps: set[str] | None = None
+        """The v1.25 `clientCapabilities.session` keys advertised (notices, compaction)."""
 
     def report(self, rule_id: str, message: str) -> None:
         self.findings.append(Finding(rule_id=rule_id, message=message, where=self.where))
@@ -222,6 +253,7 @@ class _Checker:
             state.cancelled = False
             if method == "session/load":  # the replay starts the story over
                 state.tools.clear()
+                state.compactions.clear()
                 state.last_seq = -1
         if method == "initialize" and sender == "client" and isinstance(params, Mapping):
             caps = params.get("clientCapabilities")
@@ -229,6 +261,12 @@ class _Checker:
             self.elicitation = (
                 {m for m in ("form", "url") if offered.get(m) is not None}
                 if isinstance(offered, Mapping)
+                else set()
+            )
+            session = caps.get("session") if isinstance(caps, Mapping) else None
+            self.session_caps = (
+                {k for k in ("notices", "compaction") if isinstance(session.get(k), Mapping)}
+                if isinstance(session, Mapping)
                 else set()
             )
         if method == "elicitation/create" and isinstance(params, Mapping):
@@ -246,6 +284,10 @@ class _Checker:
 
     def on_notification(self, sender: Sender, method: str, params: object) -> None:
         model = _NOTIFICATIONS.get((sender, method))
+        if method == "session/update" and _v125_update(params):
+            from steerable_bridge.transports.acp.schema import stable
+
+            model = stable.SessionNotification
         if model is not None:
             if not self.validate(model, params, f"{method} params"):
                 return
@@ -287,8 +329,21 @@ class _Checker:
             table = _CLIENT_REQUESTS if sender == "agent" else _AGENT_REQUESTS
             if request.method in table:
                 self.validate(table[request.method][1], message["result"], "result")
+        if sender == "agent" and request.method == "initialize" and has_result:
+            self.auth_methods(message["result"])
         if sender == "agent" and isinstance(request.session_id, str):
             self.closes(request, message)
+
+    def auth_methods(self, result: object) -> None:
+        methods = result.get("authMethods") if isinstance(result, Mapping) else None
+        for method in methods if isinstance(methods, list) else ():
+            kind = method.get("type", "agent") if isinstance(method, Mapping) else None
+            if kind not in ("agent", "terminal"):
+                self.report(
+                    "acp.auth-methods",
+                    f"auth method of type {kind!r}; the stable schema has only agent and"
+                    " terminal (env_var was removed): offer one of those",
+                )
 
     def closes(self, request: _Request, message: Mapping[str, Any]) -> None:
         assert request.session_id is not None
@@ -342,6 +397,8 @@ class _Checker:
 
     def on_update(self, session_id: str, update: Mapping[str, Any]) -> None:
         variant = str(update.get("sessionUpdate"))
+        if variant in V125_UPDATES:
+            self.on_v125_update(session_id, variant, update)
         if variant in SESSION_LEVEL_UPDATES:
             return
         self.turn_output(session_id, f"update {variant}")
@@ -350,6 +407,27 @@ class _Checker:
             self.on_tool_call(state, update)
         elif variant == "tool_call_update":
             self.on_tool_call_update(state, update)
+
+    def on_v125_update(self, session_id: str, variant: str, update: Mapping[str, Any]) -> None:
+        caps = self.session_caps
+        needed = "notices" if variant == "notice" else "compaction"
+        if caps is not None and needed not in caps:
+            rule = "acp.notice-capability" if variant == "notice" else "acp.compaction-capability"
+            self.report(rule, f"{variant} sent, but the client did not advertise"
+                        f" clientCapabilities.session.{needed}; send it only to clients that"
+                        " did (a notice may fall back to an agent message)")  # fmt: skip
+        if variant == "notice":
+            return
+        compactions = self.session(session_id).compactions
+        compaction_id = str(update.get("compactionId"))
+        before = compactions.get(compaction_id)
+        status = update.get("status") if variant == "compaction_update" else "in_progress"
+        if before in _COMPACTION_DONE and (variant != "compaction_update" or status != before):
+            self.report("acp.compaction-lifecycle", f"{variant} for compaction"
+                        f" {compaction_id!r} after it was {before}")  # fmt: skip
+            return
+        if isinstance(status, str):
+            compactions[compaction_id] = status
 
     def on_tool_call(self, state: _Session, update: Mapping[str, Any]) -> None:
         call_id = str(update.get("toolCallId"))
@@ -406,6 +484,11 @@ def _order(finding: Finding, lines: Sequence[int] | None) -> int:
     if len(head) >= 2 and head[0] in ("message", "line") and head[1].isdigit():
         return int(head[1])
     return 1 << 62
+
+
+def _v125_update(params: object) -> bool:
+    update = params.get("update") if isinstance(params, Mapping) else None
+    return isinstance(update, Mapping) and update.get("sessionUpdate") in V125_UPDATES
 
 
 def check_acp_transcript(

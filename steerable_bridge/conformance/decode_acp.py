@@ -11,6 +11,9 @@ back exactly; what the client itself says (`session/prompt` → `run_started` an
 `user_message`, its answer to a permission request → `permission_resolved`) comes back with
 its meaning only (`seq` -1, `ts` 0). Likewise `elicitation/create` carries the whole
 `question_asked` event, and the client's answer to it is `question_answered` by meaning.
+The v1.25 updates (`notice`, `compaction_update`, `compaction_summary_chunk`) are read with
+the generated `schema/stable.py` models: a notice comes back from its own fields, a
+compaction from its completed `compaction_update`.
 `session/load` replays each message's consecutive deltas as one chunk whose `_meta.steerable`
 has `last_seq` (`runtime/replay.py`): it decodes to one delta (first seq and ts, the text
 joined) standing for seqs `seq`..`last_seq`, which is what `coalesce_deltas` makes of the
@@ -29,7 +32,7 @@ from typing import Any
 from acp import schema as s
 from pydantic import ValidationError
 
-from steerable_bridge.conformance.acp_rules import EVENT_METHOD
+from steerable_bridge.conformance.acp_rules import EVENT_METHOD, V125_UPDATES
 from steerable_bridge.conformance.transcript import as_transcript
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
@@ -51,7 +54,14 @@ from steerable_bridge.runtime.values import (
     canonical_json,
 )
 
-__all__ = ["DecodeError", "content_part", "decode_acp", "has_event_channel", "tool_part"]
+__all__ = [
+    "DecodeError",
+    "content_part",
+    "decode_acp",
+    "has_event_channel",
+    "session_update",
+    "tool_part",
+]
 
 _STOP_BACK = {"max_turn_requests": "max_steps"}
 
@@ -147,7 +157,15 @@ class _Decoder:
     ) -> LoopEvent | None:
         if kind == "text_delta":
             return ev.TextDelta(**base, message_id=u.message_id, delta=u.content.text)
+        if kind == "notice":
+            if u.session_update == "notice":  # the v1.25 update carries it
+                severity, title, description = u.severity.root, u.title, u.description
+            else:  # the agent message a client without `session.notices` gets
+                severity, title, description = meta["severity"], meta["title"], meta["description"]
+            return ev.Notice(**base, severity=severity, title=title, description=description)
         if kind == "compaction":  # the text is only its headline; the event is in _meta
+            if "part" in meta:  # v1.25: the opening update and the summary chunk
+                return None
             fields = {k: v for k, v in meta.items() if k not in ("kind", "seq", "ts", "run_id")}
             return codec.event_from_jsonable({**base, "kind": kind, **fields})
         if kind == "reasoning_delta":
@@ -385,6 +403,19 @@ def _trace_id(message: Mapping[str, Any]) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def session_update(params: object) -> tuple[str, Any]:
+    """A `session/update`'s session id and update model: the SDK's, or for a v1.25 kind the
+    generated `schema/stable.py` model (loaded only then)."""
+    update = params.get("update") if isinstance(params, dict) else None
+    if isinstance(update, dict) and update.get("sessionUpdate") in V125_UPDATES:
+        from steerable_bridge.transports.acp.schema import stable
+
+        v125 = stable.SessionNotification.model_validate(params)
+        return v125.session_id.root, v125.update.root
+    note = s.SessionNotification.model_validate(params)
+    return note.session_id, note.update
+
+
 def _fields(event: LoopEvent) -> dict[str, Any]:
     return {name: getattr(event, name) for name in event.__dataclass_fields__}
 
@@ -418,8 +449,8 @@ def decode_acp(
                 elif method == "elicitation/create" and entry.sender == "agent":
                     decoder.question(message["id"], message.get("params") or {})
             elif method == "session/update" and entry.sender == "agent":
-                note = s.SessionNotification.model_validate(message.get("params"))
-                decoder.update(note.session_id, note.update)
+                session_id, update = session_update(message.get("params"))
+                decoder.update(session_id, update)
             elif method is None and "id" in message:
                 other = "agent" if entry.sender == "client" else "client"
                 answered = asked.pop((other, message["id"]), None)

@@ -307,8 +307,17 @@ def _state(draw: Any, log: _Log, run_id: str) -> None:
 
 
 def _control(draw: Any, log: _Log, run_id: str) -> None:
-    choice = draw(st.integers(min_value=0, max_value=3))
-    if choice == 0:
+    choice = draw(st.integers(min_value=0, max_value=4))
+    if choice == 4:
+        log.add(
+            draw,
+            ev.Notice,
+            run_id,
+            severity=draw(st.sampled_from(["info", "warning", "error"])),
+            title=draw(_ident),
+            description=draw(st.none() | _short),
+        )
+    elif choice == 0:
         log.add(
             draw,
             ev.HookAction,

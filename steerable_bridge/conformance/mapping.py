@@ -163,9 +163,16 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("hook_action", "event channel", _CHANNEL),
     _row("budget_exhausted", "event channel", _CHANNEL),
     _row("soft_timeout", "event channel", _CHANNEL),
-    _row("compaction", "update", "`agent_message_chunk` (messageId compaction-<seq>): its"
-         " headline, e.g. \"Compacted 3 turns: 6,120 → 1,450 tokens.\" (the reply to"
-         " `/compact`); every field in `_meta.steerable`"),
+    _row("compaction", "update", "to a client that advertised `session.compaction`:"
+         " `compaction_update` (compactionId compaction-<seq>, in_progress), the summary as"
+         " `compaction_summary_chunk`s, then `compaction_update` completed with every field in"
+         " `_meta.steerable`; to any other client `agent_message_chunk` (messageId"
+         " compaction-<seq>): its headline, e.g. \"Compacted 3 turns: 6,120 → 1,450 tokens.\","
+         " every field in `_meta.steerable`. Either is the reply to `/compact`"),
+    _row("notice", "update", "to a client that advertised `session.notices`: `notice`"
+         " (severity, title, description); to any other client `agent_message_chunk`"
+         " (messageId notice-<seq>): the title and description as text. Live only:"
+         " `session/load` does not replay it", note="live only: not in MESSAGES_SNAPSHOT"),
 )  # fmt: skip
 
 _BY_KIND: dict[str, KindMapping] = {m.kind: m for m in MAPPING}
@@ -243,6 +250,20 @@ def markdown() -> str:
         " the next run by `resume[]` (`payload: {action, content}`; status `cancelled` ="
         " cancel). Our agent asks no url-mode questions (it has no credential flows), so it"
         " never sends `elicitation/complete`.",
+        "",
+        "Notices and compactions (ACP schema 1.25): a client that advertises"
+        " `clientCapabilities.session.notices: {}` in `initialize` gets `notice` updates"
+        " (severity info / warning / error, title, description): automatic compaction paused by"
+        " its breaker, commands that run without a sandbox (`--sandbox auto` without a working"
+        " bubblewrap; once per session, in its first turn), a context window guessed from the"
+        " model's name (once per session), and (not a LoopEvent: no turn"
+        " runs) an MCP server that failed to start;"
+        " any other client gets the same as an agent message. A client that advertises"
+        " `session.compaction: {}` gets every compaction (manual `/compact`, pressure, overflow,"
+        " micro fold) as `compaction_update` in_progress → `compaction_summary_chunk` (the"
+        " summary; a micro fold's headline) → `compaction_update` completed, all with"
+        " compactionId `compaction-<seq>`. Notices are live: logged (traces, `sessions"
+        " timeline`), but `session/load` never replays them and AG-UI history leaves them out.",
         "",
         "| kind | ACP form | ACP rendering | ACP decode | AG-UI events | AG-UI notes |",
         "|---|---|---|---|---|---|",

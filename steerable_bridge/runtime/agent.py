@@ -51,7 +51,7 @@ from steerable_bridge.runtime.storage import (
 from steerable_bridge.runtime.tokens import TokenCalibration
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import LoopSettings, TurnEngine
-from steerable_bridge.runtime.values import ContentPart
+from steerable_bridge.runtime.values import Advisory, ContentPart
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,9 @@ class AgentConfig:
     reloaded from the store when used again."""
     session_ttl_s: float = 600.0
     """An idle session unused this long is forgotten too."""
+    advisories: tuple[Advisory, ...] = ()
+    """What every session tells its user once, as `notice` events in its first turn in this
+    process (the CLI: commands run without a sandbox)."""
 
 
 class Agent:

@@ -20,6 +20,7 @@ Groups, in the order a turn produces them:
 - state / plan: plan_updated, state_snapshot, state_delta
 - session: mode_changed, config_changed, commands_updated, session_info, usage_updated
 - control: hook_action, budget_exhausted, soft_timeout, compaction
+- notice: notice (live-only: logged, never replayed as history)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from steerable_bridge.runtime.values import (
     ContentPart,
     Interrupt,
     Location,
+    NoticeSeverity,
     PermissionOption,
     PlanEntry,
     Sandbox,
@@ -473,6 +475,26 @@ class Compaction(EventBase):
         return f"{text}\n\n{self.notice}" if self.notice else text
 
 
+# -- notice ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice(EventBase):
+    """Something the user must know that is not a reply: an MCP server that failed to start,
+    a sandbox fallback, automatic compaction paused by its breaker, a guessed context window.
+
+    `title` is a non-empty line that stands alone, `description` the detail or what to do
+    (None: none). Notices are live information (ACP `notice`): they are logged, so traces and
+    the timeline show them, but a replay (`session/load`) never resends them as history, and
+    the model never sees them.
+    """
+
+    kind: Literal["notice"] = "notice"
+    severity: NoticeSeverity
+    title: str
+    description: str | None = None
+
+
 LoopEvent = (
     RunStarted
     | RunFinished
@@ -512,6 +534,7 @@ LoopEvent = (
     | BudgetExhausted
     | SoftTimeout
     | Compaction
+    | Notice
 )
 """One discriminated union on `kind`."""
 

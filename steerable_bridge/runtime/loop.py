@@ -70,6 +70,13 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
         await t.emit(
             ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
         )
+        for advisory in ctx.advisories:
+            await t.emit(
+                ev.Notice,
+                severity=advisory.severity,
+                title=advisory.title,
+                description=advisory.description,
+            )
         await t.settle_open_calls()
         if t.batch.stopped:
             return await t.finish("rejected")

@@ -134,6 +134,8 @@ class ModelInfo:
     `data:application/pdf` URI)."""
     needs_api_key_env: str | None = None
     """An environment variable the route needs but does not have (None when usable)."""
+    window_guessed: bool = False
+    """`context_window` is only a guess from the model's name (no server reported it)."""
 
 
 CONTEXT_OVERFLOW = "context_overflow"

@@ -71,6 +71,8 @@ class ModelStep(TurnRecorder):
         ctx = self.ctx
         system = self.snapshot_tools()
         self.window = await context_window(ctx.provider)
+        if step == 1 and self.window and ctx.provider.info.window_guessed:
+            await self._tell_window_guess(self.window)
         shelf = ctx.shelf
         if shelf is not None and self.batch.tools:
             tiered = shelf.offer(tuple(self.batch.tools.values()), self.window)
@@ -205,11 +207,34 @@ class ModelStep(TurnRecorder):
             tools=tuple(tool.spec() for tool in self.batch.tools.values()),
         )
 
+    async def _tell_window_guess(self, window: int) -> None:
+        """Tell the user, once per session, that compaction works from a guessed window."""
+        title = f"Context window guessed: {window:,} tokens"
+        if any(isinstance(e, ev.Notice) and e.title == title for e in self.ctx.log.view()):
+            return
+        await self.emit(
+            ev.Notice,
+            severity="info",
+            title=title,
+            description=(
+                f"No server reported the context window of {self.ctx.model}, so compaction"
+                " assumes the usual size for its model family. Set STEERABLE_CONTEXT_WINDOW"
+                " to the real size if it differs."
+            ),
+        )
+
     def _step_access(self, system: str) -> StepAccess:
         ctx = self.ctx
 
         async def emit(**fields: Any) -> None:
             await self.emit(ev.Compaction, **fields)
+            if fields.get("notice"):  # the breaker opened: the user must know, not only the model
+                await self.emit(
+                    ev.Notice,
+                    severity="warning",
+                    title="Automatic compaction is paused",
+                    description=fields["notice"],
+                )
 
         return StepAccess(
             events=ctx.log.view,

@@ -78,6 +78,7 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
     ev.UsageUpdated,
     ev.BudgetExhausted,
     ev.SoftTimeout,
+    ev.Notice,
 )
 """Kinds that never change the model's history (they are still logged and rendered)."""
 

@@ -74,6 +74,8 @@ class Session:
         self.notes = ""
         """Project notes for the system prompt (read by the agent when it makes the session)."""
         self.compactor = Compactor(agent.config.compaction, calibration=agent.calibration)
+        self.advised = False
+        """The agent's advisories were logged in a turn of this session (in this process)."""
         self._running: CancelToken | None = None
         self._claiming = anyio.Lock(fast_acquire=True)
         """Serialises this session's own claims (a turn, or a record outside one); taking it
@@ -193,7 +195,9 @@ class Session:
                 trace_id=observed.trace_id,
                 shelf=self.shelf,
                 questions=self.questions,
+                advisories=() if self.advised else self.agent.config.advisories,
             )
+            self.advised = True
             done = anyio.Event()
             async with anyio.create_task_group() as flusher:
                 flusher.start_soon(self._flush_every, context.settings.commit_interval_s, done)

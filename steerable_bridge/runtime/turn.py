@@ -32,7 +32,7 @@ from steerable_bridge.runtime.questions import QuestionAnswer, Questions
 from steerable_bridge.runtime.steering import InputQueue
 from steerable_bridge.runtime.tokens import RequestEstimator, TokenCalibration
 from steerable_bridge.runtime.tools import Tool
-from steerable_bridge.runtime.values import ContentPart, ToolContent, Usage
+from steerable_bridge.runtime.values import Advisory, ContentPart, ToolContent, Usage
 
 __all__ = [
     "ClientToolResult",
@@ -190,6 +190,8 @@ class TurnContext:
     """The session's tool tiers (see `exposure.py`); None: every tool is offered."""
     questions: Questions | None = None
     """How questions reach the person (see `questions.py`); None: nobody can be asked."""
+    advisories: tuple[Advisory, ...] = ()
+    """Logged as `notice` events right after `run_started` (the session's first turn)."""
 
 
 TurnEngine = Callable[[TurnContext, TurnInput], Awaitable[RunOutcome]]

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import JsonValue
 
 __all__ = [
+    "Advisory",
     "Command",
     "ContentPart",
     "DiffContent",
@@ -25,6 +26,7 @@ __all__ = [
     "Interrupt",
     "Location",
     "Message",
+    "NoticeSeverity",
     "PermissionOption",
     "PlanEntry",
     "ResourcePart",
@@ -49,6 +51,20 @@ ToolKind = Literal[
 Sandbox = Literal["bwrap", "none", "client"]
 """What confines a command: a bubblewrap sandbox, nothing, or the client that ran it (the
 editor's terminal; its confinement is the editor's business)."""
+
+NoticeSeverity = Literal["info", "warning", "error"]
+"""How a notice should be presented (ACP `NoticeSeverity`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Advisory:
+    """Something about the whole process a user must know (e.g. commands run without a
+    sandbox): each session logs it as a `notice` in its first turn in this process."""
+
+    severity: NoticeSeverity
+    title: str
+    description: str | None = None
+
 
 Role = Literal["system", "user", "assistant", "tool"]
 

@@ -59,6 +59,21 @@ def test_a_run_becomes_rows_with_durations_and_notes() -> None:
     ]
 
 
+def test_a_notice_is_a_row_of_its_own_that_does_not_wait() -> None:
+    events = _events()
+    notice = ev.Notice(
+        session_id="s", run_id="run_1", seq=99, ts=1000, severity="warning", title="No sandbox"
+    )
+    (run,) = timelines([events[0], notice, *events[1:]])
+    row = run.rows[1]
+    assert (row.depth, row.label, row.end, row.note) == (  # outside a step: under the run
+        1,
+        "notice (warning): No sandbox",
+        1000,
+        "",
+    )
+
+
 def test_the_waterfall_places_each_bar_on_the_runs_axis() -> None:
     (run,) = timelines(_events())
     lines = draw(run, width=10)

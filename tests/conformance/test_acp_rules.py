@@ -55,17 +55,49 @@ def valid_transcript() -> Transcript:
                 "method": "initialize",
                 "params": {
                     "protocolVersion": 1,
-                    "clientCapabilities": {"elicitation": {"form": {}}},
+                    "clientCapabilities": {
+                        "elicitation": {"form": {}},
+                        "session": {"notices": {}, "compaction": {}},
+                    },
                 },
             }
         ),
-        a({"id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}}),
+        a(
+            {
+                "id": 0,
+                "result": {
+                    "protocolVersion": 1,
+                    "agentCapabilities": {"loadSession": True},
+                    "authMethods": [
+                        {"id": "stored", "name": "Stored credentials"},
+                        {"id": "login", "name": "Log in", "type": "terminal", "args": ["login"]},
+                    ],
+                },
+            }
+        ),
         c({"id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
         a({"id": 1, "result": {"sessionId": "s1"}}),
         update("s1", {"sessionUpdate": "available_commands_update", "availableCommands": []}),
         c({"id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": prompt}}),
         event_note(5),
         text("s1", "Hello"),
+        update("s1", {"sessionUpdate": "notice", "severity": "warning", "title": "Paused"}),
+        update(
+            "s1",
+            {"sessionUpdate": "compaction_update", "compactionId": "k1", "status": "in_progress"},
+        ),
+        update(
+            "s1",
+            {
+                "sessionUpdate": "compaction_summary_chunk",
+                "compactionId": "k1",
+                "content": {"type": "text", "text": "We fixed the bug."},
+            },
+        ),
+        update(
+            "s1",
+            {"sessionUpdate": "compaction_update", "compactionId": "k1", "status": "completed"},
+        ),
         update(
             "s1",
             {
@@ -209,7 +241,48 @@ BREAKS: dict[str, Callable[[Transcript], None]] = {
     "acp.elicitation-mode": _edit(
         lambda t: 0, lambda e: e["message"]["params"].pop("clientCapabilities")
     ),
+    "acp.notice-capability": _edit(
+        lambda t: 0, lambda e: e["message"]["params"]["clientCapabilities"]["session"].clear()
+    ),
+    "acp.compaction-capability": _edit(
+        lambda t: 0,
+        lambda e: e["message"]["params"]["clientCapabilities"]["session"].pop("compaction"),
+    ),
+    "acp.compaction-lifecycle": lambda t: t.insert(
+        _find(t, _is_update("compaction_update", "completed")) + 1,
+        update(
+            "s1",
+            {
+                "sessionUpdate": "compaction_summary_chunk",
+                "compactionId": "k1",
+                "content": {"type": "text", "text": "late"},
+            },
+        ),
+    ),
+    "acp.auth-methods": _edit(
+        lambda t: 1,
+        lambda e: e["message"]["result"]["authMethods"].append(
+            {"id": "key", "name": "API key", "type": "env_var", "vars": [{"name": "KEY"}]}
+        ),
+    ),
 }
+
+
+def test_v125_updates_must_match_the_stable_schema() -> None:
+    transcript = valid_transcript()
+    transcript.insert(
+        _find(transcript, _answer(2)),
+        update("s1", {"sessionUpdate": "notice", "severity": "warning", "title": ""}),
+    )
+    findings = check_acp_transcript(transcript)
+    assert [f.rule_id for f in findings] == ["acp.schema"]
+    assert "SessionNotification" in findings[0].message and "title" in findings[0].message
+
+
+def test_a_notice_outside_a_prompt_is_legal() -> None:
+    transcript = valid_transcript()
+    transcript.append(update("s1", {"sessionUpdate": "notice", "severity": "info", "title": "Hi"}))
+    assert check_acp_transcript(transcript) == []
 
 
 def test_the_valid_transcript_has_no_findings() -> None:

@@ -7,6 +7,8 @@ ACP-exact, and the meaning of the kinds an editor sees through requests and resp
 
 from __future__ import annotations
 
+import functools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +20,7 @@ from steerable_bridge.conformance.decode_agui import decode_agui
 from steerable_bridge.conformance.grammar import sessions
 from steerable_bridge.conformance.mapping import acp_exact, acp_shown, row
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.transports.acp.renderer import AcpRenderer
 
 EXAMPLES = 400
 
@@ -44,11 +47,13 @@ def _meaning(event: LoopEvent) -> tuple[object, ...]:
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None)
-@given(sessions(), st.booleans())
+@given(sessions(), st.booleans(), st.booleans())
 def test_acp_without_the_channel_is_exact_on_what_an_editor_shows(
-    events: list[LoopEvent], channel_present: bool
+    events: list[LoopEvent], channel_present: bool, v125: bool
 ) -> None:
-    transcript = render_acp_transcript(events, channel=channel_present)
+    # v125: the client advertised session.notices / session.compaction (their own updates)
+    renderer = functools.partial(AcpRenderer, notices=v125, compaction=v125)
+    transcript = render_acp_transcript(events, channel=channel_present, renderer=renderer)
     assert check_acp_transcript(transcript) == []
     decoded = decode_acp(transcript, channel=False)
     assert [e for e in decoded if acp_exact(e)] == [e for e in events if acp_exact(e)]

@@ -5,7 +5,8 @@
 // PLAN.json: [{name, script, maxSteps, quality, cwd, turns: [{prompt, permission, cancel, steer,
 //              compact}]}]  (compact: the prompt is `/compact`)
 // For each scenario: spawn the agent, initialize opting in to `_steerable/event` (and
-// advertising form elicitation), open a session, send one session/prompt per turn, answer
+// advertising form elicitation and the v1.25 session.notices / session.compaction, whose
+// updates the zod schema below validates), open a session, send one session/prompt per turn, answer
 // permission requests and questions (`elicitation/create`) as the turn says,
 // cancel / steer (`_steerable/steer`) when the trigger kind shows in an update's
 // `_meta.steerable.kind`. Every session/update is validated against the SDK's zod schema.
@@ -86,7 +87,8 @@ async function replay(scenario) {
     agentRef = agent;
     await agent.request("initialize", {
       protocolVersion: 1,
-      clientCapabilities: { elicitation: { form: {} } }, // it answers the turn's questions
+      // it answers the turn's questions; it shows v1.25 notices and compactions itself
+      clientCapabilities: { elicitation: { form: {} }, session: { notices: {}, compaction: {} } },
       _meta: { steerable: { events: true } },
     });
     const created = await agent.request("session/new", { cwd: scenario.cwd, mcpServers: [] });

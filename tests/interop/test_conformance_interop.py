@@ -107,6 +107,12 @@ async def test_the_official_acp_client_replays_every_acp_scenario(
         shown = [e for e in decode_acp(updates, channel=False) if acp_exact(e)]
         carried = [e for e in events if acp_exact(e) and row(e.kind).acp_form == "update"]
         assert shown == carried, scenario.name
+        # the client advertised session.compaction: each compaction came as the v1.25
+        # lifecycle (which the SDK's zod schema accepted: `errors` is empty)
+        kinds = [params["update"]["sessionUpdate"] for params in got["updates"]]
+        folds = sum(e.kind == "compaction" for e in events)
+        assert kinds.count("compaction_summary_chunk") == folds, scenario.name
+        assert kinds.count("compaction_update") == 2 * folds, scenario.name
 
 
 def _client_made(event: dict[str, Any]) -> bool:

@@ -41,7 +41,9 @@ KNOWN_DEFECTS: dict[str, set[str]] = {
     "claude-agent-acp": {"agent.session.load.after_failure"},
     # codex-acp 0.16.0: a model picked with session/set_config_option is lost on
     # session/load (the load answers the configured default again); probe and rule agree.
-    "codex-acp": {"agent.session.load.model", "acp.load-keeps-config"},
+    # codex-acp 0.16.0 also offers env_var auth methods (codex-api-key, openai-api-key), which
+    # the stable schema 1.25 removed (only agent and terminal remain): a real defect.
+    "codex-acp": {"agent.session.load.model", "acp.load-keeps-config", "acp.auth-methods"},
     # fast-agent 0.10.48 replays the conversation on session/resume, which the spec says
     # must not replay (it is what session/load is for): a real defect, both checks see it.
     "fast-agent": {"agent.session.resume", "acp.resume-replay"},

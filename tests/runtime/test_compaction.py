@@ -196,6 +196,12 @@ async def test_ineffective_compactions_open_the_circuit_with_a_notice() -> None:
     assert "paused" in done[-1].notice
     assert session.compactor.circuit_reason == "consecutive_failures"
     assert done[-1].notice in requests(session)[-1].messages[0].text  # the model is told
+    events = list(session.log.view())
+    (notice,) = of(events, ev.Notice)  # and the user, once, right after the compaction
+    assert events[events.index(done[-1]) + 1] == notice
+    assert notice.severity == "warning" and notice.title == "Automatic compaction is paused"
+    assert notice.description == done[-1].notice
+    assert all(notice.description not in m.text for m in requests(session)[-1].messages[1:])
     await session.prompt(TurnInput(compact=True))  # manual compaction resets the breaker
     assert not session.compactor.circuit_open
 

@@ -45,7 +45,7 @@ from steerable_bridge.adapters.llm.openai_body import BodyEncoder
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.retrying import RetryableError
-from steerable_bridge.adapters.llm.window import WindowCache, discover_window
+from steerable_bridge.adapters.llm.window import WindowCache, probe_window
 from steerable_bridge.runtime.model import (
     CONTEXT_OVERFLOW,
     ModelChunk,
@@ -172,12 +172,21 @@ class OpenAICompatProvider(HttpStreamProvider[OpenAIConfig, ChunkDecoder]):
             return self._info.context_window
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         client = await self.http.client()
-        window = await WINDOWS.get(
-            (config.base_url, config.model),
-            lambda: discover_window(client, config.base_url, config.model, headers=headers),
-        )
-        if window != self._info.context_window:
-            self._info = dataclasses.replace(self._info, context_window=window)
+        key = (config.base_url, config.model)
+
+        async def probe() -> int | None:
+            window, guessed = await probe_window(
+                client, config.base_url, config.model, headers=headers
+            )
+            if guessed:
+                WINDOWS.guessed.add(key)
+            return window
+
+        window = await WINDOWS.get(key, probe)
+        guessed = key in WINDOWS.guessed
+        info = self._info
+        if window != info.context_window or guessed != info.window_guessed:
+            self._info = dataclasses.replace(info, context_window=window, window_guessed=guessed)
         return window
 
     def feed(self, decoder: ChunkDecoder, payload: dict[str, Any], tries: int) -> list[ModelChunk]:

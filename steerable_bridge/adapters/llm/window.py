@@ -11,7 +11,8 @@ Compaction and the usage displays need the window of the model behind an `openai
 - LM Studio: `GET {root}/api/v0/models/{model}` gives `loaded_context_length` or
   `max_context_length`;
 
-and falls back to `known_window(model)` (a short table of hosted families), else None
+and falls back to `known_window(model)` (a short table of hosted families: a guess, which
+`probe_window` says so the user can be told), else None
 (then only overflow recovery applies). Each probe is bounded by a short timeout and a
 failed probe is just "no answer". `WindowCache` makes it once per route per process.
 Uses the provider's pooled `httpx.AsyncClient`; never raises.
@@ -27,7 +28,7 @@ from typing import Any
 import anyio
 import httpx
 
-__all__ = ["KNOWN_WINDOWS", "WindowCache", "discover_window", "known_window"]
+__all__ = ["KNOWN_WINDOWS", "WindowCache", "discover_window", "known_window", "probe_window"]
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +159,20 @@ async def discover_window(
     timeout_s: float = 3.0,
 ) -> int | None:
     """The window the server behind `base_url` reports for `model`, else `known_window`."""
+    window, _ = await probe_window(client, base_url, model, headers=headers, timeout_s=timeout_s)
+    return window
+
+
+async def probe_window(
+    client: httpx.AsyncClient,
+    base_url: str,
+    model: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout_s: float = 3.0,
+) -> tuple[int | None, bool]:
+    """(window, guessed): as `discover_window`, and whether the window is only the table's
+    figure for the model's family (no server reported one)."""
     base = base_url.rstrip("/")
     root = base[: -len("/v1")] if base.endswith("/v1") else base
     sent = headers or {}
@@ -171,8 +186,9 @@ async def discover_window(
         found = read(await _json(client, method, url, sent, timeout_s, body))
         if found:
             logger.info("context window of %s: %d tokens (from %s)", model, found, url)
-            return found
-    return known_window(model)
+            return found, False
+    guess = known_window(model)
+    return guess, guess is not None
 
 
 class WindowCache:
@@ -181,6 +197,8 @@ class WindowCache:
     def __init__(self) -> None:
         self._found: dict[tuple[str, str], int | None] = {}
         self._locks: dict[tuple[str, str], anyio.Lock] = {}
+        self.guessed: set[tuple[str, str]] = set()
+        """Keys whose window is the table's guess (a probe adds them; see `probe_window`)."""
 
     def peek(self, key: tuple[str, str]) -> tuple[bool, int | None]:
         """(known, window) without asking anyone."""

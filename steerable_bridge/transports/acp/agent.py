@@ -82,8 +82,12 @@ class AcpAgent(SessionLifecycle):
         prompt_requests: dict[Any, str] | None = None,
         workspaces: AcpWorkspaces | None = None,
         permission_timeout_s: float = 300.0,
+        session_features: Callable[[], tuple[bool, bool]] = lambda: (False, False),
     ) -> None:
         self.port = port
+        self.session_features = session_features
+        """(notices, compaction) the client's raw `initialize` advertised (the transport
+        reads them: the SDK's models drop them)."""
         self.permission_timeout_s = permission_timeout_s
         """How long a `session/request_permission` may wait for the client's answer."""
         self.commands = slash_commands(port.info().modes)
@@ -121,6 +125,7 @@ class AcpAgent(SessionLifecycle):
             log.info("client asked for protocol %s; answering with %s", protocol_version, 1)
         self.link.capabilities = client_capabilities
         self.link.client_info = client_info
+        self.link.notices, self.link.compaction = self.session_features()
         steerable = kwargs.get("steerable")
         self.link.events = isinstance(steerable, dict) and steerable.get("events") is True
         return initialize_response(

@@ -11,7 +11,10 @@ extensions: the `_steerable/steer` and `_steerable/follow_up` methods (when the 
 steer) and the opt-in event channel. Auth methods are the two the stable schema has
 (`auth_methods`): an `agent` method, `authenticate` with which re-reads the stored
 credentials, and, when the client can run a login in its terminal, a `terminal` method that
-runs `steerable-bridge login`. Neither is required for a route that needs no key. Imports
+runs `steerable-bridge login`. Neither is required for a route that needs no key.
+`session_features(params)` reads the v1.25 client capabilities `session.notices` /
+`session.compaction` from the raw `initialize` params, because the SDK 0.12.1 models drop
+keys they do not know. Imports
 nothing heavy: it must stay cheap to load.
 """
 
@@ -34,8 +37,20 @@ __all__ = [
     "STEERABLE_META",
     "auth_methods",
     "initialize_response",
+    "session_features",
     "terminal_auth_supported",
 ]
+
+
+def session_features(params: object) -> tuple[bool, bool]:
+    """(notices, compaction): whether the raw `initialize` params advertise
+    `clientCapabilities.session.notices` / `.compaction` (an object; omitted or null: no)."""
+    caps = params.get("clientCapabilities") if isinstance(params, dict) else None
+    session = caps.get("session") if isinstance(caps, dict) else None
+    if not isinstance(session, dict):
+        return False, False
+    return isinstance(session.get("notices"), dict), isinstance(session.get("compaction"), dict)
+
 
 CREDENTIALS_METHOD = "stored-credentials"
 """The `agent` auth method: `authenticate` re-reads the stored credentials and the route."""

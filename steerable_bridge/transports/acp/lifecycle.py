@@ -114,7 +114,11 @@ class SessionLifecycle:
             state = AcpSession(
                 id=conversation_id,
                 link=self.link,
-                renderer=AcpRenderer(routes=self.port.info().models),
+                renderer=AcpRenderer(
+                    routes=self.port.info().models,
+                    notices=self.link.notices,
+                    compaction=self.link.compaction,
+                ),
             )
             asker = AcpPermissionAsker(
                 self.link.conn,
@@ -176,12 +180,26 @@ class SessionLifecycle:
         return state, conversation, warning
 
     def _tell(self, state: AcpSession, warning: str | None) -> None:
-        """Show `warning` (failed MCP servers) in the session, after the response."""
+        """Show `warning` (failed MCP servers) in the session, after the response: a `notice`
+        to a client that advertised `session.notices`, else an agent message."""
         if warning is None:
             return
 
         async def tell() -> None:
-            await state.send(update_agent_message_text(warning))
+            if not self.link.notices:
+                await state.send(update_agent_message_text(warning))
+                return
+            from steerable_bridge.transports.acp.schema import stable
+
+            # not a LoopEvent (no `_meta.steerable`): opening a session runs no turn to log it in
+            await state.send(
+                stable.SessionUpdate12(
+                    session_update="notice",
+                    severity=stable.NoticeSeverity("warning"),
+                    title="An MCP server failed to start",
+                    description=warning,
+                )
+            )
 
         self._spawn(tell)
 
@@ -235,7 +253,9 @@ class SessionLifecycle:
             kwargs,
             source=session_id,
         )
-        replay = AcpRenderer(routes=self.port.info().models, echo_user=True)
+        replay = AcpRenderer(
+            routes=self.port.info().models, echo_user=True, compaction=self.link.compaction
+        )
         has_commands = False
         history = await self.port.events_after(session_id)
         sent = 0  # how many of `history` went out on the lossless channel

@@ -24,8 +24,13 @@ own prompts; live, the client already shows them.
 | mode_changed                 | current_mode_update                                           |
 | config_changed "model"       | config_option_update (the full option list)                   |
 | commands_updated             | available_commands_update                                     |
-| compaction                   | agent_message_chunk: its `headline` and a blank line          |
+| compaction (compaction=True) | compaction_update in_progress (compactionId                   |
+|                              | `compaction-<seq>`), compaction_summary_chunk (the summary),  |
+|                              | compaction_update completed; the reply to `/compact`          |
+| compaction (otherwise)       | agent_message_chunk: its `headline` and a blank line          |
 |                              | (messageId `compaction-<seq>`), e.g. the reply to `/compact`  |
+| notice (notices=True)        | notice (severity, title, description); never in a replay      |
+| notice (otherwise)           | agent_message_chunk (messageId `notice-<seq>`): title, detail |
 | run_finished / run_failed    | nothing here: the session/prompt response (`stop_reason`)     |
 | every other kind             | nothing (only the opt-in `_steerable/event` channel has them) |
 
@@ -53,7 +58,16 @@ and `run_id` of its event, plus what the ACP payload cannot hold exactly:
 - session_info: `title` (may be null).
 - compaction: every field of the event (`summary`, `through_seq`, `trigger`, `scope`,
   `pre_tokens`, `post_tokens`, `fallback`, `notice`, `turns`); the text is only its
-  headline.
+  headline. As v1.25 compaction updates, the completed `compaction_update` carries them
+  (the first two updates carry `kind`, `seq`, `ts`, `run_id` and `part`: 0 for the opening
+  update, 1 for the summary chunk), so a decoder rebuilds the event from that one.
+- notice: `severity`, `title` and `description` (the fallback's text is only a rendering).
+
+`compaction=True` / `notices=True` say the client advertised `session.compaction` /
+`session.notices` (ACP schema 1.25; the SDK 0.12.1 models lack those updates, so they are
+the generated `schema/stable.py` models, imported on first use). The spec sends notices only
+to a client that asked, and says an agent may use an agent message otherwise; a replay
+(`echo_user=True`) renders no notice at all: notices are live, not session history.
 
 Content parts map text → text block, image → image block, resource with text → embedded
 `resource`, resource without text → `resource_link`, diff → `diff`, terminal → `terminal`.
@@ -74,9 +88,9 @@ run's closing event (run_finished, or run_failed in the error's `data.event`) in
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from acp import schema as acp
 
@@ -96,6 +110,7 @@ from steerable_bridge.runtime.values import (
 __all__ = [
     "AcpRenderer",
     "AcpStopReason",
+    "SdkUpdate",
     "Update",
     "content_block",
     "iso_time",
@@ -105,7 +120,7 @@ __all__ = [
     "tool_content",
 ]
 
-Update = (
+SdkUpdate = (
     acp.UserMessageChunk
     | acp.AgentMessageChunk
     | acp.AgentThoughtChunk
@@ -118,7 +133,16 @@ Update = (
     | acp.SessionInfoUpdate
     | acp.UsageUpdate
 )
-"""Every `session/update` payload this renderer produces."""
+"""The `session/update` payloads the SDK's models hold."""
+
+if TYPE_CHECKING:
+    from steerable_bridge.transports.acp.schema import stable
+
+    Update = SdkUpdate | stable.SessionUpdate12 | stable.SessionUpdate13 | stable.SessionUpdate14
+else:  # the v1.25 models load on first use; at run time the alias only annotates
+    Update = SdkUpdate
+"""Every `session/update` payload this renderer produces: the SDK's, and the v1.25
+`notice` / `compaction_update` / `compaction_summary_chunk` (`schema/stable.py`)."""
 
 AcpStopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
@@ -246,10 +270,44 @@ def iso_time(ts_ms: int) -> str:
 class AcpRenderer:
     """Renders one session's LoopEvents as ACP updates; create one per session and replay."""
 
-    def __init__(self, *, routes: Sequence[str] = (), echo_user: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        routes: Sequence[str] = (),
+        echo_user: bool = False,
+        notices: bool = False,
+        compaction: bool = False,
+    ) -> None:
         self.routes = tuple(routes)
         self.echo_user = echo_user
+        self.notices = notices
+        self.compaction = compaction
         self._output: dict[str, list[ToolCallContent]] = {}
+
+    def _notice(self, event: ev.Notice, meta: Callable[..., dict[str, Any]]) -> list[Update]:
+        if self.notices:
+            from steerable_bridge.transports.acp.schema import stable
+
+            return [
+                stable.SessionUpdate12(
+                    session_update="notice",
+                    severity=stable.NoticeSeverity(event.severity),
+                    title=event.title,
+                    description=event.description,
+                    field_meta=meta(),
+                )
+            ]
+        text = event.title + (f"\n\n{event.description}" if event.description else "")
+        return [
+            acp.AgentMessageChunk(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=text + "\n\n"),
+                message_id=f"notice-{event.seq}",
+                field_meta=meta(
+                    severity=event.severity, title=event.title, description=event.description
+                ),
+            )
+        ]
 
     def render(self, event: LoopEvent, *, last_seq: int | None = None) -> list[Update]:
         """The updates `event` becomes (often none), in the order they must be sent.
@@ -285,10 +343,14 @@ class AcpRenderer:
                     field_meta=meta(),
                 )
             ]
+        if isinstance(event, ev.Notice):
+            return self._notice(event, meta) if not self.echo_user else []
         if isinstance(event, ev.Compaction):
             fields = codec.event_to_jsonable(event)
             for key in ("session_id", "run_id", "seq", "ts", "kind"):
                 del fields[key]
+            if self.compaction:
+                return _compaction_updates(event, meta, fields)
             return [
                 acp.AgentMessageChunk(
                     session_update="agent_message_chunk",
@@ -442,3 +504,33 @@ class AcpRenderer:
                 )
             ]
         return []
+
+
+def _compaction_updates(
+    event: ev.Compaction, meta: Callable[..., dict[str, Any]], fields: dict[str, Any]
+) -> list[Update]:
+    """A compaction as the v1.25 lifecycle: opened, its summary, completed."""
+    from steerable_bridge.transports.acp.schema import stable
+
+    compaction_id = stable.CompactionId(f"compaction-{event.seq}")
+    summary = event.summary or event.headline  # a fold of tool results has no summary text
+    return [
+        stable.SessionUpdate13(
+            session_update="compaction_update",
+            compaction_id=compaction_id,
+            status=stable.CompactionStatus("in_progress"),
+            field_meta=meta(part=0),
+        ),
+        stable.SessionUpdate14(
+            session_update="compaction_summary_chunk",
+            compaction_id=compaction_id,
+            content=stable.ContentBlock(stable.ContentBlock1(type="text", text=summary)),
+            field_meta=meta(part=1),
+        ),
+        stable.SessionUpdate13(
+            session_update="compaction_update",
+            compaction_id=compaction_id,
+            status=stable.CompactionStatus("completed"),
+            field_meta=meta(**fields),
+        ),
+    ]

@@ -47,6 +47,7 @@ from acp.task import MessageSender
 
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.transports.acp.batching import BatchingSender
+from steerable_bridge.transports.acp.capabilities import session_features
 from steerable_bridge.transports.acp.extensions import GAP_PREFIX
 from steerable_bridge.transports.acp.frames import (
     MAX_FRAME_BYTES,
@@ -81,6 +82,8 @@ class GuardedTransport(NdjsonTransport):
         """Request id → session id of every `session/prompt` still unanswered."""
         self.unanswered: set[Any] = set()
         """Ids of every request received and not answered yet."""
+        self.session_features = (False, False)
+        """(notices, compaction) the last `initialize` advertised (`session_features`)."""
 
     async def send(self, message: dict[str, Any]) -> None:
         if "method" not in message and ("result" in message or "error" in message):
@@ -154,6 +157,8 @@ class GuardedTransport(NdjsonTransport):
             params = message.get("params")
             if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
                 self.prompts[message["id"]] = params["sessionId"]
+        if method == "initialize":  # the SDK's models drop the v1.25 session capabilities
+            self.session_features = session_features(message.get("params"))
         if method in GAP_METHODS:
             message = {**message, "method": f"_{GAP_PREFIX}{method}"}
         if method is not None and not isinstance(message.get("params"), dict):
@@ -251,6 +256,7 @@ async def serve(
                 prompt_requests=transport.prompts,
                 workspaces=mounted[0] if mounted else None,
                 permission_timeout_s=permission_timeout_s,
+                session_features=lambda: transport.session_features,
                 **options,
             )
 

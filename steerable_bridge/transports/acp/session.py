@@ -29,7 +29,7 @@ from acp import schema as acp
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
-from steerable_bridge.transports.acp.renderer import AcpRenderer, Update
+from steerable_bridge.transports.acp.renderer import AcpRenderer, SdkUpdate, Update
 from steerable_bridge.transports.acp.wire import chunk_params
 
 __all__ = ["AcpSession", "ClientLink", "EnvironmentChooser", "keep_runtime_environment"]
@@ -50,6 +50,10 @@ class ClientLink:
     client_info: acp.Implementation | None = None
     events: bool = False
     """The client asked for every LoopEvent as `_steerable/event` notifications."""
+    notices: bool = False
+    """The client advertised `session.notices` (v1.25): notices go out as `notice` updates."""
+    compaction: bool = False
+    """The client advertised `session.compaction` (v1.25): compactions as their own updates."""
     alive: bool = True
     notify: Callable[[str, Any], Awaitable[None]] | None = None
     """The SDK connection's own `send_notification(method, params)`, for the updates built
@@ -108,9 +112,24 @@ class AcpSession:
         if not self.link.alive:
             return
         try:  # bounded by `BatchingSender`: a client that stops reading raises TimeoutError
-            await self.link.conn.session_update(session_id=self.id, update=update)
+            if isinstance(update, SdkUpdate):
+                await self.link.conn.session_update(session_id=self.id, update=update)
+            else:
+                await self._send_v125(update)
         except (ConnectionError, TimeoutError):
             self._lost()
+
+    async def _send_v125(self, update: Any) -> None:
+        """A v1.25 update the SDK's `session_update` cannot type (`schema/stable.py`), sent as
+        the same `session/update` notification through the SDK's connection."""
+        from acp.utils import notify_model
+
+        from steerable_bridge.transports.acp.schema import stable
+
+        notification = stable.SessionNotification(
+            session_id=stable.SessionId(self.id), update=stable.SessionUpdate(update)
+        )
+        await notify_model(self.link.conn._conn, "session/update", notification)
 
     async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
         """Send one LoopEvent: the opt-in raw event first, then its rendered updates (text

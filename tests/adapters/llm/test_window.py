@@ -91,3 +91,28 @@ async def test_the_provider_asks_once_per_route_and_the_env_setting_wins(
     await first.aclose()
     await second.aclose()
     await fixed.aclose()
+
+
+async def test_a_window_from_the_name_table_is_marked_a_guess(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from steerable_bridge.adapters.llm.window import probe_window
+
+    seen: list[str] = []
+    async with httpx.AsyncClient(transport=server({}, seen)) as client:
+        assert await probe_window(client, BASE, "gpt-4o-mini") == (128_000, True)
+        assert await probe_window(client, BASE, "my-own-finetune") == (None, False)
+    monkeypatch.setattr(openai_compat, "WINDOWS", WindowCache())
+    silent = OpenAICompatProvider(
+        OpenAIConfig(model="gpt-4o", base_url=BASE), transport=server({}, seen)
+    )
+    assert await context_window(silent) == 128_000
+    assert silent.info.window_guessed
+    models = {"data": [{"id": "m", "max_model_len": 2048}]}
+    told = OpenAICompatProvider(
+        OpenAIConfig(model="m", base_url=BASE),
+        transport=server({("GET", "/v1/models"): models}, seen),
+    )
+    assert await context_window(told) == 2048 and not told.info.window_guessed
+    await silent.aclose()
+    await told.aclose()

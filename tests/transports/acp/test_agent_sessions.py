@@ -94,7 +94,14 @@ async def test_load_replays_the_whole_conversation_as_it_was_sent_live(tmp_path:
     assert load.modes is not None and load.modes.current_mode_id == "default"
     users = [u for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
     assert [u["content"]["text"] for u in users] == ["Please write the note", "Now overwrite it"]
-    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == _folded(live)
+    # notices (here: the compaction breaker opening) are live only: never replayed
+    notices = [u for u in live if u.get("_meta", {}).get("steerable", {}).get("kind") == "notice"]
+    assert notices and notices[0]["content"]["text"].startswith("Automatic compaction is paused")
+    assert not any(
+        u.get("_meta", {}).get("steerable", {}).get("kind") == "notice" for u in replayed
+    )
+    history = [u for u in live if u not in notices]
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == _folded(history)
     assert len(replayed) < len(live)  # streamed in 3-character chunks, replayed whole
     kinds = {u["sessionUpdate"] for u in replayed}
     assert {

@@ -212,3 +212,71 @@ def test_mode_state_and_model_options_include_the_current_value() -> None:
     [option] = model_options(["demo:default"], "scripted:x.json")
     assert [o.value for o in option.options] == ["scripted:x.json", "demo:default"]
     assert option.category == "model" and option.id == "model"
+
+
+def _wire(update: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+def test_a_notice_is_a_v125_notice_only_for_a_client_that_advertised_notices() -> None:
+    notice = make(ev.Notice, severity="warning", title="Paused", description="Run /compact.")
+    [update] = AcpRenderer(notices=True).render(notice)
+    wire = _wire(update)
+    assert {k: wire[k] for k in ("sessionUpdate", "severity", "title", "description")} == {
+        "sessionUpdate": "notice",
+        "severity": "warning",
+        "title": "Paused",
+        "description": "Run /compact.",
+    }
+    assert wire["_meta"]["steerable"]["seq"] == notice.seq
+    [fallback] = AcpRenderer().render(notice)
+    assert fallback.session_update == "agent_message_chunk"
+    assert fallback.content.text == "Paused\n\nRun /compact.\n\n"
+    assert fallback.message_id == f"notice-{notice.seq}"
+
+
+def test_a_replay_never_resends_a_notice() -> None:
+    notice = make(ev.Notice, severity="info", title="Guessed the window")
+    for notices in (True, False):
+        assert AcpRenderer(echo_user=True, notices=notices).render(notice) == []
+
+
+@pytest.mark.parametrize("trigger", ["manual", "pressure", "overflow", "micro"])
+def test_every_compaction_trigger_is_a_v125_compaction_lifecycle(trigger: str) -> None:
+    scope = "tool_results" if trigger == "micro" else "history"
+    summary = "" if trigger == "micro" else "We fixed the parser."
+    fold = make(
+        ev.Compaction,
+        summary=summary,
+        through_seq=3,
+        trigger=trigger,
+        scope=scope,
+        pre_tokens=900,
+        post_tokens=300,
+    )
+    updates = [_wire(u) for u in AcpRenderer(compaction=True).render(fold)]
+    cid = f"compaction-{fold.seq}"
+    assert [(u["sessionUpdate"], u["compactionId"]) for u in updates] == [
+        ("compaction_update", cid),
+        ("compaction_summary_chunk", cid),
+        ("compaction_update", cid),
+    ]
+    assert [u.get("status") for u in updates] == ["in_progress", None, "completed"]
+    assert updates[1]["content"] == {"type": "text", "text": summary or fold.headline}
+    assert updates[2]["_meta"]["steerable"]["trigger"] == trigger
+    [headline] = AcpRenderer().render(fold)  # a client without session.compaction
+    assert headline.session_update == "agent_message_chunk"
+
+
+def test_session_features_read_the_raw_initialize() -> None:
+    from steerable_bridge.transports.acp.capabilities import session_features
+
+    both = {"clientCapabilities": {"session": {"notices": {}, "compaction": {}}}}
+    assert session_features(both) == (True, True)
+    assert session_features({"clientCapabilities": {"session": {"notices": None}}}) == (
+        False,
+        False,
+    )
+    assert session_features({"clientCapabilities": {}}) == (False, False)
+    assert session_features(None) == (False, False)

@@ -1,0 +1,172 @@
+"""End-to-end: the v1.25 `notice` and compaction updates of the real `steerable-bridge acp`.
+
+The SDK 0.12.1 client can neither advertise `session.notices` / `session.compaction` (its
+`ClientSessionCapabilities` has no such fields) nor parse those updates (its
+`SessionNotification` rejects them, so its `session_update` handler never sees them). So
+`initialize` is sent as raw JSON through the SDK's connection and the updates are read off
+the recorded wire; the conformance suite then grades and decodes that wire.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import schema as acp
+from acp.connection import StreamDirection
+
+from steerable_bridge.conformance import check_acp_transcript
+from steerable_bridge.conformance.decode_acp import decode_acp
+from steerable_bridge.runtime import codec
+from steerable_bridge.runtime import events as ev
+from tests.transports.acp.harness import AcpRun, running, wait_until
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60), pytest.mark.slow]
+
+V125 = {"session": {"notices": {}, "compaction": {}}}
+ROUNDS = [{"text": "first answer " * 40}, {"text": "second answer"}]
+SUMMARY = [{"text": "SUMMARY of the first turn"}]
+
+
+async def _initialize(run: AcpRun, capabilities: dict[str, Any]) -> None:
+    """`initialize` as raw JSON: the SDK's models would drop the v1.25 capabilities."""
+    params = {
+        "protocolVersion": 1,
+        "clientCapabilities": capabilities,
+        "_meta": {"steerable": {"events": True}},
+    }
+    await run.conn._conn.send_request("initialize", params)
+
+
+def _transcript(run: AcpRun) -> list[dict[str, Any]]:
+    return [
+        {
+            "sender": "client" if e.direction == StreamDirection.OUTGOING else "agent",
+            "message": e.message,
+        }
+        for e in run.wire
+    ]
+
+
+def _updates(run: AcpRun, kind: str) -> list[dict[str, Any]]:
+    return [
+        e.message["params"]["update"]
+        for e in run.wire
+        if e.direction == StreamDirection.INCOMING
+        and e.message.get("method") == "session/update"
+        and e.message["params"]["update"]["sessionUpdate"] == kind
+    ]
+
+
+async def test_compact_answers_with_compaction_updates_to_a_client_that_asked(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, ROUNDS, summary_rounds=SUMMARY) as run:
+        await _initialize(run, V125)
+        sid = await run.new()
+        await run.prompt(sid, "first question")
+        compacted = await run.prompt(sid, "/compact")
+        await run.prompt(sid, "second question")
+        await run.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+    assert compacted.stop_reason == "end_turn"
+    folds = [
+        e for e in map(codec.event_from_jsonable, run.client.events) if isinstance(e, ev.Compaction)
+    ]
+    assert len(folds) == 2 and folds[0] == folds[1]  # live, and replayed on the event channel
+    fold = folds[0]
+    assert fold.trigger == "manual"
+    compaction_id = f"compaction-{fold.seq}"
+    updates = _updates(run, "compaction_update")
+    # live, then replayed by session/load (a compaction is history: it stays in the story)
+    assert [(u["compactionId"], u["status"]) for u in updates] == [
+        (compaction_id, "in_progress"),
+        (compaction_id, "completed"),
+    ] * 2
+    chunks = _updates(run, "compaction_summary_chunk")
+    assert [c["content"] for c in chunks] == [
+        {"type": "text", "text": "SUMMARY of the first turn"}
+    ] * 2
+    # no "Compacted 1 turn" agent message: the client shows the compaction itself
+    texts = [u.content.text for u in run.client.updates_of("agent_message_chunk")]
+    assert not any(t.startswith("Compacted") for t in texts)
+    transcript = _transcript(run)
+    assert check_acp_transcript(transcript) == []
+    decoded = [e for e in decode_acp(transcript, channel=False) if isinstance(e, ev.Compaction)]
+    assert decoded == [fold]
+
+
+async def test_a_client_without_the_capability_gets_the_headline_instead(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, ROUNDS, summary_rounds=SUMMARY) as run:
+        await _initialize(run, {})
+        sid = await run.new()
+        await run.prompt(sid, "first question")
+        await run.prompt(sid, "/compact")
+    assert _updates(run, "compaction_update") == _updates(run, "compaction_summary_chunk") == []
+    texts = [u.content.text for u in run.client.updates_of("agent_message_chunk")]
+    assert any(t.startswith("Compacted 1 turn") for t in texts)
+    assert check_acp_transcript(_transcript(run)) == []
+
+
+def _broken_server() -> acp.McpServerStdio:
+    return acp.McpServerStdio(
+        name="broken", command=sys.executable, args=["-c", "raise SystemExit(3)"], env=[]
+    )
+
+
+@pytest.mark.parametrize("notices", [True, False])
+async def test_a_failed_mcp_server_is_a_notice_only_for_a_client_that_asked(
+    tmp_path: Path, notices: bool
+) -> None:
+    async with running(tmp_path, [], args=("--sandbox", "off")) as run:
+        await _initialize(run, V125 if notices else {})
+        await run.conn.new_session(cwd=str(tmp_path), mcp_servers=[_broken_server()])
+        # it goes out after the session/new response
+        await wait_until(lambda: _updates(run, "notice" if notices else "agent_message_chunk"))
+    shown = _updates(run, "notice")
+    texts = [u.content.text for u in run.client.updates_of("agent_message_chunk")]
+    if notices:
+        (notice,) = shown
+        assert notice["severity"] == "warning"
+        assert notice["title"] == "An MCP server failed to start"
+        assert "broken" in notice["description"]
+        assert not any("broken" in t for t in texts)
+        assert check_acp_transcript(_transcript(run)) == []
+    else:
+        assert shown == []
+        assert any("broken" in t and "failed to start" in t for t in texts)
+        # the fallback is an agent message outside a prompt, which the rules flag: the
+        # reason a client should advertise session.notices
+        findings = check_acp_transcript(_transcript(run))
+        assert [f.rule_id for f in findings] == ["acp.update-outside-prompt"]
+
+
+async def test_a_sandbox_fallback_is_a_notice_once_per_session_and_never_replayed(
+    tmp_path: Path,
+) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")  # there, but it cannot sandbox here
+    (fake / "bwrap").chmod(0o755)
+    path = f"{fake}{os.pathsep}{os.environ.get('PATH', '')}"
+    rounds = [{"text": "one"}, {"text": "two"}]
+    async with running(tmp_path, rounds, args=("--sandbox", "auto"), env={"PATH": path}) as run:
+        await _initialize(run, V125)
+        sid = await run.new()
+        await run.prompt(sid, "first")
+        await run.prompt(sid, "second")
+        await run.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+    (notice,) = _updates(run, "notice")  # the first turn only, and not in the replay
+    assert notice["severity"] == "warning"
+    assert notice["title"] == "Commands run without a sandbox"
+    assert "UNSANDBOXED" in notice["description"]
+    assert notice["_meta"]["steerable"]["kind"] == "notice"
+    logged = [e for e in map(codec.event_from_jsonable, run.client.events) if e.kind == "notice"]
+    assert len(logged) == 2 and logged[0] == logged[1]  # logged; the lossless channel replays it
+    transcript = _transcript(run)
+    assert check_acp_transcript(transcript) == []
+    assert [e for e in decode_acp(transcript, channel=False) if e.kind == "notice"] == logged[:1]
