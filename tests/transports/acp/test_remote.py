@@ -1,0 +1,264 @@
+"""Remote ACP end to end: the real `steerable-bridge acp --listen 127.0.0.1:0`, driven by the
+Python SDK's Streamable HTTP and WebSocket clients (`acp.http`, `acp.ws`) and by raw HTTP.
+
+Each test starts the command on a scripted model, finds the port on its start-up line, and
+checks what a remote client would notice: the handshake, a session, a prompt whose text
+arrives as streamed updates, cancel, a turn cancelled when its client goes away, and bad
+input (not JSON, a wrong Host, no token off loopback, a body over `--max-body`) answered
+with its own error while the server goes on serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from acp import PROTOCOL_VERSION, connect_to_agent, text_block
+from acp import schema as acp
+from acp.client.connection import ClientSideConnection
+from acp.http.client import create_http_stream
+from acp.ws.client import create_websocket_stream
+from websockets.exceptions import InvalidStatus
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+WAIT_S = 30.0
+HELLO = {"text": "hello from far away", "chunk_size": 5}
+HANG = {"text": "thinking", "hang": True}
+
+
+class Recorder:
+    """The client side: records every session update; no fs, no terminals."""
+
+    def __init__(self) -> None:
+        self.updates: list[acp.SessionNotification] = []
+        self.arrived = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(acp.SessionNotification(session_id=session_id, update=update))
+        self.arrived.set()
+
+    def text(self) -> str:
+        return "".join(
+            u.update.content.text
+            for u in self.updates
+            if isinstance(u.update, acp.AgentMessageChunk)
+            and isinstance(u.update.content, acp.TextContentBlock)
+        )
+
+    async def request_permission(self, **kwargs: Any) -> Any:
+        raise AssertionError("no permission is asked in these tests")
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+
+@contextmanager
+def server(tmp_path: Path, rounds: list[dict[str, Any]], *extra: str) -> Iterator[str]:
+    """`steerable-bridge acp --listen` on a scripted model; yields its endpoint URL."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"rounds": rounds}))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "steerable_bridge.cli",
+            "acp",
+            "--listen",
+            "127.0.0.1:0",
+            "--model",
+            f"scripted:{script}",
+            "--storage",
+            "memory",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "STEERABLE_TOKEN": ""},
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = None
+        for line in process.stdout:  # the start-up line comes before serving
+            if "ACP endpoint " in line:
+                url = line.split("ACP endpoint ", 1)[1].split()[0]
+                break
+        assert url is not None, "no start-up line naming the endpoint"
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(WAIT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(WAIT_S)
+
+
+@asynccontextmanager
+async def client(url: str, *, ws: bool = False) -> AsyncIterator[tuple[Any, Recorder]]:
+    """An SDK client connection over HTTP (or WebSocket), initialized."""
+    recorder = Recorder()
+    if ws:
+        transport = await create_websocket_stream(url.replace("http://", "ws://"))
+    else:
+        transport = create_http_stream(url, client=httpx.AsyncClient(timeout=None))
+    conn: ClientSideConnection = connect_to_agent(recorder, transport)  # type: ignore[arg-type]
+    try:
+        async with asyncio.timeout(WAIT_S):
+            answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        assert answer.protocol_version == PROTOCOL_VERSION
+        yield conn, recorder
+    finally:
+        await conn.close()
+
+
+async def prompt_and_read(url: str, *, ws: bool) -> None:
+    async with client(url, ws=ws) as (conn, recorder):
+        async with asyncio.timeout(WAIT_S):
+            session = await conn.new_session(cwd=str(Path.cwd()), mcp_servers=[])
+            done = await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+        assert done.stop_reason == "end_turn"
+        assert recorder.text() == HELLO["text"]
+        chunks = [u for u in recorder.updates if isinstance(u.update, acp.AgentMessageChunk)]
+        assert len(chunks) > 1  # streamed, not one block at the end
+        assert {u.session_id for u in recorder.updates} == {session.session_id}
+
+
+@pytest.mark.parametrize("ws", [False, True], ids=["http", "websocket"])
+def test_a_prompt_streams_its_reply_over_http_and_websocket(tmp_path: Path, ws: bool) -> None:
+    with server(tmp_path, [HELLO]) as url:
+        asyncio.run(prompt_and_read(url, ws=ws))
+
+
+async def cancel_a_turn(url: str, *, ws: bool) -> None:
+    async with client(url, ws=ws) as (conn, recorder):
+        async with asyncio.timeout(WAIT_S):
+            session = await conn.new_session(cwd=str(Path.cwd()), mcp_servers=[])
+            turn = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+            )
+            while "thinking" not in recorder.text():
+                recorder.arrived.clear()
+                await recorder.arrived.wait()
+            await conn.cancel(session_id=session.session_id)
+            done = await turn
+        assert done.stop_reason == "cancelled"
+
+
+@pytest.mark.parametrize("ws", [False, True], ids=["http", "websocket"])
+def test_cancel_ends_the_running_turn(tmp_path: Path, ws: bool) -> None:
+    with server(tmp_path, [HANG]) as url:
+        asyncio.run(cancel_a_turn(url, ws=ws))
+
+
+async def leave_mid_turn_then_load(url: str) -> None:
+    """A client that goes away mid-turn: its turn is cancelled, and a new connection that
+    loads the session sees the turn ended (it can prompt again at once)."""
+    async with client(url, ws=True) as (conn, recorder):
+        async with asyncio.timeout(WAIT_S):
+            session = await conn.new_session(cwd=str(Path.cwd()), mcp_servers=[])
+            left = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+            )
+            while "thinking" not in recorder.text():
+                recorder.arrived.clear()
+                await recorder.arrived.wait()
+    left.cancel()
+    async with client(url) as (conn, recorder):
+        async with asyncio.timeout(WAIT_S):
+            await conn.load_session(
+                session_id=session.session_id, cwd=str(Path.cwd()), mcp_servers=[]
+            )
+            done = await conn.prompt(session_id=session.session_id, prompt=[text_block("again")])
+        assert done.stop_reason == "end_turn"
+        assert HELLO["text"] in recorder.text()
+
+
+def test_a_client_that_disconnects_has_its_turn_cancelled(tmp_path: Path) -> None:
+    with server(tmp_path, [HANG, HELLO]) as url:
+        asyncio.run(leave_mid_turn_then_load(url))
+
+
+def _initialize(http: httpx.Client, url: str, **headers: str) -> httpx.Response:
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+    return http.post(url, json=body, headers=headers)
+
+
+def test_bad_input_gets_its_own_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    limited = server(tmp_path, [HELLO], "--max-body", "2048")
+    with limited as url, httpx.Client(timeout=WAIT_S) as http:
+        first = _initialize(http, url)
+        assert first.status_code == 200
+        connection = first.headers["acp-connection-id"]
+        assert first.json()["result"]["protocolVersion"] == 1
+
+        broken = http.post(
+            url,
+            content=b'{"jsonrpc": "2.0", "id": 1, "method": ',
+            headers={"content-type": "application/json", "acp-connection-id": connection},
+        )
+        assert broken.status_code == 400
+        assert broken.json()["error"]["code"] == -32700
+
+        huge = http.post(
+            url,
+            content=json.dumps({"jsonrpc": "2.0", "method": "x", "params": {"a": "b" * 4096}}),
+            headers={"content-type": "application/json", "acp-connection-id": connection},
+        )
+        assert huge.status_code == 413
+        assert huge.json()["error"]["code"] == "body_too_large"
+
+        rebound = _initialize(http, url, host="evil.example:80")
+        assert rebound.status_code == 421
+        assert rebound.json()["error"]["code"] == "host_not_allowed"
+
+        foreign = _initialize(http, url, origin="http://evil.example")
+        assert foreign.status_code == 403
+        assert foreign.json()["error"]["code"] == "origin_not_allowed"
+
+        plain = http.post(url, content=b"{}", headers={"content-type": "text/plain"})
+        assert plain.status_code == 415
+
+        unknown = http.get(url, headers={"accept": "text/event-stream", "acp-connection-id": "x"})
+        assert unknown.status_code == 404
+
+        with pytest.raises(InvalidStatus) as refused:
+            asyncio.run(
+                create_websocket_stream(url.replace("http", "ws"), headers={"Host": "evil"})
+            )
+        assert refused.value.response.status_code == 421
+        assert b"host_not_allowed" in refused.value.response.body
+
+        asyncio.run(prompt_and_read(url, ws=False))  # and it still serves
+
+
+def test_a_token_is_needed_off_loopback_and_checked(tmp_path: Path) -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "steerable_bridge.cli", "acp", "--listen", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        env={**os.environ, "STEERABLE_TOKEN": ""},
+    )
+    assert refused.returncode == 2
+    assert "--token" in refused.stderr
+
+    guarded = server(tmp_path, [HELLO], "--token", "s3cret")
+    with guarded as url, httpx.Client(timeout=WAIT_S) as http:
+        missing = _initialize(http, url)
+        assert missing.status_code == 401
+        assert missing.json()["error"]["code"] == "token_required"
+        wrong = _initialize(http, url, authorization="Bearer nope")
+        assert wrong.status_code == 401
+        right = _initialize(http, url, authorization="Bearer s3cret")
+        assert right.status_code == 200
