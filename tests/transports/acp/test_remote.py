@@ -15,8 +15,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,10 @@ from acp.http.client import create_http_stream
 from acp.ws.client import create_websocket_stream
 from websockets.exceptions import InvalidStatus
 
+from tests.transports.acp.remote_server import WAIT_S, server
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
-WAIT_S = 30.0
 HELLO = {"text": "hello from far away", "chunk_size": 5}
 HANG = {"text": "thinking", "hang": True}
 
@@ -60,48 +61,6 @@ class Recorder:
 
     def on_connect(self, conn: Any) -> None:
         pass
-
-
-@contextmanager
-def server(tmp_path: Path, rounds: list[dict[str, Any]], *extra: str) -> Iterator[str]:
-    """`steerable-bridge acp --listen` on a scripted model; yields its endpoint URL."""
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"rounds": rounds}))
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "steerable_bridge.cli",
-            "acp",
-            "--listen",
-            "127.0.0.1:0",
-            "--model",
-            f"scripted:{script}",
-            "--storage",
-            "memory",
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "STEERABLE_TOKEN": ""},
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        url = None
-        for line in process.stdout:  # the start-up line comes before serving
-            if "ACP endpoint " in line:
-                url = line.split("ACP endpoint ", 1)[1].split()[0]
-                break
-        assert url is not None, "no start-up line naming the endpoint"
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(WAIT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(WAIT_S)
 
 
 @asynccontextmanager
@@ -134,12 +93,6 @@ async def prompt_and_read(url: str, *, ws: bool) -> None:
         assert {u.session_id for u in recorder.updates} == {session.session_id}
 
 
-@pytest.mark.parametrize("ws", [False, True], ids=["http", "websocket"])
-def test_a_prompt_streams_its_reply_over_http_and_websocket(tmp_path: Path, ws: bool) -> None:
-    with server(tmp_path, [HELLO]) as url:
-        asyncio.run(prompt_and_read(url, ws=ws))
-
-
 async def cancel_a_turn(url: str, *, ws: bool) -> None:
     async with client(url, ws=ws) as (conn, recorder):
         async with asyncio.timeout(WAIT_S):
@@ -156,8 +109,9 @@ async def cancel_a_turn(url: str, *, ws: bool) -> None:
 
 
 @pytest.mark.parametrize("ws", [False, True], ids=["http", "websocket"])
-def test_cancel_ends_the_running_turn(tmp_path: Path, ws: bool) -> None:
-    with server(tmp_path, [HANG]) as url:
+def test_a_prompt_streams_its_reply_and_cancel_ends_a_turn(tmp_path: Path, ws: bool) -> None:
+    with server(tmp_path, [HELLO, HANG]) as url:
+        asyncio.run(prompt_and_read(url, ws=ws))
         asyncio.run(cancel_a_turn(url, ws=ws))
 
 
