@@ -27,6 +27,7 @@ from acp import schema as acp
 from acp.client.connection import ClientSideConnection
 from acp.http.client import create_http_stream
 from acp.ws.client import create_websocket_stream
+from httpx_sse import aconnect_sse
 from websockets.exceptions import InvalidStatus
 
 from tests.transports.acp.remote_server import WAIT_S, server
@@ -216,3 +217,52 @@ def test_a_token_is_needed_off_loopback_and_checked(tmp_path: Path) -> None:
         assert wrong.status_code == 401
         right = _initialize(http, url, authorization="Bearer s3cret")
         assert right.status_code == 200
+
+
+async def one_stream_client(url: str) -> None:
+    """A client as the RFD's latest revision describes it: one connection-scoped GET stream
+    for everything, POSTs answered 202, DELETE ending the connection (and its stream)."""
+    async with httpx.AsyncClient(timeout=WAIT_S) as http, asyncio.timeout(WAIT_S):
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+        first = await http.post(url, json=init)
+        assert first.status_code == 200
+        connection = {"acp-connection-id": first.headers["acp-connection-id"]}
+        async with aconnect_sse(http, "GET", url, headers=connection) as events:
+            received = events.aiter_sse()
+            new = {"cwd": str(Path.cwd()), "mcpServers": []}
+            posted = await http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": new},
+                headers=connection,
+            )
+            assert posted.status_code == 202 and posted.content == b""
+            session_id = json.loads((await anext(received)).data)["result"]["sessionId"]
+            prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
+            posted = await http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": prompt},
+                headers={**connection, "acp-session-id": session_id},
+            )
+            assert posted.status_code == 202
+            text = ""
+            async for event in received:
+                message = json.loads(event.data)
+                if message.get("id") == 2:
+                    assert message["result"]["stopReason"] == "end_turn"
+                    break
+                update = message["params"]["update"]
+                if update["sessionUpdate"] == "agent_message_chunk":
+                    text += update["content"]["text"]
+            assert text == HELLO["text"]
+            ended = await http.delete(url, headers=connection)
+            assert ended.status_code == 202
+            assert [event async for event in received] == []  # the stream closed
+        gone = await http.post(url, json=init | {"id": 3}, headers=connection)
+        assert gone.status_code == 200  # a connection id is not needed to start over
+        stale = await http.delete(url, headers=connection)
+        assert stale.status_code == 404
+
+
+def test_a_client_with_one_stream_gets_every_message_on_it(tmp_path: Path) -> None:
+    with server(tmp_path, [HELLO]) as url:
+        asyncio.run(one_stream_client(url))
