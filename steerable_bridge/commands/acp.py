@@ -89,6 +89,11 @@ def main(args: argparse.Namespace) -> int:
         from steerable_bridge.commands.login import run_login
 
         return run_login(provider=None, base_url=None, key_stdin=False)
+    if args.listen is not None and (args.validate_client or args.agui_url is not None):
+        raise ConfigError(
+            "--listen serves our agent; it does not combine with --validate-client or"
+            " --agui-url: drop one of them"
+        )
     if args.validate_client:
         return run_validate_client(args)
     if args.agui_url is not None:

@@ -298,6 +298,24 @@ class TokenGuard:
         return False
 
 
+class ListenedStream(StreamingResponse):
+    """An SSE response that runs `release` when it ends, however it ends (sent in full,
+    client gone before or during the body, cancelled)."""
+
+    def __init__(
+        self, body: AsyncIterator[bytes], release: Callable[[], Awaitable[None]], **kwargs: Any
+    ) -> None:
+        super().__init__(body, **kwargs)
+        self.release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.release())
+
+
 class RemoteEndpoint:
     """The `/acp` routes over one `RemoteServer`."""
 
@@ -409,8 +427,18 @@ class RemoteEndpoint:
                 f" send its {CONNECTION_ID_HEADER}",
             )
         state.attached.set()
-        return StreamingResponse(
+        if session_id is not None:  # counted before the client can see the stream open
+            state.listeners[session_id] = state.listeners.get(session_id, 0) + 1
+
+        async def release() -> None:
+            if session_id is not None:
+                state.listeners[session_id] -= 1
+            else:  # the client went away (or the deadline passed): end its connection
+                await self.server.remote.remove(state.connection_id)
+
+        return ListenedStream(
             self._stream(state, session_id),
+            release,
             media_type=CONTENT_TYPE_SSE,
             headers={"cache-control": "no-cache"},
         )
@@ -423,8 +451,6 @@ class RemoteEndpoint:
             if session_id is not None
             else state.connection_stream
         )
-        if session_id is not None:
-            state.listeners[session_id] = state.listeners.get(session_id, 0) + 1
         messages = stream.iterate()
         deadline = time.monotonic() + self.settings.stream_deadline_s
         pending: asyncio.Task[dict[str, Any]] | None = None
@@ -448,11 +474,6 @@ class RemoteEndpoint:
                 pending.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await pending
-            if session_id is not None:
-                state.listeners[session_id] -= 1
-            else:  # the client went away (or the deadline passed): end its connection
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self.server.remote.remove(state.connection_id))
 
     async def delete(self, request: Request) -> Response:
         result = await self.server.handle_delete(

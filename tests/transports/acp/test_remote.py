@@ -28,7 +28,8 @@ from acp.client.connection import ClientSideConnection
 from acp.http.client import create_http_stream
 from acp.ws.client import create_websocket_stream
 from httpx_sse import aconnect_sse
-from websockets.exceptions import InvalidStatus
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.transports.acp.remote_server import WAIT_S, server
 
@@ -149,6 +150,30 @@ def _initialize(http: httpx.Client, url: str, **headers: str) -> httpx.Response:
     return http.post(url, json=body, headers=headers)
 
 
+async def bad_frames_on_a_socket(url: str) -> None:
+    """Over a WebSocket: not JSON → a -32700 frame and the socket stays open; a message over
+    --max-body → the socket closes with 1009 (message too big)."""
+    async with ws_connect(url) as socket, asyncio.timeout(WAIT_S):
+        await socket.send("{not json")
+        answer = json.loads(await socket.recv())
+        assert answer["error"]["code"] == -32700
+        await socket.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"protocolVersion": 1},
+                }
+            )
+        )
+        assert json.loads(await socket.recv())["id"] == 1
+        await socket.send("x" * 4096)
+        with pytest.raises(ConnectionClosed) as closed:
+            await socket.recv()
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
 def test_bad_input_gets_its_own_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
     limited = server(tmp_path, [HELLO], "--max-body", "2048")
     with limited as url, httpx.Client(timeout=WAIT_S) as http:
@@ -194,6 +219,7 @@ def test_bad_input_gets_its_own_error_and_the_server_keeps_serving(tmp_path: Pat
         assert refused.value.response.status_code == 421
         assert b"host_not_allowed" in refused.value.response.body
 
+        asyncio.run(bad_frames_on_a_socket(url.replace("http", "ws")))
         asyncio.run(prompt_and_read(url, ws=False))  # and it still serves
 
 
