@@ -292,3 +292,57 @@ async def one_stream_client(url: str) -> None:
 def test_a_client_with_one_stream_gets_every_message_on_it(tmp_path: Path) -> None:
     with server(tmp_path, [HELLO]) as url:
         asyncio.run(one_stream_client(url))
+
+
+TOOLS = Path(__file__).with_name("acp_tools.py")
+WRITE = {
+    "tool_calls": [
+        {"id": "w1", "name": "write_note", "arguments": {"path": "n.txt", "text": "far"}}
+    ]
+}
+
+
+class Approver(Recorder):
+    """A client that allows every tool call once, recording what it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    async def request_permission(
+        self, options: Any, session_id: str, tool_call: Any, **kwargs: Any
+    ) -> Any:
+        self.asked.append(tool_call.tool_call_id)
+        allow = next(o for o in options if o.kind == "allow_once")
+        return acp.RequestPermissionResponse(
+            outcome=acp.AllowedOutcome(option_id=allow.option_id, outcome="selected")
+        )
+
+
+async def approve_a_write(url: str, workspace: Path, *, ws: bool) -> None:
+    approver = Approver()
+    if ws:
+        transport = await create_websocket_stream(url.replace("http://", "ws://"))
+    else:
+        transport = create_http_stream(url, client=httpx.AsyncClient(timeout=None))
+    conn = connect_to_agent(approver, transport)  # type: ignore[arg-type]
+    try:
+        async with asyncio.timeout(WAIT_S):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            done = await conn.prompt(session_id=session.session_id, prompt=[text_block("write")])
+    finally:
+        await conn.close()
+    assert done.stop_reason == "end_turn"
+    assert approver.asked == ["w1"]
+    assert (workspace / "n.txt").read_text() == "far"
+
+
+@pytest.mark.parametrize("ws", [False, True], ids=["http", "websocket"])
+def test_a_permission_request_reaches_the_remote_client_and_its_answer_comes_back(
+    tmp_path: Path, ws: bool
+) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    with server(tmp_path, [WRITE, {"text": "written"}], "--tools-module", str(TOOLS)) as url:
+        asyncio.run(approve_a_write(url, workspace, ws=ws))
