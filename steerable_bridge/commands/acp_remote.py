@@ -19,7 +19,10 @@ from typing import Any
 
 from steerable_bridge.commands.common import ConfigError
 
-__all__ = ["add_remote_options", "run_remote"]
+__all__ = ["SHUTDOWN_GRACE_S", "add_remote_options", "run_remote"]
+
+SHUTDOWN_GRACE_S = 2
+"""On SIGTERM / Ctrl-C, how long open streams and sockets may go on before they are cut."""
 
 
 def add_remote_options(parser: argparse.ArgumentParser) -> None:
@@ -120,6 +123,8 @@ def run_remote(args: argparse.Namespace, *, build_port: Any, workspaces: Any, in
         backlog=budget.backlog,
         timeout_keep_alive=limits.keep_alive_s,
         h11_max_incomplete_event_size=limits.max_head_bytes,
+        # streams stay open as long as their clients: on shutdown they are cut after this
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
     uvicorn.Server(config).run(sockets=[sock])
     return 0

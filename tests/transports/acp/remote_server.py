@@ -18,7 +18,8 @@ WAIT_S = 30.0
 
 @contextmanager
 def server(tmp_path: Path, rounds: list[dict[str, Any]], *extra: str) -> Iterator[str]:
-    """`steerable-bridge acp --listen` on a scripted model; yields its endpoint URL."""
+    """`steerable-bridge acp --listen` on a scripted model; yields its endpoint URL. Leaving
+    sends SIGTERM, and fails if the server is not gone within `WAIT_S`."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"rounds": rounds}))
     process = subprocess.Popen(
@@ -56,3 +57,4 @@ def server(tmp_path: Path, rounds: list[dict[str, Any]], *extra: str) -> Iterato
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(WAIT_S)
+            raise AssertionError("the server did not stop on SIGTERM") from None

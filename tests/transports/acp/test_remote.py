@@ -11,6 +11,7 @@ with its own error while the server goes on serving.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -346,3 +347,16 @@ def test_a_permission_request_reaches_the_remote_client_and_its_answer_comes_bac
     workspace.mkdir()
     with server(tmp_path, [WRITE, {"text": "written"}], "--tools-module", str(TOOLS)) as url:
         asyncio.run(approve_a_write(url, workspace, ws=ws))
+
+
+def test_the_server_stops_on_sigterm_with_a_stream_still_open(tmp_path: Path) -> None:
+    with (
+        httpx.Client(timeout=WAIT_S) as http,
+        contextlib.ExitStack() as open_streams,
+        server(tmp_path, [HELLO]) as url,  # leaving it (first) asserts the server stopped
+    ):
+        connection = _initialize(http, url).headers["acp-connection-id"]
+        stream = http.stream(
+            "GET", url, headers={"accept": "text/event-stream", "acp-connection-id": connection}
+        )
+        assert open_streams.enter_context(stream).status_code == 200
