@@ -332,7 +332,14 @@ class RemoteEndpoint:
         body = await self._body(request)
         if isinstance(body, Response):
             return body
-        checked = check_frame(body.strip(b" \t\r\n"))
+        body = body.strip(b" \t\r\n")
+        if body.startswith(b"["):
+            return _error(
+                501,
+                "batch_not_supported",
+                "ACP takes one JSON-RPC message per POST; send them one at a time",
+            )
+        checked = check_frame(body)
         if isinstance(checked, Refusal):
             log.warning("answered a POST body that is not a JSON-RPC message: %s", checked.message)
             return JSONResponse(checked.answer(), 400)

@@ -207,6 +207,14 @@ def test_bad_input_gets_its_own_error_and_the_server_keeps_serving(tmp_path: Pat
         assert foreign.status_code == 403
         assert foreign.json()["error"]["code"] == "origin_not_allowed"
 
+        batch = http.post(
+            url,
+            content=b'[{"jsonrpc": "2.0", "method": "x"}]',
+            headers={"content-type": "application/json", "acp-connection-id": connection},
+        )
+        assert batch.status_code == 501
+        assert batch.json()["error"]["code"] == "batch_not_supported"
+
         plain = http.post(url, content=b"{}", headers={"content-type": "text/plain"})
         assert plain.status_code == 415
 
