@@ -7,9 +7,10 @@ keyless demo model. Only JSON-RPC frames go to stdout; logs go to stderr at the 
 `STEERABLE_LOG_FILE`, to a file too; `--log-format json` writes one JSON object per line
 (`logs.py`). `--tools-module` loads extra tools (a Python file or module exposing `TOOLS`
 or `tools()`); `--hooks-module` loads hooks the same way. `--agui-url URL` serves an AG-UI
-endpoint instead of our runtime (bridge mode, `acp_agui.py`). Heavy imports happen inside
-`main`, so `--help` and the other commands never load the ACP SDK. To add an option, add
-it in `register` and read it in `main`.
+endpoint instead of our runtime (bridge mode, `acp_agui.py`); `--listen HOST:PORT` serves
+the same agent to remote clients over HTTP and WebSocket (`acp_remote.py`). Heavy imports
+happen inside `main`, so `--help` and the other commands never load the ACP SDK. To add an
+option, add it in `register` and read it in `main`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 from typing import Any
 
 from steerable_bridge.commands.acp_agui import add_bridge_options, run_agui_bridge
+from steerable_bridge.commands.acp_remote import add_remote_options
 from steerable_bridge.commands.check import add_validate_client_options, run_validate_client
 from steerable_bridge.commands.common import (
     ConfigError,
@@ -54,6 +56,7 @@ def register(subparsers: Any) -> None:
     add_tool_process_options(parser)
     add_bridge_options(parser)  # --agui-url: serve an AG-UI endpoint instead (acp_agui.py)
     add_validate_client_options(parser)  # --validate-client: the reference agent instead
+    add_remote_options(parser)  # --listen: serve remote clients over HTTP / WebSocket
     parser.add_argument(
         "action",
         nargs="?",
@@ -86,6 +89,11 @@ def main(args: argparse.Namespace) -> int:
         from steerable_bridge.commands.login import run_login
 
         return run_login(provider=None, base_url=None, key_stdin=False)
+    if args.listen is not None and (args.validate_client or args.agui_url is not None):
+        raise ConfigError(
+            "--listen serves our agent; it does not combine with --validate-client or"
+            " --agui-url: drop one of them"
+        )
     if args.validate_client:
         return run_validate_client(args)
     if args.agui_url is not None:
@@ -116,6 +124,15 @@ def main(args: argparse.Namespace) -> int:
     from steerable_bridge.commands.startup import announce, startup_line
 
     announce(startup_line(args.model, args.storage, EDITOR_WORKSPACE), args.log_format)
+    if args.listen is not None:
+        from steerable_bridge.commands.acp_remote import run_remote
+
+        return run_remote(
+            args,
+            build_port=functools.partial(_build_port, args, extra),
+            workspaces=functools.partial(_workspaces, args),
+            info=info,
+        )
     anyio.run(
         functools.partial(
             serve,
@@ -124,7 +141,7 @@ def main(args: argparse.Namespace) -> int:
             model=args.model,
             workspaces=functools.partial(_workspaces, args),
             permission_timeout_s=args.permission_timeout,
-            background=_relay_signals,
+            background=relay_signals,
         )
     )
     return 0
@@ -162,7 +179,7 @@ def _build_port(args: argparse.Namespace, extra: list[Any]) -> Any:
     return LocalPort(agent, family=family_filter(agent.config.model))
 
 
-async def _relay_signals(port: Any) -> None:
+async def relay_signals(port: Any) -> None:
     """Apply steer / cancel signals from other processes sharing the store to the turns
     this one runs, while it serves; a store that cannot listen costs a warning, not the
     connection."""

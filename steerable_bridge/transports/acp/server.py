@@ -62,7 +62,14 @@ if TYPE_CHECKING:  # loaded after `initialize` is answered (see front.py)
     from steerable_bridge.transports.acp.client_env import AcpWorkspaces
     from steerable_bridge.transports.acp.session import EnvironmentChooser
 
-__all__ = ["EOF_GRACE_S", "GAP_METHODS", "GuardedTransport", "serve"]
+__all__ = [
+    "EOF_GRACE_S",
+    "GAP_METHODS",
+    "GuardedTransport",
+    "quiet_notifications",
+    "route_message",
+    "serve",
+]
 
 log = logging.getLogger("steerable_bridge.acp")
 
@@ -150,24 +157,35 @@ class GuardedTransport(NdjsonTransport):
                 return b"".join(chunks), size
 
     def _route(self, message: dict[str, Any]) -> dict[str, Any]:
-        method = message.get("method")
-        if "id" in message and method is not None:
-            self.unanswered.add(message["id"])
-        if method == "session/prompt" and "id" in message:
-            params = message.get("params")
-            if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
-                self.prompts[message["id"]] = params["sessionId"]
-        if method == "initialize":  # the SDK's models drop the v1.25 session capabilities
+        if message.get("method") == "initialize":  # the SDK's models drop v1.25 capabilities
             self.session_features = session_features(message.get("params"))
-        if method in GAP_METHODS:
-            message = {**message, "method": f"_{GAP_PREFIX}{method}"}
-        if method is not None and not isinstance(message.get("params"), dict):
-            # the SDK's router reads params as an object; positional params name nothing
-            message = {**message, "params": {}}
-        return message
+        return route_message(message, self.prompts, self.unanswered)
 
 
-def _quiet_notifications(handler: MethodHandler) -> MethodHandler:
+def route_message(
+    message: dict[str, Any], prompts: dict[Any, str], unanswered: set[Any]
+) -> dict[str, Any]:
+    """A checked client frame as the SDK should see it: requests are remembered in
+    `unanswered` (and prompts in `prompts`), SDK gaps renamed to extension methods,
+    positional params replaced by an empty object. Shared with the remote transport."""
+    method = message.get("method")
+    if "id" in message and method is not None:
+        unanswered.add(message["id"])
+    if method == "session/prompt" and "id" in message:
+        params = message.get("params")
+        if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+            prompts[message["id"]] = params["sessionId"]
+    if method in GAP_METHODS:
+        message = {**message, "method": f"_{GAP_PREFIX}{method}"}
+    if method is not None and not isinstance(message.get("params"), dict):
+        # the SDK's router reads params as an object; positional params name nothing
+        message = {**message, "params": {}}
+    return message
+
+
+def quiet_notifications(handler: MethodHandler) -> MethodHandler:
+    """`handler`, logging a notification it fails on in one line instead of a traceback."""
+
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
         if not is_notification:
             return await handler(method, params, is_notification)
@@ -273,7 +291,7 @@ async def serve(
         )
         # The SDK logs a traceback for every notification it cannot route; nobody awaits
         # a notification's outcome, so a bad one is worth a line, not a traceback.
-        conn._conn._handler = _quiet_notifications(conn._conn._handler)
+        conn._conn._handler = quiet_notifications(conn._conn._handler)
         try:
             await conn.listen()
         finally:

@@ -11,6 +11,8 @@ checks close that, before any route runs:
 - `Origin`, when a browser sends one, must be the server's own (same scheme, host and port
   as the request) or one of the `--cors-origin`s. Otherwise 403.
 
+A WebSocket upgrade (remote ACP, `transports/acp/remote.py`) is checked the same way and
+refused with the same answer (a plain 403 where the server lacks ASGI's denial response).
 The content type of `POST /agent` (415 unless `application/json`) is checked by the route.
 Answers use the app's error shape `{"error": {"code", "message"}}`. Used by `app.py`;
 `create_app(allowed_hosts=None)` leaves it out, for hosts that mount the app behind their
@@ -98,19 +100,27 @@ class WebGuard:
         self.any_ip = any_ip
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        refusal = self._refusal(headers, scope.get("scheme", "http"))
+        raw_scheme = str(scope.get("scheme", "http"))
+        scheme = {"ws": "http", "wss": "https"}.get(raw_scheme, raw_scheme)
+        refusal = self._refusal(headers, scheme)
         if refusal is None:
             await self.app(scope, receive, send)
             return
         status, code, message = refusal
+        prefix = ""
+        if scope["type"] == "websocket":  # refuse the upgrade with the same answer
+            if "websocket.http.response" not in scope.get("extensions", {}):
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            prefix = "websocket."
         body = json.dumps({"error": {"code": code, "message": message}}).encode()
         await send(
             {
-                "type": "http.response.start",
+                "type": f"{prefix}http.response.start",
                 "status": status,
                 "headers": [
                     (b"content-type", b"application/json"),
@@ -119,7 +129,7 @@ class WebGuard:
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": f"{prefix}http.response.body", "body": body})
 
     def _refusal(self, headers: dict[str, str], scheme: str) -> tuple[int, str, str] | None:
         host = headers.get("host")
