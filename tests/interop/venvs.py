@@ -85,7 +85,9 @@ def _version_of(python: str) -> tuple[int, int] | None:
 
 
 def _candidates(uv: str, at_least: tuple[int, int]) -> list[str]:
-    found = [sys.executable]
+    # The base interpreter behind this venv, not the venv's own `python`: every checkout has
+    # its own .venv, and naming the cache by it would reinstall each venv in each clone.
+    found = [os.path.realpath(sys.executable)]
     found += [p for m in range(15, at_least[1] - 1, -1) if (p := shutil.which(f"python3.{m}"))]
     pyenv = os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))
     found += sorted(glob.glob(f"{pyenv}/versions/3.*/bin/python3"), reverse=True)
@@ -122,7 +124,7 @@ def ensure_venv(spec: VenvSpec) -> Path:
     uv = shutil.which("uv")
     if uv is None:
         raise Unavailable(f"uv is not installed: cannot build the {spec.name} venv; install uv")
-    python = find_python(spec.min_python, uv)
+    python = os.path.realpath(find_python(spec.min_python, uv))
     key = hashlib.sha256("\n".join([python, *spec.requirements]).encode()).hexdigest()[:12]
     root = cache_root() / "venvs" / f"{spec.name}-{key}"
     venv_python = root / "bin" / "python"
