@@ -61,7 +61,7 @@ let streamLabel = "running…";  // what the stream being read is: a run, or a t
 function status() {
   let text = "idle";
   if (streaming) text = streamLabel;
-  else if (waiting.size) text = "waiting for your approval";
+  else if (waiting.size) text = [...waiting.keys()].some((id) => !isQuestion(id)) ? "waiting for your approval" : "waiting for your answer";
   $("status").textContent = text;
   $("status").dataset.state = streaming ? "running" : waiting.size ? "waiting" : "idle";
   $("stop").disabled = !streaming;
@@ -107,17 +107,22 @@ function renderState() { $("state").textContent = JSON.stringify(state, null, 2)
 // The run ended: no card may still say "running…".
 function settleCards(event) {
   const outcome = event.outcome || {};
-  const asked = new Set((outcome.interrupts || []).map((i) => i.toolCallId));
+  const interrupts = outcome.interrupts || [];
+  const asked = new Set(interrupts.filter((i) => !isQuestion(i.id)).map((i) => i.toolCallId));
+  const questioned = new Set(interrupts.filter((i) => isQuestion(i.id)).map((i) => i.toolCallId));
   const frontend = new Set(outcome.pendingToolCallIds || []);
   for (const node of document.querySelectorAll(".tool-call")) {
     if (node.querySelector(".result").hidden === false) continue;
     const id = [...nodes].find(([, n]) => n === node)?.[0];
     if (asked.has(id)) setToolStatus(node, "waiting for approval");
+    else if (questioned.has(id)) setToolStatus(node, "waiting for your answer");
     else if (frontend.has(id)) setToolStatus(node, "waiting for the page");
     else if (node.dataset.status === "running…" || !node.dataset.status)
       setToolStatus(node, event.type === "RUN_ERROR" ? "failed: the run ended with an error" : "stopped");
   }
 }
+
+const isQuestion = (interruptId) => interruptId.startsWith("question-");  // an ask_user form
 
 function askApproval(interrupt) {
   if (waiting.has(interrupt.id) || document.querySelector(`.approval[data-interrupt="${CSS.escape(interrupt.id)}"]`)) return;
@@ -126,13 +131,14 @@ function askApproval(interrupt) {
     waiting.delete(interrupt.id);
     run([], [{ interruptId: interrupt.id, status: "resolved", payload }]);
   };
-  const box = interrupt.id.startsWith("question-")
+  const box = isQuestion(interrupt.id)
     ? questionBox(interrupt, answered)
     : approvalBox(interrupt, options.get(interrupt.toolCallId), answered);
   waiting.set(interrupt.id, box);
   add(box);
 }
 
+const ANSWERS = { accept: "sent", decline: "declined", cancel: "cancelled" };
 const OUTCOMES = { allow_once: "allowed once", allow_always: "always allowed", reject_once: "rejected",
                    reject_always: "always rejected", cancelled: "withdrawn" };
 
@@ -187,6 +193,11 @@ function custom(name, value) {
       if (box) { waiting.delete(box.dataset.interrupt); markAnswered(box, OUTCOMES[value.outcome] || value.outcome); }
       const card = nodes.get(value.call_id);
       if (card && /^allow/.test(value.outcome)) setToolStatus(card, "running…");
+      break;
+    }
+    case "steerable.question_answered": {  // replayed: the form was answered in a later run
+      const box = waiting.get(value.question_id);
+      if (box) { waiting.delete(value.question_id); markAnswered(box, "answered: " + (ANSWERS[value.action] || value.action)); }
       break;
     }
     case "steerable.steer_absorbed": note("your message joined the running turn"); break;
