@@ -10,7 +10,7 @@
 // On SLOW_URL: a reload while the answer streams (it goes on), then Stop on a new thread.
 // On CUT_URL (SLOW_URL behind a proxy that cuts the first run's stream): the page resumes.
 // On ASK_URL (a scripted model that calls `ask_user` with a form, then answers): the form,
-// kept by a reload, filled in and submitted; after another reload it stays answered.
+// kept by a reload, filled in and submitted; after another reload nothing waits.
 // Prints one JSON report on stdout.
 import { chromium } from "playwright-core";
 
@@ -68,6 +68,17 @@ async function onFast(browser) {
   await page.waitForSelector(".tool-call .result:not([hidden])", WAIT);
   await hasText(page, ".msg.assistant", "That is how a tool call looks.");
   await idle(page);
+  // The first run's timeline (drawn live; a reload draws the runs after it): collapsed until
+  // clicked, then one row per bracket.
+  const first = page.locator("details.timeline").first();
+  const timelineOpen = await first.evaluate((n) => n.open);
+  await first.locator("summary").click();
+  const timelineRows = await first.evaluate((n) =>
+    [...n.querySelectorAll(".tl-row")].map((r) => ({
+      label: r.querySelector(".tl-label").textContent,
+      duration: r.querySelector(".tl-dur").textContent,
+      width: r.querySelector(".tl-bar").style.width,
+    })));
   // An approval: the run ends with an interrupt, the page offers the server's options.
   await send(page, "write a note");
   await page.waitForSelector(".approval button", WAIT);
@@ -107,16 +118,6 @@ async function onFast(browser) {
   });
   await page.click(".msg.assistant pre button.copy");
   const copied = await page.evaluate(() => navigator.clipboard.readText());
-  // The first run's timeline: collapsed until clicked, then one row per bracket.
-  const first = page.locator("details.timeline").first();
-  const timelineOpen = await first.evaluate((n) => n.open);
-  await first.locator("summary").click();
-  const timelineRows = await first.evaluate((n) =>
-    [...n.querySelectorAll(".tl-row")].map((r) => ({
-      label: r.querySelector(".tl-label").textContent,
-      duration: r.querySelector(".tl-dur").textContent,
-      width: r.querySelector(".tl-bar").style.width,
-    })));
   const pickedModel = await page.locator("details.timeline").last().evaluate((n) =>
     [...n.querySelectorAll(".tl-label")].map((l) => l.textContent).filter((t) => t.startsWith("model ")));
   const chat = {
@@ -266,7 +267,7 @@ async function onAsk(browser) {
     card: await page.evaluate(() => document.querySelector(".tool-call .status")?.textContent ?? null),
     reply: await texts(page, ".msg.assistant"),
   };
-  // Reopened later, the question shows as answered, not as waiting.
+  // Reopened later, no form waits: the thread is idle.
   await page.reload(WAIT);
   await hasText(page, ".msg.assistant", "Printing");
   await idle(page);
