@@ -4,7 +4,7 @@
 // framework-neutral @copilotkit/core client (what the React components use) talks REST to
 // that runtime. Usage: node copilotkit_client.mjs <agent url> <slow agent url>
 //    or: node copilotkit_client.mjs --bridged TAG TRIGGER LONG CUE  (URLs on stdin; see `bridged`)
-//    or: node copilotkit_client.mjs --restore <agent url> THREAD_ID  (see `restoreAfterRestart`)
+//    or: node copilotkit_client.mjs --restore <agent url> THREAD_ID WAITING_ID  (`restoreAfterRestart`)
 // Prints one JSON object on stdout: {"agUiClient": version, "errors": [...onError codes and
 // messages...], "scenarios": [{name, runs: [...]}]}; the Python test makes the assertions.
 import { createServer } from "node:http";
@@ -221,7 +221,12 @@ const scenarios = {
     const restored = record(again, [], null);
     say(again, "and again");
     const continued = await run(reloaded, again);
-    return [first, asked, approved, { ...restored, before, threadId }, continued];
+    // A second thread left waiting for an approval (restored after a restart, `--restore`).
+    const waitingId = id("thread");
+    const waiting = agentOf(await connectedCore(), "default", waitingId);
+    say(waiting, "write a note");
+    await run(core, waiting);
+    return [first, asked, approved, { ...restored, before, threadId, waitingId }, continued];
   },
 };
 
@@ -285,9 +290,10 @@ async function bridgedTurns(tag, trigger, long, cue, runtimeUrl, nextUrl) {
   }
 }
 
-// `--restore AGENT_URL THREAD_ID`: a runtime started after the thread's runs (nothing of them
-// in its memory) with docs/copilotkit-runner.mjs; a fresh page opens THREAD_ID, then goes on.
-async function restoreAfterRestart(agentUrl, threadId) {
+// `--restore AGENT_URL THREAD_ID WAITING_ID`: a runtime started after the threads' runs
+// (nothing of them in its memory) with docs/copilotkit-runner.mjs; a fresh page opens
+// THREAD_ID and goes on, another opens WAITING_ID (an approval waits) and answers it.
+async function restoreAfterRestart(agentUrl, threadId, waitingId) {
   const { steerableRunner } = await import("../../docs/copilotkit-runner.mjs");
   const restarted = await serveRuntime(
     { default: agentUrl }, steerableRunner(InMemoryAgentRunner, { default: agentUrl }),
@@ -300,7 +306,16 @@ async function restoreAfterRestart(agentUrl, threadId) {
     const restored = record(agent, [], null);
     say(agent, "after the restart");
     const continued = await run(core, agent);
-    return { errors: errors.splice(0), restored, continued };
+    // The thread that waits for an approval: restored with its interrupt, then answered.
+    const other = await connectedCore([], restarted.url);
+    const asking = other.getAgent("default");
+    asking.threadId = waitingId;
+    await within(10000, "restoring the waiting thread", other.connectAgent({ agent: asking }));
+    const pending = (asking.pendingInterrupts ?? []).map((it) => ({ id: it.id, toolCallId: it.toolCallId }));
+    const waited = record(asking, [], null);
+    const resume = pending.map((it) => ({ interruptId: it.id, status: "resolved", payload: { approved: true } }));
+    const answered = await run(other, asking, { resume });
+    return { errors: errors.splice(0), restored, continued, pending, waited, answered };
   } finally {
     restarted.close();
   }

@@ -66,9 +66,11 @@ async def test_copilotkit_runtime_and_core_client_drive_the_endpoint(node: str) 
     slow_app = create_app(LocalPort(slow_agent))
     async with live_server(fast_app) as fast, live_server(slow_app) as slow:
         report = await _report(node, f"{fast}/agent", f"{slow}/agent")
-        thread_id = _scenarios(report)["reload_restores_thread"]["runs"][3]["threadId"]
-        # A second Node process: a runtime restarted, with none of the thread in its memory.
-        after_restart = await _report(node, "--restore", f"{fast}/agent", thread_id)
+        reloaded = _scenarios(report)["reload_restores_thread"]["runs"][3]
+        # A second Node process: a runtime restarted, with none of the threads in its memory.
+        after_restart = await _report(
+            node, "--restore", f"{fast}/agent", reloaded["threadId"], reloaded["waitingId"]
+        )
         slow_threads = slow_app.state.threads
         # The stopped run's client left, so once it ended the server let go of its thread
         # and session: read the session from the store.
@@ -150,3 +152,10 @@ async def test_copilotkit_runtime_and_core_client_drive_the_endpoint(node: str) 
     ]
     _clean(after_restart["continued"])
     assert "after the restart" in after_restart["continued"]["text"]
+    # the thread left waiting for an approval comes back with its interrupt, answered there
+    (pending,) = after_restart["pending"]
+    assert pending["id"].startswith("approval-") and pending["toolCallId"]
+    assert [m["role"] for m in after_restart["waited"]["messages"]] == ["user", "assistant"]
+    answered = after_restart["answered"]
+    _clean(answered)
+    assert answered["results"] == ["wrote demo-note.txt"]
