@@ -1,8 +1,9 @@
 // The chat page: one thread at a time, opened from the server's snapshot of it
 // (GET /agent/threads/{id}), then following a run still going through
 // GET /agent/threads/{id}/events after the snapshot's last id, so a reload, a thread switch
-// or a dropped connection shows the same thread and a running answer goes on. Runs are POSTed as resumable AG-UI RunAgentInputs; Stop asks the server to stop
-// the turn; a message sent while a turn runs steers it.
+// or a dropped connection shows the same thread and a running answer goes on. Runs are
+// POSTed as resumable AG-UI RunAgentInputs; Stop asks the server to stop the turn; a message
+// sent while a turn runs steers it.
 
 import { ServerError, call, setToken, stream, token } from "./api.js";
 import { applyPatch } from "./patch.js";
@@ -36,7 +37,7 @@ const waiting = new Map();   // interrupt id -> its approval box, while unanswer
 let models = { list: [], default: null };
 
 // ---- drawing ----------------------------------------------------------------------------
-let batch = null;            // a fragment a snapshot is drawn into, attached once (no reflow per node)
+let batch = null;            // the fragment a snapshot is drawn into: attached once, one reflow
 function add(node) {
   if (batch) return batch.appendChild(node);
   const log = $("log");
@@ -59,7 +60,7 @@ function showError(err) {
 }
 onTimeline((box) => add(box));
 
-let streamLabel = "running…";  // what the stream being read is: a run, or a thread loading
+let streamLabel = "running…";  // what the stream being read is
 function status() {
   let text = "idle";
   if (streaming) text = streamLabel;
