@@ -1,11 +1,12 @@
-"""`steerable-bridge sessions list | show ID | export ID | delete ID | check`: stored sessions.
+"""`steerable-bridge sessions list | show ID | export ID | delete ID | check | claim`: sessions.
 
 Reads the store `--storage` names (the same default as every other command) without running
 the agent: `list` pages newest first (`--cwd`, `--limit`, `--cursor`), `show` prints a
 session's record, status (idle, running in which process, or interrupted — closed on its
 next load) and conversation (`--timeline`: each run as a waterfall, `timeline.py`), `export`
 writes its LoopEvents as JSON lines, `delete` removes it, `check` verifies a SQLite or
-PostgreSQL store row by row. Nothing here modifies a session except `delete`; `show` never
+PostgreSQL store row by row, `claim` gives sessions stored without an owner to a user
+(`session_owners.py`). Nothing here modifies a session except `delete` and `claim`; `show` never
 closes an interrupted turn. `export` reads a damaged store row by row and salvages every
 event that still decodes, listing the rest on stderr. `--json` makes `list`, `show` and
 `check` print JSON. Everything printed for people goes through `terminal.say`, so control
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.commands.common import add_storage_option
+from steerable_bridge.commands.session_owners import add_claim_options, claim, usage_problem
 from steerable_bridge.commands.terminal import printable, say
 
 if TYPE_CHECKING:
@@ -63,6 +65,9 @@ def register(subparsers: Any) -> None:
     export.add_argument("-o", "--output", help="write to this file instead of stdout")
     action("delete", "remove a session and its log", session=True, as_json=False)
     action("check", "verify the store: SQLite integrity, every row decodes, seqs rise")
+    add_claim_options(
+        action("claim", "give sessions stored without an owner to a user (`serve --auth`)")
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -73,6 +78,8 @@ def main(args: argparse.Namespace) -> int:
 
     if args.action == "list" and args.limit < 1:
         raise ConfigError("--limit must be at least 1")
+    if args.action == "claim" and (problem := usage_problem(args)) is not None:
+        raise ConfigError(problem)
     if args.action not in ("check", "export"):  # those two read damaged stores on purpose
         check_storage(args.storage)
     store = build_store(args.storage)
@@ -315,6 +322,7 @@ _ACTIONS = {
     "export": _export,
     "delete": _delete,
     "check": _check,
+    "claim": claim,
 }
 
 

@@ -14,8 +14,10 @@ compaction boundary on, plus the earlier events session facts need (`carries_fac
 running a turn in the session, or None. `forget(session_id)`, reached through
 `forget_cached`, drops what the store keeps in memory for a session (its request writer);
 the agent calls it when the session leaves its memory, so nothing of a session outlives it
-there (the store rebuilds it from the next read). Stores shared by several processes also
-carry signals between them (`signals.py`).
+there (the store rebuilds it from the next read). `adopt(session_id, user)`, reached
+through `adopt_session`, gives a session stored without an owner (from before a server told
+users apart) to `user`, and never takes one from its owner. Stores shared by several
+processes also carry signals between them (`signals.py`).
 
     store = MemoryStore()
     await store.create(SessionRecord(session_id="s1", cwd="/work", created_at=now, updated_at=now))
@@ -43,6 +45,7 @@ __all__ = [
     "SessionRecord",
     "SessionStore",
     "StoreError",
+    "adopt_session",
     "claim_session",
     "forget_cached",
     "read_tail",
@@ -169,6 +172,19 @@ def claim_session(store: SessionStore, session_id: str) -> AbstractAsyncContextM
     if claim is None:
         return _no_claim()
     return cast(AbstractAsyncContextManager[None], claim(session_id))
+
+
+async def adopt_session(store: SessionStore, session_id: str, user: str) -> bool:
+    """Give the session to `user` when it has no owner: True when it had none and now is
+    `user`'s, or already was; False when another user owns it. Raises SessionNotFound, or
+    StoreError `owners_unsupported` for a store that keeps no owners."""
+    adopt = getattr(store, "adopt", None)
+    if adopt is None:
+        raise StoreError(
+            "owners_unsupported",
+            f"{type(store).__name__} keeps no session owners; use a SQLite or PostgreSQL --storage",
+        )
+    return cast(bool, await adopt(session_id, user))
 
 
 def forget_cached(store: SessionStore, session_id: str) -> None:

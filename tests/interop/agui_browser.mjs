@@ -1,6 +1,6 @@
 // Drives the built-in chat page in headless Chromium (Debian's /usr/bin/chromium) with
 // playwright-core, one browser for every scenario. Usage:
-//   node agui_browser.mjs FAST_URL SLOW_URL CUT_URL ARTIFACT_DIR
+//   node agui_browser.mjs FAST_URL SLOW_URL CUT_URL ARTIFACT_DIR ASK_URL
 // FAST_URL serves the demo model at instant pace, SLOW_URL at a pace that takes seconds.
 // On FAST_URL: a reply with reasoning and a tool call, an approval answered "Always allow"
 // and a second write that is not asked about, a markdown reply with a code block, the first
@@ -9,10 +9,12 @@
 // picker, and the words shown when the server cannot be reached.
 // On SLOW_URL: a reload while the answer streams (it goes on), then Stop on a new thread.
 // On CUT_URL (SLOW_URL behind a proxy that cuts the first run's stream): the page resumes.
+// On ASK_URL (a scripted model that calls `ask_user` with a form, then answers): the form,
+// kept by a reload, filled in and submitted; after another reload nothing waits.
 // Prints one JSON report on stdout.
 import { chromium } from "playwright-core";
 
-const [fast, slow, cut, artifacts] = process.argv.slice(2);
+const [fast, slow, cut, artifacts, ask] = process.argv.slice(2);
 const WAIT = { timeout: 15000 };
 const consoleMessages = [];
 let expected = null;  // the network failure a scenario causes on purpose is not an error
@@ -66,6 +68,17 @@ async function onFast(browser) {
   await page.waitForSelector(".tool-call .result:not([hidden])", WAIT);
   await hasText(page, ".msg.assistant", "That is how a tool call looks.");
   await idle(page);
+  // The first run's timeline (drawn live; a reload draws the runs after it): collapsed until
+  // clicked, then one row per bracket.
+  const first = page.locator("details.timeline").first();
+  const timelineOpen = await first.evaluate((n) => n.open);
+  await first.locator("summary").click();
+  const timelineRows = await first.evaluate((n) =>
+    [...n.querySelectorAll(".tl-row")].map((r) => ({
+      label: r.querySelector(".tl-label").textContent,
+      duration: r.querySelector(".tl-dur").textContent,
+      width: r.querySelector(".tl-bar").style.width,
+    })));
   // An approval: the run ends with an interrupt, the page offers the server's options.
   await send(page, "write a note");
   await page.waitForSelector(".approval button", WAIT);
@@ -105,16 +118,6 @@ async function onFast(browser) {
   });
   await page.click(".msg.assistant pre button.copy");
   const copied = await page.evaluate(() => navigator.clipboard.readText());
-  // The first run's timeline: collapsed until clicked, then one row per bracket.
-  const first = page.locator("details.timeline").first();
-  const timelineOpen = await first.evaluate((n) => n.open);
-  await first.locator("summary").click();
-  const timelineRows = await first.evaluate((n) =>
-    [...n.querySelectorAll(".tl-row")].map((r) => ({
-      label: r.querySelector(".tl-label").textContent,
-      duration: r.querySelector(".tl-dur").textContent,
-      width: r.querySelector(".tl-bar").style.width,
-    })));
   const pickedModel = await page.locator("details.timeline").last().evaluate((n) =>
     [...n.querySelectorAll(".tl-label")].map((l) => l.textContent).filter((t) => t.startsWith("model ")));
   const chat = {
@@ -225,6 +228,57 @@ async function onSlow(browser) {
   return { reload, dropped, stop };
 }
 
+async function onAsk(browser) {
+  const page = await newPage(browser, { width: 1280, height: 800 });
+  await page.goto(ask, WAIT);
+  await send(page, "make me a poster");
+  await page.waitForSelector(".question button[data-action=accept]", WAIT);
+  await page.waitForFunction(() => document.querySelector("#status").textContent !== "running…", null, WAIT);
+  const form = () => page.evaluate(() => {
+    const box = document.querySelector(".question");
+    return {
+      reason: box.querySelector(".reason").textContent,
+      fields: [...box.querySelectorAll(".fields label")].map((l) => ({
+        label: l.firstChild.textContent.trim(), tag: l.querySelector("input, select").tagName.toLowerCase(),
+        type: l.querySelector("input")?.type ?? null,
+        choices: [...l.querySelectorAll("option")].map((o) => o.value),
+      })),
+      buttons: [...box.querySelectorAll(".options button")].map((b) => b.textContent),
+    };
+  });
+  const asked = { ...(await form()), status: await statusOf(page),
+                  card: await page.evaluate(() => document.querySelector(".tool-call .status")?.textContent ?? null) };
+  // A reload while the question waits: the same form comes back.
+  await page.reload(WAIT);
+  await page.waitForSelector(".question button[data-action=accept]:not([disabled])", WAIT);
+  await page.waitForFunction(() => document.querySelector("#status").textContent !== "loading…", null, WAIT);
+  const afterReload = { ...(await form()), status: await statusOf(page) };
+  await page.fill(".question input[name=title]", "Launch party");
+  await page.selectOption(".question select[name=size]", "large");
+  await page.fill(".question input[name=copies]", "3");
+  await page.check(".question input[name=rush]");
+  await page.click(".question button[data-action=accept]");
+  await hasText(page, ".msg.assistant", "Printing");
+  await idle(page);
+  const answered = {
+    box: await texts(page, ".question .answered"),
+    disabled: await page.evaluate(() => [...document.querySelectorAll(".question button")].every((b) => b.disabled)),
+    result: await texts(page, ".tool-call .result"),
+    card: await page.evaluate(() => document.querySelector(".tool-call .status")?.textContent ?? null),
+    reply: await texts(page, ".msg.assistant"),
+  };
+  // Reopened later, no form waits: the thread is idle.
+  await page.reload(WAIT);
+  await hasText(page, ".msg.assistant", "Printing");
+  await idle(page);
+  const reopened = {
+    status: await statusOf(page), box: await texts(page, ".question .answered"),
+    enabled: await page.evaluate(() => [...document.querySelectorAll(".question button")].filter((b) => !b.disabled).length),
+  };
+  await page.context().close();
+  return { asked, afterReload, answered, reopened };
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
   headless: true,
@@ -234,7 +288,8 @@ const browser = await chromium.launch({
 try {
   const fastReport = await onFast(browser);
   const slowReport = await onSlow(browser);
-  process.stdout.write(JSON.stringify({ ...fastReport, ...slowReport, console: consoleMessages }) + "\n");
+  const question = await onAsk(browser);
+  process.stdout.write(JSON.stringify({ ...fastReport, ...slowReport, question, console: consoleMessages }) + "\n");
 } finally {
   await browser.close();
 }

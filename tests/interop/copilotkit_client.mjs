@@ -4,6 +4,7 @@
 // framework-neutral @copilotkit/core client (what the React components use) talks REST to
 // that runtime. Usage: node copilotkit_client.mjs <agent url> <slow agent url>
 //    or: node copilotkit_client.mjs --bridged TAG TRIGGER LONG CUE  (URLs on stdin; see `bridged`)
+//    or: node copilotkit_client.mjs --restore <agent url> THREAD_ID WAITING_ID  (`restoreAfterRestart`)
 // Prints one JSON object on stdout: {"agUiClient": version, "errors": [...onError codes and
 // messages...], "scenarios": [{name, runs: [...]}]}; the Python test makes the assertions.
 import { createServer } from "node:http";
@@ -13,7 +14,7 @@ import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
 import { CopilotKitCore } from "@copilotkit/core";
-import { CopilotRuntime } from "@copilotkit/runtime/v2";
+import { CopilotRuntime, InMemoryAgentRunner } from "@copilotkit/runtime/v2";
 import { createCopilotNodeListener } from "@copilotkit/runtime/v2/node";
 
 const [fastUrl, slowUrl] = process.argv.slice(2);
@@ -28,8 +29,9 @@ const { HttpAgent } = await import(
 );
 
 // A CopilotRuntime serving `agents` (name → AG-UI endpoint URL) on 127.0.0.1, port 0.
-async function serveRuntime(agents) {
+async function serveRuntime(agents, runner = undefined) {
   const runtime = new CopilotRuntime({
+    ...(runner ? { runner } : {}),
     agents: Object.fromEntries(
       Object.entries(agents).map(([name, agentUrl]) => [name, new HttpAgent({ url: agentUrl })]),
     ),
@@ -43,7 +45,7 @@ async function serveRuntime(agents) {
   return { url: `http://127.0.0.1:${server.address().port}/api/copilotkit`, close };
 }
 
-const bridgedMode = fastUrl === "--bridged";
+const bridgedMode = fastUrl === "--bridged" || fastUrl === "--restore";
 const served = bridgedMode ? null : await serveRuntime({ default: fastUrl, slow: slowUrl });
 
 // @copilotkit/core only connects to its runtime where a `window` exists.
@@ -196,6 +198,36 @@ const scenarios = {
     }));
     return [first, await run(core, agent, { resume })];
   },
+  // A page reload: a new CopilotKitCore (nothing in memory) opens the same threadId and
+  // `connectAgent` restores it (CopilotKit's /agent/:id/connect), then the thread goes on.
+  async reload_restores_thread() {
+    const core = await connectedCore();
+    const threadId = id("thread");
+    const agent = agentOf(core, "default", threadId);
+    say(agent, "hello");
+    const first = await run(core, agent);
+    say(agent, "write a note");
+    const asked = await run(core, agent);
+    const resume = (asked.outcome?.interrupts ?? []).map((it) => ({
+      interruptId: it.id, status: "resolved", payload: { approved: true },
+    }));
+    const approved = await run(core, agent, { resume });
+    const before = record(agent, [], null).messages;
+
+    const reloaded = await connectedCore();
+    const again = reloaded.getAgent("default");
+    again.threadId = threadId;
+    await within(10000, "restoring the thread", reloaded.connectAgent({ agent: again }));
+    const restored = record(again, [], null);
+    say(again, "and again");
+    const continued = await run(reloaded, again);
+    // A second thread left waiting for an approval (restored after a restart, `--restore`).
+    const waitingId = id("thread");
+    const waiting = agentOf(await connectedCore(), "default", waitingId);
+    say(waiting, "write a note");
+    await run(core, waiting);
+    return [first, asked, approved, { ...restored, before, threadId, waitingId }, continued];
+  },
 };
 
 // `--bridged TAG TRIGGER LONG CUE`: one thread through `serve --acp-agent` (a real agent on a
@@ -256,6 +288,42 @@ async function bridgedTurns(tag, trigger, long, cue, runtimeUrl, nextUrl) {
   } finally {
     restartedRuntime.close();
   }
+}
+
+// `--restore AGENT_URL THREAD_ID WAITING_ID`: a runtime started after the threads' runs
+// (nothing of them in its memory) with docs/copilotkit-runner.mjs; a fresh page opens
+// THREAD_ID and goes on, another opens WAITING_ID (an approval waits) and answers it.
+async function restoreAfterRestart(agentUrl, threadId, waitingId) {
+  const { steerableRunner } = await import("../../docs/copilotkit-runner.mjs");
+  const restarted = await serveRuntime(
+    { default: agentUrl }, steerableRunner(InMemoryAgentRunner, { default: agentUrl }),
+  );
+  try {
+    const core = await connectedCore([], restarted.url);
+    const agent = core.getAgent("default");
+    agent.threadId = threadId;
+    await within(10000, "restoring the thread", core.connectAgent({ agent }));
+    const restored = record(agent, [], null);
+    say(agent, "after the restart");
+    const continued = await run(core, agent);
+    // The thread that waits for an approval: restored with its interrupt, then answered.
+    const other = await connectedCore([], restarted.url);
+    const asking = other.getAgent("default");
+    asking.threadId = waitingId;
+    await within(10000, "restoring the waiting thread", other.connectAgent({ agent: asking }));
+    const pending = (asking.pendingInterrupts ?? []).map((it) => ({ id: it.id, toolCallId: it.toolCallId }));
+    const waited = record(asking, [], null);
+    const resume = pending.map((it) => ({ interruptId: it.id, status: "resolved", payload: { approved: true } }));
+    const answered = await run(other, asking, { resume });
+    return { errors: errors.splice(0), restored, continued, pending, waited, answered };
+  } finally {
+    restarted.close();
+  }
+}
+
+if (fastUrl === "--restore") {
+  process.stdout.write(JSON.stringify(await restoreAfterRestart(...process.argv.slice(3))) + "\n");
+  process.exit(0);
 }
 
 if (bridgedMode) {

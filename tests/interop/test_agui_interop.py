@@ -8,9 +8,11 @@ scenario that asks for a model error, which must end with exactly one RUN_ERROR)
 `agui_browser.mjs` drives the chat page in headless Chromium, one browser for all of it: a
 reply with a tool call, an approval answered "Always allow" (the next write is not asked),
 markdown with a copied code block, two threads switched in the sidebar, reloads (mid-stream:
-the answer goes on), Stop cancelling the turn on the server, and screenshots at desktop and
-phone width (test-artifacts/) with the layout measured for sideways overflow. Without node
-or chromium the tests are skipped loudly, never passed.
+the answer goes on), Stop cancelling the turn on the server, an `ask_user` form (a scripted
+model asks; the page fills and submits it; the model's next request holds the answer; a
+reload keeps it waiting, then answered), and screenshots at desktop and phone width
+(test-artifacts/) with the layout measured for sideways overflow. Without node or chromium
+the tests are skipped loudly, never passed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import subprocess
 import warnings
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +28,10 @@ import anyio
 import pytest
 
 from steerable_bridge.adapters.llm.demo import DemoProvider
+from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.model import ModelInfo, ModelRequest, ModelStreamItem
 from steerable_bridge.transports.agui.app import create_app
 from tests.interop.cutting_proxy import cutting_proxy
 from tests.transports.agui.harness import agent_for, live_server, session_of
@@ -50,6 +55,51 @@ async def _node_json(*args: str) -> Any:
     stderr = done.stderr.decode(errors="replace")
     assert done.returncode == 0, f"{args[1]} failed ({done.returncode}):\n{stderr[-4000:]}"
     return json.loads(done.stdout.decode().strip().splitlines()[-1])
+
+
+# The model behind ASK_URL: it asks for a poster's details with `ask_user`, then answers.
+POSTER_FORM = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "title": "Title"},
+        "size": {"type": "string", "title": "Size", "enum": ["small", "large"], "default": "small"},
+        "copies": {"type": "integer", "title": "Copies"},
+        "rush": {"type": "boolean", "title": "Rush order"},
+    },
+    "required": ["title"],
+}
+POSTER_SCRIPT = Script.model_validate(
+    {
+        "rounds": [
+            {
+                "tool_calls": [
+                    {
+                        "id": "ask-1",
+                        "name": "ask_user",
+                        "arguments": {"message": "What goes on the poster?", "schema": POSTER_FORM},
+                    }
+                ]
+            },
+            {"text": "Printing your posters now."},
+        ]
+    }
+)
+
+
+class _Recorded:
+    """A model provider that keeps every request it was sent (what the model saw)."""
+
+    def __init__(self, inner: ScriptedProvider) -> None:
+        self.inner = inner
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.inner.info
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        self.requests.append(request)
+        return self.inner.stream(request)
 
 
 @pytest.mark.timeout(90)
@@ -108,13 +158,15 @@ async def test_the_chat_page_in_chromium(node: str) -> None:
     fast_agent = agent_for()
     for route in ("test:m", "test:other"):
         fast_agent.router.offer(route)  # two routes: the page offers a model picker
+    asking = _Recorded(ScriptedProvider(POSTER_SCRIPT))
     async with (
         live_server(create_app(LocalPort(fast_agent))) as fast,
         live_server(slow_app) as slow,
         cutting_proxy(slow) as cut,
+        live_server(create_app(LocalPort(agent_for(asking)))) as ask,
     ):
         report = await _node_json(
-            node, "agui_browser.mjs", f"{fast}/", f"{slow}/", f"{cut}/", str(ARTIFACTS)
+            node, "agui_browser.mjs", f"{fast}/", f"{slow}/", f"{cut}/", str(ARTIFACTS), f"{ask}/"
         )
         stop_thread = report["stop"]["thread"]
         stopped = session_of(slow_app, stop_thread) or await slow_agent.load_session(stop_thread)
@@ -147,7 +199,9 @@ async def test_the_chat_page_in_chromium(node: str) -> None:
     # markdown rendered, its code block copied
     assert chat["markdown"] == {"code": "print(42)\n", "copy": True, "bold": "bold", "raw": False}
     assert chat["copied"] == "print(42)\n"
-    assert len(chat["timelines"]) == 5  # one per run: chat, asked write, resume, write, markdown
+    # one per run the page saw live: after the reload, resume, write and markdown (the runs
+    # before it are drawn from the thread's snapshot, without their timelines)
+    assert len(chat["timelines"]) == 3
     assert not chat["timelineOpen"]  # collapsed until clicked
     labels = [row["label"] for row in chat["timelineRows"]]
     assert labels[0].startswith("run · end_turn")
@@ -171,7 +225,7 @@ async def test_the_chat_page_in_chromium(node: str) -> None:
     assert report["switched"]["thread"] == first and report["switched"]["users"][:3] == users
     wrote = "wrote demo-note.txt"
     assert report["switched"]["tools"] == ["6 * 7 = 42", wrote, wrote]
-    assert report["switched"]["approvals"][0].endswith("always allowed")
+    assert report["switched"]["approvals"] == []  # answered: nothing waits, none redrawn
     reloaded = report["reloaded"]
     assert reloaded["thread"] == first and reloaded["users"][:3] == users
     assert reloaded["code"] == ["print(42)\n"] and reloaded["status"] == "idle"
@@ -197,3 +251,32 @@ async def test_the_chat_page_in_chromium(node: str) -> None:
     finished = [e for e in stopped.log.view() if isinstance(e, ev.RunFinished)]
     assert [f.stop_reason for f in finished] == ["cancelled"]
     assert [m for m in report["console"] if m.startswith(("error", "pageerror"))] == []
+
+    # ask_user: the form the model asked for, kept by a reload, filled in and submitted
+    question = report["question"]
+    fields = [
+        {"label": "Title", "tag": "input", "type": "text", "choices": []},
+        {"label": "Size", "tag": "select", "type": None, "choices": ["small", "large"]},
+        {"label": "Copies", "tag": "input", "type": "number", "choices": []},
+        {"label": "Rush order", "tag": "input", "type": "checkbox", "choices": []},
+    ]
+    waiting = {
+        "reason": "What goes on the poster?",
+        "fields": fields,
+        "buttons": ["Submit", "Decline", "Cancel"],
+        "status": "waiting for your answer",
+    }
+    assert question["asked"] == {**waiting, "card": "waiting for your answer"}
+    assert question["afterReload"] == waiting
+    answered = question["answered"]
+    assert answered["box"] == ["answered: sent"] and answered["disabled"]
+    assert [r.strip() for r in answered["reply"]] == ["Printing your posters now."]
+    assert answered["card"] == "completed" and len(answered["result"]) == 1
+    # reopened from its snapshot: the answer and the reply, no form left waiting
+    assert question["reopened"] == {"status": "idle", "box": [], "enabled": 0}
+    # the answer reached the model: its next request ends with the submitted form
+    _first, after = asking.requests  # the question, then the answer
+    answer = after.messages[-1]
+    assert answer.role == "tool" and answer.tool_call_id == "ask-1"
+    submitted = {"title": "Launch party", "size": "large", "copies": 3, "rush": True}
+    assert json.loads(answer.text) == {"action": "accept", "content": submitted}

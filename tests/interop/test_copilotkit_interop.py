@@ -66,6 +66,11 @@ async def test_copilotkit_runtime_and_core_client_drive_the_endpoint(node: str) 
     slow_app = create_app(LocalPort(slow_agent))
     async with live_server(fast_app) as fast, live_server(slow_app) as slow:
         report = await _report(node, f"{fast}/agent", f"{slow}/agent")
+        reloaded = _scenarios(report)["reload_restores_thread"]["runs"][3]
+        # A second Node process: a runtime restarted, with none of the threads in its memory.
+        after_restart = await _report(
+            node, "--restore", f"{fast}/agent", reloaded["threadId"], reloaded["waitingId"]
+        )
         slow_threads = slow_app.state.threads
         # The stopped run's client left, so once it ended the server let go of its thread
         # and session: read the session from the store.
@@ -121,3 +126,36 @@ async def test_copilotkit_runtime_and_core_client_drive_the_endpoint(node: str) 
     assert resumed["results"] == ["wrote demo-note.txt"] and resumed["outcome"] == {
         "type": "success"
     }
+
+    # A page reload: a fresh CopilotKitCore opens the thread by id and gets back every
+    # message it had (text, the approved tool call and its result), then continues it.
+    hello, asked_note, approved_note, restored, continued = got["reload_restores_thread"]["runs"]
+    for done in (hello, asked_note, approved_note, continued):
+        _clean(done)
+    assert restored["error"] is None
+    assert restored["messages"] == restored["before"], (restored["messages"], restored["before"])
+    assert [m["role"] for m in restored["messages"]][:2] == ["user", "assistant"]
+    assert "tool" in [m["role"] for m in restored["messages"]]
+    assert "and again" in continued["text"]
+    assert [m["role"] for m in continued["messages"]][-2:] == ["user", "assistant"]
+
+    # After a runtime restart the in-memory runner knows nothing; docs/copilotkit-runner.mjs
+    # restores the page from the server's thread snapshot, and the thread goes on there.
+    assert after_restart["errors"] == []
+    back = after_restart["restored"]
+    assert back["error"] is None
+    assert [(m["id"], m["role"]) for m in back["messages"]] == [
+        (m["id"], m["role"]) for m in continued["messages"]
+    ]
+    assert [m["content"] for m in back["messages"] if m["role"] == "user"] == [
+        m["content"] for m in continued["messages"] if m["role"] == "user"
+    ]
+    _clean(after_restart["continued"])
+    assert "after the restart" in after_restart["continued"]["text"]
+    # the thread left waiting for an approval comes back with its interrupt, answered there
+    (pending,) = after_restart["pending"]
+    assert pending["id"].startswith("approval-") and pending["toolCallId"]
+    assert [m["role"] for m in after_restart["waited"]["messages"]] == ["user", "assistant"]
+    answered = after_restart["answered"]
+    _clean(answered)
+    assert answered["results"] == ["wrote demo-note.txt"]

@@ -119,6 +119,16 @@ class MemoryStore:
         next_cursor = encode_cursor(page[-1]) if len(records) > limit and page else None
         return SessionPage(records=page, next_cursor=next_cursor)
 
+    async def adopt(self, session_id: str, user: str) -> bool:
+        """Give an ownerless session to `user` (`storage.adopt_session`)."""
+        record = self._records.get(session_id)
+        if record is None:
+            raise SessionNotFound(session_id)
+        if record.user is None:
+            self._records[session_id] = replace(record, user=user)
+            return True
+        return record.user == user
+
     async def delete(self, session_id: str) -> bool:
         self._events.pop(session_id, None)
         return self._records.pop(session_id, None) is not None

@@ -15,6 +15,7 @@ connection.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
 from steerable_bridge.adapters.storage.references import RequestWriter
@@ -24,6 +25,8 @@ from steerable_bridge.runtime.projection import carries_facts
 from steerable_bridge.runtime.storage import SessionRecord
 
 __all__ = [
+    "ADOPT",
+    "ADOPT_ROW",
     "EVENT_COLUMNS",
     "FETCH_BLOCK",
     "INSERT_EVENT",
@@ -37,6 +40,7 @@ __all__ = [
     "TAIL_RUN_START",
     "UPDATE_AFTER_APPEND",
     "EventRow",
+    "adopted_row",
     "appended_record",
     "event_rows",
     "fetch_rows",
@@ -57,6 +61,12 @@ INSERT_SESSION = (
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SESSION_ROW = "SELECT last_seq, format, data FROM sessions WHERE session_id = ?"
+ADOPT_ROW = "SELECT format, data, user_id FROM sessions WHERE session_id = ?"
+ADOPT = (
+    "UPDATE sessions SET user_id = ?, format = ?, data = ? WHERE session_id = ? AND user_id IS NULL"
+)
+"""A session stored without an owner given to one (`adopt`): the column lists filter on and
+the record's JSON, which `get` reads, change together; an owned session is left alone."""
 UPDATE_AFTER_APPEND = (
     "UPDATE sessions SET title = ?, updated_at = ?, last_seq = ?, format = ?, data = ?"
     " WHERE session_id = ?"
@@ -146,6 +156,11 @@ def session_row(record: SessionRecord) -> tuple[object, ...]:
         encode_record(record),
         record.user,
     )
+
+
+def adopted_row(record: SessionRecord, user: str) -> tuple[object, ...]:
+    """The `ADOPT` parameters giving `record`'s session to `user`."""
+    return (user, FORMAT, encode_record(replace(record, user=user)), record.session_id)
 
 
 def update_after_append(

@@ -60,6 +60,8 @@ from steerable_bridge.adapters.storage.ownership import OwnerLocks
 from steerable_bridge.adapters.storage.readiness import SQLITE_SCHEMA_VERSION
 from steerable_bridge.adapters.storage.references import RequestWriter, Resolver, resume_writer
 from steerable_bridge.adapters.storage.sql import (
+    ADOPT,
+    ADOPT_ROW,
     FETCH_BLOCK,
     INSERT_EVENT,
     INSERT_SESSION,
@@ -70,6 +72,7 @@ from steerable_bridge.adapters.storage.sql import (
     TAIL_FROM,
     TAIL_RUN_START,
     UPDATE_AFTER_APPEND,
+    adopted_row,
     event_rows,
     fetch_rows,
     list_query,
@@ -479,6 +482,23 @@ class SqliteStore:
             )
 
         return await self._read(list_)
+
+    async def adopt(self, session_id: str, user: str) -> bool:
+        """Give a session stored without an owner to `user` (`storage.adopt_session`)."""
+
+        def adopt(conn: sqlite3.Connection) -> bool:
+            with _transaction(conn):
+                row = conn.execute(ADOPT_ROW, (session_id,)).fetchone()
+                if row is None:
+                    raise SessionNotFound(session_id)
+                found, data, owner = row
+                if owner is not None:
+                    return bool(owner == user)
+                record = decode_record(session_id, found, data)
+                conn.execute(ADOPT, adopted_row(record, user))
+                return True
+
+        return await self._run(adopt)
 
     async def delete(self, session_id: str) -> bool:
         """Remove a session; raises SessionOwned while another process runs a turn in it."""

@@ -3,19 +3,20 @@
 `ThreadRoutes` serves what a web client needs to survive a reload (`docs/agui-routes.md`
 has the JSON shapes): `GET /agent/threads` lists the caller's threads, newest first, a page
 at a time; `GET /agent/threads/{threadId}` answers the thread as a MESSAGES_SNAPSHOT-shaped
-object with its state, whether it runs and the interrupts and frontend tool calls its last
-run left waiting; `GET /agent/threads/{threadId}/events` resumes its stream after the SSE id
-the client names (`Last-Event-ID` or `?after=`; `resume.py`); `DELETE` removes it;
-`GET /agent/capabilities` answers AG-UI's `AgentCapabilities`. Each request is first told
-who sends it (`identity.py`); a thread another user created answers exactly what a thread
-that does not exist answers (404 `thread_not_found`), so ids reveal nothing. Everything
-goes through the agent port.
+object with its state, whether it runs and the interrupts (an approval's with the options
+offered for it) and frontend tool calls its last run left waiting;
+`GET /agent/threads/{threadId}/events` resumes its stream after the SSE id the client names
+(`Last-Event-ID` or `?after=`; `resume.py`); `DELETE` removes it; `GET /agent/capabilities`
+answers AG-UI's `AgentCapabilities`. Each request is first told who sends it
+(`identity.py`); a thread another user created answers exactly what a thread that does not
+exist answers (404 `thread_not_found`), so ids reveal nothing. Everything goes through the
+agent port.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -33,6 +34,7 @@ from ag_ui.core import (
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.port import AgentPort
 from steerable_bridge.runtime.storage import SessionNotFound, SessionOwned, StoreError
@@ -162,6 +164,7 @@ class ThreadRoutes:
         final = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
         waiting = set(conversation.open_calls)
         if final is not None and not conversation.running:
+            offered = _offered_options(events)
             interrupts = [
                 _dump(
                     Interrupt(
@@ -169,6 +172,7 @@ class ThreadRoutes:
                         reason=item.reason,
                         tool_call_id=item.tool_call_id,
                         response_schema=_schema(item.response_schema_json),
+                        metadata=offered.get(item.tool_call_id or ""),
                     )
                 )
                 for item in final.interrupts
@@ -280,6 +284,18 @@ class ThreadRoutes:
             },
         )
         return dict(_dump(capabilities))
+
+
+def _offered_options(events: Sequence[ev.LoopEvent]) -> dict[str, Any]:
+    """Call id → `{"steerable": {"options": [...]}}`: the permission options last offered
+    for it (what CUSTOM `steerable.permission_requested` carried), so a client opening the
+    thread from its snapshot offers the same choices as the live stream did."""
+    offered: dict[str, Any] = {}
+    for event in events:
+        if isinstance(event, ev.PermissionRequested):
+            options = codec.event_to_jsonable(event)["options"]
+            offered[event.call_id] = {"steerable": {"options": options}}
+    return offered
 
 
 def _schema(text: str | None) -> Any:

@@ -378,3 +378,28 @@ async def test_the_user_who_created_a_session_is_kept_and_lists_filter_by_it(
     assert found is not None and found.user == "alice"
     plain = await store.get("n1")
     assert plain is not None and plain.user is None
+
+
+async def test_adopt_gives_an_ownerless_session_to_a_user_and_never_takes_one(
+    store: SessionStore,
+) -> None:
+    from dataclasses import replace
+
+    from steerable_bridge.runtime.storage import adopt_session
+
+    await store.create(record("legacy"))
+    await store.create(replace(record("bobs", at=1001), user="bob"))
+    await store.append("legacy", [text("legacy", 0)])
+    assert await adopt_session(store, "legacy", "alice") is True
+    assert await adopt_session(store, "legacy", "alice") is True  # again: already hers
+    assert await adopt_session(store, "legacy", "carol") is False  # never taken from her
+    assert await adopt_session(store, "bobs", "alice") is False
+    with pytest.raises(SessionNotFound):
+        await adopt_session(store, "nope", "alice")
+    # the record, the per-user listing and later appends all agree on the owner
+    await store.append("legacy", [text("legacy", 1, ts=3000)])
+    got = await store.get("legacy")
+    assert got is not None and got.user == "alice" and got.updated_at == 3000
+    assert [r.session_id for r in (await store.list(user="alice")).records] == ["legacy"]
+    assert [r.session_id for r in (await store.list(user="bob")).records] == ["bobs"]
+    assert [e.seq for e in await store.read("legacy")] == [0, 1]

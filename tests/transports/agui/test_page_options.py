@@ -95,3 +95,26 @@ async def test_a_run_may_pick_one_of_the_model_routes() -> None:
     assert unknown.status_code == 422 and unknown.json()["error"]["code"] == "unknown_model"
     assert "custom.steerable.models" in unknown.json()["error"]["message"]
     assert empty.status_code == 422 and empty.json()["error"]["code"] == "invalid_model"
+
+
+async def test_a_waiting_approval_in_the_snapshot_offers_the_options_the_stream_did() -> None:
+    """The page opens a thread from GET /agent/threads/{id}: an approval waiting there must
+    come with the same choices CUSTOM `steerable.permission_requested` offered live."""
+    app = create_app(LocalPort(agent_for(approval="ask")))
+    async with asgi_client(app) as client:
+        _, first = await post(client, run_input("t1", "r1", [user("u1", "write a note")]))
+        snap = (await client.get("/agent/threads/t1")).json()
+        _, second = await post(
+            client, run_input("t1", "r2", _history(first), resume=_answer(first, approved=True))
+        )
+        after = (await client.get("/agent/threads/t1")).json()
+    (live,) = first[-1]["outcome"]["interrupts"]
+    requested = next(f for f in first if f.get("name") == "steerable.permission_requested")
+    (waiting,) = snap["interrupts"]
+    assert {k: v for k, v in waiting.items() if k != "metadata"} == live
+    assert waiting["metadata"] == {"steerable": {"options": requested["value"]["options"]}}
+    assert [o["kind"] for o in waiting["metadata"]["steerable"]["options"]][:2] == [
+        "allow_once",
+        "allow_always",
+    ]
+    assert second[-1]["outcome"]["type"] == "success" and after["interrupts"] == []

@@ -22,6 +22,7 @@ from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
+from steerable_bridge.adapters.storage.formats import decode_record
 from steerable_bridge.adapters.storage.integrity import CheckReport
 from steerable_bridge.adapters.storage.postgres import appends, reads, signals
 from steerable_bridge.adapters.storage.postgres.driver import (
@@ -36,7 +37,10 @@ from steerable_bridge.adapters.storage.postgres.ownership import AdvisoryLocks
 from steerable_bridge.adapters.storage.postgres.schema import migrate
 from steerable_bridge.adapters.storage.references import RequestWriter, resume_writer
 from steerable_bridge.adapters.storage.sql import (
+    ADOPT,
+    ADOPT_ROW,
     INSERT_SESSION,
+    adopted_row,
     event_rows,
     list_query,
     pg,
@@ -45,7 +49,12 @@ from steerable_bridge.adapters.storage.sql import (
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.signals import SessionSignal
-from steerable_bridge.runtime.storage import SessionPage, SessionRecord, StoreError
+from steerable_bridge.runtime.storage import (
+    SessionNotFound,
+    SessionPage,
+    SessionRecord,
+    StoreError,
+)
 
 if TYPE_CHECKING:
     from steerable_bridge.adapters.storage.postgres.driver import Connection
@@ -224,6 +233,20 @@ class PostgresStore:
         return SessionPage(
             records=records, next_cursor=encode_cursor(records[-1]) if more else None
         )
+
+    async def adopt(self, session_id: str, user: str) -> bool:
+        """Give a session stored without an owner to `user` (`storage.adopt_session`)."""
+        async with self._conn() as conn, conn.transaction():
+            cur = await conn.execute(pg(ADOPT_ROW) + " FOR UPDATE", (session_id,))
+            row = await cur.fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            found, data, owner = row
+            if owner is not None:
+                return bool(owner == user)
+            record = decode_record(session_id, found, data)
+            await conn.execute(pg(ADOPT), adopted_row(record, user))
+            return True
 
     async def delete(self, session_id: str) -> bool:
         """Remove a session; raises SessionOwned while another process runs a turn in it."""

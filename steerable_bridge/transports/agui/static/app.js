@@ -1,8 +1,9 @@
-// The chat page: one thread at a time, its whole history replayed from the server's log
-// (GET /agent/threads/{id}/events?after=-1, which then follows a run still going), so a
-// reload, a thread switch or a dropped connection shows the same thread and a running answer
-// goes on. Runs are POSTed as resumable AG-UI RunAgentInputs; Stop asks the server to stop
-// the turn; a message sent while a turn runs steers it.
+// The chat page: one thread at a time, opened from the server's snapshot of it
+// (GET /agent/threads/{id}), then following a run still going through
+// GET /agent/threads/{id}/events after the snapshot's last id, so a reload, a thread switch
+// or a dropped connection shows the same thread and a running answer goes on. Runs are
+// POSTed as resumable AG-UI RunAgentInputs; Stop asks the server to stop the turn; a message
+// sent while a turn runs steers it.
 
 import { ServerError, call, setToken, stream, token } from "./api.js";
 import { applyPatch } from "./patch.js";
@@ -36,7 +37,9 @@ const waiting = new Map();   // interrupt id -> its approval box, while unanswer
 let models = { list: [], default: null };
 
 // ---- drawing ----------------------------------------------------------------------------
+let batch = null;            // the fragment a snapshot is drawn into: attached once, one reflow
 function add(node) {
+  if (batch) return batch.appendChild(node);
   const log = $("log");
   const stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
   log.appendChild(node);
@@ -57,11 +60,11 @@ function showError(err) {
 }
 onTimeline((box) => add(box));
 
-let streamLabel = "running…";  // what the stream being read is: a run, or a thread loading
+let streamLabel = "running…";  // what the stream being read is
 function status() {
   let text = "idle";
   if (streaming) text = streamLabel;
-  else if (waiting.size) text = "waiting for your approval";
+  else if (waiting.size) text = [...waiting.keys()].some((id) => !isQuestion(id)) ? "waiting for your approval" : "waiting for your answer";
   $("status").textContent = text;
   $("status").dataset.state = streaming ? "running" : waiting.size ? "waiting" : "idle";
   $("stop").disabled = !streaming;
@@ -107,17 +110,22 @@ function renderState() { $("state").textContent = JSON.stringify(state, null, 2)
 // The run ended: no card may still say "running…".
 function settleCards(event) {
   const outcome = event.outcome || {};
-  const asked = new Set((outcome.interrupts || []).map((i) => i.toolCallId));
+  const interrupts = outcome.interrupts || [];
+  const asked = new Set(interrupts.filter((i) => !isQuestion(i.id)).map((i) => i.toolCallId));
+  const questioned = new Set(interrupts.filter((i) => isQuestion(i.id)).map((i) => i.toolCallId));
   const frontend = new Set(outcome.pendingToolCallIds || []);
   for (const node of document.querySelectorAll(".tool-call")) {
     if (node.querySelector(".result").hidden === false) continue;
     const id = [...nodes].find(([, n]) => n === node)?.[0];
     if (asked.has(id)) setToolStatus(node, "waiting for approval");
+    else if (questioned.has(id)) setToolStatus(node, "waiting for your answer");
     else if (frontend.has(id)) setToolStatus(node, "waiting for the page");
     else if (node.dataset.status === "running…" || !node.dataset.status)
       setToolStatus(node, event.type === "RUN_ERROR" ? "failed: the run ended with an error" : "stopped");
   }
 }
+
+const isQuestion = (interruptId) => interruptId.startsWith("question-");  // an ask_user form
 
 function askApproval(interrupt) {
   if (waiting.has(interrupt.id) || document.querySelector(`.approval[data-interrupt="${CSS.escape(interrupt.id)}"]`)) return;
@@ -126,7 +134,7 @@ function askApproval(interrupt) {
     waiting.delete(interrupt.id);
     run([], [{ interruptId: interrupt.id, status: "resolved", payload }]);
   };
-  const box = interrupt.id.startsWith("question-")
+  const box = isQuestion(interrupt.id)
     ? questionBox(interrupt, answered)
     : approvalBox(interrupt, options.get(interrupt.toolCallId), answered);
   waiting.set(interrupt.id, box);
@@ -287,22 +295,73 @@ function clearView() {
   closeMenu();
 }
 
+// Opening a thread draws its snapshot (GET /agent/threads/{id}: the messages, state and what
+// waits for an answer, one request however long the thread), then follows a run still going
+// from the snapshot's last event id. Timelines, notes and answered approvals of runs before
+// the page opened are not redrawn: the messages, tool results and plan are.
 async function openThread(id) {
   threadId = id;
   localStorage.setItem(THREAD_KEY, id);
   clearView();
   const mine = view;
-  let running = false;  // the snapshot says whether a run goes on: "running…", else "loading…"
-  try { running = (await call("agent/threads/" + encodeURIComponent(id))).running; } catch (e) { /* the replay says why */ }
+  $("status").textContent = "loading…";
+  let snap;
+  try { snap = await call("agent/threads/" + encodeURIComponent(id)); }
+  catch (err) {
+    if (mine !== view) return;
+    if (err.code === "thread_not_found") localStorage.removeItem(THREAD_KEY);  // never run, deleted, or another user's
+    else showError(err);
+    status();
+    hint();
+    return;
+  }
   if (mine !== view) return;
-  await follow(async (signal, onEvent) => {
-    try { await stream(events() + "?after=-1", { signal }, onEvent); }
-    catch (err) {
-      if (err.code !== "thread_not_found") throw err;  // never run, deleted, or another user's
-      localStorage.removeItem(THREAD_KEY);
-    }
-  }, running ? "running…" : "loading…");
+  drawSnapshot(snap);
+  lastEventId = snap.lastEventId;
+  status();
+  if (snap.running) await follow((signal, onEvent) => stream(events(), { signal, lastEventId: snap.lastEventId }, onEvent));
+  else refreshThreads();
   if (!$("log").children.length) hint();
+}
+
+function drawSnapshot(snap) {
+  messages = snap.messages || [];
+  state = snap.state || {};
+  renderState();
+  batch = document.createDocumentFragment();
+  try { for (const m of messages) drawMessage(m); } finally {
+    const log = $("log");
+    log.appendChild(batch);
+    batch = null;
+    log.scrollTop = log.scrollHeight;
+  }
+  const interrupts = snap.interrupts || [];
+  for (const it of interrupts) {
+    const offered = it.metadata && it.metadata.steerable && it.metadata.steerable.options;
+    if (it.toolCallId && offered) options.set(it.toolCallId, offered);
+  }
+  if (!snap.running) settleCards({ type: "RUN_FINISHED", outcome: { interrupts, pendingToolCallIds: snap.pendingToolCallIds || [] } });
+  for (const it of interrupts) askApproval(it);
+  if ((snap.pendingToolCallIds || []).length) note("waiting for frontend tools: " + snap.pendingToolCallIds.join(", "));
+}
+
+function drawMessage(m) {
+  if (m.role === "user") userBubble(m.id, typeof m.content === "string" ? m.content
+    : (m.content || []).filter((p) => p.type === "text").map((p) => p.text).join("\n"));
+  else if (m.role === "reasoning") {
+    const d = add(el("reasoning", undefined, "details"));
+    d.append(el("", "Reasoning", "summary"), el("", m.content || "", "div"));
+    nodes.set("r:" + m.id, d);
+  } else if (m.role === "assistant") {
+    if (m.content) { const n = assistant(m.id); n.dataset.source = m.content; renderMarkdown(n, m.content); }
+    for (const call of m.toolCalls || []) {
+      const card = tool(call.id, call.function.name);
+      card.querySelector(".args").textContent = call.function.arguments;
+      endArgs(card);
+    }
+  } else if (m.role === "tool") {
+    showResult(tool(m.toolCallId), m.error ? "failed: " + m.error : "completed", m.content);
+  } else if (m.role === "activity" && m.activityType === "plan") renderPlan((m.content || {}).entries || []);
 }
 
 function newThread() {
