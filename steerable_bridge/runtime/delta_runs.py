@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from steerable_bridge.runtime import events as ev
@@ -85,16 +85,13 @@ class DeltaRun:
         return len(self.cuts)
 
     @classmethod
-    def of(cls, deltas: Sequence[Delta]) -> DeltaRun | None:
-        """The run of `deltas` (consecutive deltas of one message, two or more); None when
-        their lengths or timestamps do not pack (they stay as they are)."""
-        first = deltas[0]
-        cuts = _packed([len(d.delta) for d in deltas], _UNSIGNED)
-        gaps = _packed([deltas[i].ts - deltas[i - 1].ts for i in range(1, len(deltas))], _SIGNED)
-        if cuts is None or gaps is None:
+    def packed(cls, event: Delta, cuts: list[int], gaps: list[int]) -> DeltaRun | None:
+        """The run whose coalesced event is `event`, with these lengths and ts gaps; None
+        when they do not pack."""
+        packed_cuts, packed_gaps = _packed(cuts, _UNSIGNED), _packed(gaps, _SIGNED)
+        if packed_cuts is None or packed_gaps is None:
             return None
-        text = "".join([d.delta for d in deltas])
-        return cls(dataclasses.replace(first, delta=text), cuts, gaps)
+        return cls(event, packed_cuts, packed_gaps)
 
     def events(self, after_seq: int = -1) -> list[Delta]:
         """The deltas it folds with seq above `after_seq`, exactly as they were logged."""
@@ -156,6 +153,30 @@ def entry_last_seq(entry: Entry) -> int:
     return entry.last_seq if isinstance(entry, DeltaRun) else entry.seq
 
 
+def _joined(stretch: list[Entry]) -> DeltaRun | None:
+    """One run of the consecutive deltas (plain, or runs already) of one message, built
+    from their lengths and stamps without an event per delta; None when they do not pack."""
+    texts: list[str] = []
+    cuts: list[int] = []
+    gaps: list[int] = []
+    last_ts: int | None = None
+    for item in stretch:
+        event = entry_event(item)
+        if last_ts is not None:
+            gaps.append(event.ts - last_ts)
+        if isinstance(item, DeltaRun):
+            texts.append(item.event.delta)
+            cuts += item.cuts
+            gaps += item.gaps
+            last_ts = event.ts + sum(item.gaps)
+        else:
+            texts.append(event.delta)  # type: ignore[union-attr]
+            cuts.append(len(event.delta))  # type: ignore[union-attr]
+            last_ts = event.ts
+    first = entry_event(stretch[0])
+    return DeltaRun.packed(dataclasses.replace(first, delta="".join(texts)), cuts, gaps)  # type: ignore[arg-type]
+
+
 def _run_key(event: LoopEvent) -> tuple[type, str, str] | None:
     key = _KEYS.get(type(event))
     if key is None:
@@ -174,15 +195,10 @@ def fold_entries(entries: Iterable[Entry]) -> Iterator[Entry]:
         if len(stretch) == 1:
             yield stretch[0]
         elif stretch:
-            deltas: list[Delta] = []
-            for item in stretch:
-                if isinstance(item, DeltaRun):
-                    deltas += item.events()
-                else:
-                    deltas.append(item)  # type: ignore[arg-type]
-            run = DeltaRun.of(deltas)
+            run = _joined(stretch)
             if run is None:
-                yield from deltas
+                for item in stretch:
+                    yield from item.events() if isinstance(item, DeltaRun) else (item,)
             else:
                 yield run
         stretch.clear()
