@@ -25,6 +25,7 @@ import bisect
 import dataclasses
 import logging
 import time
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar, overload
 
@@ -74,11 +75,11 @@ class LogView(Sequence[LoopEvent]):
     __slots__ = ("_ends", "_entries", "_folded", "_length")
 
     def __init__(
-        self, entries: list[Entry], length: int, ends: list[int] | None = None, folded: int = 0
+        self, entries: list[Entry], length: int, ends: array[int] | None = None, folded: int = 0
     ) -> None:
         self._entries = entries
         self._length = length
-        self._ends: list[int] = ends if ends is not None else []
+        self._ends: array[int] = ends if ends is not None else array("q")
         """For each of the first `folded` entries, how many events it and those before it
         hold (the entries after them are one event each)."""
         self._folded = folded
@@ -158,7 +159,7 @@ class SessionLog:
     ) -> None:
         self.session_id = session_id
         self._events: list[Entry] = []
-        self._ends: list[int] = []
+        self._ends: array[int] = array("q")
         """Cumulative event counts of the first `_folded` entries (`LogView`)."""
         self._folded = 0
         """How many leading entries `fold` has gone over (runs of deltas only there)."""
