@@ -45,7 +45,7 @@ from steerable_bridge.runtime.storage import (
     SessionStore,
     claim_session,
     forget_cached,
-    read_tail,
+    read_tail_entries,
     session_owner,
 )
 from steerable_bridge.runtime.tokens import TokenCalibration
@@ -199,8 +199,8 @@ class Agent:
         record = await self.store.get(session_id)
         if record is None:
             raise SessionNotFound(session_id)
-        events = await read_tail(self.store, session_id)
-        log = SessionLog(session_id, events, store=self.store)
+        entries = await read_tail_entries(self.store, session_id)
+        log = SessionLog(session_id, entries, store=self.store)
         session = Session(self, log, cwd=record.cwd, model=record.model or self.config.model)
         await self._read_notes(session)
         if session.facts.running:

@@ -16,8 +16,10 @@ ours may share one store, and neither is of use to the other's clients. A bridge
 may speak for its far agent (`far.py`): what the port advertises (`info`), whose modes and
 config options `set_mode` / `set_option` switch, and the far agent's own sessions, which
 `list` shows after the port's own (cursor `far:...`), leaving out those a conversation of
-ours is mapped to. `events_after` reads the visible history (`replay.py`), catching up first
-with what other processes sharing the store appended. A session the agent forgot while idle
+ours is mapped to. `events_after` reads the visible history exactly and `replay_after` with
+each message's deltas coalesced (`replay.py`: from memory, or from the store for what a
+session loaded from its tail does not hold), catching up first with what other processes
+sharing the store appended. A session the agent forgot while idle
 (over its cap, past its TTL) and loads again gets the attachments it was opened with back,
 or, when it was never attached in this process, deferred permissions — never the agent's
 default policy, which would refuse what a person should be asked about.
@@ -43,7 +45,12 @@ from steerable_bridge.runtime.permissions import MODES, ModePolicy, StaticPolicy
 from steerable_bridge.runtime.port import Attach, Attachments, Conversation, PortInfo
 from steerable_bridge.runtime.projection import session_facts
 from steerable_bridge.runtime.questions import Questions
-from steerable_bridge.runtime.replay import visible_log
+from steerable_bridge.runtime.replay import (
+    Coalesced,
+    coalesced_after,
+    events_after,
+    visible_log,
+)
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.session import Session
 from steerable_bridge.runtime.storage import (
@@ -416,13 +423,13 @@ class LocalPort:
         session = await self._session(conversation_id)
         if self.agent.shares_store:
             await session.refresh()
-        view = session.log.view()
-        if len(view) and view[0].seq <= seq + 1:  # all of it is in memory
-            first = len(view)
-            while first > 0 and view[first - 1].seq > seq:
-                first -= 1
-            return [view[index] for index in range(first, len(view))]
-        return [event for event in await visible_log(session) if event.seq > seq]
+        return await events_after(session, seq)
+
+    async def replay_after(self, conversation_id: str, seq: int = -1) -> Sequence[Coalesced]:
+        session = await self._session(conversation_id)
+        if self.agent.shares_store:
+            await session.refresh()
+        return await coalesced_after(session, seq)
 
     async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         await self.agent.relay_signals(task_status=task_status)

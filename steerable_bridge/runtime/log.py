@@ -8,7 +8,11 @@ no second transcript. Events reach the `SessionStore` in batches on `commit()`; 
 commits at structural events and at least every `commit_interval_s` during streaming.
 A model request is logged sharing what it has in common with the one before (`_shared`):
 each step's request repeats the whole history, freshly projected, so a log that kept each
-copy would hold the conversation once per step; it holds it once.
+copy would hold the conversation once per step; it holds it once. Likewise, streamed
+deltas the store already holds are kept folded (`fold`, at the end of each turn and on
+load: one `DeltaRun` per message, `delta_runs.py`), so an idle session holds about its
+text, not an object per token; `view()` still reads every event as logged, and
+`view().folded()` reads each run as one coalesced event for projections.
 When the store refuses a batch because an event in it cannot be encoded (text with a lone
 UTF-16 surrogate that slipped past the edges, `surrogates.py`), `commit` stores that event
 repaired instead of retrying it forever, and notes it in `repairs`; the running turn then
@@ -17,15 +21,24 @@ fails with `internal_error` (`recorder.py`) and the session stays usable.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import time
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 import anyio
 
 from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.delta_runs import (
+    DeltaRun,
+    Entry,
+    entry_event,
+    entry_last_seq,
+    fold_entries,
+)
 from steerable_bridge.runtime.events import EventBase, LoopEvent, ModelRequestEvent
 from steerable_bridge.runtime.model import ModelRequest
 from steerable_bridge.runtime.projection import History
@@ -55,16 +68,27 @@ def now_ms() -> int:
 
 
 class LogView(Sequence[LoopEvent]):
-    """A read-only, fixed-length snapshot of a log."""
+    """A read-only, fixed-length snapshot of a log: its events exactly as logged (runs of
+    deltas the log holds folded are expanded as they are read). `folded()` gives the same
+    log with each such run as its coalesced event, for readers that join deltas anyway."""
 
-    __slots__ = ("_events", "_length")
+    __slots__ = ("_ends", "_entries", "_folded", "_length")
 
-    def __init__(self, events: list[LoopEvent], length: int) -> None:
-        self._events = events
+    def __init__(
+        self, entries: list[Entry], length: int, ends: array[int] | None = None, folded: int = 0
+    ) -> None:
+        self._entries = entries
         self._length = length
+        self._ends: array[int] = ends if ends is not None else array("q")
+        """For each of the first `folded` entries, how many events it and those before it
+        hold (the entries after them are one event each)."""
+        self._folded = folded
+
+    def _base(self) -> int:
+        return self._ends[self._folded - 1] if self._folded else 0
 
     def __len__(self) -> int:
-        return self._length
+        return self._base() + self._length - self._folded
 
     @overload
     def __getitem__(self, index: int) -> LoopEvent: ...
@@ -72,17 +96,55 @@ class LogView(Sequence[LoopEvent]):
     def __getitem__(self, index: slice) -> Sequence[LoopEvent]: ...
     def __getitem__(self, index: int | slice) -> LoopEvent | Sequence[LoopEvent]:
         if isinstance(index, slice):
-            return tuple(self._events[: self._length][index])
+            return tuple(list(self)[index])
+        length = len(self)
         if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
+            index += length
+        if not 0 <= index < length:
             raise IndexError("log view index out of range")
-        return self._events[index]
+        base = self._base()
+        if index >= base:
+            return self._entries[self._folded + index - base]  # type: ignore[return-value]
+        at = bisect.bisect_right(self._ends, index, 0, self._folded)
+        entry = self._entries[at]
+        if isinstance(entry, DeltaRun):
+            return entry.at(index - (self._ends[at - 1] if at else 0))
+        return entry
 
     def __iter__(self) -> Iterator[LoopEvent]:
-        events = self._events
+        entries = self._entries
         for i in range(self._length):
-            yield events[i]
+            entry = entries[i]
+            if isinstance(entry, DeltaRun):
+                yield from entry.events()
+            else:
+                yield entry
+
+    def folded(self) -> Iterator[LoopEvent]:
+        """The log's events with each run of deltas held folded as its coalesced event."""
+        entries = self._entries
+        for i in range(self._length):
+            yield entry_event(entries[i])
+
+    def entries(self) -> Sequence[Entry]:
+        """What the log holds: events, and runs of deltas folded (`delta_runs.py`)."""
+        return self._entries[: self._length]
+
+    def entries_after(self, seq: int) -> list[Entry]:
+        """The entries holding its events above `seq` (the first may begin at or below
+        `seq`, when `seq` falls inside a folded run)."""
+        at = bisect.bisect_right(self._entries, seq, 0, self._length, key=entry_last_seq)
+        return self._entries[at : self._length]
+
+    def after(self, seq: int) -> list[LoopEvent]:
+        """Its events above `seq`, exactly as logged, oldest first."""
+        out: list[LoopEvent] = []
+        for entry in self.entries_after(seq):
+            if isinstance(entry, DeltaRun):
+                out += entry.events(seq)
+            else:
+                out.append(entry)
+        return out
 
 
 class SessionLog:
@@ -91,12 +153,16 @@ class SessionLog:
     def __init__(
         self,
         session_id: str,
-        events: Sequence[LoopEvent] = (),
+        events: Sequence[Entry] = (),
         *,
         store: SessionStore | None = None,
     ) -> None:
         self.session_id = session_id
-        self._events: list[LoopEvent] = []
+        self._events: list[Entry] = []
+        self._ends: array[int] = array("q")
+        """Cumulative event counts of the first `_folded` entries (`LogView`)."""
+        self._folded = 0
+        """How many leading entries `fold` has gone over (runs of deltas only there)."""
         self._pending: list[LoopEvent] = []
         self._store = store
         self._next_seq = 0
@@ -108,22 +174,64 @@ class SessionLog:
         self.history = History()
         """The model's history of every event held, kept as they are appended (a cache of
         the log: `projection.history_entries(self.view())` gives the same)."""
-        for event in events:
-            self._check(event)
-            self._events.append(event)
-            self._next_seq = event.seq + 1
-            self._note(event)
+        for entry in events:
+            self._check(entry_event(entry))
+            self._events.append(entry)
+            self._next_seq = entry_last_seq(entry) + 1
+        if store is not None:  # the store holds them exactly: memory may fold them
+            self.fold()
+        for entry in self._events:
+            self._note(entry_event(entry))
+            if isinstance(entry, DeltaRun):
+                self.history.last_seq = entry.last_seq
+        self.base = self._contiguous_from()
+        """The lowest seq from which on memory holds every event (a log loaded from a
+        tail lacks those between the facts it carries and the tail)."""
+
+    def _contiguous_from(self) -> int:
+        expected = self._next_seq - 1
+        for index in range(len(self._events) - 1, -1, -1):
+            entry = self._events[index]
+            if entry_last_seq(entry) != expected:
+                return expected + 1
+            expected = entry_event(entry).seq - 1
+        return expected + 1 if self._events else self._next_seq
 
     @property
     def next_seq(self) -> int:
         return self._next_seq
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self.view())
 
     def view(self) -> LogView:
         """A read-only snapshot of the log as it is now."""
-        return LogView(self._events, len(self._events))
+        return LogView(self._events, len(self._events), self._ends, self._folded)
+
+    def fold(self) -> None:
+        """Hold each stretch of consecutive deltas of one message the store already has as
+        one folded run (`delta_runs.py`): views read the same events, memory holds a fraction.
+        Views taken before keep the list they had (a fold builds a new one). A log with no
+        store keeps every event as it is (nothing else holds them exactly)."""
+        if self._store is None:
+            return
+        start, stop = self._folded, len(self._events) - len(self._pending)
+        if stop - start < 2:
+            return
+        folded = list(fold_entries(self._events[start:stop]))
+        ends = self._ends[:start]
+        count = ends[-1] if ends else 0
+        for entry in folded:
+            count += len(entry) if isinstance(entry, DeltaRun) else 1
+            ends.append(count)
+        self._events = [*self._events[:start], *folded, *self._events[stop:]]
+        self._ends = ends
+        self._folded = start + len(folded)
+
+    def exact_after(self, seq: int) -> list[LoopEvent] | None:
+        """The events after `seq`, exactly as logged, when memory holds all of them (None:
+        some lie before `base`; read them from the store)."""
+        return None if seq + 1 < self.base else self.view().after(seq)
 
     def record(self, cls: type[E], run_id: str, **fields: Any) -> E:
         """Build an event of type `cls` with the next seq and now's timestamp, and append it.
@@ -229,7 +337,7 @@ class SessionLog:
             log.error("session %s: %s — a bug in what produced the text", self.session_id, note)
             self.repairs.append(note)
         if found:  # the history was folded from the events as they were
-            self.history = History().extend(self._events)
+            self.history = History().extend(self.view().folded())
         return found
 
     def take_repairs(self) -> list[str]:

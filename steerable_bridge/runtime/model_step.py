@@ -210,7 +210,7 @@ class ModelStep(TurnRecorder):
     async def _tell_window_guess(self, window: int) -> None:
         """Tell the user, once per session, that compaction works from a guessed window."""
         title = f"Context window guessed: {window:,} tokens"
-        if any(isinstance(e, ev.Notice) and e.title == title for e in self.ctx.log.view()):
+        if any(isinstance(e, ev.Notice) and e.title == title for e in self.ctx.log.view().folded()):
             return
         await self.emit(
             ev.Notice,

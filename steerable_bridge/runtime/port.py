@@ -6,7 +6,8 @@ forks, lists (one user's), describes, closes and deletes conversations, asks whe
 runs, runs a prompt as a stream of LoopEvents handed to its sink (ending in one
 `run_finished` or `run_failed`, which the returned `RunOutcome` carries as `final_event`),
 cancels, steers, queues follow-ups, changes a conversation's mode or model, and reads the
-events after a seq for replay. What a conversation needs from its transport — how to ask a
+events after a seq for replay (exactly, or with each message's deltas coalesced). What a
+conversation needs from its transport — how to ask a
 person for permission, the client's workspace environment, tools the client brings — is
 handed in once, as `Attachments`, when it is opened. A permission asked with no asker is
 deferred: the run ends `interrupted` and the next prompt's `TurnInput.resume` answers it;
@@ -37,6 +38,7 @@ from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import Asker
 from steerable_bridge.runtime.questions import Questioner
+from steerable_bridge.runtime.replay import Coalesced
 from steerable_bridge.runtime.storage import SessionPage, SessionRecord
 from steerable_bridge.runtime.tools import Tool
 from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnInput
@@ -46,6 +48,7 @@ __all__ = [
     "AgentPort",
     "Attach",
     "Attachments",
+    "Coalesced",
     "Conversation",
     "PortInfo",
     "Reservation",
@@ -247,7 +250,15 @@ class AgentPort(Protocol):
 
     async def events_after(self, conversation_id: str, seq: int = -1) -> Sequence[LoopEvent]:
         """Its visible events after `seq`, oldest first (the whole conversation, compacted
-        or not, for `seq` -1): replay, history snapshots, catching up with other workers."""
+        or not, for `seq` -1), exactly as logged: lossless replay, resume from an event id,
+        catching up with other workers."""
+
+    async def replay_after(self, conversation_id: str, seq: int = -1) -> Sequence[Coalesced]:
+        """`replay.coalesce_deltas(await events_after(conversation_id, seq))`: the same
+        events with each run of one message's streamed deltas as one (`Coalesced.last_seq`
+        is the seq of the last it stands for: the cursor to read on from). What a history
+        snapshot or a replay that does not keep chunk boundaries reads: it costs one event
+        per message, not one per token."""
 
     async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         """Carry what other processes sharing the agent's store ask of the turns this one

@@ -27,7 +27,7 @@ def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopE
     reasoning: list[str] = []
     calls: dict[str, tuple[str, list[str]]] = {}
     step: int | None = None
-    for event in log.view():
+    for event in log.view().folded():  # deltas joined: runs of them held folded read as one
         if event.run_id != run_id:
             continue
         if isinstance(event, ev.TextStart):

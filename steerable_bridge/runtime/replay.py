@@ -1,38 +1,42 @@
-"""Replaying a session to a client: its whole visible log, and streamed deltas coalesced.
+"""Replaying a session to a client: its visible log, exact or with streamed deltas coalesced.
 
-`visible_log(session)` is every event of the session in seq order, compaction or not: a
-session loaded from the store holds only the tail the model still sees (`read_tail`), so the
-events before it are read back from the store and merged with the log in memory (which may
-hold events not yet committed). `coalesce_deltas(events)` folds each run of consecutive
-`text_delta`, `reasoning_delta` or `tool_call_delta` events of one message (one tool call
-for arguments) in one run into a single event of that kind: the first event's seq, ts and
-ids, the deltas' text joined; `folded` gives how many events it stands for. Replays use it
-because clients do not depend on chunk boundaries: the ACP spec (agent-client-protocol,
+`events_after(session, seq)` is every event of the session above `seq` in seq order,
+exactly as logged, compaction or not: from memory when it holds them (runs of deltas it
+keeps folded, `delta_runs.py`, are expanded), else — a session loaded from the store holds
+only the tail the model still sees (`read_tail`) — from the store, the source of truth,
+followed by what memory holds beyond the store's newest (events not committed yet);
+`visible_log(session)` is all of it. `coalesce_deltas(events)` folds each run of
+consecutive `text_delta`, `reasoning_delta` or `tool_call_delta` events of one message (one
+tool call for arguments) in one run into a single event of that kind: the first event's
+seq, ts and ids, the deltas' text joined; `folded` gives how many events it stands for,
+`last_seq` the seq of the last. `coalesced_after(session, seq)` gives the same as
+`coalesce_deltas(await events_after(session, seq))` without expanding what memory holds
+folded, which is what a history snapshot or a load replay costs then: one event per
+message, not one per token. Replays use it because clients do not depend on chunk
+boundaries: the ACP spec (agent-client-protocol,
 `docs/protocol/session-setup.mdx`) says the agent MUST replay the entire conversation as
 `session/update` notifications "like `session/prompt`", and its example replays a whole
 answer as one `agent_message_chunk`; chunks are pieces of one message that the client
 appends (grouped by `messageId` when present), with no rule on their size. An
 AG-UI client concatenates TEXT_MESSAGE_CONTENT / TOOL_CALL_ARGS deltas the same way. The
-lossless `_steerable/event` channel does not use it: it still gets every event as logged.
-Pure apart from the one store read of `visible_log`.
+lossless `_steerable/event` channel and resume from an SSE id do not use it: they get
+every event as logged (`events_after`). Pure apart from the store reads.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.delta_runs import DeltaRun, Entry
 from steerable_bridge.runtime.events import LoopEvent
 
 if TYPE_CHECKING:
     from steerable_bridge.runtime.session import Session
 
-__all__ = ["Coalesced", "coalesce_deltas", "merged", "missing_events", "visible_log"]
-
-_Delta = ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta
+__all__ = ["Coalesced", "coalesce_deltas", "coalesced_after", "events_after", "visible_log"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,58 +57,78 @@ def _key(event: LoopEvent) -> tuple[str, str, str] | None:
     return None
 
 
-def _folded(first: _Delta, parts: list[str], last_seq: int) -> Coalesced:
-    if len(parts) == 1:
-        return Coalesced(first, 1, last_seq)
-    return Coalesced(replace(first, delta="".join(parts)), len(parts), last_seq)
+def _merged(items: Iterable[Coalesced]) -> Iterator[Coalesced]:
+    """`items` with each run of consecutive deltas of one message as one item."""
+    first: Coalesced | None = None
+    key: tuple[str, str, str] | None = None
+    parts: list[str] = []
+    folded = 0
+    last_seq = -1
+
+    def done() -> Coalesced:
+        assert first is not None
+        if len(parts) == 1:
+            return first
+        event: LoopEvent = replace(first.event, delta="".join(parts))  # type: ignore[arg-type]
+        return Coalesced(event, folded, last_seq)
+
+    for item in items:
+        item_key = _key(item.event)
+        if first is not None:
+            if item_key is not None and item_key == key:
+                parts.append(item.event.delta)  # type: ignore[union-attr]
+                folded += item.folded
+                last_seq = item.last_seq
+                continue
+            yield done()
+            first = None
+        if item_key is None:
+            yield item
+            continue
+        first, key, parts = item, item_key, [item.event.delta]  # type: ignore[union-attr]
+        folded, last_seq = item.folded, item.last_seq
+    if first is not None:
+        yield done()
 
 
 def coalesce_deltas(events: Iterable[LoopEvent]) -> Iterator[Coalesced]:
     """`events` with each run of consecutive deltas of one message folded (module docstring)."""
-    first: _Delta | None = None
-    key: tuple[str, str, str] | None = None
-    parts: list[str] = []
-    last_seq = -1
-    for event in events:
-        event_key = _key(event)
-        if first is not None:
-            if event_key is not None and event_key == key:
-                parts.append(event.delta)  # type: ignore[union-attr]
-                last_seq = event.seq
-                continue
-            yield _folded(first, parts, last_seq)
-            first = None
-        if event_key is None:
-            yield Coalesced(event, 1, event.seq)
-            continue
-        first, key, parts, last_seq = event, event_key, [event.delta], event.seq  # type: ignore[assignment, union-attr]
-    if first is not None:
-        yield _folded(first, parts, last_seq)
+    return _merged(Coalesced(event, 1, event.seq) for event in events)
 
 
-def _complete(view: Sequence[LoopEvent]) -> bool:
-    """True when `view` (ascending seqs) is the whole log: seqs 0 .. len-1, none missing."""
-    return not view or (view[0].seq == 0 and view[-1].seq == len(view) - 1)
+def _items(entries: Iterable[Entry], seq: int) -> Iterator[Coalesced]:
+    for entry in entries:
+        if not isinstance(entry, DeltaRun):
+            yield Coalesced(entry, 1, entry.seq)
+        elif entry.seq > seq:
+            yield Coalesced(entry.event, len(entry), entry.last_seq)
+        else:  # `seq` falls inside the run: only its deltas above it
+            yield Coalesced(entry.coalesced_after(seq), entry.last_seq - seq, entry.last_seq)
 
 
-async def missing_events(session: Session) -> list[LoopEvent]:
-    """The stored events of the session its log in memory does not hold (those before the
-    tail it was loaded with), in seq order; none when the log is whole."""
-    view = session.log.view()
-    if _complete(view):
-        return []
-    held = {event.seq for event in view}
-    stored = await session.agent.store.read(session.id)
-    return [event for event in stored if event.seq not in held]
+async def events_after(session: Session, seq: int = -1) -> list[LoopEvent]:
+    """The session's events above `seq`, exactly as logged, in seq order: from memory when
+    it holds them all, else from the store (the source of truth) followed by what memory
+    holds beyond the store's newest (events not committed yet)."""
+    log = session.log
+    held = log.exact_after(seq)
+    if held is not None:
+        return held
+    view = log.view()  # before the read: what it holds beyond the store's newest is exact
+    stored = await session.agent.store.read(session.id, after_seq=seq)
+    newest = stored[-1].seq if stored else seq
+    return stored + view.after(newest)
 
 
-def merged(earlier: Iterable[LoopEvent], view: Iterable[LoopEvent]) -> list[LoopEvent]:
-    """Two seq-ordered event lists as one, in seq order."""
-    return list(heapq.merge(earlier, view, key=lambda event: event.seq))
+async def coalesced_after(session: Session, seq: int = -1) -> list[Coalesced]:
+    """`coalesce_deltas(await events_after(session, seq))`, read from the runs memory holds
+    folded without expanding them when it holds everything above `seq`."""
+    log = session.log
+    if seq + 1 < log.base:
+        return list(coalesce_deltas(await events_after(session, seq)))
+    return list(_merged(_items(log.view().entries_after(seq), seq)))
 
 
 async def visible_log(session: Session) -> list[LoopEvent]:
     """Every event of the session in seq order (see the module docstring)."""
-    view = session.log.view()
-    earlier = await missing_events(session)
-    return merged(earlier, view) if earlier else list(view)
+    return await events_after(session, -1)

@@ -57,7 +57,7 @@ class Session:
         self.agent = agent
         self.log = log
         self.cwd = cwd
-        self.facts: SessionFacts = session_facts(log.view())
+        self.facts: SessionFacts = session_facts(log.view().folded())
         self.default_model = model
         self.policy: PermissionPolicy = StaticPolicy(agent.config.approval)
         self.environment: Environment | None = None
@@ -140,6 +140,7 @@ class Session:
                 finally:
                     with anyio.CancelScope(shield=True):
                         await self._commit_after(outcome)
+                    self.log.fold()  # the turn's deltas are stored: memory keeps them folded
         finally:
             self._running = None
 

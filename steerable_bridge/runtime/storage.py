@@ -9,7 +9,8 @@ Two optional extensions, reached through `claim_session` and `read_tail` so a st
 them still works: `claim(session_id)` is an async context manager the session holds while it
 runs a turn, so two processes sharing a store never write one session at once (it raises
 `SessionOwned` naming the owner); `read_tail(session_id)` returns the log from the newest
-compaction boundary on, plus the earlier events session facts need (`carries_facts`).
+compaction boundary on, plus the earlier events session facts need (`carries_facts`);
+`read_tail_entries(session_id)` the same with each stored run of deltas as one `DeltaRun`.
 `owner(session_id)` (plain or async), reached through `session_owner`, names the process
 running a turn in the session, or None. `forget(session_id)`, reached through
 `forget_cached`, drops what the store keeps in memory for a session (its request writer);
@@ -33,6 +34,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol, cast
 
+from steerable_bridge.runtime.delta_runs import Entry
 from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.events import Compaction, LoopEvent
 
@@ -49,6 +51,7 @@ __all__ = [
     "claim_session",
     "forget_cached",
     "read_tail",
+    "read_tail_entries",
     "session_owner",
     "storage_full",
     "tail_start",
@@ -214,6 +217,16 @@ async def read_tail(store: SessionStore, session_id: str) -> list[LoopEvent]:
     if tail is None:
         return await store.read(session_id)
     return cast(list[LoopEvent], await tail(session_id))
+
+
+async def read_tail_entries(store: SessionStore, session_id: str) -> list[Entry]:
+    """`read_tail`, from the store's `read_tail_entries(session_id)` when it has one: each
+    message's streamed deltas may come as one `DeltaRun` (`delta_runs.py`), as a log holds
+    them in memory, so a load never builds an event per token."""
+    entries = getattr(store, "read_tail_entries", None)
+    if entries is None:
+        return list(await read_tail(store, session_id))
+    return cast(list[Entry], await entries(session_id))
 
 
 async def session_owner(store: SessionStore, session_id: str) -> str | None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
 from steerable_bridge.runtime.port import AgentPort, Attachments
+from steerable_bridge.runtime.replay import coalesce_deltas
 from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound
 from steerable_bridge.runtime.turn import ResumeDecision, TurnInput
 from steerable_bridge.runtime.values import TextPart
@@ -229,3 +232,35 @@ async def test_a_port_with_a_family_lists_only_its_own_conversations_page_by_pag
     assert sorted(seen) == sorted(mine)  # every one of its own, none of the others, once
     everything = await LocalPort(agent).list(limit=50)
     assert len(everything.records) == 10  # the unfiltered port still sees the whole store
+
+
+async def test_a_compacted_conversation_loaded_from_its_tail_replays_exactly_from_any_seq(
+    tmp_path: Path,
+) -> None:
+    summary = {"text": "SUMMARY: the user counted turns."}
+    provider = scripted(
+        {"text": "word " * 80, "chunk_size": 7},
+        loop=True,
+        context_window=600,
+        summary_rounds=[summary],
+    )
+    first = LocalPort(make_agent(provider, store=SqliteStore(tmp_path / "s.db")))
+    cid = (await first.open("/work")).conversation_id
+    for turn in range(8):
+        await _run(first, cid, f"turn {turn}")
+    logged = list(await first.events_after(cid))
+    assert any(isinstance(e, ev.Compaction) for e in logged)
+    await first.aclose()
+    # Another process: the conversation comes back from its tail, its runs of deltas folded.
+    port = LocalPort(make_agent(provider, store=SqliteStore(tmp_path / "s.db")))
+    assert list(await port.events_after(cid)) == logged
+    loaded = port.agent.get(cid)
+    assert loaded is not None and loaded.log.base > 0  # memory holds only the tail
+    for seq in range(-1, len(logged)):
+        after = [e for e in logged if e.seq > seq]
+        assert list(await port.events_after(cid, seq)) == after
+        assert list(await port.replay_after(cid, seq)) == list(coalesce_deltas(after))
+    outcome, seen = await _run(port, cid, "one more")
+    assert outcome.stop_reason == "end_turn"
+    assert list(await port.events_after(cid, logged[-1].seq)) == seen
+    await port.aclose()

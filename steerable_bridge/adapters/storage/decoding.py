@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import cast
 
 from pydantic import ValidationError
 
@@ -26,9 +27,10 @@ from steerable_bridge.adapters.storage import formats
 from steerable_bridge.adapters.storage.formats import Row, is_reference, is_run, with_envelopes
 from steerable_bridge.adapters.storage.references import Resolver, kept
 from steerable_bridge.runtime.codec import events_from_json
+from steerable_bridge.runtime.delta_runs import Entry
 from steerable_bridge.runtime.events import LoopEvent
 
-__all__ = ["CHUNK", "decode_rows", "plain_rows"]
+__all__ = ["CHUNK", "decode_entries", "decode_rows", "plain_rows"]
 
 
 def plain_rows(rows: Sequence[Row]) -> list[bool]:
@@ -48,6 +50,20 @@ def decode_rows(
     final: bool = False,
     from_seq: int = 0,
 ) -> list[LoopEvent]:
+    """The events of `rows` (see `decode_entries`), every run unfolded into its deltas."""
+    found = decode_entries(resolver, rows, plain, final=final, from_seq=from_seq, runs=False)
+    return cast(list[LoopEvent], found)
+
+
+def decode_entries(
+    resolver: Resolver,
+    rows: Sequence[Row],
+    plain: Sequence[bool] | None = None,
+    *,
+    final: bool = False,
+    from_seq: int = 0,
+    runs: bool = True,
+) -> list[Entry]:
     """The events of `rows` (one session's, in seq order; `plain` is `plain_rows(rows)` if
     the caller has it), as `resolver.decode_all(rows, from_seq)` gives them: rows the
     resolver holds in `extra` are decoded where their seq falls and left out of the
@@ -55,7 +71,8 @@ def decode_rows(
     row is selected by its last seq). Every event decoded is noted in `resolver.events`.
     `final`: the caller decodes nothing more with `resolver`, so events after the last row
     that needs it are not noted in its `requests` and `messages` (nothing could refer to
-    them)."""
+    them). `runs`: each run row as one `DeltaRun` (`runtime/delta_runs.py`), as a log holds
+    it in memory, instead of an event per delta."""
     extra: set[int] = set()
     if resolver.extra:
         wanted = {row[0] for row in rows}
@@ -65,7 +82,7 @@ def decode_rows(
         plain = None
     if plain is None:
         plain = plain_rows(rows)
-    out: list[LoopEvent] = []
+    out: list[Entry] = []
     held = resolver.events
     start = 0
 
@@ -81,7 +98,7 @@ def decode_rows(
             continue
         if start < index:
             add(_bulk(resolver, rows[start:index], remember=True), rows[start:index])
-        events = resolver.decode_row(row)  # noted in `resolver.events`
+        events = resolver.decode_entries(row, runs=runs)  # noted in `resolver.events`
         if row[0] not in extra:
             out += kept(events, from_seq)
         start = index + 1

@@ -35,7 +35,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -55,8 +55,9 @@ from steerable_bridge.adapters.storage.formats import (
     upgraded,
     with_envelope,
 )
-from steerable_bridge.adapters.storage.runs import unfold
+from steerable_bridge.adapters.storage.runs import as_run, unfold
 from steerable_bridge.runtime.codec import event_from_jsonable
+from steerable_bridge.runtime.delta_runs import DeltaRun, Entry, entry_event, entry_last_seq
 from steerable_bridge.runtime.events import (
     Compaction,
     LoopEvent,
@@ -293,21 +294,39 @@ class RequestWriter:
 def resume_writer(
     writers: IdleCache[str, RequestWriter],
     session_id: str,
-    events: Sequence[LoopEvent],
+    events: Sequence[Entry],
     last_seq: int,
 ) -> None:
     """Give a session that has no writer in `writers` (a store's) one resumed from a read
     of its log that ends at the stored `last_seq` (`RequestWriter.resumed`); a read that
-    stops short of the end, or a session that has a writer, changes nothing."""
-    if events and events[-1].seq == last_seq and writers.peek(session_id) is None:
-        writers.put(session_id, RequestWriter.resumed(events))
+    stops short of the end, or a session that has a writer, changes nothing. Runs of deltas
+    the read kept folded are expanded from the newest request on (what the writer reads)."""
+    if events and entry_last_seq(events[-1]) == last_seq and writers.peek(session_id) is None:
+        start = 0
+        for index in range(len(events) - 1, -1, -1):
+            event = entry_event(events[index])
+            if isinstance(event, ModelRequestEvent) or (
+                isinstance(event, Compaction) and event.scope == "history"
+            ):
+                start = index
+                break
+        tail: list[LoopEvent] = []
+        for entry in events[start:]:
+            if isinstance(entry, DeltaRun):
+                tail += entry.events()
+            else:
+                tail.append(entry)
+        writers.put(session_id, RequestWriter.resumed(tail))
 
 
-def kept(events: list[LoopEvent], from_seq: int) -> list[LoopEvent]:
+def kept(events: list[Entry], from_seq: int) -> list[Entry]:
     """A row's events a read returns: a run's deltas from `from_seq` on (a read selects
-    a run by its last seq), every other row's event."""
-    if len(events) > 1 and events[0].seq < from_seq:
-        return [event for event in events if event.seq >= from_seq]
+    a run by its last seq; a run kept folded that starts below it is expanded), every
+    other row's event."""
+    if len(events) == 1 and isinstance(events[0], DeltaRun) and events[0].seq < from_seq:
+        return list(events[0].events(from_seq - 1))
+    if len(events) > 1 and entry_event(events[0]).seq < from_seq:
+        return [event for event in events if entry_event(event).seq >= from_seq]
     return events
 
 
@@ -330,9 +349,10 @@ class Resolver:
         """Fetched rows read only for the system prompt or tools they hold written out."""
         self._literal_only: set[int] = set()
         self._parsed: dict[int, dict[str, Any]] = {}
-        self.events: list[LoopEvent] = []
+        self.events: list[Entry] = []
         """Every event decoded so far, in seq order (`extra` rows' and a run's deltas
-        below a read's start too): what `STEP` items are rebuilt from."""
+        below a read's start too; runs kept folded when the read asked for it): what
+        `STEP` items are rebuilt from."""
         self._held_from: int | None = None
         """The lowest seq from which on every row is held (read or fetched by `block`)."""
 
@@ -389,15 +409,20 @@ class Resolver:
         for row, extra in merged:
             events = self.decode_row(row)
             if not extra:
-                out += kept(events, from_seq)
+                out += cast(list[LoopEvent], kept(list(events), from_seq))
         return out
 
     def decode_row(self, row: Row) -> list[LoopEvent]:
         """One row's events (rows must come in seq order): one, or a run's deltas; noted
         in `events`."""
+        return cast(list[LoopEvent], self.decode_entries(row, runs=False))
+
+    def decode_entries(self, row: Row, *, runs: bool = True) -> list[Entry]:
+        """`decode_row`, with a run row as one `DeltaRun` (`runs`) instead of its deltas."""
+        events: list[Entry]
         if is_run(row[1], row[5]):
             check_readable(self._what(row[0]), row[1])
-            events = unfold(self.session_id, row)
+            events = [as_run(self.session_id, row)] if runs else list(unfold(self.session_id, row))
         else:
             events = [self.decode(row)]
         self.events += events
@@ -514,9 +539,19 @@ class Resolver:
         if not (type(first) is int and type(last) is int and 0 <= first <= last < seq):
             raise ValueError(f"its step {first!r}..{last!r} is not a run of earlier seqs")
         events = self.events
-        at = bisect.bisect_left(events, first, key=_seq)
-        span = events[at : at + last - first + 1]
-        if len(span) != last - first + 1 or span[0].seq != first or span[-1].seq != last:
+        at = bisect.bisect_right(events, first - 1, key=entry_last_seq)
+        span: list[LoopEvent] = []
+        expected = first
+        for entry in events[at:]:
+            if entry_event(entry).seq > last:
+                break
+            if isinstance(entry, DeltaRun) and entry.seq < first:
+                entry = entry.coalesced_after(first - 1)
+            if entry_event(entry).seq != expected or entry_last_seq(entry) > last:
+                raise KeyError(f"events {first}..{last}")
+            span.append(entry_event(entry))
+            expected = entry_last_seq(entry) + 1
+        if expected != last + 1:
             raise KeyError(f"events {first}..{last}")
         try:
             entries = history_entries(span)

@@ -35,12 +35,14 @@ from typing import Any
 
 from steerable_bridge.adapters.storage.formats import Row, corrupt
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.delta_runs import DeltaRun
 from steerable_bridge.runtime.events import LoopEvent
 
 __all__ = [
     "FOLDED",
     "MAX_CHARS",
     "MAX_PARTS",
+    "as_run",
     "encode_run",
     "fold",
     "unfold",
@@ -168,10 +170,10 @@ def encode_run(run: Sequence[Delta]) -> str:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
-def unfold(session_id: str, row: Row, from_seq: int = 0) -> list[LoopEvent]:
-    """The deltas a run row holds with seq ≥ `from_seq`, exactly as they were appended;
-    raises StoreError `corrupt_record` naming the row's seqs when it does not decode."""
-    seq, _, kind, run_id, ts, data = row
+def _parse(session_id: str, row: Row) -> tuple[str, str, list[int], list[int]]:
+    """A run row's (message or call id, text, gaps, cuts); raises StoreError
+    `corrupt_record` naming the row's seqs when it does not decode."""
+    seq, _, kind, _run_id, ts, data = row
     what = f"the run of deltas ending at event seq {seq} of session {session_id}"
     spec = FOLDED.get(kind)
     if spec is None:
@@ -196,6 +198,14 @@ def unfold(session_id: str, row: Row, from_seq: int = 0) -> list[LoopEvent]:
             raise ValueError("its fields do not describe one run")
     except (ValueError, KeyError, TypeError) as err:
         raise corrupt(what, str(err)) from None
+    return message, text, gaps, cuts
+
+
+def unfold(session_id: str, row: Row, from_seq: int = 0) -> list[LoopEvent]:
+    """The deltas a run row holds with seq ≥ `from_seq`, exactly as they were appended;
+    raises StoreError `corrupt_record` naming the row's seqs when it does not decode."""
+    seq, _, kind, run_id, ts, _data = row
+    message, text, gaps, cuts = _parse(session_id, row)
     count = len(cuts)
     first = seq - count + 1
     stamps = [ts] * count
@@ -211,6 +221,21 @@ def unfold(session_id: str, row: Row, from_seq: int = 0) -> list[LoopEvent]:
         build(session_id, run_id, first + i, stamps[i], message, parts[i])
         for i in range(max(0, from_seq - first), count)
     ]
+
+
+def as_run(session_id: str, row: Row) -> DeltaRun:
+    """A run row as the `DeltaRun` a log holds in memory (`runtime/delta_runs.py`): the
+    coalesced delta (the first delta's seq and ts, the text joined) and each delta's length
+    and ts gap, without building an event per delta; raises as `unfold` does."""
+    seq, _, kind, run_id, ts, _data = row
+    message, text, gaps, cuts = _parse(session_id, row)
+    first = seq - len(cuts) + 1
+    event = _builder(kind)(session_id, run_id, first, ts - sum(gaps), message, text)
+    run = DeltaRun.packed(event, cuts, gaps)  # type: ignore[arg-type]
+    if run is None:
+        what = f"the run of deltas ending at event seq {seq} of session {session_id}"
+        raise corrupt(what, "its lengths or gaps are out of range")
+    return run
 
 
 Build = Callable[[str, str, int, int, str, str], LoopEvent]

@@ -40,7 +40,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar, overload
 
 import anyio
 from anyio import TASK_STATUS_IGNORED
@@ -48,7 +48,7 @@ from anyio.abc import TaskStatus
 
 from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
-from steerable_bridge.adapters.storage.decoding import decode_rows, plain_rows
+from steerable_bridge.adapters.storage.decoding import decode_entries, decode_rows, plain_rows
 from steerable_bridge.adapters.storage.formats import (
     FORMAT,
     Row,
@@ -79,6 +79,7 @@ from steerable_bridge.adapters.storage.sql import (
     session_row,
     update_after_append,
 )
+from steerable_bridge.runtime.delta_runs import Entry
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.signals import SessionSignal, signal_from_json, signal_to_json
@@ -441,6 +442,22 @@ class SqliteStore:
         resume_writer(self._writers, session_id, events, last)
         return events
 
+    async def read_tail_entries(self, session_id: str) -> list[Entry]:
+        """`read_tail` with each run row as the `DeltaRun` a log holds in memory
+        (`runtime/delta_runs.py`): a message's deltas are never built one by one."""
+
+        def read_tail(conn: sqlite3.Connection) -> tuple[list[Entry], int]:
+            with _transaction(conn, write=False):
+                last = _require(conn, session_id)
+                start = _tail_start(conn, session_id)
+                rows = conn.execute(TAIL_FACTS, (session_id, start)).fetchall()
+                rows += conn.execute(TAIL_FROM, (session_id, start)).fetchall()
+                return _decode_all(conn, session_id, rows, start, runs=True), last
+
+        entries, last = await self._read(read_tail, whole=True)
+        resume_writer(self._writers, session_id, entries, last)
+        return entries
+
     async def get(self, session_id: str) -> SessionRecord | None:
         def get(conn: sqlite3.Connection) -> SessionRecord | None:
             row = conn.execute(
@@ -610,9 +627,27 @@ def _tail_start(conn: sqlite3.Connection, session_id: str) -> int:
     return tail_start(found, int(run[0]) if run is not None else found.seq)
 
 
+@overload
 def _decode_all(
     conn: sqlite3.Connection, session_id: str, rows: Sequence[Row], from_seq: int
-) -> list[LoopEvent]:
+) -> list[LoopEvent]: ...
+@overload
+def _decode_all(
+    conn: sqlite3.Connection,
+    session_id: str,
+    rows: Sequence[Row],
+    from_seq: int,
+    *,
+    runs: Literal[True],
+) -> list[Entry]: ...
+def _decode_all(
+    conn: sqlite3.Connection,
+    session_id: str,
+    rows: Sequence[Row],
+    from_seq: int,
+    *,
+    runs: bool = False,
+) -> list[LoopEvent] | list[Entry]:
     """The rows' events from `from_seq` on (runs unfolded); requests stored by reference
     are rebuilt, fetching the rows they refer to that the read did not include (a tail, or
     rows after a seq)."""
@@ -632,6 +667,8 @@ def _decode_all(
             if len(found) < len(seqs):
                 absent = min(set(seqs) - {row[0] for row in found})
                 raise _missing_row(session_id, absent)
+    if runs:
+        return decode_entries(resolver, rows, plain, final=True, from_seq=from_seq)
     return decode_rows(resolver, rows, plain, final=True, from_seq=from_seq)
 
 

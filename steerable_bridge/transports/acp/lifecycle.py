@@ -9,17 +9,18 @@ conversation's id: it makes the conversation's `AcpSession` (`session.py`) with 
 approval is `ask`), the workspace environment `choose_environment` picks from the client's
 capabilities, and mounts the client's MCP servers and workspace tools (`client_env.py`),
 whose failures are told to the user once the session is open. A load replays the
-conversation to the client through a replaying renderer: every visible event
-(`AgentPort.events_after`), each message's streamed deltas coalesced into one chunk
-(`runtime/replay.py`) unless the client opted in to every LoopEvent (`_steerable/event`),
-which replays exactly as logged. Prompts, modes and models stay in `agent.py`.
+conversation to the client through a replaying renderer: every visible event, each
+message's streamed deltas coalesced into one chunk (`AgentPort.replay_after`,
+`runtime/replay.py`); a client that opted in to every LoopEvent (`_steerable/event`) also
+gets each event exactly as logged (`AgentPort.events_after`). Prompts, modes and models
+stay in `agent.py`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from acp import schema as acp
@@ -29,7 +30,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.port import AgentPort, Attach, Attachments, Conversation
-from steerable_bridge.runtime.replay import coalesce_deltas
+from steerable_bridge.runtime.replay import Coalesced, coalesce_deltas
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import SessionBusy, StoreError
 from steerable_bridge.runtime.tools import Tool
@@ -257,9 +258,16 @@ class SessionLifecycle:
             routes=self.port.info().models, echo_user=True, compaction=self.link.compaction
         )
         has_commands = False
-        history = await self.port.events_after(session_id)
+        # Each message's streamed deltas as one chunk; a client that opted in to every
+        # LoopEvent also gets each event exactly as logged, on the lossless channel.
+        history: Sequence[ev.LoopEvent] = ()
+        if state.link.events:
+            history = await self.port.events_after(session_id)
+            items: Sequence[Coalesced] = list(coalesce_deltas(history))
+        else:
+            items = await self.port.replay_after(session_id)
         sent = 0  # how many of `history` went out on the lossless channel
-        for item in coalesce_deltas(history):  # each message's streamed deltas as one chunk
+        for item in items:
             while sent < len(history) and history[sent].seq <= item.last_seq:
                 await state.send_event(history[sent])  # opted in: every event, as logged
                 sent += 1

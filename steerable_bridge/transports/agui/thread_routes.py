@@ -154,11 +154,12 @@ class ThreadRoutes:
             return not_found(self.error, thread_id)
         try:
             conversation = await self.port.load(thread_id)
-            events = await self.port.events_after(thread_id, -1)
+            items = await self.port.replay_after(thread_id, -1)
         except SessionNotFound:
             return not_found(self.error, thread_id)
         history = Thread(thread_id)
-        history.take(events)
+        history.take_replay(items)
+        events = [item.event for item in items]
         interrupts: list[Any] = []
         pending: list[str] = []
         final = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
@@ -185,7 +186,7 @@ class ThreadRoutes:
             title=conversation.title,
             state=conversation.state,
             running=conversation.running,
-            lastEventId=str(events[-1].seq if events else -1),
+            lastEventId=str(items[-1].last_seq if items else -1),
             interrupts=interrupts,
             pendingToolCallIds=pending,
         )

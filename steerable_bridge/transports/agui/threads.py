@@ -4,10 +4,10 @@
 conversation behind it is the agent port's, under `conversation_id = threadId` (opened on
 first use with no attachments, so a tool that needs permission ends the run with an
 interrupt the next run answers), and the thread holds the message ids the client already
-has, the thread's messages folded from its events (`history.MessageFold`, fed once per
-event from `port.events_after`, so the MESSAGES_SNAPSHOT is the whole conversation,
-compaction or not, and other workers' runs are taken in — left out when the client sent
-back every message of the thread, `Run._snapshot`), and the events this process
+has, the thread's messages folded from its events (`history.MessageFold`, fed from
+`port.replay_after`, one event per message's deltas, so the MESSAGES_SNAPSHOT is the whole
+conversation, compaction or not, and other workers' runs are taken in — left out when the
+client sent back every message of the thread, `Run._snapshot`), and the events this process
 logged between runs that no client was sent yet (the earlier user messages of a request
 whose turn never started: they travel right after the next RUN_STARTED). Who runs a thread
 is the port's to say: `claim(thread_id)` takes the port's synchronous reservation, so two
@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import anyio
@@ -40,7 +40,7 @@ from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.model import ProviderError
-from steerable_bridge.runtime.port import AgentPort, Conversation, Reservation
+from steerable_bridge.runtime.port import AgentPort, Coalesced, Conversation, Reservation
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
 from steerable_bridge.runtime.turn import TurnInput
@@ -96,14 +96,21 @@ class Thread:
 
     def take(self, events: Sequence[LoopEvent]) -> None:
         """Fold the events not folded yet (two readers of one tail never fold it twice)."""
+        self._fold((event, event.seq) for event in events)
+
+    def take_replay(self, items: Sequence[Coalesced]) -> None:
+        """`take` for events read with each message's deltas coalesced (`replay_after`)."""
+        self._fold((item.event, item.last_seq) for item in items)
+
+    def _fold(self, events: Iterable[tuple[LoopEvent, int]]) -> None:
         fold = self.fold
         if fold is None:
             fold = self.fold = MessageFold(self.thread_id)
         seq = self.seq
-        for event in events:
-            if event.seq > seq:
+        for event, last in events:
+            if last > seq:
                 fold.event(event)
-                seq = event.seq
+                seq = last
         self.seq = seq
 
     def messages(self) -> list[Message]:
@@ -207,8 +214,7 @@ class Threads:
         learn the ids the client may send back for it — unless the caller is about to
         build the messages anyway (`learn_ids=False`: a run's snapshot)."""
         before = thread.seq if thread.fold is not None else None
-        events = await self.port.events_after(thread.thread_id, thread.seq)
-        thread.take(events)
+        thread.take_replay(await self.port.replay_after(thread.thread_id, thread.seq))
         if learn_ids and thread.seq != before:
             thread.learn()
 

@@ -28,9 +28,16 @@ from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent import Agent, AgentConfig
 from steerable_bridge.runtime.codec import event_to_json
+from steerable_bridge.runtime.delta_runs import DeltaRun, Entry
 from steerable_bridge.runtime.log import SessionLog
 from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.storage import SessionRecord, SessionStore, StoreError, read_tail
+from steerable_bridge.runtime.storage import (
+    SessionRecord,
+    SessionStore,
+    StoreError,
+    read_tail,
+    read_tail_entries,
+)
 from steerable_bridge.runtime.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 
@@ -202,6 +209,16 @@ async def test_a_store_reads_runs_back_exactly_across_commits_and_from_inside_a_
     for after in range(-1, len(log)):
         assert await fresh.read(SID, after_seq=after) == log[after + 1 :]
     assert await read_tail(fresh, SID) == log
+    assert expanded(await read_tail_entries(opener(), SID)) == log
+
+
+def expanded(entries: list[Entry]) -> list[ev.LoopEvent]:
+    """What a log holding `entries` reads as (`SessionLog.view`)."""
+    return [
+        e
+        for entry in entries
+        for e in (entry.events() if isinstance(entry, DeltaRun) else (entry,))
+    ]
 
 
 @pytest.mark.anyio
@@ -248,6 +265,27 @@ async def test_a_tail_that_starts_inside_a_run_starts_at_its_seq(
     ]
     await store.append(SID, log)  # the deltas 1..6 are one run; the tail starts at 4
     assert await read_tail(opener(), SID) == log[4:]
+    entries = await read_tail_entries(opener(), SID)  # runs kept folded: the same events
+    assert expanded(entries) == log[4:]
+    assert list(SessionLog(SID, entries, store=store).view()) == log[4:]
+
+
+@pytest.mark.anyio
+async def test_a_session_loaded_with_its_runs_folded_reads_and_continues_exactly(
+    opener: Callable[[], SessionStore],
+) -> None:
+    agent = agent_on(opener())
+    session = await agent.new_session("/w")
+    for i in range(3):
+        await session.prompt(prompt(f"question {i}"))
+    logged = list(session.log.view())
+    assert len(session.log.view().entries()) < len(logged)  # the turns' deltas: one run each
+    await agent.close_session(session.id)
+    reloaded = await agent_on(opener()).load_session(session.id)
+    assert list(reloaded.log.view()) == logged
+    assert reloaded.log.history.messages() == SessionLog(session.id, logged).history.messages()
+    await reloaded.prompt(prompt("one more"))
+    assert await opener().read(session.id) == list(reloaded.log.view())
 
 
 # -- older rows, SQLite ----------------------------------------------------------------------
