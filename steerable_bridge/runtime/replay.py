@@ -4,10 +4,11 @@
 session loaded from the store holds only the tail the model still sees (`read_tail`), so the
 events before it are read back from the store and merged with the log in memory (which may
 hold events not yet committed). `coalesce_deltas(events)` folds each run of consecutive
-`text_delta`, `reasoning_delta` or `tool_call_delta` events of one message (one tool call
-for arguments) in one run into a single event of that kind: the first event's seq, ts and
-ids, the deltas' text joined; `folded` gives how many events it stands for. Replays use it
-because clients do not depend on chunk boundaries: the ACP spec (agent-client-protocol,
+`text_delta`, `reasoning_delta`, `tool_call_delta` or `compaction_summary_delta` events of
+one message (one tool call for arguments, one compaction for its summary) in one run into
+a single event of that kind: the first event's seq, ts and ids, the deltas' text joined;
+`folded` gives how many events it stands for. Replays use it because clients do not depend
+on chunk boundaries: the ACP spec (agent-client-protocol,
 `docs/protocol/session-setup.mdx`) says the agent MUST replay the entire conversation as
 `session/update` notifications "like `session/prompt`", and its example replays a whole
 answer as one `agent_message_chunk`; chunks are pieces of one message that the client
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Coalesced", "coalesce_deltas", "merged", "missing_events", "visible_log"]
 
-_Delta = ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta
+_Delta = ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta | ev.CompactionSummaryDelta
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,8 @@ def _key(event: LoopEvent) -> tuple[str, str, str] | None:
         return (event.kind, event.run_id, event.message_id)
     if isinstance(event, ev.ToolCallDelta):
         return (event.kind, event.run_id, event.call_id)
+    if isinstance(event, ev.CompactionSummaryDelta):
+        return (event.kind, event.run_id, event.compaction_id)
     return None
 
 
