@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from acp import schema as acp
 from acp.connection import StreamDirection
@@ -111,6 +112,42 @@ async def test_compact_streams_its_summary_to_a_client_that_asked(tmp_path: Path
     streamed = [e for e in logged if e.kind.startswith("compaction")]
     decoded = [e for e in decode_acp(transcript, channel=False) if e.kind.startswith("compaction")]
     assert decoded == streamed[: len(streamed) // 2]  # exactly what was logged (load: deduped)
+
+
+async def test_a_cancel_mid_summary_sends_cancelled_and_leaves_the_session_as_it_was(
+    tmp_path: Path,
+) -> None:
+    hanging = [{"text": "HALF a summ", "chunk_size": 4, "hang": True}]
+    async with running(tmp_path, ROUNDS, summary_rounds=hanging) as run:
+        await _initialize(run, V125)
+        sid = await run.new()
+        await run.prompt(sid, "first question")
+        results: list[acp.PromptResponse] = []
+
+        async def compact() -> None:
+            results.append(await run.prompt(sid, "/compact"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(compact)  # its summary streams, then the model hangs
+            await wait_until(lambda: len(_updates(run, "compaction_summary_chunk")) == 3)
+            await run.conn.cancel(session_id=sid)
+        await run.prompt(sid, "second question")
+        await run.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+    assert results[0].stop_reason == "cancelled"
+    logged = list(map(codec.event_from_jsonable, run.client.events))
+    assert not any(isinstance(e, ev.Compaction) for e in logged)  # never applied
+    (dropped, _replayed) = [e for e in logged if isinstance(e, ev.CompactionDropped)]
+    assert dropped.reason == "cancelled"
+    statuses = [(u["compactionId"], u["status"]) for u in _updates(run, "compaction_update")]
+    # live, then replayed by session/load: opened, then cancelled with why
+    assert statuses == [(dropped.compaction_id, "in_progress"),
+                        (dropped.compaction_id, "cancelled")] * 2  # fmt: skip
+    assert _updates(run, "compaction_update")[1]["error"] == dropped.detail
+    # the next turn's model saw the whole conversation, not half a summary
+    requests = [e for e in logged if isinstance(e, ev.ModelRequestEvent)]  # live, then replayed
+    texts = [m.text for m in requests[: len(requests) // 2][-1].request.messages]
+    assert texts[0] == "first question" and "HALF" not in " ".join(texts)
+    assert check_acp_transcript(_transcript(run)) == []
 
 
 async def test_a_client_without_the_capability_gets_the_headline_instead(
