@@ -251,7 +251,11 @@ def _generated(results: Results, examples: int) -> None:
     from steerable_bridge.conformance.decode_acp import decode_acp
     from steerable_bridge.conformance.decode_agui import decode_agui
     from steerable_bridge.conformance.grammar import sessions
-    from steerable_bridge.conformance.mapping import acp_exact
+    from steerable_bridge.conformance.mapping import acp_exact, row
+    from steerable_bridge.transports.acp.renderer import AcpRenderer
+
+    def _v125_renderer() -> AcpRenderer:
+        return AcpRenderer(notices=True, compaction=True)
 
     @settings(
         max_examples=examples,
@@ -277,6 +281,14 @@ def _generated(results: Results, examples: int) -> None:
         plain = [e for e in decode_acp(transcript, channel=False) if acp_exact(e)]
         exact = [e for e in events if acp_exact(e)]
         results.mark({e.kind for e in exact}, "acp-editor", None if plain == exact else "decode")
+        # an editor that advertised the v1.25 session capabilities also sees these kinds
+        v125 = render_acp_transcript(events, renderer=_v125_renderer)
+        failure = next((f.rule_id for f in check_acp_transcript(v125)), None)
+        shown = [e for e in decode_acp(v125, channel=False) if acp_exact(e, compaction=True)]
+        wanted = [e for e in events if acp_exact(e, compaction=True)]
+        if failure is None and shown != wanted:
+            failure = "decode (session.compaction)"
+        results.mark({e.kind for e in wanted if row(e.kind).capability}, "acp-editor", failure)
 
     try:
         check()
@@ -288,6 +300,9 @@ def _cell(results: Results, kind: str, transport: str) -> str:
     from steerable_bridge.conformance.mapping import row
 
     cell = results.cells.get((kind, transport))
+    needs = row(kind).capability
+    if transport == "acp-editor" and needs and cell is None:  # this run's client lacks it
+        return f"n/a (session.{needs})"
     if transport == "acp-editor" and not row(kind).acp_exact:
         if row(kind).acp_shown:
             return "meaning"

@@ -13,7 +13,9 @@ its meaning only (`seq` -1, `ts` 0). Likewise `elicitation/create` carries the w
 `question_asked` event, and the client's answer to it is `question_answered` by meaning.
 The v1.25 updates (`notice`, `compaction_update`, `compaction_summary_chunk`) are read with
 the generated `schema/stable.py` models: a notice comes back from its own fields, a
-compaction from its completed `compaction_update`.
+compaction from its completed `compaction_update`, a streamed compaction's start and drop
+from their `compaction_update`s (in_progress; cancelled / failed) and each piece of its
+summary from its `compaction_summary_chunk`.
 `session/load` replays each message's consecutive deltas as one chunk whose `_meta.steerable`
 has `last_seq` (`runtime/replay.py`): it decodes to one delta (first seq and ts, the text
 joined) standing for seqs `seq`..`last_seq`, which is what `coalesce_deltas` makes of the
@@ -163,6 +165,21 @@ class _Decoder:
             else:  # the agent message a client without `session.notices` gets
                 severity, title, description = meta["severity"], meta["title"], meta["description"]
             return ev.Notice(**base, severity=severity, title=title, description=description)
+        if kind == "compaction_started":
+            return ev.CompactionStarted(
+                **base, compaction_id=u.compaction_id.root, trigger=meta["trigger"]
+            )
+        if kind == "compaction_summary_delta":
+            return ev.CompactionSummaryDelta(
+                **base, compaction_id=u.compaction_id.root, delta=u.content.root.text
+            )
+        if kind == "compaction_dropped":
+            return ev.CompactionDropped(
+                **base,
+                compaction_id=u.compaction_id.root,
+                reason=meta["reason"],
+                detail=meta["detail"],
+            )
         if kind == "compaction":  # the text is only its headline; the event is in _meta
             if "part" in meta:  # v1.25: the opening update and the summary chunk
                 return None

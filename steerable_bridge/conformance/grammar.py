@@ -306,9 +306,46 @@ def _state(draw: Any, log: _Log, run_id: str) -> None:
         log.add(draw, ev.StateDelta, run_id, patch_json=canonical_json(patch))
 
 
+def _streamed_compaction(draw: Any, log: _Log, run_id: str) -> None:
+    """A summarize pass: its start, zero to three pieces of summary, then the compaction
+    (applied) or its drop."""
+    compaction_id = "compaction_" + draw(_ident)
+    trigger = draw(st.sampled_from(["pressure", "overflow", "manual"]))
+    log.add(draw, ev.CompactionStarted, run_id, compaction_id=compaction_id, trigger=trigger)
+    pieces = draw(st.lists(_short.filter(bool), max_size=3))
+    for piece in pieces:
+        log.add(draw, ev.CompactionSummaryDelta, run_id, compaction_id=compaction_id, delta=piece)
+    if draw(st.booleans()):
+        log.add(
+            draw,
+            ev.Compaction,
+            run_id,
+            summary="".join(pieces) if draw(st.booleans()) else draw(_short),
+            through_seq=len(log.events),
+            trigger=trigger,
+            pre_tokens=draw(_count),
+            post_tokens=draw(_count),
+            fallback=draw(st.booleans()),
+            notice=draw(st.just("") | _short),
+            turns=draw(st.integers(min_value=0, max_value=5)),
+            compaction_id=compaction_id,
+        )
+    else:
+        log.add(
+            draw,
+            ev.CompactionDropped,
+            run_id,
+            compaction_id=compaction_id,
+            reason=draw(st.sampled_from(["cancelled", "declined", "failed"])),
+            detail=draw(_short),
+        )
+
+
 def _control(draw: Any, log: _Log, run_id: str) -> None:
-    choice = draw(st.integers(min_value=0, max_value=4))
-    if choice == 4:
+    choice = draw(st.integers(min_value=0, max_value=5))
+    if choice == 5:
+        _streamed_compaction(draw, log, run_id)
+    elif choice == 4:
         log.add(
             draw,
             ev.Notice,

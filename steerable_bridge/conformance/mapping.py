@@ -47,6 +47,9 @@ class KindMapping:
     agui_note: str = ""
     meaning: tuple[str, ...] = ()
     """For kinds shown but not exact on ACP: the fields a decoder does rebuild."""
+    capability: str = ""
+    """The `clientCapabilities.session` key a client must advertise for an editor to see
+    this kind (`compaction`); empty: every client sees it as the row says."""
 
     @property
     def acp_shown(self) -> bool:
@@ -63,8 +66,10 @@ def _row(
     exact: bool | None = None,
     note: str = "",
     meaning: tuple[str, ...] = (),
+    capability: str = "",
 ) -> KindMapping:
     return KindMapping(
+        capability=capability,
         kind=kind,
         acp_form=acp_form,
         acp=acp,
@@ -163,12 +168,26 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("hook_action", "event channel", _CHANNEL),
     _row("budget_exhausted", "event channel", _CHANNEL),
     _row("soft_timeout", "event channel", _CHANNEL),
-    _row("compaction", "update", "to a client that advertised `session.compaction`:"
-         " `compaction_update` (compactionId compaction-<seq>, in_progress), the summary as"
-         " `compaction_summary_chunk`s, then `compaction_update` completed with every field in"
-         " `_meta.steerable`; to any other client `agent_message_chunk` (messageId"
-         " compaction-<seq>): its headline, e.g. \"Compacted 3 turns: 6,120 → 1,450 tokens.\","
-         " every field in `_meta.steerable`. Either is the reply to `/compact`"),
+    _row("compaction_started", "update", "only to a client that advertised"
+         " `session.compaction`: `compaction_update` in_progress (compactionId ="
+         " compaction_id; trigger in `_meta.steerable`), sent when the summary request"
+         " starts", capability="compaction"),
+    _row("compaction_summary_delta", "update", "only to a client that advertised"
+         " `session.compaction`: `compaction_summary_chunk` (text), one per piece as the"
+         " model writes the summary; `session/load` replays a compaction's consecutive pieces"
+         " as one chunk (`_meta.steerable.last_seq`)", capability="compaction"),
+    _row("compaction", "update", "to a client that advertised `session.compaction`: a"
+         " streamed summary (compaction_id set) ends with `compaction_update` completed"
+         " (`summary` = the stored summary, every field in `_meta.steerable`); a micro fold"
+         " is `compaction_update` (compactionId compaction-<seq>, in_progress), its headline as"
+         " `compaction_summary_chunk`, then `compaction_update` completed; to any other client"
+         " `agent_message_chunk` (messageId compaction-<seq>): its headline, e.g. \"Compacted"
+         " 3 turns: 6,120 → 1,450 tokens.\", every field in `_meta.steerable`. Either is the"
+         " reply to `/compact`"),
+    _row("compaction_dropped", "update", "only to a client that advertised"
+         " `session.compaction`: `compaction_update` cancelled (reason cancelled) or failed"
+         " (declined, failed), `error` = detail; reason and detail in `_meta.steerable`",
+         capability="compaction"),
     _row("notice", "update", "to a client that advertised `session.notices`: `notice`"
          " (severity, title, description); to any other client `agent_message_chunk`"
          " (messageId notice-<seq>): the title and description as text. Live only:"
@@ -183,15 +202,22 @@ def row(kind: str) -> KindMapping:
     return _BY_KIND[kind]
 
 
-def acp_exact(event: LoopEvent) -> bool:
-    """ACP's editor-facing messages carry this event exactly (no event channel needed)."""
+def acp_exact(event: LoopEvent, *, compaction: bool = False) -> bool:
+    """ACP's editor-facing messages carry this event exactly (no event channel needed);
+    `compaction`: the client advertised `session.compaction` (a streamed compaction's
+    start, pieces and drop reach only such a client)."""
     if event.kind in ("config_changed", "usage_updated"):
         return acp_shown(event)
-    return _BY_KIND[event.kind].acp_exact
+    found = _BY_KIND[event.kind]
+    if found.capability == "compaction" and not compaction:
+        return False
+    return found.acp_exact
 
 
-def acp_shown(event: LoopEvent) -> bool:
+def acp_shown(event: LoopEvent, *, compaction: bool = False) -> bool:
     """An editor sees this event (exactly, or by its meaning) without the event channel."""
+    if _BY_KIND[event.kind].capability == "compaction" and not compaction:
+        return False
     if event.kind == "config_changed":
         return getattr(event, "option_id", None) == "model"
     if event.kind == "usage_updated":  # `size` is required: no update while it is unknown
@@ -259,10 +285,18 @@ def markdown() -> str:
         " model's name (once per session), and (not a LoopEvent: no turn"
         " runs) an MCP server that failed to start;"
         " any other client gets the same as an agent message. A client that advertises"
-        " `session.compaction: {}` gets every compaction (manual `/compact`, pressure, overflow,"
-        " micro fold) as `compaction_update` in_progress → `compaction_summary_chunk` (the"
-        " summary; a micro fold's headline) → `compaction_update` completed, all with"
-        " compactionId `compaction-<seq>`. Notices are live: logged (traces, `sessions"
+        " `session.compaction: {}` gets every compaction as `compaction_update` in_progress →"
+        " `compaction_summary_chunk`s → `compaction_update` completed. A summary (manual"
+        " `/compact`, pressure, overflow) streams while the model writes it: in_progress when"
+        " the summary request starts (`compaction_started`), one chunk per piece"
+        " (`compaction_summary_delta`; a model that does not stream gives one), then completed"
+        " with `summary` = the stored summary (`compaction`), or cancelled / failed with"
+        " `error` when it was not applied (`compaction_dropped`: cancelled mid-summary, or"
+        " the summary would not have been smaller); the compactionId is the event's"
+        " compaction_id. A micro fold (no model call) sends all three at once with"
+        " compactionId `compaction-<seq>`. Any other client sees only the `compaction`'s"
+        " headline as an agent message. AG-UI carries the same four kinds as CUSTOM"
+        " `steerable.<kind>` events. Notices are live: logged (traces, `sessions"
         " timeline`), but `session/load` never replays them and AG-UI history leaves them out.",
         "",
         "| kind | ACP form | ACP rendering | ACP decode | AG-UI events | AG-UI notes |",

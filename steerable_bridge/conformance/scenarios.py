@@ -169,7 +169,9 @@ def load_scenarios(names: Iterable[str] = ()) -> list[Scenario]:
 
 # -- normalisation ------------------------------------------------------------------------
 
-_ID_KEYS = frozenset({"run_id", "message_id", "parent_message_id", "parent_run_id"})
+_ID_KEYS = frozenset(
+    {"run_id", "message_id", "parent_message_id", "parent_run_id", "compaction_id"}
+)
 _DROP = frozenset(
     {
         "session_id",

@@ -17,6 +17,14 @@ cutting only where no tool call is open, and replaces everything before the cut 
 the session's model writes (a one-off request, never cached) or, when that call fails, by
 the deterministic digest (`digest.py`). Every rewrite is one logged `compaction` event with
 its trigger and pre/post token estimates, so projection rebuilds exactly what the model saw.
+The summary streams as it is written: a summarize pass that asks the model logs
+`compaction_started` (a fresh `compaction_id`), the model's text as
+`compaction_summary_delta`s (without its leading and trailing whitespace, so the pieces join
+to the stored summary unless it had to be clipped or replaced by the digest), then exactly
+one of `compaction` (applied, carrying the same id) or `compaction_dropped` (cancelled
+mid-summary, declined, or failed): the history only ever changes at the `compaction`, so a
+cancelled summary leaves the log loadable with the conversation as it was. A provider that
+does not stream sends its whole text as one delta.
 A manual or overflow compaction never grows the context: when the summary request (header,
 summary and the turns kept verbatim) is estimated no smaller than the request it would
 replace — a short conversation whose summary is longer than itself — nothing is logged and
@@ -42,6 +50,7 @@ from typing import Any
 
 import anyio
 
+from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.digest import digest
 from steerable_bridge.runtime.events import CompactionTrigger, LoopEvent
@@ -108,6 +117,11 @@ class StepAccess:
     """The step's request built from the log as it is now."""
     emit: Callable[..., Awaitable[Any]]
     """Logs a `compaction` event: `emit(**fields)`."""
+    record: Callable[..., Awaitable[Any]]
+    """Logs any other event of the pass: `record(cls, **fields)` (its start, the summary's
+    deltas, its drop)."""
+    new_id: Callable[[str], str]
+    """A fresh id with the given prefix (the session's id scheme)."""
     provider: ModelProvider
     window: int | None
     cancel: CancelToken
@@ -138,6 +152,8 @@ class Compactor:
         self._last_effective = False
         self._manual = False
         self._estimator = RequestEstimator()
+        self._open: str | None = None
+        """The id of the summarize pass that started and logged no end yet."""
         self.declined = ""
         """Why the last summarize pass logged nothing although it could fold (its summary
         would not have been smaller); empty when it compacted or found nothing to fold."""
@@ -185,9 +201,9 @@ class Compactor:
 
     async def recover(self, step: StepAccess, request: ModelRequest) -> ModelRequest | None:
         """After a context overflow: one summarize pass; None when nothing could be folded."""
-        before = step.events()
+        before = self.compactions
         rebuilt = await self._summarize(step, request, "overflow")
-        if len(step.events()) == len(before):
+        if self.compactions == before:
             return None
         return rebuilt
 
@@ -226,8 +242,49 @@ class Compactor:
         if plan is None:
             logger.debug("compaction (%s): nothing to fold", trigger)
             return request
-        summary, fallback = await self._summary(step, request, plan, window)
+        compaction_id = step.new_id("compaction")
+        await step.record(ev.CompactionStarted, compaction_id=compaction_id, trigger=trigger)
+        self._open = compaction_id
+        try:
+            return await self._apply(step, request, trigger, plan, pre, window, compaction_id)
+        except BaseException:
+            # A bug, a store failure or the task cancelled: unless the pass already logged its
+            # end, say the compaction did not happen (bounded and shielded: the task may be
+            # cancelled), then let the error end the turn.
+            if self._open != compaction_id:
+                raise
+            self._open = None
+            with anyio.move_on_after(5, shield=True):
+                await step.record(
+                    ev.CompactionDropped,
+                    compaction_id=compaction_id,
+                    reason="failed",
+                    detail="The compaction failed; the conversation is unchanged.",
+                )
+            raise
+
+    async def _apply(
+        self,
+        step: StepAccess,
+        request: ModelRequest,
+        trigger: CompactionTrigger,
+        plan: _Plan,
+        pre: int,
+        window: int,
+        compaction_id: str,
+    ) -> ModelRequest:
+        """The summary (streamed under `compaction_id`), then the compaction or its drop."""
+        history = step.history()
+        summary, fallback = await self._summary(step, request, plan, window, compaction_id)
         if step.cancel.cancelled:
+            self._open = None
+            await step.record(
+                ev.CompactionDropped,
+                compaction_id=compaction_id,
+                reason="cancelled",
+                detail="Cancelled while the summary was being written; the conversation is"
+                " unchanged.",
+            )
             return request
         text = SUMMARY_HEADER + summary
         summary_message = Message(id="summary", role="user", content=(TextPart(text=text),))
@@ -239,11 +296,19 @@ class Compactor:
                 " Compact again once the conversation is longer."
             )
             logger.info("compaction (%s) declined: %d → %d tokens", trigger, pre, post)
+            self._open = None
+            await step.record(
+                ev.CompactionDropped,
+                compaction_id=compaction_id,
+                reason="declined",
+                detail=self.declined,
+            )
             return request
         notice = self._breakers(trigger, post, window) if trigger == "pressure" else ""
         if notice:
             post += estimate_text_tokens(notice)
         turns = history.turns(plan.floor, plan.through)
+        self._open = None
         await step.emit(
             summary=summary,
             through_seq=plan.through,
@@ -254,6 +319,7 @@ class Compactor:
             fallback=fallback,
             notice=notice,
             turns=turns,
+            compaction_id=compaction_id,
         )
         self.compactions += 1
         return step.rebuild()
@@ -336,8 +402,10 @@ class Compactor:
         request: ModelRequest,
         plan: _Plan,
         window: int,
+        compaction_id: str,
     ) -> tuple[str, bool]:
-        """The model's summary of the folded messages, or the digest when that fails."""
+        """The model's summary of the folded messages, or the digest when that fails; the
+        model's text is logged as it streams (`_SummaryStream`)."""
         settings = self.settings
         max_out = max(64, min(settings.summary_max_tokens, window // 4))
         budget = max(200, int(window * 0.7) - max_out - estimate_text_tokens(SUMMARY_SYSTEM))
@@ -355,11 +423,13 @@ class Compactor:
             one_off=True,
         )
         parts: list[str] = []
+        live = _SummaryStream(step, compaction_id)
         try:
             with step.cancel.scope(), anyio.fail_after(settings.summary_timeout_s):
                 async for item in step.provider.stream(summary_request):
-                    if isinstance(item, TextChunk):
+                    if isinstance(item, TextChunk) and item.delta:
                         parts.append(item.delta)
+                        await live.feed(item.delta)
         except ProviderError as error:
             logger.warning("compaction summary failed (%s): %s", error.code, error.message)
             parts = []
@@ -371,6 +441,35 @@ class Compactor:
             return clip_middle(text, max_out * 4), False
         fallback = digest(step.events(), floor=plan.floor, through=plan.through)
         return clip_middle(fallback, max_out * 4), True
+
+
+class _SummaryStream:
+    """Logs the summary's text as `compaction_summary_delta`s while the model writes it,
+    without its leading and trailing whitespace: leading whitespace is dropped, and trailing
+    whitespace is held back until more text follows it, so the logged pieces join to exactly
+    `"".join(parts).strip()`, the summary the compaction stores."""
+
+    __slots__ = ("_compaction_id", "_held", "_started", "_step")
+
+    def __init__(self, step: StepAccess, compaction_id: str) -> None:
+        self._step = step
+        self._compaction_id = compaction_id
+        self._held = ""
+        self._started = False
+
+    async def feed(self, delta: str) -> None:
+        if not self._started:
+            delta = delta.lstrip()
+            if not delta:
+                return
+            self._started = True
+        text = self._held + delta
+        body = text.rstrip()
+        self._held = text[len(body) :]
+        if body:
+            await self._step.record(
+                ev.CompactionSummaryDelta, compaction_id=self._compaction_id, delta=body
+            )
 
 
 def transcript(messages: Sequence[Message], budget_tokens: int) -> str:

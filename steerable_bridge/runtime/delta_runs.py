@@ -1,6 +1,7 @@
 """A message's streamed deltas held in memory as one folded run, re-expanded exactly.
 
-A live model logs one `text_delta` (or `reasoning_delta`, `tool_call_delta`) per token, and
+A live model logs one `text_delta` (or `reasoning_delta`, `tool_call_delta`,
+`compaction_summary_delta`) per token, and
 a session log that kept each one as an object would hold a long conversation in hundreds of
 bytes per token. Once those events are in the store, `SessionLog.fold` replaces each stretch
 of consecutive deltas of one message (same kind, run id and message or call id, consecutive
@@ -27,7 +28,7 @@ from steerable_bridge.runtime.events import LoopEvent
 
 __all__ = ["Delta", "DeltaRun", "Entry", "entry_event", "entry_last_seq", "fold_entries"]
 
-Delta = ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta
+Delta = ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta | ev.CompactionSummaryDelta
 
 _ENVELOPE = {"session_id", "run_id", "seq", "ts", "kind"}
 
@@ -43,6 +44,7 @@ _KEYS: dict[type, str] = {
         (ev.TextDelta, _key_field(ev.TextDelta, "message_id")),
         (ev.ReasoningDelta, _key_field(ev.ReasoningDelta, "message_id")),
         (ev.ToolCallDelta, _key_field(ev.ToolCallDelta, "call_id")),
+        (ev.CompactionSummaryDelta, _key_field(ev.CompactionSummaryDelta, "compaction_id")),
     )
     if key is not None
 }

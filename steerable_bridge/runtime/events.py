@@ -19,7 +19,8 @@ Groups, in the order a turn produces them:
 - input: user_message, steer_applied, follow_up_applied
 - state / plan: plan_updated, state_snapshot, state_delta
 - session: mode_changed, config_changed, commands_updated, session_info, usage_updated
-- control: hook_action, budget_exhausted, soft_timeout, compaction
+- control: hook_action, budget_exhausted, soft_timeout, compaction_started,
+  compaction_summary_delta(compaction_id, delta), compaction, compaction_dropped
 - notice: notice (live-only: logged, never replayed as history)
 """
 
@@ -427,9 +428,51 @@ CompactionTrigger = Literal["pressure", "overflow", "micro", "manual"]
 """What made the runtime compact: the estimate near the window, a provider's context
 overflow error, the periodic micro fold, or the user's `/compact`."""
 
+CompactionDropReason = Literal["cancelled", "declined", "failed"]
+"""Why a started compaction was not applied: the turn was cancelled while the summary was
+being written, the summary would not have been smaller than what it replaces, or the log
+could not take the compaction."""
+
 CompactionScope = Literal["history", "tool_results"]
 """`history`: every message through `through_seq` becomes `summary`. `tool_results`: only
 tool results through `through_seq` are folded to a one-line stub; the rest stays."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionStarted(EventBase):
+    """A summarize pass began asking the model for a summary (`compaction_id` names it).
+
+    It is followed by the summary as it streams (`compaction_summary_delta`, possibly none)
+    and then by exactly one of `compaction` (applied, same `compaction_id`) or
+    `compaction_dropped` (not applied; the history is unchanged). Neither it nor its deltas
+    change the model's history: only the `compaction` does.
+    """
+
+    kind: Literal["compaction_started"] = "compaction_started"
+    compaction_id: str
+    trigger: CompactionTrigger = "manual"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionSummaryDelta(EventBase):
+    """A piece of the summary the model is writing for `compaction_id`, as it streams. The
+    pieces join to the `compaction`'s `summary` unless that is the digest (`fallback`) or
+    was clipped; the `compaction` event is what the history uses, never the pieces."""
+
+    kind: Literal["compaction_summary_delta"] = "compaction_summary_delta"
+    compaction_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionDropped(EventBase):
+    """The compaction `compaction_id` started but was not applied (`reason`; `detail` says
+    it in words, e.g. the reply to a declined `/compact`). The history is as before it."""
+
+    kind: Literal["compaction_dropped"] = "compaction_dropped"
+    compaction_id: str
+    reason: CompactionDropReason
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -442,6 +485,8 @@ class Compaction(EventBase):
     model's summary call failed; `notice` (when set) is shown to the model after the summary
     and to the user, e.g. when the compaction breaker opened; `turns` counts the user turns
     folded into the summary (0 for a fold of tool results, or a cut inside one turn).
+    `compaction_id` is the id of its `compaction_started` when the summary streamed (empty
+    for a fold of tool results and in logs written before summaries streamed).
     `headline` is the line a user is shown for it.
     """
 
@@ -455,6 +500,7 @@ class Compaction(EventBase):
     fallback: bool = False
     notice: str = ""
     turns: int = 0
+    compaction_id: str = ""
 
     @property
     def headline(self) -> str:
@@ -533,7 +579,10 @@ LoopEvent = (
     | HookAction
     | BudgetExhausted
     | SoftTimeout
+    | CompactionStarted
+    | CompactionSummaryDelta
     | Compaction
+    | CompactionDropped
     | Notice
 )
 """One discriminated union on `kind`."""

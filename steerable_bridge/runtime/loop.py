@@ -93,7 +93,7 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
         if turn.compact and ctx.compactor is not None:
             if not turn.content and not ctx.facts.open_calls:
                 await t.compact_now()
-                return await t.finish("end_turn")
+                return await t.finish("cancelled" if ctx.cancel.cancelled else "end_turn")
             ctx.compactor.request()
         step = 0
         while True:

@@ -241,6 +241,8 @@ class ModelStep(TurnRecorder):
             history=lambda: ctx.log.history,
             rebuild=lambda: self._request(system),
             emit=emit,
+            record=self.emit,
+            new_id=self.new_id,
             provider=ctx.provider,
             window=self.window,
             cancel=ctx.cancel,

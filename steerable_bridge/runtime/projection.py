@@ -78,6 +78,9 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
     ev.UsageUpdated,
     ev.BudgetExhausted,
     ev.SoftTimeout,
+    ev.CompactionStarted,
+    ev.CompactionSummaryDelta,
+    ev.CompactionDropped,
     ev.Notice,
 )
 """Kinds that never change the model's history (they are still logged and rendered)."""

@@ -1,11 +1,13 @@
 """Closing a turn that a crash left open, by appending — never by rewriting the log.
 
 When a process dies mid-turn (kill -9, power loss), its log ends inside a run: a text
-message may be open, a tool call half-streamed, a tool started without a result. On the next
-load `close_interrupted_run` appends what a clean end would have logged — `*_end` for open
-messages, `tool_call_end` for half-streamed calls, a `cancelled` result for every call
-without one, `step_finished`, and a `run_failed` with code `interrupted` — so projection,
-replay and both renderings see a well-formed run.
+message may be open, a tool call half-streamed, a tool started without a result, a
+compaction summary half-written. On the next load `close_interrupted_run` appends what a
+clean end would have logged — `compaction_dropped` (failed) for a compaction that started
+and never ended (the history never used its pieces), `*_end` for open messages,
+`tool_call_end` for half-streamed calls, a `cancelled` result for every call without one,
+`step_finished`, and a `run_failed` with code `interrupted` — so projection, replay and
+both renderings see a well-formed run.
 """
 
 from __future__ import annotations
@@ -27,10 +29,16 @@ def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopE
     reasoning: list[str] = []
     calls: dict[str, tuple[str, list[str]]] = {}
     step: int | None = None
+    compactions: list[str] = []
     for event in log.view().folded():  # deltas joined: runs of them held folded read as one
         if event.run_id != run_id:
             continue
-        if isinstance(event, ev.TextStart):
+        if isinstance(event, ev.CompactionStarted):
+            compactions.append(event.compaction_id)
+        elif isinstance(event, ev.Compaction | ev.CompactionDropped):
+            if event.compaction_id in compactions:
+                compactions.remove(event.compaction_id)
+        elif isinstance(event, ev.TextStart):
             text.append(event.message_id)
         elif isinstance(event, ev.TextEnd) and event.message_id in text:
             text.remove(event.message_id)
@@ -55,6 +63,14 @@ def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopE
         facts.observe(event)
         added.append(event)
 
+    for compaction_id in compactions:
+        add(
+            ev.CompactionDropped,
+            compaction_id=compaction_id,
+            reason="failed",
+            detail="the agent process stopped while the summary was being written; the"
+            " conversation is unchanged",
+        )
     for message_id in reasoning:
         add(ev.ReasoningEnd, message_id=message_id)
     for message_id in text:

@@ -6,9 +6,10 @@ keeps folded, `delta_runs.py`, are expanded), else — a session loaded from the
 only the tail the model still sees (`read_tail`) — from the store, the source of truth,
 followed by what memory holds beyond the store's newest (events not committed yet);
 `visible_log(session)` is all of it. `coalesce_deltas(events)` folds each run of
-consecutive `text_delta`, `reasoning_delta` or `tool_call_delta` events of one message (one
-tool call for arguments) in one run into a single event of that kind: the first event's
-seq, ts and ids, the deltas' text joined; `folded` gives how many events it stands for,
+consecutive `text_delta`, `reasoning_delta`, `tool_call_delta` or `compaction_summary_delta`
+events of one message (one tool call for arguments, one compaction for its summary) in one
+run into a single event of that kind: the first event's seq, ts and ids, the deltas' text
+joined; `folded` gives how many events it stands for,
 `last_seq` the seq of the last. `coalesced_after(session, seq)` gives the same as
 `coalesce_deltas(await events_after(session, seq))` without expanding what memory holds
 folded, which is what a history snapshot or a load replay costs then: one event per
@@ -54,6 +55,8 @@ def _key(event: LoopEvent) -> tuple[str, str, str] | None:
         return (event.kind, event.run_id, event.message_id)
     if isinstance(event, ev.ToolCallDelta):
         return (event.kind, event.run_id, event.call_id)
+    if isinstance(event, ev.CompactionSummaryDelta):
+        return (event.kind, event.run_id, event.compaction_id)
     return None
 
 

@@ -42,6 +42,12 @@ def test_json_reports_every_kind_on_every_transport() -> None:
     assert set(report["kinds"]) == set(KINDS)
     assert report["kinds"]["tool_call_end"] == {"acp": "pass", "acp-editor": "pass", "agui": "pass"}
     assert report["kinds"]["step_started"]["acp-editor"] == "n/a (channel)"
+    # a streamed compaction's pieces reach only an editor that advertised session.compaction:
+    # graded on generated sessions rendered for one, when the examples drew any
+    assert report["kinds"]["compaction_summary_delta"]["acp-editor"] in (
+        "pass",
+        "n/a (session.compaction)",
+    )
     assert report["scenarios"] == [
         {"name": "one_tool", "results": {"runtime": "pass", "acp": "pass", "acp-editor": "pass",
                                          "agui": "pass"}}

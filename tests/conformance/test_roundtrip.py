@@ -56,6 +56,7 @@ def test_acp_without_the_channel_is_exact_on_what_an_editor_shows(
     transcript = render_acp_transcript(events, channel=channel_present, renderer=renderer)
     assert check_acp_transcript(transcript) == []
     decoded = decode_acp(transcript, channel=False)
-    assert [e for e in decoded if acp_exact(e)] == [e for e in events if acp_exact(e)]
-    shown = [e for e in events if acp_shown(e) and not acp_exact(e)]
-    assert [_meaning(e) for e in decoded if not acp_exact(e)] == [_meaning(e) for e in shown]
+    exact = functools.partial(acp_exact, compaction=v125)
+    assert [e for e in decoded if exact(e)] == [e for e in events if exact(e)]
+    shown = [e for e in events if acp_shown(e, compaction=v125) and not exact(e)]
+    assert [_meaning(e) for e in decoded if not exact(e)] == [_meaning(e) for e in shown]

@@ -1,6 +1,7 @@
 """Streamed deltas stored in runs: several deltas of one message in one row, unfolded exactly.
 
-A live model leaves one `text_delta` (or `reasoning_delta`, `tool_call_delta`) per token,
+A live model leaves one `text_delta` (or `reasoning_delta`, `tool_call_delta`,
+`compaction_summary_delta`) per token,
 and one row per token is most of what a long session stores. So a durable store folds each
 batch's consecutive deltas of one message — same kind, run id and message (or call) id,
 consecutive seqs — into one *run* row (record format 5, `formats.py`), and a read unfolds it
@@ -56,8 +57,8 @@ MAX_CHARS = 256 * 1024
 
 _ENVELOPE = {"session_id", "run_id", "seq", "ts", "kind"}
 
-Delta = ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta
-_DELTAS = (ev.TextDelta, ev.ReasoningDelta, ev.ToolCallDelta)
+Delta = ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta | ev.CompactionSummaryDelta
+_DELTAS = (ev.TextDelta, ev.ReasoningDelta, ev.ToolCallDelta, ev.CompactionSummaryDelta)
 
 
 def _foldable(cls: type[Delta], key: str) -> tuple[type[Delta], str] | None:
@@ -71,6 +72,7 @@ FOLDED: dict[str, tuple[type[Delta], str]] = {
         ("text_delta", _foldable(ev.TextDelta, "message_id")),
         ("reasoning_delta", _foldable(ev.ReasoningDelta, "message_id")),
         ("tool_call_delta", _foldable(ev.ToolCallDelta, "call_id")),
+        ("compaction_summary_delta", _foldable(ev.CompactionSummaryDelta, "compaction_id")),
     )
     if found is not None
 }

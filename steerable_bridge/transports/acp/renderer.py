@@ -24,11 +24,19 @@ own prompts; live, the client already shows them.
 | mode_changed                 | current_mode_update                                           |
 | config_changed "model"       | config_option_update (the full option list)                   |
 | commands_updated             | available_commands_update                                     |
-| compaction (compaction=True) | compaction_update in_progress (compactionId                   |
+| compaction_started (c=True)  | compaction_update in_progress (compactionId = compaction_id)  |
+| compaction_summary_delta     | compaction_summary_chunk (text), as the model writes it       |
+| (compaction=True)            |                                                               |
+| compaction (compaction=True) | streamed (compaction_id set): compaction_update completed,    |
+|                              | `summary` = the stored summary; otherwise (a micro fold):     |
+|                              | compaction_update in_progress (compactionId                   |
 |                              | `compaction-<seq>`), compaction_summary_chunk (the summary),  |
 |                              | compaction_update completed; the reply to `/compact`          |
+| compaction_dropped (c=True)  | compaction_update cancelled (cancelled) / failed (declined,   |
+|                              | failed), `error` = detail                                     |
 | compaction (otherwise)       | agent_message_chunk: its `headline` and a blank line          |
-|                              | (messageId `compaction-<seq>`), e.g. the reply to `/compact`  |
+|                              | (messageId `compaction-<seq>`), e.g. the reply to `/compact`; |
+|                              | its start, deltas and drop show nothing                       |
 | notice (notices=True)        | notice (severity, title, description); never in a replay      |
 | notice (otherwise)           | agent_message_chunk (messageId `notice-<seq>`): title, detail |
 | run_finished / run_failed    | nothing here: the session/prompt response (`stop_reason`)     |
@@ -59,8 +67,13 @@ and `run_id` of its event, plus what the ACP payload cannot hold exactly:
 - compaction: every field of the event (`summary`, `through_seq`, `trigger`, `scope`,
   `pre_tokens`, `post_tokens`, `fallback`, `notice`, `turns`); the text is only its
   headline. As v1.25 compaction updates, the completed `compaction_update` carries them
-  (the first two updates carry `kind`, `seq`, `ts`, `run_id` and `part`: 0 for the opening
-  update, 1 for the summary chunk), so a decoder rebuilds the event from that one.
+  (for a compaction that did not stream, the first two updates carry `kind`, `seq`, `ts`,
+  `run_id` and `part`: 0 for the opening update, 1 for the summary chunk), so a decoder
+  rebuilds the event from that one. A streamed summary's chunks join to the stored summary
+  unless it is the digest or was clipped; the completed update's `summary` (a complete
+  replacement, by the spec's patch semantics) is the stored one either way.
+- compaction_started: `trigger`. compaction_dropped: `reason` and `detail`.
+- compaction_summary_delta replayed by `session/load`: `last_seq`, as for text deltas.
 - notice: `severity`, `title` and `description` (the fallback's text is only a rendering).
 
 `compaction=True` / `notices=True` say the client advertised `session.compaction` /
@@ -345,6 +358,10 @@ class AcpRenderer:
             ]
         if isinstance(event, ev.Notice):
             return self._notice(event, meta) if not self.echo_user else []
+        if isinstance(
+            event, ev.CompactionStarted | ev.CompactionSummaryDelta | ev.CompactionDropped
+        ):
+            return _compaction_progress(event, meta) if self.compaction else []
         if isinstance(event, ev.Compaction):
             fields = codec.event_to_jsonable(event)
             for key in ("session_id", "run_id", "seq", "ts", "kind"):
@@ -509,11 +526,22 @@ class AcpRenderer:
 def _compaction_updates(
     event: ev.Compaction, meta: Callable[..., dict[str, Any]], fields: dict[str, Any]
 ) -> list[Update]:
-    """A compaction as the v1.25 lifecycle: opened, its summary, completed."""
+    """A compaction as the v1.25 lifecycle: opened, its summary, completed (only the end
+    when its start and summary already went out as their own events)."""
     from steerable_bridge.transports.acp.schema import stable
 
-    compaction_id = stable.CompactionId(f"compaction-{event.seq}")
     summary = event.summary or event.headline  # a fold of tool results has no summary text
+    if event.compaction_id:
+        return [
+            stable.SessionUpdate13(
+                session_update="compaction_update",
+                compaction_id=stable.CompactionId(event.compaction_id),
+                status=stable.CompactionStatus("completed"),
+                summary=[stable.ContentBlock(stable.ContentBlock1(type="text", text=summary))],
+                field_meta=meta(**fields),
+            )
+        ]
+    compaction_id = stable.CompactionId(f"compaction-{event.seq}")
     return [
         stable.SessionUpdate13(
             session_update="compaction_update",
@@ -533,4 +561,44 @@ def _compaction_updates(
             status=stable.CompactionStatus("completed"),
             field_meta=meta(**fields),
         ),
+    ]
+
+
+_DROPPED_STATUS = {"cancelled": "cancelled", "declined": "failed", "failed": "failed"}
+
+
+def _compaction_progress(
+    event: ev.CompactionStarted | ev.CompactionSummaryDelta | ev.CompactionDropped,
+    meta: Callable[..., dict[str, Any]],
+) -> list[Update]:
+    """A streamed compaction's start, one piece of its summary, or its drop (v1.25)."""
+    from steerable_bridge.transports.acp.schema import stable
+
+    compaction_id = stable.CompactionId(event.compaction_id)
+    if isinstance(event, ev.CompactionSummaryDelta):
+        return [
+            stable.SessionUpdate14(
+                session_update="compaction_summary_chunk",
+                compaction_id=compaction_id,
+                content=stable.ContentBlock(stable.ContentBlock1(type="text", text=event.delta)),
+                field_meta=meta(),
+            )
+        ]
+    if isinstance(event, ev.CompactionStarted):
+        return [
+            stable.SessionUpdate13(
+                session_update="compaction_update",
+                compaction_id=compaction_id,
+                status=stable.CompactionStatus("in_progress"),
+                field_meta=meta(trigger=event.trigger),
+            )
+        ]
+    return [
+        stable.SessionUpdate13(
+            session_update="compaction_update",
+            compaction_id=compaction_id,
+            status=stable.CompactionStatus(_DROPPED_STATUS[event.reason]),
+            error=event.detail or None,
+            field_meta=meta(reason=event.reason, detail=event.detail),
+        )
     ]

@@ -64,6 +64,8 @@ def streamed(texts: list[tuple[str, str, str, int]], start: int = 0) -> list[ev.
             out.append(ev.ToolCallDelta(call_id=key, delta=text, **base))
         elif kind == "reasoning_delta":
             out.append(ev.ReasoningDelta(message_id=key, delta=text, **base))
+        elif kind == "compaction_summary_delta":
+            out.append(ev.CompactionSummaryDelta(compaction_id=key, delta=text, **base))
         else:
             out.append(ev.TextDelta(message_id=key, delta=text, **base))
     return out
@@ -72,7 +74,9 @@ def streamed(texts: list[tuple[str, str, str, int]], start: int = 0) -> list[ev.
 _texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
 _deltas = st.lists(
     st.tuples(
-        st.sampled_from(["text_delta", "reasoning_delta", "tool_call_delta"]),
+        st.sampled_from(
+            ["text_delta", "reasoning_delta", "tool_call_delta", "compaction_summary_delta"]
+        ),
         st.sampled_from(["m1", "m2", 'q"\\é']),
         st.one_of(st.sampled_from(["", "ab", "token "]), _texts),  # repeats are packed
         st.one_of(st.integers(0, 2), st.integers(min_value=-(2**40), max_value=2**41)),
@@ -106,11 +110,13 @@ def test_any_deltas_in_any_batches_read_back_exactly_from_any_seq(
 def test_a_messages_deltas_take_one_row_and_keep_each_seq_ts_and_text() -> None:
     log = streamed([("text_delta", "m1", t, 100 + i // 3) for i, t in enumerate('Hé"l\\lo 👋 ')])
     log += streamed([("tool_call_delta", "c1", '{"a"', 300), ("tool_call_delta", "c1", ":1}", 299)])
+    log += streamed([("compaction_summary_delta", "k1", t, 400) for t in ("Sum", "mary", ".")])
     log = [dataclasses.replace(e, seq=i) for i, e in enumerate(log)]
     rows = rows_of([log])
     assert [(row[0], row[2], row[4]) for row in rows] == [
         (9, "text_delta", 103),  # keyed by its last delta
         (11, "tool_call_delta", 299),
+        (14, "compaction_summary_delta", 400),  # a streamed compaction summary: one row
     ]
     assert all(is_run(row[1], row[5]) for row in rows)
     assert Resolver(SID).decode_all(rows) == log
@@ -126,7 +132,12 @@ def test_runs_break_at_another_message_kind_run_or_a_gap_and_at_the_size_bound()
 
 
 def test_every_delta_kind_folds_and_no_event_body_can_look_like_a_run() -> None:
-    assert set(FOLDED) == {"text_delta", "reasoning_delta", "tool_call_delta"}
+    assert set(FOLDED) == {
+        "text_delta",
+        "reasoning_delta",
+        "tool_call_delta",
+        "compaction_summary_delta",
+    }
     for cls in ev.EVENT_TYPES:  # a body starts with its first field that is not a column
         assert "run" not in {f.name for f in dataclasses.fields(cls)}
 

@@ -273,6 +273,31 @@ async def test_an_open_run_is_closed_on_load_once_by_appending(
     assert (await reloaded.prompt(prompt("go on"))).stop_reason == "end_turn"
 
 
+async def test_a_summary_a_crash_left_half_written_is_dropped_on_load(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    store = open_store(db, stores)
+    await store.create(SessionRecord(session_id="s1", cwd="/w", created_at=1, updated_at=1))
+    base = {"session_id": "s1", "run_id": "r1", "ts": 5}
+    crashed: list[ev.LoopEvent] = [
+        ev.RunStarted(seq=0, model="m", **base),  # type: ignore[arg-type]
+        ev.UserMessage(seq=1, message_id="u1", content=(TextPart(text="hi"),), **base),  # type: ignore[arg-type]
+        ev.CompactionStarted(seq=2, compaction_id="k1", trigger="manual", **base),  # type: ignore[arg-type]
+        ev.CompactionSummaryDelta(seq=3, compaction_id="k1", delta="The us", **base),  # type: ignore[arg-type]
+        ev.CompactionSummaryDelta(seq=4, compaction_id="k1", delta="er said", **base),  # type: ignore[arg-type]
+    ]
+    await store.append("s1", crashed)
+    session = await agent_on(open_store(db, stores), [Round(text="ok")]).load_session("s1")
+    tail = list(session.log.view())[len(crashed) :]
+    assert [e.kind for e in tail] == ["compaction_dropped", "run_failed"]
+    assert isinstance(tail[0], ev.CompactionDropped)
+    assert (tail[0].compaction_id, tail[0].reason) == ("k1", "failed")
+    assert [m.text for m in session.log.history.messages()] == ["hi"]  # no half summary
+    stored = await open_store(db, stores).read("s1")
+    assert stored[: len(crashed)] == crashed  # the pieces read back exactly (one run row)
+    assert (await session.prompt(prompt("go on"))).stop_reason == "end_turn"
+
+
 async def test_another_owner_blocks_prompt_and_recovery_but_not_loading(
     db: Path, stores: list[SqliteStore]
 ) -> None:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from acp import schema as acp
 from acp.connection import StreamDirection
@@ -61,41 +62,92 @@ def _updates(run: AcpRun, kind: str) -> list[dict[str, Any]]:
     ]
 
 
-async def test_compact_answers_with_compaction_updates_to_a_client_that_asked(
-    tmp_path: Path,
-) -> None:
-    async with running(tmp_path, ROUNDS, summary_rounds=SUMMARY) as run:
+async def test_compact_streams_its_summary_to_a_client_that_asked(tmp_path: Path) -> None:
+    summary = [{"text": "SUMMARY of the first turn", "chunk_size": 6}]
+    async with running(tmp_path, ROUNDS, summary_rounds=summary) as run:
         await _initialize(run, V125)
         sid = await run.new()
         await run.prompt(sid, "first question")
+        live = len(run.wire)
         compacted = await run.prompt(sid, "/compact")
+        during = len(run.wire)
         await run.prompt(sid, "second question")
         await run.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
     assert compacted.stop_reason == "end_turn"
-    folds = [
-        e for e in map(codec.event_from_jsonable, run.client.events) if isinstance(e, ev.Compaction)
-    ]
+    logged = list(map(codec.event_from_jsonable, run.client.events))
+    folds = [e for e in logged if isinstance(e, ev.Compaction)]
     assert len(folds) == 2 and folds[0] == folds[1]  # live, and replayed on the event channel
     fold = folds[0]
-    assert fold.trigger == "manual"
-    compaction_id = f"compaction-{fold.seq}"
+    assert fold.trigger == "manual" and fold.compaction_id
+    # live: opened, the summary piece by piece as the model wrote it, then completed
+    compaction = [
+        (u["sessionUpdate"], u.get("status"), u.get("content", {}).get("text"))
+        for e in run.wire[live:during]
+        if e.direction == StreamDirection.INCOMING and e.message.get("method") == "session/update"
+        for u in [e.message["params"]["update"]]
+        if u["sessionUpdate"].startswith("compaction")
+    ]
+    assert compaction == [
+        ("compaction_update", "in_progress", None),
+        ("compaction_summary_chunk", None, "SUMMAR"),
+        ("compaction_summary_chunk", None, "Y of t"),
+        ("compaction_summary_chunk", None, "he fir"),
+        ("compaction_summary_chunk", None, "st tur"),
+        ("compaction_summary_chunk", None, "n"),
+        ("compaction_update", "completed", None),
+    ]
+    assert "".join(text for _, _, text in compaction if text) == fold.summary
     updates = _updates(run, "compaction_update")
-    # live, then replayed by session/load (a compaction is history: it stays in the story)
-    assert [(u["compactionId"], u["status"]) for u in updates] == [
-        (compaction_id, "in_progress"),
-        (compaction_id, "completed"),
-    ] * 2
+    assert {u["compactionId"] for u in updates} == {fold.compaction_id}
+    completed = [u for u in updates if u["status"] == "completed"]
+    assert [u["summary"] for u in completed] == [[{"type": "text", "text": fold.summary}]] * 2
+    # session/load replays it (a compaction is history) with its summary as one chunk
     chunks = _updates(run, "compaction_summary_chunk")
-    assert [c["content"] for c in chunks] == [
-        {"type": "text", "text": "SUMMARY of the first turn"}
-    ] * 2
+    assert [c["content"]["text"] for c in chunks[5:]] == [fold.summary]
     # no "Compacted 1 turn" agent message: the client shows the compaction itself
     texts = [u.content.text for u in run.client.updates_of("agent_message_chunk")]
     assert not any(t.startswith("Compacted") for t in texts)
     transcript = _transcript(run)
     assert check_acp_transcript(transcript) == []
-    decoded = [e for e in decode_acp(transcript, channel=False) if isinstance(e, ev.Compaction)]
-    assert decoded == [fold]
+    streamed = [e for e in logged if e.kind.startswith("compaction")]
+    decoded = [e for e in decode_acp(transcript, channel=False) if e.kind.startswith("compaction")]
+    assert decoded == streamed[: len(streamed) // 2]  # exactly what was logged (load: deduped)
+
+
+async def test_a_cancel_mid_summary_sends_cancelled_and_leaves_the_session_as_it_was(
+    tmp_path: Path,
+) -> None:
+    hanging = [{"text": "HALF a summ", "chunk_size": 4, "hang": True}]
+    async with running(tmp_path, ROUNDS, summary_rounds=hanging) as run:
+        await _initialize(run, V125)
+        sid = await run.new()
+        await run.prompt(sid, "first question")
+        results: list[acp.PromptResponse] = []
+
+        async def compact() -> None:
+            results.append(await run.prompt(sid, "/compact"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(compact)  # its summary streams, then the model hangs
+            await wait_until(lambda: len(_updates(run, "compaction_summary_chunk")) == 3)
+            await run.conn.cancel(session_id=sid)
+        await run.prompt(sid, "second question")
+        await run.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+    assert results[0].stop_reason == "cancelled"
+    logged = list(map(codec.event_from_jsonable, run.client.events))
+    assert not any(isinstance(e, ev.Compaction) for e in logged)  # never applied
+    (dropped, _replayed) = [e for e in logged if isinstance(e, ev.CompactionDropped)]
+    assert dropped.reason == "cancelled"
+    statuses = [(u["compactionId"], u["status"]) for u in _updates(run, "compaction_update")]
+    # live, then replayed by session/load: opened, then cancelled with why
+    assert statuses == [(dropped.compaction_id, "in_progress"),
+                        (dropped.compaction_id, "cancelled")] * 2  # fmt: skip
+    assert _updates(run, "compaction_update")[1]["error"] == dropped.detail
+    # the next turn's model saw the whole conversation, not half a summary
+    requests = [e for e in logged if isinstance(e, ev.ModelRequestEvent)]  # live, then replayed
+    texts = [m.text for m in requests[: len(requests) // 2][-1].request.messages]
+    assert texts[0] == "first question" and "HALF" not in " ".join(texts)
+    assert check_acp_transcript(_transcript(run)) == []
 
 
 async def test_a_client_without_the_capability_gets_the_headline_instead(

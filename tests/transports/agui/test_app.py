@@ -392,7 +392,7 @@ async def test_forwarded_command_compact_compacts_the_thread() -> None:
     provider = scripted(
         {"text": "long answer " * 40},
         {"text": "after"},
-        summary_rounds=[{"text": "SUMMARY of the thread"}],
+        summary_rounds=[{"text": "SUMMARY of the thread", "chunk_size": 8}],
     )
     app = create_app(LocalPort(agent_for(provider)))
     compact = {"steerable": {"command": "compact"}}
@@ -409,6 +409,16 @@ async def test_forwarded_command_compact_compacts_the_thread() -> None:
     folds = [e for e in events if isinstance(e, ev.Compaction)]
     assert len(folds) == 1 and folds[0].trigger == "manual"
     assert folds[0].summary == "SUMMARY of the thread"
+    # the summary streamed as the model wrote it: CUSTOM pieces before the compaction
+    names = [f["name"] for f in wire if f["type"] == "CUSTOM" and "compaction" in f["name"]]
+    assert names == [
+        "steerable.compaction_started",
+        *["steerable.compaction_summary_delta"] * 3,
+        "steerable.compaction",
+    ]
+    pieces = [e for e in events if isinstance(e, ev.CompactionSummaryDelta)]
+    assert "".join(p.delta for p in pieces) == folds[0].summary
+    assert {p.compaction_id for p in pieces} == {folds[0].compaction_id}
     assert not any(isinstance(e, ev.ModelRequestEvent) for e in events)
     request = next(e for e in decode(after) if isinstance(e, ev.ModelRequestEvent)).request
     assert request.messages[0].text.endswith("SUMMARY of the thread")

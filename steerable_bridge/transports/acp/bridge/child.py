@@ -2,7 +2,8 @@
 
 `ChildAgent(argv, client=...)` spawns the command with the SDK's `spawn_agent_process`
 (stdin / stdout carry JSON-RPC; its stderr is ours, so its logs land in the server's),
-sends `initialize` with the client capabilities the bridge offers, and holds the connection
+sends `initialize` with the client capabilities the bridge offers (and v1.25
+`session.compaction`, whose updates `compaction.py` reads off the wire), and holds the connection
 until the process exits. `supervise()` — run by the bridge's task group — restarts it then,
 at once the first time and with a doubling pause (up to `MAX_BACKOFF_S`) while it keeps
 dying young; every prompt that was waiting on it ends with `acp_agent_exited`. Each start is
@@ -24,12 +25,14 @@ import anyio
 from acp import PROTOCOL_VERSION, spawn_agent_process
 from acp import schema as acp
 from acp.client.connection import ClientSideConnection
+from acp.utils import serialize_params
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
 from steerable_bridge import __version__
 from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.transports.acp.bridge.client import BridgeClient
+from steerable_bridge.transports.acp.bridge.compaction import observer
 from steerable_bridge.transports.acp.bridge.workspace import client_capabilities
 
 __all__ = ["AgentUnavailable", "ChildAgent", "Live"]
@@ -179,16 +182,10 @@ class ChildAgent:
                 transport_kwargs={"stderr": None, "limit": LINE_LIMIT},
                 use_unstable_protocol=True,  # SDK 0.12 still routes elicitation/* as unstable
             ) as (conn, process):
+                conn._conn.add_observer(observer(self.client.compaction))
                 try:
                     with anyio.fail_after(INIT_TIMEOUT_S):
-                        init = await conn.initialize(
-                            protocol_version=PROTOCOL_VERSION,
-                            client_capabilities=client_capabilities(self.client.workspace),
-                            client_info=acp.Implementation(
-                                name="steerable-bridge", title="steerable-bridge",
-                                version=__version__,
-                            ),
-                        )  # fmt: skip
+                        init = await self._initialize(conn)
                 except Exception as error:
                     self._failure = f"initialize failed: {_describe(error)}"
                     log.error("the ACP agent `%s`: %s", self.command, self._failure)
@@ -222,6 +219,22 @@ class ChildAgent:
             log.error("the ACP agent `%s`: %s", self.command, self._failure)
         except Exception as error:  # the SDK's shutdown of a dead process, say
             log.warning("the ACP agent `%s`: %s", self.name, _describe(error))
+
+    async def _initialize(self, conn: ClientSideConnection) -> acp.InitializeResponse:
+        """`initialize` with the capabilities the bridge offers, plus the v1.25
+        `session.compaction` the SDK's models cannot hold (added to the serialized params;
+        the answer is read with the SDK's model)."""
+        request = acp.InitializeRequest(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=client_capabilities(self.client.workspace),
+            client_info=acp.Implementation(
+                name="steerable-bridge", title="steerable-bridge", version=__version__
+            ),
+        )
+        params = serialize_params(request)
+        params["clientCapabilities"].setdefault("session", {})["compaction"] = {}
+        answer = await conn._conn.send_request("initialize", params)
+        return acp.InitializeResponse.model_validate(answer)
 
 
 def _describe(error: BaseException) -> str:

@@ -29,6 +29,7 @@ from acp import schema as acp
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from steerable_bridge.runtime.questions import QuestionAnswer
+from steerable_bridge.transports.acp.bridge.compaction import ChildCompaction
 from steerable_bridge.transports.acp.bridge.mapping import session_level
 from steerable_bridge.transports.acp.bridge.workspace import ChildWorkspace
 
@@ -193,6 +194,12 @@ class BridgeClient:
         else:
             kind = getattr(update, "session_update", type(update).__name__)
             log.debug("session %s: %s outside a prompt; not recorded", session_id, kind)
+
+    def compaction(self, session_id: str, item: ChildCompaction) -> None:
+        """A v1.25 compaction update (read off the wire, `compaction.py`): into the running
+        prompt, which logs it; outside a prompt there is no turn to log it in."""
+        if not self.session(session_id).deliver(item):
+            log.debug("session %s: a compaction update outside a prompt; not recorded", session_id)
 
     async def request_permission(
         self,

@@ -26,6 +26,8 @@ update kinds it does not know.
 | available_commands_update           | commands_updated                                         |
 | current_mode_update                 | mode_changed                                             |
 | config_option_update                | config_changed per option, id prefixed `acp.option.`     |
+| compaction_update,                  | compaction_started / compaction_summary_delta /          |
+| compaction_summary_chunk (v1.25)    | compaction / compaction_dropped (`compaction.py`)        |
 | user_message_chunk, anything else   | nothing (the user's side is ours; unknown kinds logged)  |
 
 A call the agent never finished gets a `cancelled` result at `close`, so the log never
@@ -60,6 +62,7 @@ from steerable_bridge.runtime.values import (
     Usage,
     canonical_json,
 )
+from steerable_bridge.transports.acp.bridge.compaction import ChildCompaction, CompactionMapper
 
 __all__ = [
     "OPTION_PREFIX",
@@ -203,6 +206,7 @@ class UpdateMapper:
     """The assistant message tool calls belong to: the text just streamed, else one made up."""
     reasoning_id: str | None = None
     calls: dict[str, _Call] = field(default_factory=dict)
+    compactions: CompactionMapper = field(default_factory=CompactionMapper)
 
     # -- messages ---------------------------------------------------------------------------
 
@@ -361,6 +365,8 @@ class UpdateMapper:
 
     def update(self, update: Any) -> list[Emission]:
         """The LoopEvents one `session/update` payload becomes (see the module docstring)."""
+        if isinstance(update, ChildCompaction):
+            return self.compactions.update(update)
         if isinstance(update, acp.AgentMessageChunk):
             return self._text(update)
         if isinstance(update, acp.AgentThoughtChunk):
@@ -385,7 +391,7 @@ class UpdateMapper:
 
     def close(self, stop: Literal["end", "cancelled", "failed"]) -> list[Emission]:
         """Close open messages and give every unfinished call a `cancelled` result."""
-        out: list[Emission] = []
+        out: list[Emission] = self.compactions.close()
         self._close_text(out)
         self._close_reasoning(out)
         message = {

@@ -122,7 +122,22 @@ class BridgeTurn:
 
     async def emit_all(self, emissions: list[Emission]) -> None:
         for cls, fields in emissions:
+            if cls is ev.Compaction and "through_seq" not in fields:
+                fields = {**fields, "through_seq": self._before_compaction(fields)}
             await self.rec.emit(cls, **fields)
+
+    def _before_compaction(self, fields: dict[str, Any]) -> int:
+        """A bridged agent's compaction summarizes what came before it started: the seq of
+        the last event logged before its `compaction_started`."""
+        view = self.ctx.log.view()
+        for index in range(len(view) - 1, -1, -1):
+            event = view[index]
+            if (
+                isinstance(event, ev.CompactionStarted)
+                and event.compaction_id == fields["compaction_id"]
+            ):
+                return event.seq - 1
+        return view[-1].seq if len(view) else -1
 
     async def run(self) -> RunOutcome:
         ctx, turn = self.ctx, self.turn

@@ -15,6 +15,8 @@ validated AG-UI event says, returning True when the run has ended:
                                          the state holds a plan (`plan.py`)
     ACTIVITY_SNAPSHOT of type plan       plan_updated
     CUSTOM on_interrupt (ag-ui-langgraph) the run ends in an interrupt (`Ending.legacy`)
+    CUSTOM steerable.compaction* (ours)  compaction_started / _summary_delta / compaction /
+                                         compaction_dropped (`compaction.py`)
     RUN_FINISHED                         usage summed; its outcome is kept (`ending`)
     RUN_ERROR                            kept as the failure (`ending`)
     RUN_STARTED, STEP_*, MESSAGES_SNAPSHOT, RAW, ACTIVITY_DELTA, SUBAGENT_*,
@@ -86,6 +88,8 @@ from steerable_bridge.transports.agui.bridge.calls import (
     described,
     legacy_interrupt,
 )
+from steerable_bridge.transports.agui.bridge.compaction import NAMES as COMPACTION_NAMES
+from steerable_bridge.transports.agui.bridge.compaction import FarCompactions
 from steerable_bridge.transports.agui.bridge.plan import plan_from_activity, plan_from_state
 
 __all__ = ["EventMapper"]
@@ -111,6 +115,7 @@ class EventMapper:
         state: Callable[[], JsonValue],
     ) -> None:
         self._emit = emit
+        self._compactions = FarCompactions(emit)
         self._new_id = new_id
         self._taken = taken
         self._state = state
@@ -176,7 +181,9 @@ class EventMapper:
         return self.ending is not None
 
     async def close_open(self) -> None:
-        """End every open text, reasoning and unfinished call argument stream."""
+        """End every open text, reasoning and unfinished call argument stream, and drop a
+        far compaction still open."""
+        await self._compactions.close()
         await self._close_chunk()
         for message_id in list(self.texts):
             await self._end_text(message_id)
@@ -465,6 +472,9 @@ class EventMapper:
     async def _custom(self, event: CustomEvent) -> None:
         if event.name == LEGACY_INTERRUPT:
             self._legacy.append(event.value)
+            return
+        if event.name in COMPACTION_NAMES:
+            await self._compactions.handle(event.value)
             return
         if event.name == "steerable.tool_started" and isinstance(event.value, Mapping):
             call = self.call(event.value.get("call_id"))

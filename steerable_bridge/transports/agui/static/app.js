@@ -199,9 +199,29 @@ function custom(name, value) {
     }
     case "steerable.steer_absorbed": note("your message joined the running turn"); break;
     case "steerable.follow_up_queued": note("your message comes when this turn ends"); break;
-    case "steerable.compaction": note(compactionNote(value)); break;
+    case "steerable.compaction_started": summaries.set(value.compaction_id, note("compacting: ")); break;
+    case "steerable.compaction_summary_delta": {
+      const box = summaries.get(value.compaction_id);
+      if (box) box.textContent += value.delta;  // the summary as the model writes it
+      break;
+    }
+    case "steerable.compaction_dropped": {
+      const box = summaries.get(value.compaction_id);
+      summaries.delete(value.compaction_id);
+      const text = "not compacted" + (value.detail ? ": " + value.detail : "");
+      if (box) box.textContent = text; else note(text);
+      break;
+    }
+    case "steerable.compaction": {
+      const box = summaries.get(value.compaction_id);
+      summaries.delete(value.compaction_id);
+      if (box) box.textContent = compactionNote(value); else note(compactionNote(value));
+      break;
+    }
   }
 }
+
+const summaries = new Map();  // compaction id → the note its streaming summary is shown in
 
 function compactionNote(c) {
   const tokens = (c.pre_tokens || 0).toLocaleString("en") + " → " + (c.post_tokens || 0).toLocaleString("en") + " tokens";

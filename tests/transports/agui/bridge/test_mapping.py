@@ -324,3 +324,70 @@ async def test_a_langgraph_on_interrupt_is_asked_and_answered_in_forwarded_props
     assert second["forwardedProps"] == {"command": {"resume": {"approved": True}}}
     assert "resume" not in second
     assert [e.delta for e in events if isinstance(e, ev.TextDelta)] == ["Proceeding."]
+
+
+def _far(cls: type[ev.EventBase], seq: int, **fields: object) -> CustomEvent:
+    """A CUSTOM event our own far server sends: the whole LoopEvent of its own log."""
+    from steerable_bridge.runtime import codec
+
+    event = cls(session_id="far", run_id="far-run", seq=seq, ts=1, **fields)
+    value = codec.event_to_jsonable(event)  # type: ignore[arg-type]
+    return CustomEvent(name=f"steerable.{value['kind']}", value=value)
+
+
+async def test_our_far_servers_streamed_compaction_reaches_the_editor_piece_by_piece() -> None:
+    from steerable_bridge.transports.acp.renderer import AcpRenderer
+
+    pieces = ["The user", " asked twice;", " answered."]
+    compacting = [
+        START,
+        _far(ev.CompactionStarted, 40, compaction_id="k1", trigger="pressure"),
+        *(
+            _far(ev.CompactionSummaryDelta, 41 + i, compaction_id="k1", delta=p)
+            for i, p in enumerate(pieces)
+        ),
+        _far(
+            ev.Compaction,
+            44,
+            compaction_id="k1",
+            summary="".join(pieces),
+            through_seq=39,
+            trigger="pressure",
+            pre_tokens=900,
+            post_tokens=200,
+            turns=2,
+        ),
+        *_answer("m2", "Rome.")[1:],
+    ]
+    bridge = bridged([_answer("m1", "Paris."), compacting])
+    sid = await bridge.open()
+    await bridge.turn(sid, "capital of France?")
+    _, events = await bridge.turn(sid, "and Italy?")
+    ours = [e for e in events if e.kind.startswith("compaction")]
+    assert kinds(ours) == ["compaction_started", *["compaction_summary_delta"] * 3, "compaction"]
+    started, *deltas, done = ours
+    assert isinstance(done, ev.Compaction) and isinstance(started, ev.CompactionStarted)
+    assert done.compaction_id == started.compaction_id == "k1"
+    assert done.summary == "".join(p.delta for p in deltas)  # type: ignore[attr-defined]
+    assert (done.pre_tokens, done.post_tokens, done.turns) == (900, 200, 2)
+    assert done.through_seq == started.seq - 1  # what the bridge's own log held before it
+    updates = [u for e in events for u in AcpRenderer(compaction=True).render(e)]
+    chunks = [u for u in updates if u.session_update == "compaction_summary_chunk"]
+    assert [c.content.root.text for c in chunks] == pieces  # type: ignore[union-attr]
+    assert [e.delta for e in events if isinstance(e, ev.TextDelta)] == ["Rome."]
+
+
+async def test_a_far_compaction_the_run_left_open_is_dropped() -> None:
+    frames = [
+        START,
+        _far(ev.CompactionStarted, 5, compaction_id="k1", trigger="manual"),
+        _far(ev.CompactionSummaryDelta, 6, compaction_id="k1", delta="half"),
+        CustomEvent(name="steerable.compaction_summary_delta", value={"not": "an event"}),
+        DONE,
+    ]
+    bridge = bridged([frames])
+    sid = await bridge.open()
+    _, events = await bridge.turn(sid, "hi")
+    ours = [e for e in events if e.kind.startswith("compaction")]
+    assert kinds(ours) == ["compaction_started", "compaction_summary_delta", "compaction_dropped"]
+    assert isinstance(ours[-1], ev.CompactionDropped) and ours[-1].reason == "failed"
