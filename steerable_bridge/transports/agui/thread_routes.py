@@ -14,7 +14,6 @@ goes through the agent port.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +22,6 @@ from ag_ui.core import (
     AgentCapabilities,
     HumanInTheLoopCapabilities,
     IdentityCapabilities,
-    Interrupt,
     MessagesSnapshotEvent,
     ReasoningCapabilities,
     StateCapabilities,
@@ -37,6 +35,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.port import AgentPort
 from steerable_bridge.runtime.storage import SessionNotFound, SessionOwned, StoreError
 from steerable_bridge.transports.agui.identity import AuthRefused, Identity
+from steerable_bridge.transports.agui.native import interrupt
 from steerable_bridge.transports.agui.resume import EventId, resume
 from steerable_bridge.transports.agui.stream import EventStream, StreamRefused, Write
 from steerable_bridge.transports.agui.threads import Thread, Threads
@@ -163,14 +162,7 @@ class ThreadRoutes:
         waiting = set(conversation.open_calls)
         if final is not None and not conversation.running:
             interrupts = [
-                _dump(
-                    Interrupt(
-                        id=item.id,
-                        reason=item.reason,
-                        tool_call_id=item.tool_call_id,
-                        response_schema=_schema(item.response_schema_json),
-                    )
-                )
+                _dump(interrupt(item))
                 for item in final.interrupts
                 if item.tool_call_id is None or item.tool_call_id in waiting
             ]
@@ -280,7 +272,3 @@ class ThreadRoutes:
             },
         )
         return dict(_dump(capabilities))
-
-
-def _schema(text: str | None) -> Any:
-    return json.loads(text) if text is not None else None
