@@ -4,7 +4,8 @@
 log — the client's `session/prompt` for each run, the `_steerable/event` notification (when
 `channel`) and the `session/update`s the transport's own `AcpRenderer` makes for each event,
 `session/request_permission` and the client's answer, `elicitation/create` for a question
-and the client's answer to it, then the prompt's response (stop
+and the client's answer to it, `elicitation/complete` for a completed url question, then
+the prompt's response (stop
 reason via the transport's `stop_reason`) or its JSON-RPC error (`errors.run_failed`) — as
 JSON objects, the way they cross the wire. Property tests feed it generated logs and check
 the transcript (`check_acp_transcript`) and its decoding (`decode_acp`); `renderer` lets a
@@ -131,6 +132,12 @@ def render_acp_transcript(
             permission[event.call_id] = request("agent", "session/request_permission", params)
         elif isinstance(event, ev.QuestionAsked):
             asked[event.question_id] = request("agent", "elicitation/create", _question(event))
+        elif isinstance(event, ev.QuestionCompleted):
+            params = {
+                "_meta": {"steerable": {"event": codec.event_to_jsonable(event)}},
+                "elicitationId": event.question_id,
+            }
+            send("agent", {"method": "elicitation/complete", "params": params})
         elif isinstance(event, ev.RunFinished) and prompt_id is not None:
             if event.stop_reason == "cancelled":
                 send("client", {"method": "session/cancel", "params": {"sessionId": sid}})

@@ -10,7 +10,9 @@ closing event, and `session/request_permission` the `permission_requested` event
 back exactly; what the client itself says (`session/prompt` → `run_started` and
 `user_message`, its answer to a permission request → `permission_resolved`) comes back with
 its meaning only (`seq` -1, `ts` 0). Likewise `elicitation/create` carries the whole
-`question_asked` event, and the client's answer to it is `question_answered` by meaning.
+`question_asked` event, and the client's answer to it is `question_answered` by meaning;
+`elicitation/complete` carries the whole `question_completed` event (without it: the
+elicitation id, and the call of the question that id names).
 The v1.25 updates (`notice`, `compaction_update`, `compaction_summary_chunk`) are read with
 the generated `schema/stable.py` models: a notice comes back from its own fields, a
 compaction from its completed `compaction_update`.
@@ -357,6 +359,27 @@ class _Decoder:
             self.out.append(asked)
         self.questions[request_id] = (asked.session_id, asked.question_id, asked.call_id)
 
+    def completed(self, params: Mapping[str, Any]) -> None:
+        request = s.CompleteElicitationNotification.model_validate(params)
+        carried = _steerable(request.field_meta).get("event")
+        if carried is not None:
+            done = codec.event_from_jsonable(carried)
+            if not isinstance(done, ev.QuestionCompleted):
+                raise DecodeError(f"elicitation/complete carries a {done.kind} event")
+            self.add(done)
+            return
+        asked = next(
+            (e for e in reversed(self.out) if isinstance(e, ev.QuestionAsked)
+             and e.question_id == request.elicitation_id),
+            None,
+        )  # fmt: skip
+        sid = asked.session_id if asked is not None else ""
+        self.out.append(
+            ev.QuestionCompleted(session_id=sid, run_id=self._current_run(sid), seq=-1, ts=0,
+                                 question_id=request.elicitation_id,
+                                 call_id=asked.call_id if asked is not None else None)
+        )  # fmt: skip
+
     def question_answer(self, request_id: object, message: Mapping[str, Any]) -> None:
         sid, question_id, call_id = self.questions.pop(request_id)
         result = message.get("result")
@@ -451,6 +474,8 @@ def decode_acp(
             elif method == "session/update" and entry.sender == "agent":
                 session_id, update = session_update(message.get("params"))
                 decoder.update(session_id, update)
+            elif method == "elicitation/complete" and entry.sender == "agent":
+                decoder.completed(message.get("params") or {})
             elif method is None and "id" in message:
                 other = "agent" if entry.sender == "client" else "client"
                 answered = asked.pop((other, message["id"]), None)

@@ -256,7 +256,7 @@ def markdown() -> str:
         " tool is always offered: the run ends with a RUN_FINISHED `interrupt` (id"
         " `question-<call_id>`, reason = the message, `toolCallId`, `responseSchema` ="
         " `{action: accept|decline|cancel, content: <the requested schema>}`; a url question"
-        " has `{action}` only and `metadata: {mode: \"url\", url}`), answered in the next run"
+        ' has `{action}` only and `metadata: {mode: "url", url}`), answered in the next run'
         " by `resume[]` (`payload: {action, content}`; status `cancelled` = cancel); the"
         " completion is CUSTOM `steerable.question_completed`.",
         "",
