@@ -30,6 +30,7 @@ from steerable_bridge.conformance.live import agui_server
 from steerable_bridge.conformance.mapping import acp_exact, row
 from steerable_bridge.conformance.scenarios import Scenario, load_scenarios, normalize
 from steerable_bridge.runtime import codec
+from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 
 HERE = Path(__file__).resolve().parent
@@ -104,6 +105,10 @@ async def test_the_official_acp_client_replays_every_acp_scenario(
                                             "params": params}}
             for params in got["updates"]
         ]  # fmt: skip
+        # the client advertised url elicitation: each completed url question came as an
+        # elicitation/complete the SDK's zod schema accepted, for the question's id
+        completed = [e.question_id for e in events if isinstance(e, ev.QuestionCompleted)]
+        assert got["completed"] == completed, scenario.name
         shown = [e for e in decode_acp(updates, channel=False) if acp_exact(e)]
         carried = [e for e in events if acp_exact(e) and row(e.kind).acp_form == "update"]
         assert shown == carried, scenario.name
