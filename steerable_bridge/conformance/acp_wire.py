@@ -29,6 +29,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent, StopReason
 from steerable_bridge.runtime.values import ContentPart
 from steerable_bridge.transports.acp import errors
+from steerable_bridge.transports.acp.questions import elicitation_id
 from steerable_bridge.transports.acp.renderer import AcpRenderer, content_block, stop_reason
 
 __all__ = ["AcpRendering", "render_acp_transcript"]
@@ -61,7 +62,8 @@ def _question(event: ev.QuestionAsked) -> dict[str, Any]:
     if event.schema_json is not None:
         params["requestedSchema"] = json.loads(event.schema_json)
     if event.url is not None:
-        params["elicitationId"], params["url"] = event.question_id, event.url
+        params["elicitationId"] = elicitation_id(event.session_id, event.question_id)
+        params["url"] = event.url
     return params
 
 
@@ -135,7 +137,7 @@ def render_acp_transcript(
         elif isinstance(event, ev.QuestionCompleted):
             params = {
                 "_meta": {"steerable": {"event": codec.event_to_jsonable(event)}},
-                "elicitationId": event.question_id,
+                "elicitationId": elicitation_id(event.session_id, event.question_id),
             }
             send("agent", {"method": "elicitation/complete", "params": params})
         elif isinstance(event, ev.RunFinished) and prompt_id is not None:

@@ -9,8 +9,9 @@ nothing open at RUN_FINISHED) and what it lets through but UIs trip over (exactl
 event per run, run ids that match, results for calls that were started, unique result message
 ids, no `null` in optional fields, no unknown fields), plus the url questions of
 `docs/agui-routes.md`: an interrupt whose `metadata.mode` is `url` names an http(s) page,
-and CUSTOM `steerable.question_completed` completes a url question the stream (or the
-run's `resume[]`) holds, once. Each event is also validated against the SDK's models
+and CUSTOM `steerable.question_completed` completes a url question the stream holds (its
+interrupt, or its CUSTOM `steerable.question_asked` in url mode) or the run's `resume[]`
+answers, once. Each event is also validated against the SDK's models
 (`ag_ui.core.Event`). This module never repairs a stream; it only reports.
 """
 
@@ -71,11 +72,12 @@ AGUI_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="agui.question-completed",
-        requires="CUSTOM steerable.question_completed names a url question interrupt of the"
-        " stream (or resumed by the run's input), once",
+        requires="CUSTOM steerable.question_completed names a url question of the stream"
+        " (interrupt or steerable.question_asked) or one the run's input resumes, once",
     ),
 )
 
+QUESTION_ASKED = "steerable.question_asked"
 QUESTION_COMPLETED = "steerable.question_completed"
 
 _EVENT: TypeAdapter[Any] = TypeAdapter(Event)
@@ -256,9 +258,13 @@ class _Checker:
             self.url_questions.setdefault(item["id"], False)
 
     def on_custom(self, run: _Run, raw: Mapping[str, Any]) -> None:
+        value = raw.get("value")
+        if raw.get("name") == QUESTION_ASKED and isinstance(value, Mapping):
+            if value.get("mode") == "url" and isinstance(value.get("question_id"), str):
+                self.url_questions.setdefault(value["question_id"], False)
+            return
         if raw.get("name") != QUESTION_COMPLETED:
             return
-        value = raw.get("value")
         question_id = value.get("question_id") if isinstance(value, Mapping) else None
         done = self.url_questions.get(str(question_id))
         if done is None:

@@ -55,6 +55,7 @@ from steerable_bridge.runtime.values import (
     Usage,
     canonical_json,
 )
+from steerable_bridge.transports.acp.questions import elicitation_id
 
 __all__ = [
     "DecodeError",
@@ -351,7 +352,7 @@ class _Decoder:
             schema = params.get("requestedSchema")
             asked = ev.QuestionAsked(
                 session_id=sid, run_id=self._current_run(sid), seq=-1, ts=0,
-                question_id=str(params.get("elicitationId", "")),
+                question_id=str(params.get("elicitationId", "")).removeprefix(f"{sid}/"),
                 message=str(params["message"]), mode=params["mode"],
                 schema_json=canonical_json(schema) if schema is not None else None,
                 url=params.get("url"), call_id=params.get("toolCallId"),
@@ -370,13 +371,14 @@ class _Decoder:
             return
         asked = next(
             (e for e in reversed(self.out) if isinstance(e, ev.QuestionAsked)
-             and e.question_id == request.elicitation_id),
+             and elicitation_id(e.session_id, e.question_id) == request.elicitation_id),
             None,
         )  # fmt: skip
         sid = asked.session_id if asked is not None else ""
         self.out.append(
             ev.QuestionCompleted(session_id=sid, run_id=self._current_run(sid), seq=-1, ts=0,
-                                 question_id=request.elicitation_id,
+                                 question_id=asked.question_id if asked is not None
+                                 else request.elicitation_id,
                                  call_id=asked.call_id if asked is not None else None)
         )  # fmt: skip
 

@@ -135,7 +135,7 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("permission_resolved", "client request", "the client's answer to"
          " `session/request_permission`", exact=False, meaning=("call_id", "outcome", "option_id")),
     _row("question_asked", "client request", "`elicitation/create` (form: message,"
-         " requestedSchema; url: message, elicitationId = question_id, url; sessionId,"
+         " requestedSchema; url: message, elicitationId = <sessionId>/question_id, url; sessionId,"
          " toolCallId = call_id); the event in `_meta.steerable.event`", exact=True,
          note="in a run that waits for the answer, RUN_FINISHED outcome interrupt id"
          " question-<call_id>, reason = message, toolCallId, responseSchema {action,"
@@ -146,7 +146,7 @@ MAPPING: tuple[KindMapping, ...] = (
          note="the client answers the interrupt with resume[] {interruptId, status resolved,"
          " payload {action, content}} (status cancelled = cancel)"),
     _row("question_completed", "notification", "`elicitation/complete` (elicitationId ="
-         " question_id); the event in `_meta.steerable.event`", exact=True),
+         " <sessionId>/question_id); the event in `_meta.steerable.event`", exact=True),
     _row("user_message", "prompt request", "the `session/prompt` request itself; replayed as"
          " `user_message_chunk` by `session/load`", exact=False, meaning=("content",)),
     _row("steer_applied", "update", "`user_message_chunk`, one per content part"),
@@ -249,7 +249,8 @@ def markdown() -> str:
         " integer / boolean properties) and the answer (`accept` with `content`, `decline`,"
         ' `cancel`) is the call\'s result, `{"action": ..., "content": ...}` as text. A url'
         " question (`ask_user` with `url`: a sign-in or consent page, a document) is mode"
-        " `url` with `elicitationId` = `question-<call_id>` and the http(s) `url`, asked only"
+        " `url` with `elicitationId` = `<sessionId>/question-<call_id>` (unique on the"
+        " connection) and the http(s) `url`, asked only"
         " of a client that advertised `elicitation.url` (otherwise a form with one boolean"
         " `done` field and the page in the message); once the person accepted, the agent"
         " sends `elicitation/complete` for that id before the call's result. Over AG-UI the"

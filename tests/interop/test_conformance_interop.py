@@ -107,7 +107,9 @@ async def test_the_official_acp_client_replays_every_acp_scenario(
         ]  # fmt: skip
         # the client advertised url elicitation: each completed url question came as an
         # elicitation/complete the SDK's zod schema accepted, for the question's id
-        completed = [e.question_id for e in events if isinstance(e, ev.QuestionCompleted)]
+        completed = [
+            f"{e.session_id}/{e.question_id}" for e in events if isinstance(e, ev.QuestionCompleted)
+        ]
         assert got["completed"] == completed, scenario.name
         shown = [e for e in decode_acp(updates, channel=False) if acp_exact(e)]
         carried = [e for e in events if acp_exact(e) and row(e.kind).acp_form == "update"]

@@ -7,9 +7,11 @@ a form-mode, session-scoped request: `sessionId`, `toolCallId` (the `ask_user` c
 `message` and `requestedSchema` (the form, checked against the SDK's `ElicitationSchema`:
 a flat object whose properties are string / number / integer / boolean / string
 multi-select schemas). A url question becomes a url-mode, session-scoped request:
-`sessionId`, `toolCallId`, `message`, `elicitationId` (the question id, unique per call)
-and `url`; once it is over the session sends `elicitation/complete` for that id
-(`complete_params`, on the `question_completed` event). The client's answer maps one to
+`sessionId`, `toolCallId`, `message`, `elicitationId` (`elicitation_id`: the session id
+and the question id, `<sessionId>/question-<call_id>`, so that it is unique on the
+connection as `elicitation/complete` needs: that notification names no session) and `url`;
+once it is over the session sends `elicitation/complete` for that id (`AcpSession`, on the
+`question_completed` event). The client's answer maps one to
 one: `accept` (with `content`; for a url: consent to open it), `decline`, `cancel`; an
 action the spec does not define yet, a client error, a dropped connection or no answer
 within `timeout_s` count as `cancel` (the spec: never assume an elicitation succeeded).
@@ -39,6 +41,7 @@ __all__ = [
     "QuestionClient",
     "answer_of",
     "can_ask",
+    "elicitation_id",
     "form_schema",
     "question_modes",
 ]
@@ -63,6 +66,11 @@ def question_modes(capabilities: acp.ClientCapabilities | None) -> frozenset[Que
     if elicitation.url is not None:
         modes.add("url")
     return frozenset(modes)
+
+
+def elicitation_id(session_id: str, question_id: str) -> str:
+    """The `elicitationId` of a url question: unique on the connection, not only the session."""
+    return f"{session_id}/{question_id}"
 
 
 def can_ask(capabilities: acp.ClientCapabilities | None) -> bool:
@@ -106,7 +114,7 @@ class AcpQuestioner:
                 return acp.ElicitationUrlSessionMode(
                     session_id=self._session_id,
                     tool_call_id=request.call_id,
-                    elicitation_id=request.question_id,
+                    elicitation_id=elicitation_id(self._session_id, request.question_id),
                     url=request.url,  # pydantic parses the text
                 )
             except ValidationError as error:

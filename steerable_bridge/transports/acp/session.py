@@ -30,6 +30,7 @@ from acp import schema as acp
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.transports.acp.questions import elicitation_id
 from steerable_bridge.transports.acp.renderer import AcpRenderer, SdkUpdate, Update
 from steerable_bridge.transports.acp.wire import chunk_params
 
@@ -161,7 +162,7 @@ class AcpSession:
         try:
             with anyio.fail_after(SEND_TIMEOUT_S):
                 await self.link.conn.complete_elicitation(
-                    elicitation_id=event.question_id,
+                    elicitation_id=elicitation_id(self.id, event.question_id),
                     steerable={"event": codec.event_to_jsonable(event)},
                 )
         except (ConnectionError, TimeoutError):

@@ -76,12 +76,13 @@ async def test_an_accepted_url_question_is_asked_in_url_mode_and_completed(
     ((message, mode, meta),) = client.questions
     assert message == "Authorize read access, then come back."
     assert isinstance(mode, acp.ElicitationUrlSessionMode)
-    assert (mode.session_id, mode.tool_call_id, mode.elicitation_id) == (sid, "q1", "question-q1")
+    assert (mode.session_id, mode.tool_call_id) == (sid, "q1")
+    assert mode.elicitation_id == f"{sid}/question-q1"  # unique on the connection
     assert str(mode.url) == PAGE
     asked = codec.event_from_jsonable(meta["steerable"]["event"])
     assert isinstance(asked, ev.QuestionAsked) and (asked.mode, asked.url) == ("url", PAGE)
     ((elicitation_id, complete_meta),) = client.completed
-    assert elicitation_id == "question-q1"
+    assert elicitation_id == mode.elicitation_id
     done = codec.event_from_jsonable(complete_meta["steerable"]["event"])
     assert isinstance(done, ev.QuestionCompleted) and done.call_id == "q1"
     methods = [m.get("method") for m in incoming]
