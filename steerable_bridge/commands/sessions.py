@@ -176,6 +176,7 @@ def _questions(events: Sequence[LoopEvent]) -> list[str]:
     from steerable_bridge.runtime import events as ev
 
     answers = {e.question_id: e for e in events if isinstance(e, ev.QuestionAnswered)}
+    completed = {e.question_id for e in events if isinstance(e, ev.QuestionCompleted)}
     lines: list[str] = []
     for event in events:
         if not isinstance(event, ev.QuestionAsked):
@@ -183,6 +184,9 @@ def _questions(events: Sequence[LoopEvent]) -> list[str]:
         answer = answers.get(event.question_id)
         if answer is None:
             outcome = "waiting for an answer"
+        elif answer.action == "accept" and event.url is not None:
+            done = ", completed" if event.question_id in completed else ""
+            outcome = f"accepted (opened {event.url}{done})"
         elif answer.action == "accept":
             outcome = f"accepted {answer.content_json or '{}'}"
         else:

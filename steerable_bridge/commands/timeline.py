@@ -94,7 +94,8 @@ class _Builder:
             )
             wait.end, wait.note = ts, event.outcome
         elif isinstance(event, ev.QuestionAsked):
-            self.waits[event.question_id] = self.add(2, "question", ts)
+            label = "question" if event.url is None else "question (url)"
+            self.waits[event.question_id] = self.add(2, label, ts)
         elif isinstance(event, ev.QuestionAnswered):
             asked = self.waits.pop(event.question_id, None) or self.add(2, "question", ts)
             asked.end, asked.note = ts, event.action

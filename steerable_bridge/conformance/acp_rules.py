@@ -9,7 +9,9 @@ a `session/prompt` is open (or while `session/load` replays), nothing after the 
 `tool_call` before any `tool_call_update` of that id, status only moving forward, stop reason
 `cancelled` after `session/cancel`, `session/load` replaying before it responds and
 `session/resume` not replaying at all, and `elicitation/create` only in a mode the client
-advertised in `initialize` (`clientCapabilities.elicitation.form` / `.url`). Schema 1.25:
+advertised in `initialize` (`clientCapabilities.elicitation.form` / `.url`), a url-mode one
+naming an http(s) page under an `elicitationId` not used before, and `elicitation/complete`
+only for such an id, once. Schema 1.25:
 `notice` / `compaction_update` / `compaction_summary_chunk` validate against the generated
 stable models and only after the client advertised `session.notices` / `session.compaction`;
 a compaction changes nothing once it ended; `initialize` offers only `agent` / `terminal`
@@ -25,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from acp import schema as s
 from pydantic import BaseModel, RootModel, ValidationError
@@ -67,6 +70,10 @@ ACP_RULES: tuple[Rule, ...] = (
     Rule(id="acp.resume-replay", requires="session/resume does not replay the conversation"),
     Rule(id="acp.elicitation-mode", requires="elicitation/create only in a mode (form, url) the"
          " client advertised in clientCapabilities.elicitation"),
+    Rule(id="acp.elicitation-url", requires="a url-mode elicitation/create names an absolute"
+         " http(s) url and an elicitationId no earlier elicitation of the connection used"),
+    Rule(id="acp.elicitation-complete", requires="elicitation/complete names the elicitationId"
+         " of an earlier url-mode elicitation/create, and completes it once"),
     Rule(id="acp.event-channel", requires="_steerable/event carries a valid LoopEvent of that"
          " session, seq increasing"),
     Rule(id="acp.notice-capability", requires="notice updates only after the client advertised"
@@ -172,6 +179,8 @@ class _Checker:
         self.sessions: dict[str, _Session] = {}
         self.elicitation: set[str] | None = None
         """The elicitation modes the client advertised in `initialize` (None: not seen)."""
+        self.url_elicitations: dict[str, bool] = {}
+        """elicitationId of each url-mode elicitation/create → whether it was completed."""
         self.session_caps: set[str] | None = None
         """The v1.25 `clientCapabilities.session` keys advertised (notices, compaction)."""
 
@@ -277,10 +286,48 @@ class _Checker:
                     "acp.elicitation-mode",
                     f"elicitation/create in {mode} mode, which the client did not advertise",
                 )
+            if mode == "url":
+                self.url_elicitation(params)
         if method in ("session/request_permission", "elicitation/create") and isinstance(
             session_id, str
         ):
             self.turn_output(session_id, method)
+
+    def url_elicitation(self, params: Mapping[str, Any]) -> None:
+        """A url-mode elicitation/create: an http(s) page, an id not used before."""
+        url, elicitation_id = params.get("url"), params.get("elicitationId")
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            self.report(
+                "acp.elicitation-url",
+                f"url {url!r} is not an absolute http(s) address; send the page to open",
+            )
+        if not isinstance(elicitation_id, str):
+            return
+        if elicitation_id in self.url_elicitations:
+            self.report(
+                "acp.elicitation-url",
+                f"elicitationId {elicitation_id!r} was used before; give each its own id",
+            )
+            return
+        self.url_elicitations[elicitation_id] = False
+
+    def completed(self, params: object) -> None:
+        """elicitation/complete: for a known url elicitation, once."""
+        elicitation_id = params.get("elicitationId") if isinstance(params, Mapping) else None
+        done = self.url_elicitations.get(str(elicitation_id))
+        if done is None:
+            self.report(
+                "acp.elicitation-complete",
+                f"elicitation/complete for {elicitation_id!r}, which no url-mode"
+                " elicitation/create opened",
+            )
+        elif done:
+            self.report(
+                "acp.elicitation-complete", f"elicitation {elicitation_id!r} was completed before"
+            )
+        else:
+            self.url_elicitations[str(elicitation_id)] = True
 
     def on_notification(self, sender: Sender, method: str, params: object) -> None:
         model = _NOTIFICATIONS.get((sender, method))
@@ -290,6 +337,9 @@ class _Checker:
             model = stable.SessionNotification
         if model is not None:
             if not self.validate(model, params, f"{method} params"):
+                return
+            if method == "elicitation/complete":
+                self.completed(params)
                 return
         elif method == EVENT_METHOD and sender == "agent":
             self.on_event(params)

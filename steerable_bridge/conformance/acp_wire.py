@@ -4,7 +4,8 @@
 log — the client's `session/prompt` for each run, the `_steerable/event` notification (when
 `channel`) and the `session/update`s the transport's own `AcpRenderer` makes for each event,
 `session/request_permission` and the client's answer, `elicitation/create` for a question
-and the client's answer to it, then the prompt's response (stop
+and the client's answer to it, `elicitation/complete` for a completed url question, then
+the prompt's response (stop
 reason via the transport's `stop_reason`) or its JSON-RPC error (`errors.run_failed`) — as
 JSON objects, the way they cross the wire. Property tests feed it generated logs and check
 the transcript (`check_acp_transcript`) and its decoding (`decode_acp`); `renderer` lets a
@@ -28,6 +29,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent, StopReason
 from steerable_bridge.runtime.values import ContentPart
 from steerable_bridge.transports.acp import errors
+from steerable_bridge.transports.acp.questions import elicitation_id
 from steerable_bridge.transports.acp.renderer import AcpRenderer, content_block, stop_reason
 
 __all__ = ["AcpRendering", "render_acp_transcript"]
@@ -60,7 +62,8 @@ def _question(event: ev.QuestionAsked) -> dict[str, Any]:
     if event.schema_json is not None:
         params["requestedSchema"] = json.loads(event.schema_json)
     if event.url is not None:
-        params["elicitationId"], params["url"] = event.question_id, event.url
+        params["elicitationId"] = elicitation_id(event.session_id, event.question_id)
+        params["url"] = event.url
     return params
 
 
@@ -131,6 +134,12 @@ def render_acp_transcript(
             permission[event.call_id] = request("agent", "session/request_permission", params)
         elif isinstance(event, ev.QuestionAsked):
             asked[event.question_id] = request("agent", "elicitation/create", _question(event))
+        elif isinstance(event, ev.QuestionCompleted):
+            params = {
+                "_meta": {"steerable": {"event": codec.event_to_jsonable(event)}},
+                "elicitationId": elicitation_id(event.session_id, event.question_id),
+            }
+            send("agent", {"method": "elicitation/complete", "params": params})
         elif isinstance(event, ev.RunFinished) and prompt_id is not None:
             if event.stop_reason == "cancelled":
                 send("client", {"method": "session/cancel", "params": {"sessionId": sid}})

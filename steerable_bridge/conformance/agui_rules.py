@@ -7,8 +7,12 @@ per broken rule. It enforces what the official `@ag-ui/client` `verifyEvents` en
 END / ARGS only inside an open message, call or reasoning span of the same id; steps paired;
 nothing open at RUN_FINISHED) and what it lets through but UIs trip over (exactly one terminal
 event per run, run ids that match, results for calls that were started, unique result message
-ids, no `null` in optional fields, no unknown fields). Each event is also validated against
-the SDK's models (`ag_ui.core.Event`). This module never repairs a stream; it only reports.
+ids, no `null` in optional fields, no unknown fields), plus the url questions of
+`docs/agui-routes.md`: an interrupt whose `metadata.mode` is `url` names an http(s) page,
+and CUSTOM `steerable.question_completed` completes a url question the stream holds (its
+interrupt, or its CUSTOM `steerable.question_asked` in url mode) or the run's `resume[]`
+answers, once. Each event is also validated against the SDK's models
+(`ag_ui.core.Event`). This module never repairs a stream; it only reports.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ag_ui.core import Event, RunAgentInput
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -61,7 +66,19 @@ AGUI_RULES: tuple[Rule, ...] = (
         id="agui.result-id-reused",
         requires="each TOOL_CALL_RESULT has its own messageId, unused by any other message",
     ),
+    Rule(
+        id="agui.url-interrupt",
+        requires="an interrupt with metadata.mode url names an absolute http(s) metadata.url",
+    ),
+    Rule(
+        id="agui.question-completed",
+        requires="CUSTOM steerable.question_completed names a url question of the stream"
+        " (interrupt or steerable.question_asked) or one the run's input resumes, once",
+    ),
 )
+
+QUESTION_ASKED = "steerable.question_asked"
+QUESTION_COMPLETED = "steerable.question_completed"
 
 _EVENT: TypeAdapter[Any] = TypeAdapter(Event)
 _TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
@@ -126,6 +143,8 @@ class _Checker:
         self.started_calls: set[str] = set(known_calls)
         self.message_ids: set[str] = set()
         self.result_ids: set[str] = set()
+        self.url_questions: dict[str, bool] = {}
+        """Interrupt id of each url question → whether it was completed."""
         self.where = ""
 
     def report(self, rule_id: str, message: str) -> None:
@@ -199,11 +218,21 @@ class _Checker:
                 for call in message.get("toolCalls") or ():
                     if isinstance(call, Mapping) and isinstance(call.get("id"), str):
                         self.started_calls.add(call["id"])
+        for entry in payload.get("resume") or ():  # the answers to an earlier run's interrupts
+            interrupt_id = entry.get("interruptId") if isinstance(entry, Mapping) else None
+            if isinstance(interrupt_id, str):
+                self.url_questions.setdefault(interrupt_id, False)
 
     # -- terminal events --------------------------------------------------------------------
 
     def on_run_finished(self, run: _Run, raw: Mapping[str, Any]) -> None:
         self.ends(run, "RUN_FINISHED", raw)
+        outcome = raw.get("outcome")
+        interrupts = outcome.get("interrupts") if isinstance(outcome, Mapping) else None
+        for item in interrupts if isinstance(interrupts, list) else ():
+            meta = item.get("metadata") if isinstance(item, Mapping) else None
+            if isinstance(meta, Mapping) and meta.get("mode") == "url":
+                self.url_interrupt(item, meta.get("url"))
         still = [
             ("steps", run.steps),
             ("text messages", run.text),
@@ -217,6 +246,36 @@ class _Checker:
                     "agui.open-at-finish",
                     f"RUN_FINISHED while {what} are still open: {', '.join(sorted(ids))}",
                 )
+
+    def url_interrupt(self, item: Mapping[str, Any], url: object) -> None:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            self.report(
+                "agui.url-interrupt",
+                f"interrupt {item.get('id')!r} has url {url!r}; send an absolute http(s) page",
+            )
+        if isinstance(item.get("id"), str):
+            self.url_questions.setdefault(item["id"], False)
+
+    def on_custom(self, run: _Run, raw: Mapping[str, Any]) -> None:
+        value = raw.get("value")
+        if raw.get("name") == QUESTION_ASKED and isinstance(value, Mapping):
+            if value.get("mode") == "url" and isinstance(value.get("question_id"), str):
+                self.url_questions.setdefault(value["question_id"], False)
+            return
+        if raw.get("name") != QUESTION_COMPLETED:
+            return
+        question_id = value.get("question_id") if isinstance(value, Mapping) else None
+        done = self.url_questions.get(str(question_id))
+        if done is None:
+            self.report(
+                "agui.question-completed",
+                f"question {question_id!r} completed, but no url question interrupt named it",
+            )
+        elif done:
+            self.report("agui.question-completed", f"question {question_id!r} completed twice")
+        else:
+            self.url_questions[str(question_id)] = True
 
     def on_run_error(self, run: _Run, raw: Mapping[str, Any]) -> None:
         self.ends(run, "RUN_ERROR", raw)

@@ -10,7 +10,9 @@ closing event, and `session/request_permission` the `permission_requested` event
 back exactly; what the client itself says (`session/prompt` → `run_started` and
 `user_message`, its answer to a permission request → `permission_resolved`) comes back with
 its meaning only (`seq` -1, `ts` 0). Likewise `elicitation/create` carries the whole
-`question_asked` event, and the client's answer to it is `question_answered` by meaning.
+`question_asked` event, and the client's answer to it is `question_answered` by meaning;
+`elicitation/complete` carries the whole `question_completed` event (without it: the
+elicitation id, and the call of the question that id names).
 The v1.25 updates (`notice`, `compaction_update`, `compaction_summary_chunk`) are read with
 the generated `schema/stable.py` models: a notice comes back from its own fields, a
 compaction from its completed `compaction_update`, a streamed compaction's start and drop
@@ -55,6 +57,7 @@ from steerable_bridge.runtime.values import (
     Usage,
     canonical_json,
 )
+from steerable_bridge.transports.acp.questions import elicitation_id
 
 __all__ = [
     "DecodeError",
@@ -366,13 +369,35 @@ class _Decoder:
             schema = params.get("requestedSchema")
             asked = ev.QuestionAsked(
                 session_id=sid, run_id=self._current_run(sid), seq=-1, ts=0,
-                question_id=str(params.get("elicitationId", "")),
+                question_id=str(params.get("elicitationId", "")).removeprefix(f"{sid}/"),
                 message=str(params["message"]), mode=params["mode"],
                 schema_json=canonical_json(schema) if schema is not None else None,
                 url=params.get("url"), call_id=params.get("toolCallId"),
             )  # fmt: skip
             self.out.append(asked)
         self.questions[request_id] = (asked.session_id, asked.question_id, asked.call_id)
+
+    def completed(self, params: Mapping[str, Any]) -> None:
+        request = s.CompleteElicitationNotification.model_validate(params)
+        carried = _steerable(request.field_meta).get("event")
+        if carried is not None:
+            done = codec.event_from_jsonable(carried)
+            if not isinstance(done, ev.QuestionCompleted):
+                raise DecodeError(f"elicitation/complete carries a {done.kind} event")
+            self.add(done)
+            return
+        asked = next(
+            (e for e in reversed(self.out) if isinstance(e, ev.QuestionAsked)
+             and elicitation_id(e.session_id, e.question_id) == request.elicitation_id),
+            None,
+        )  # fmt: skip
+        sid = asked.session_id if asked is not None else ""
+        self.out.append(
+            ev.QuestionCompleted(session_id=sid, run_id=self._current_run(sid), seq=-1, ts=0,
+                                 question_id=asked.question_id if asked is not None
+                                 else request.elicitation_id,
+                                 call_id=asked.call_id if asked is not None else None)
+        )  # fmt: skip
 
     def question_answer(self, request_id: object, message: Mapping[str, Any]) -> None:
         sid, question_id, call_id = self.questions.pop(request_id)
@@ -468,6 +493,8 @@ def decode_acp(
             elif method == "session/update" and entry.sender == "agent":
                 session_id, update = session_update(message.get("params"))
                 decoder.update(session_id, update)
+            elif method == "elicitation/complete" and entry.sender == "agent":
+                decoder.completed(message.get("params") or {})
             elif method is None and "id" in message:
                 other = "agent" if entry.sender == "client" else "client"
                 answered = asked.pop((other, message["id"]), None)

@@ -51,9 +51,12 @@ __all__ = ["AguiExchange", "AguiRun", "AguiServer", "agui_server", "run_acp", "r
 
 
 _CAPABILITIES = s.ClientCapabilities(
-    elicitation=s.ElicitationCapabilities(form=s.ElicitationFormCapabilities())
+    elicitation=s.ElicitationCapabilities(
+        form=s.ElicitationFormCapabilities(), url=s.ElicitationUrlCapabilities()
+    )
 )
-"""What the scenario client advertises: it answers form questions (`elicitation/create`)."""
+"""What the scenario client advertises: it answers form and url questions
+(`elicitation/create`) and takes `elicitation/complete`."""
 
 
 class _Client:
@@ -108,6 +111,9 @@ class _Client:
         if choice.action == "decline":
             return s.DeclineElicitationResponse(action="decline")
         return s.CancelElicitationResponse(action="cancel")
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        """A url question is over; the transcript keeps the notification, nothing to show."""
 
     async def write_text_file(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the scenario client offers no file system")

@@ -2,7 +2,8 @@
 
 One `KindMapping` row per kind in `runtime.events.KINDS`. The ACP side says which form the
 kind takes — a `session/update` variant, a client request (`session/request_permission`),
-the `session/prompt` response (stop reason), a JSON-RPC error, or nothing but the opt-in
+the `session/prompt` response (stop reason), a JSON-RPC error, a notification of its own
+(`elicitation/complete`), or nothing but the opt-in
 `_steerable/event` channel — and whether a decoder rebuilds it exactly from the editor-facing
 messages alone (`acp_exact`: every field, thanks to `_meta.steerable`) or only its meaning
 (`acp_shown` but not exact: what the client itself said — its prompt, its permission answer —
@@ -28,6 +29,7 @@ AcpForm = Literal[
     "prompt response",
     "JSON-RPC error",
     "client request",
+    "notification",
     "event channel",
 ]
 
@@ -138,16 +140,18 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("permission_resolved", "client request", "the client's answer to"
          " `session/request_permission`", exact=False, meaning=("call_id", "outcome", "option_id")),
     _row("question_asked", "client request", "`elicitation/create` (form: message,"
-         " requestedSchema; sessionId, toolCallId = call_id); the event in"
-         " `_meta.steerable.event`", exact=True,
+         " requestedSchema; url: message, elicitationId = <sessionId>/question_id, url; sessionId,"
+         " toolCallId = call_id); the event in `_meta.steerable.event`", exact=True,
          note="in a run that waits for the answer, RUN_FINISHED outcome interrupt id"
          " question-<call_id>, reason = message, toolCallId, responseSchema {action,"
-         " content: the requested schema}"),
+         " content: the requested schema} (url: {action} only, metadata {mode: url, url})"),
     _row("question_answered", "client request", "the client's answer to"
          " `elicitation/create` (action accept / decline / cancel, content)", exact=False,
          meaning=("question_id", "action", "content_json", "call_id"),
          note="the client answers the interrupt with resume[] {interruptId, status resolved,"
          " payload {action, content}} (status cancelled = cancel)"),
+    _row("question_completed", "notification", "`elicitation/complete` (elicitationId ="
+         " <sessionId>/question_id); the event in `_meta.steerable.event`", exact=True),
     _row("user_message", "prompt request", "the `session/prompt` request itself; replayed as"
          " `user_message_chunk` by `session/load`", exact=False, meaning=("content",)),
     _row("steer_applied", "update", "`user_message_chunk`, one per content part"),
@@ -265,17 +269,23 @@ def markdown() -> str:
         " the turn would otherwise end; CUSTOM `steerable.follow_up_queued`).",
         "",
         "Questions (the model's `ask_user` tool, ACP elicitation): over ACP the tool is offered"
-        " only when the client advertised `clientCapabilities.elicitation.form`; the question"
-        " is an `elicitation/create` request (mode `form`, `sessionId`, `toolCallId`,"
-        " `message`, `requestedSchema`: a flat object of string / number / integer / boolean"
-        " properties) and the answer (`accept` with `content`, `decline`, `cancel`) is the"
-        ' call\'s result, `{"action": ..., "content": ...}` as text. Over AG-UI the tool'
-        " is always offered: the run ends with a RUN_FINISHED `interrupt` (id"
+        " only when the client advertised `clientCapabilities.elicitation.form` or `.url`; a"
+        " form question is an `elicitation/create` request (mode `form`, `sessionId`,"
+        " `toolCallId`, `message`, `requestedSchema`: a flat object of string / number /"
+        " integer / boolean properties) and the answer (`accept` with `content`, `decline`,"
+        ' `cancel`) is the call\'s result, `{"action": ..., "content": ...}` as text. A url'
+        " question (`ask_user` with `url`: a sign-in or consent page, a document) is mode"
+        " `url` with `elicitationId` = `<sessionId>/question-<call_id>` (unique on the"
+        " connection) and the http(s) `url`, asked only"
+        " of a client that advertised `elicitation.url` (otherwise a form with one boolean"
+        " `done` field and the page in the message); once the person accepted, the agent"
+        " sends `elicitation/complete` for that id before the call's result. Over AG-UI the"
+        " tool is always offered: the run ends with a RUN_FINISHED `interrupt` (id"
         " `question-<call_id>`, reason = the message, `toolCallId`, `responseSchema` ="
-        " `{action: accept|decline|cancel, content: <the requested schema>}`), answered in"
-        " the next run by `resume[]` (`payload: {action, content}`; status `cancelled` ="
-        " cancel). Our agent asks no url-mode questions (it has no credential flows), so it"
-        " never sends `elicitation/complete`.",
+        " `{action: accept|decline|cancel, content: <the requested schema>}`; a url question"
+        ' has `{action}` only and `metadata: {mode: "url", url}`), answered in the next run'
+        " by `resume[]` (`payload: {action, content}`; status `cancelled` = cancel); the"
+        " completion is CUSTOM `steerable.question_completed`.",
         "",
         "Notices and compactions (ACP schema 1.25): a client that advertises"
         " `clientCapabilities.session.notices: {}` in `initialize` gets `notice` updates"

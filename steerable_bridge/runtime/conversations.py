@@ -222,7 +222,11 @@ class LocalPort:
             session.policy = ModePolicy(lambda: session.mode, attachments.asker)
         else:
             session.policy = StaticPolicy(approval)
-        session.questions = Questions(ask=attachments.questioner) if attachments.questions else None
+        session.questions = (
+            Questions(ask=attachments.questioner, modes=attachments.question_modes)
+            if attachments.questions
+            else None
+        )
         session.environment = attachments.environment
         session.extra_tools = attachments.tools
 

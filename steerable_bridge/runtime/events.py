@@ -15,7 +15,7 @@ Groups, in the order a turn produces them:
 - tool call (model side): tool_call_start, tool_call_delta, tool_call_end
 - tool run (execution side): tool_started, tool_output, tool_finished
 - permission: permission_requested, permission_resolved
-- question: question_asked, question_answered
+- question: question_asked, question_answered, question_completed
 - input: user_message, steer_applied, follow_up_applied
 - state / plan: plan_updated, state_snapshot, state_delta
 - session: mode_changed, config_changed, commands_updated, session_info, usage_updated
@@ -300,6 +300,17 @@ class QuestionAnswered(EventBase):
     call_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionCompleted(EventBase):
+    """The out-of-band interaction of url question `question_id` is over: the agent waits
+    on the page no more (ACP `elicitation/complete`). Only for a url question the person
+    accepted; for `ask_user` it follows the accept, before the call's result."""
+
+    kind: Literal["question_completed"] = "question_completed"
+    question_id: str
+    call_id: str | None = None
+
+
 # -- input ----------------------------------------------------------------------------------
 
 
@@ -565,6 +576,7 @@ LoopEvent = (
     | PermissionResolved
     | QuestionAsked
     | QuestionAnswered
+    | QuestionCompleted
     | UserMessage
     | SteerApplied
     | FollowUpApplied

@@ -34,10 +34,10 @@ from pydantic import JsonValue
 
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
-from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.events import LoopEvent, QuestionMode
 from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.runtime.permissions import Asker
-from steerable_bridge.runtime.questions import Questioner
+from steerable_bridge.runtime.questions import QUESTION_MODES, Questioner
 from steerable_bridge.runtime.replay import Coalesced
 from steerable_bridge.runtime.storage import SessionPage, SessionRecord
 from steerable_bridge.runtime.tools import Tool
@@ -67,7 +67,10 @@ class Attachments:
     the client's next run (AG-UI interrupts carrying the form's schema, `resume[]`)."""
     questions: bool = True
     """Whether the model is offered `ask_user` at all (False: the client cannot answer,
-    e.g. an ACP client that did not advertise `elicitation.form`)."""
+    e.g. an ACP client that advertised no `elicitation` mode)."""
+    question_modes: frozenset[QuestionMode] = QUESTION_MODES
+    """The question modes the client shows (ACP `elicitation.form` / `.url`); a url question
+    to a client without url mode is asked as a yes/no form."""
     environment: Environment | None = None
     """The client's workspace (ACP `fs/*`, `terminal/*`); None: the agent's own."""
     tools: tuple[Tool, ...] = ()

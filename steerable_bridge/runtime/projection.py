@@ -68,6 +68,7 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
     ev.PermissionResolved,
     ev.QuestionAsked,
     ev.QuestionAnswered,
+    ev.QuestionCompleted,
     ev.PlanUpdated,
     ev.StateSnapshot,
     ev.StateDelta,

@@ -2,13 +2,18 @@
 
 A question is a message plus, in form mode, a JSON schema the answer must follow (a flat
 object whose properties are strings, numbers, integers, booleans or string enums — the ACP
-elicitation form shape), or, in url mode, a page to open out of band. The model asks
-through the `ask_user` tool (`ASK_USER`), which a conversation is offered only when its
-transport can get an answer: `Questions(ask=...)` asks at once (ACP `elicitation/create`),
-`Questions(ask=None)` defers (the run ends `interrupted` with an interrupt carrying the
-schema, and the client's next run answers it — AG-UI `resume[]`). Every answer is one of
-accept (with the submitted content), decline or cancel, and the model sees which as the
-tool's result (`answer_text`). Plain values and pure helpers; the loop does the asking.
+elicitation form shape), or, in url mode, an http(s) page the person opens out of band (a
+sign-in or consent page, a document to read) and confirms. The model asks through the
+`ask_user` tool (`ASK_USER`: `message` plus `schema` or `url`), which a conversation is
+offered only when its transport can get an answer: `Questions(ask=...)` asks at once (ACP
+`elicitation/create`), `Questions(ask=None)` defers (the run ends `interrupted` with an
+interrupt carrying the schema or the url, and the client's next run answers it — AG-UI
+`resume[]`). `Questions.modes` says which modes the person's client can show; a url
+question to a client without url mode falls back to a form with one yes/no field
+(`CONFIRM_SCHEMA`) and the page in the message. Every answer is one of accept (with the
+submitted content; for a url question: the person opened the page), decline or cancel, and
+the model sees which as the tool's result (`answer_text`). Plain values and pure helpers;
+the loop does the asking.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from steerable_bridge.runtime.events import QuestionAction, QuestionMode
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
@@ -26,6 +32,8 @@ __all__ = [
     "ANSWER_PREFIX",
     "ASK_USER",
     "ASK_USER_NAME",
+    "CONFIRM_SCHEMA",
+    "QUESTION_MODES",
     "QuestionAnswer",
     "QuestionRequest",
     "Questioner",
@@ -35,6 +43,7 @@ __all__ = [
     "content_problem",
     "form_problem",
     "question_id_for",
+    "url_problem",
 ]
 
 ASK_USER_NAME = "ask_user"
@@ -85,10 +94,34 @@ _PARAMETERS: dict[str, Any] = {
             "required": ["type", "properties"],
             "additionalProperties": False,
         },
+        "url": {
+            "type": "string",
+            "description": (
+                "Instead of a schema: an http(s) page the person should open and come back"
+                " from, such as a sign-in or consent page or a document to read. Anything"
+                " secret is typed there, never into this conversation."
+            ),
+        },
     },
-    "required": ["message", "schema"],
+    "required": ["message"],
     "additionalProperties": False,
 }
+
+CONFIRM_SCHEMA: str = canonical_json(
+    {
+        "type": "object",
+        "properties": {
+            "done": {
+                "type": "boolean",
+                "title": "I opened the page and I am done there",
+            }
+        },
+        "required": ["done"],
+    }
+)
+"""The form a url question becomes for a client that shows forms but not urls."""
+
+QUESTION_MODES: frozenset[QuestionMode] = frozenset({"form", "url"})
 
 
 async def _asked_by_the_loop(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -98,9 +131,11 @@ async def _asked_by_the_loop(args: dict[str, Any], ctx: ToolContext) -> ToolResu
 ASK_USER = Tool(
     name=ASK_USER_NAME,
     description=(
-        "Ask the person a question and wait for the answer, as a small form. Use it when you"
-        " cannot go on without a choice or a fact only they know. The result says whether"
-        " they accepted (with their answers), declined or cancelled."
+        "Ask the person a question and wait for the answer: a small form (`schema`), or a"
+        " page for them to open and come back from (`url`: a sign-in or consent page, a"
+        " document). Use it when you cannot go on without a choice, a fact or a step only"
+        " they can give or take. The result says whether they accepted (with their answers"
+        " / having opened the page), declined or cancelled."
     ),
     parameters=_PARAMETERS,
     kind="think",
@@ -137,14 +172,34 @@ Questioner = Callable[[QuestionRequest], Awaitable[QuestionAnswer]]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Questions:
-    """How a conversation gets answers: `ask` asks at once; None defers to the next run."""
+    """How a conversation gets answers: `ask` asks at once; None defers to the next run.
+    `modes`: what the person's client can show (a url question falls back to a form)."""
 
     ask: Questioner | None = None
+    modes: frozenset[QuestionMode] = QUESTION_MODES
 
 
 def question_id_for(call_id: str) -> str:
     """The question (and AG-UI interrupt) id of an `ask_user` call."""
     return f"{ANSWER_PREFIX}{call_id}"
+
+
+def url_problem(url: object) -> str | None:
+    """Why `url` is not a page a person can be sent to (an absolute http or https URL with
+    a host, no credentials in it), or None when it is one."""
+    if not isinstance(url, str) or not url.strip():
+        return "the url must be a non-empty string"
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:
+        return f"the url does not parse: {error}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "the url must be an absolute http:// or https:// address"
+    if parts.username is not None or parts.password is not None:
+        return "the url must not carry a user name or password"
+    if any(c.isspace() for c in url):
+        return "the url must not contain spaces"
+    return None
 
 
 def form_problem(schema: object) -> str | None:
@@ -207,29 +262,32 @@ def content_problem(schema_json: str | None, content_json: str | None) -> str | 
     return None
 
 
-def answer_schema(schema_json: str | None) -> str:
+def answer_schema(schema_json: str | None, *, url: bool = False) -> str:
     """The JSON schema of an answer to a question (AG-UI `resume[].payload`): the action,
-    and on accept the content following the question's own schema."""
-    content: Any = json.loads(schema_json) if schema_json is not None else {"type": "object"}
-    return canonical_json(
-        {
-            "type": "object",
-            "properties": {
-                "action": {"enum": ["accept", "decline", "cancel"]},
-                "content": content,
-            },
-            "required": ["action"],
-        }
-    )
+    and on accept the content following the question's own schema (a url question has
+    none: accept means the person opened the page)."""
+    action = {"enum": ["accept", "decline", "cancel"]}
+    if url:
+        properties: dict[str, Any] = {"action": action}
+    else:
+        content: Any = json.loads(schema_json) if schema_json is not None else {"type": "object"}
+        properties = {"action": action, "content": content}
+    return canonical_json({"type": "object", "properties": properties, "required": ["action"]})
 
 
 def answer_text(
-    answer: QuestionAnswer, *, timed_out: float | None = None, problem: str | None = None
+    answer: QuestionAnswer,
+    *,
+    timed_out: float | None = None,
+    problem: str | None = None,
+    url: str | None = None,
 ) -> str:
     """The tool result the model reads for an answer (`problem`: how the submitted content
-    strays from the form)."""
+    strays from the form; `url`: the page of a url question)."""
     if timed_out is not None:
         return f"nobody answered the question within {timed_out:g}s; go on without it"
+    if url is not None and answer.action == "accept":
+        return f'{{"action":"accept"}} (the person opened {url} and is done there)'
     if answer.action == "accept":
         content = answer.content_json or "{}"
         text = f'{{"action":"accept","content":{content}}}'

@@ -39,7 +39,7 @@ _STRUCTURAL: frozenset[type[ev.EventBase]] = frozenset(
     {
         ev.RunStarted, ev.RunFinished, ev.RunFailed, ev.StepFinished, ev.ToolCallEnd,
         ev.ToolStarted, ev.ToolFinished, ev.PermissionRequested, ev.PermissionResolved,
-        ev.QuestionAsked, ev.QuestionAnswered,
+        ev.QuestionAsked, ev.QuestionAnswered, ev.QuestionCompleted,
         ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied, ev.ModelRequestEvent,
     }
 )  # fmt: skip

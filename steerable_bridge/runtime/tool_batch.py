@@ -39,6 +39,7 @@ from steerable_bridge.runtime.permissions import PermissionRequest
 from steerable_bridge.runtime.quality import call_key
 from steerable_bridge.runtime.questions import (
     ASK_USER_NAME,
+    CONFIRM_SCHEMA,
     QuestionAnswer,
     QuestionRequest,
     answer_schema,
@@ -46,6 +47,7 @@ from steerable_bridge.runtime.questions import (
     content_problem,
     form_problem,
     question_id_for,
+    url_problem,
 )
 from steerable_bridge.runtime.surrogates import (
     REPAIR_ACTION,
@@ -318,20 +320,35 @@ class ToolBatch:
         ctx = self.ctx
         questions = ctx.questions
         assert questions is not None
-        problem = form_problem(args.get("schema"))
+        message, schema, url = str(args["message"]), args.get("schema"), args.get("url")
+        if (schema is None) == (url is None):
+            problem: str | None = "give either schema (a form) or url (a page to open)"
+        elif url is not None:
+            problem = url_problem(url)
+        elif "form" not in questions.modes:
+            problem = "this client opens pages (url) but shows no forms; ask in your reply"
+        else:
+            problem = form_problem(schema)
         if problem is not None:
             await self.fail(
                 call.call_id, "invalid_arguments", f"ask_user: {problem}; call it again"
             )
             return
+        mode: ev.QuestionMode = "form"
+        if url is not None and "url" in questions.modes:
+            mode, schema_json = "url", None
+        elif url is not None:  # the client shows forms only: a yes/no with the page in it
+            message, schema_json, url = f"{message}\n\nOpen {url}", CONFIRM_SCHEMA, None
+        else:
+            schema_json = canonical_json(schema)
         question_id = question_id_for(call.call_id)
-        schema_json = canonical_json(args["schema"])
-        message = str(args["message"])
         await self.emit(
             ev.QuestionAsked,
             question_id=question_id,
             message=message,
+            mode=mode,
             schema_json=schema_json,
+            url=url,
             call_id=call.call_id,
         )
         if questions.ask is None:
@@ -341,7 +358,8 @@ class ToolBatch:
                     id=question_id,
                     reason=message,
                     tool_call_id=call.call_id,
-                    response_schema_json=answer_schema(schema_json),
+                    response_schema_json=answer_schema(schema_json, url=url is not None),
+                    url=url,
                 )
             )
             return
@@ -349,7 +367,9 @@ class ToolBatch:
             session_id=ctx.log.session_id,
             question_id=question_id,
             message=message,
+            mode=mode,
             schema_json=schema_json,
+            url=url,
             call_id=call.call_id,
         )
         answer = None
@@ -362,6 +382,7 @@ class ToolBatch:
             answer or QuestionAnswer(action="cancel"),
             timed_out=ctx.settings.permission_timeout_s if late else None,
             schema_json=schema_json,
+            url=url,
         )
 
     async def answered(
@@ -372,26 +393,32 @@ class ToolBatch:
         *,
         timed_out: float | None = None,
         schema_json: str | None = None,
+        url: str | None = None,
     ) -> None:
         """Log the answer to an `ask_user` call's question, then the call's result (none
-        when the turn was cancelled meanwhile: the loop closes the call)."""
+        when the turn was cancelled meanwhile: the loop closes the call). An accepted url
+        question is complete once the person is back: `question_completed` comes first."""
+        accepted = answer.action == "accept"
         await self.emit(
             ev.QuestionAnswered,
             question_id=question_id,
             action=answer.action,
-            content_json=answer.content_json if answer.action == "accept" else None,
+            content_json=answer.content_json if accepted and url is None else None,
             call_id=call_id,
         )
+        if url is not None and accepted:
+            await self.emit(ev.QuestionCompleted, question_id=question_id, call_id=call_id)
         if self.ctx.cancel.cancelled:
             return
         problem = None
-        if answer.action == "accept":
+        if accepted and url is None:
             problem = content_problem(schema_json, answer.content_json)
+        text = answer_text(answer, timed_out=timed_out, problem=problem, url=url)
         await self.emit(
             ev.ToolFinished,
             call_id=call_id,
             status="completed",
-            content=(TextPart(text=answer_text(answer, timed_out=timed_out, problem=problem)),),
+            content=(TextPart(text=text),),
         )
 
     async def _remember(self, key: str, allow: bool) -> None:
@@ -574,13 +601,13 @@ class ToolBatch:
             question_id = question_id_for(call.call_id)
             if question_id in self.ctx.facts.open_questions and call.call_id not in results:
                 reply = replies.get(question_id) or QuestionAnswer(action="cancel")
-                asked = parse_arguments(call.arguments_json) or {}
-                schema = asked.get("schema")
+                asked = self.ctx.facts.open_questions[question_id]
                 await self.answered(
                     call.call_id,
                     question_id,
                     reply,
-                    schema_json=canonical_json(schema) if schema is not None else None,
+                    schema_json=asked.schema_json,
+                    url=asked.url if asked.mode == "url" else None,
                 )
             elif call.call_id in results:
                 answer = results[call.call_id]

@@ -250,10 +250,12 @@ class Command:
 class Interrupt:
     """Why a run stopped to wait for the client (AG-UI `outcome: interrupt`).
 
-    `response_schema_json` is the JSON Schema the answer must follow, as canonical JSON.
+    `response_schema_json` is the JSON Schema the answer must follow, as canonical JSON;
+    `url` the page a url question asks the person to open (AG-UI `metadata.url`).
     """
 
     id: str
     reason: str
     tool_call_id: str | None = None
     response_schema_json: str | None = None
+    url: str | None = None

@@ -56,7 +56,7 @@ def valid_transcript() -> Transcript:
                 "params": {
                     "protocolVersion": 1,
                     "clientCapabilities": {
-                        "elicitation": {"form": {}},
+                        "elicitation": {"form": {}, "url": {}},
                         "session": {"notices": {}, "compaction": {}},
                     },
                 },
@@ -137,6 +137,22 @@ def valid_transcript() -> Transcript:
             }
         ),
         c({"id": 1, "result": {"action": "accept", "content": {"size": "l"}}}),
+        a(
+            {
+                "id": 20,
+                "method": "elicitation/create",
+                "params": {
+                    "sessionId": "s1",
+                    "toolCallId": "c1",
+                    "mode": "url",
+                    "elicitationId": "e1",
+                    "url": "https://example.com/consent",
+                    "message": "Approve access",
+                },
+            }
+        ),
+        c({"id": 20, "result": {"action": "accept"}}),
+        a({"method": "elicitation/complete", "params": {"elicitationId": "e1"}}),
         update(
             "s1", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"}
         ),
@@ -241,6 +257,14 @@ BREAKS: dict[str, Callable[[Transcript], None]] = {
     "acp.elicitation-mode": _edit(
         lambda t: 0, lambda e: e["message"]["params"].pop("clientCapabilities")
     ),
+    "acp.elicitation-url": _edit(
+        lambda t: _find(t, _answer(20)) - 1,
+        lambda e: e["message"]["params"].update(url="javascript:alert(1)"),
+    ),
+    "acp.elicitation-complete": _edit(
+        lambda t: _find(t, _method("elicitation/complete")),
+        lambda e: e["message"]["params"].update(elicitationId="e2"),
+    ),
     "acp.notice-capability": _edit(
         lambda t: 0, lambda e: e["message"]["params"]["clientCapabilities"]["session"].clear()
     ),
@@ -266,6 +290,17 @@ BREAKS: dict[str, Callable[[Transcript], None]] = {
         ),
     ),
 }
+
+
+def test_a_url_elicitation_id_is_used_once_and_completed_once() -> None:
+    transcript = valid_transcript()
+    at = _find(transcript, _method("elicitation/complete"))
+    again = copy.deepcopy(transcript[at - 2 : at + 1])
+    again[0]["message"]["id"] = again[1]["message"]["id"] = 21
+    transcript[at + 1 : at + 1] = again
+    findings = [(f.rule_id, f.message) for f in check_acp_transcript(transcript)]
+    assert [rule for rule, _ in findings] == ["acp.elicitation-url", "acp.elicitation-complete"]
+    assert "used before" in findings[0][1] and "completed before" in findings[1][1]
 
 
 def test_v125_updates_must_match_the_stable_schema() -> None:

@@ -37,6 +37,29 @@ def valid_stream() -> Stream:
         {"type": "STEP_FINISHED", "stepName": "step-1"},
         {"type": "CUSTOM", "name": "steerable.x", "value": None},
         {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1", "outcome": {"type": "success"}},
+        {"type": "RUN_STARTED", "threadId": "t1", "runId": "q1"},
+        {
+            "type": "RUN_FINISHED",
+            "threadId": "t1",
+            "runId": "q1",
+            "outcome": {
+                "type": "interrupt",
+                "interrupts": [
+                    {
+                        "id": "question-c2",
+                        "reason": "Open it",
+                        "metadata": {"mode": "url", "url": "https://example.com/a"},
+                    }
+                ],
+            },
+        },
+        {"type": "RUN_STARTED", "threadId": "t1", "runId": "q2"},
+        {
+            "type": "CUSTOM",
+            "name": "steerable.question_completed",
+            "value": {"question_id": "question-c2"},
+        },
+        {"type": "RUN_FINISHED", "threadId": "t1", "runId": "q2", "outcome": {"type": "success"}},
         {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2"},
         {"type": "RUN_ERROR", "message": "boom", "code": "provider_error"},
     ]
@@ -65,6 +88,10 @@ def _set(kind: str, key: str, value: Any) -> Callable[[Stream], None]:
         stream[_index(stream, kind)][key] = value
 
     return edit
+
+
+def _url_finished(stream: Stream) -> int:
+    return next(i for i, e in enumerate(stream) if e.get("runId") == "q1" and "outcome" in e)
 
 
 def _append(event: dict[str, Any]) -> Callable[[Stream], None]:
@@ -98,6 +125,17 @@ BREAKS: dict[str, Callable[[Stream], None]] = {
     "agui.open-at-finish": _drop("TEXT_MESSAGE_END"),
     "agui.result-unknown-call": _set("TOOL_CALL_RESULT", "toolCallId", "c9"),
     "agui.result-id-reused": _set("TOOL_CALL_RESULT", "messageId", "m1"),
+    "agui.url-interrupt": lambda s: s[_url_finished(s)]["outcome"]["interrupts"][0][
+        "metadata"
+    ].update(url="file:///etc/passwd"),
+    "agui.question-completed": lambda s: s.insert(
+        _index(s, "RUN_ERROR"),
+        {
+            "type": "CUSTOM",
+            "name": "steerable.question_completed",
+            "value": {"question_id": "question-c2"},
+        },
+    ),
 }
 
 
@@ -120,6 +158,21 @@ def test_each_rule_catches_its_break(rule_id: str) -> None:
         assert_valid_agui_stream(stream)
     assert rule_id in caught.value.rule_ids
     assert f"[{rule_id}]" in str(caught.value)
+
+
+def test_a_completion_for_a_question_resumed_in_the_input_is_valid() -> None:
+    stream: Stream = [
+        {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+        {"type": "CUSTOM", "name": "steerable.question_completed",
+         "value": {"question_id": "question-q1"}},
+        {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+    ]  # fmt: skip
+    resumed = {"threadId": "t1", "runId": "r1", "state": {}, "messages": [], "tools": [],
+               "context": [], "forwardedProps": {},
+               "resume": [{"interruptId": "question-q1", "status": "resolved",
+                           "payload": {"action": "accept"}}]}  # fmt: skip
+    assert [f.rule_id for f in check_agui_stream(stream)] == ["agui.question-completed"]
+    assert check_agui_stream(stream, run_input=resumed) == []
 
 
 def test_a_result_for_a_call_sent_in_the_input_is_valid() -> None:

@@ -5,12 +5,13 @@
 // PLAN.json: [{name, script, maxSteps, quality, cwd, turns: [{prompt, permission, cancel, steer,
 //              compact}]}]  (compact: the prompt is `/compact`)
 // For each scenario: spawn the agent, initialize opting in to `_steerable/event` (and
-// advertising form elicitation and the v1.25 session.notices / session.compaction, whose
+// advertising form and url elicitation and the v1.25 session.notices / session.compaction, whose
 // updates the zod schema below validates), open a session, send one session/prompt per turn, answer
-// permission requests and questions (`elicitation/create`) as the turn says,
+// permission requests and questions (`elicitation/create`) as the turn says, record the
+// elicitationId of each `elicitation/complete` (validated likewise),
 // cancel / steer (`_steerable/steer`) when the trigger kind shows in an update's
 // `_meta.steerable.kind`. Every session/update is validated against the SDK's zod schema.
-// Prints one JSON line: {warnings, scenarios: [{name, events, updates, stops, errors}]}; the
+// Prints one JSON line: {warnings, scenarios: [{name, events, updates, completed, stops, errors}]}; the
 // Python test (test_conformance_interop.py) decodes and compares.
 import { readFileSync } from "node:fs";
 import { spawn } from "node:child_process";
@@ -42,7 +43,7 @@ async function replay(scenario) {
     ],
     { cwd: scenario.cwd, env: { ...process.env, STEERABLE_DEMO_PACE_MS: "0" }, stdio: ["pipe", "pipe", "ignore"] },
   );
-  const record = { name: scenario.name, events: [], updates: [], stops: [], errors: [] };
+  const record = { name: scenario.name, events: [], updates: [], completed: [], stops: [], errors: [] };
   let turn = {};
   let fired = new Set();
   let sessionId = "";
@@ -67,6 +68,11 @@ async function replay(scenario) {
       record.updates.push(ctx.params);
       trigger(ctx.params.update?._meta?.steerable?.kind);
     })
+    .onNotification("elicitation/complete", (ctx) => {
+      const parsed = z.zCompleteElicitationNotification.safeParse(ctx.params);
+      if (!parsed.success) record.errors.push(`invalid elicitation/complete: ${JSON.stringify(parsed.error.issues)}`);
+      record.completed.push(ctx.params.elicitationId);
+    })
     .onNotification("*", (ctx) => {
       if (ctx.method === "_steerable/event") record.events.push(ctx.params);
     })
@@ -88,7 +94,7 @@ async function replay(scenario) {
     await agent.request("initialize", {
       protocolVersion: 1,
       // it answers the turn's questions; it shows v1.25 notices and compactions itself
-      clientCapabilities: { elicitation: { form: {} }, session: { notices: {}, compaction: {} } },
+      clientCapabilities: { elicitation: { form: {}, url: {} }, session: { notices: {}, compaction: {} } },
       _meta: { steerable: { events: true } },
     });
     const created = await agent.request("session/new", { cwd: scenario.cwd, mcpServers: [] });

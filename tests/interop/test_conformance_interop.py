@@ -106,6 +106,12 @@ async def test_the_official_acp_client_replays_every_acp_scenario(
                                             "params": params}}
             for params in got["updates"]
         ]  # fmt: skip
+        # the client advertised url elicitation: each completed url question came as an
+        # elicitation/complete the SDK's zod schema accepted, for the question's id
+        completed = [
+            f"{e.session_id}/{e.question_id}" for e in events if isinstance(e, ev.QuestionCompleted)
+        ]
+        assert got["completed"] == completed, scenario.name
         # the client advertised session.compaction: a streamed compaction's start, pieces
         # and drop reach it too
         exact = functools.partial(acp_exact, compaction=True)

@@ -38,7 +38,7 @@ from steerable_bridge.runtime.values import Command
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 from steerable_bridge.transports.acp.permissions import AcpPermissionAsker
-from steerable_bridge.transports.acp.questions import AcpQuestioner, can_ask
+from steerable_bridge.transports.acp.questions import AcpQuestioner, question_modes
 from steerable_bridge.transports.acp.renderer import (
     AcpRenderer,
     iso_time,
@@ -127,7 +127,8 @@ class SessionLifecycle:
                 timeout_s=self.permission_timeout_s,
                 announced=state.take_announced,
             )
-            asks = can_ask(self.link.capabilities)
+            modes = question_modes(self.link.capabilities)
+            asks = bool(modes)
             questioner = (
                 AcpQuestioner(
                     self.link.conn,
@@ -158,6 +159,7 @@ class SessionLifecycle:
                 asker=asker,
                 questioner=questioner,
                 questions=asks,
+                question_modes=modes,
                 environment=environment,
                 tools=tools,
             )

@@ -9,7 +9,8 @@ cancel token; `emit` is the turn's event sink: the raw event first (opt-in), the
 rendered updates, all awaited, so they precede the prompt's response. It remembers what the
 events it passed on said that the transport needs later: the `permission_requested` event
 of each call waiting for the client (the request's `_meta`; the loop sends it to the sink
-before it asks), and the run that last compacted (`/compact`'s reply).
+before it asks), and the run that last compacted (`/compact`'s reply). A
+`question_completed` event is sent as `elicitation/complete` for its question id.
 `EnvironmentChooser` is the hook where a session's workspace environment is picked from the
 link (the client's fs / terminal when offered); `keep_runtime_environment` is the default.
 A lost connection, or a client that stops reading for `SEND_TIMEOUT_S`, cancels the running
@@ -29,6 +30,7 @@ from acp import schema as acp
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.transports.acp.questions import elicitation_id
 from steerable_bridge.transports.acp.renderer import AcpRenderer, SdkUpdate, Update
 from steerable_bridge.transports.acp.wire import chunk_params
 
@@ -137,6 +139,9 @@ class AcpSession:
         self.observe(event)
         await self.send_event(event)
         kind = type(event)
+        if kind is ev.QuestionCompleted:
+            await self._complete(event)  # type: ignore[arg-type]
+            return
         if (kind is ev.TextDelta or kind is ev.ReasoningDelta) and self.link.notify is not None:
             if self.link.alive:
                 params = chunk_params(self.id, event)  # type: ignore[arg-type]
@@ -147,6 +152,21 @@ class AcpSession:
             return
         for update in (renderer or self.renderer).render(event):
             await self.send(update)
+
+    async def _complete(self, event: ev.QuestionCompleted) -> None:
+        """`elicitation/complete` for a url question that is over (the event in `_meta`)."""
+        if not self.link.alive:
+            return
+        from steerable_bridge.runtime import codec
+
+        try:
+            with anyio.fail_after(SEND_TIMEOUT_S):
+                await self.link.conn.complete_elicitation(
+                    elicitation_id=elicitation_id(self.id, event.question_id),
+                    steerable={"event": codec.event_to_jsonable(event)},
+                )
+        except (ConnectionError, TimeoutError):
+            self._lost()
 
     async def send_event(self, event: ev.LoopEvent) -> None:
         """The raw event as `_steerable/event`, when the client opted in to every LoopEvent."""

@@ -7,7 +7,9 @@ CUSTOM form every kind can take (`custom`). The mapping table, the run's bracket
 (RUN_STARTED, RUN_FINISHED / RUN_ERROR with their MESSAGES_SNAPSHOT), the thread's plan and
 the choice of which function renders an event live in `renderer.py` (`AguiRenderer`), whose
 handler table calls these functions directly; a function that raises `ValueError` (an SDK
-model rejecting the value) makes the renderer fall back to CUSTOM. No I/O, no clock, no ids.
+model rejecting the value) makes the renderer fall back to CUSTOM. `interrupt` is the wire
+form of one of RUN_FINISHED's interrupts (also served by `GET /threads/{id}`): a url
+question's page rides in `metadata: {"mode": "url", "url": ...}`. No I/O, no clock, no ids.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from ag_ui.core import (
     BaseEvent,
     CustomEvent,
+    Interrupt,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
@@ -36,7 +39,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from steerable_bridge.runtime import codec
+from steerable_bridge.runtime import codec, values
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import TextPart, canonical_json
@@ -69,6 +72,23 @@ META_KEY = "steerable"
 
 DERIVED: dict[str, Any] = {META_KEY: {"derived": True}}
 """`metadata` of an AG-UI event that carries no LoopEvent (a decoder skips it)."""
+
+
+def interrupt(item: values.Interrupt, extra: dict[str, Any] | None = None) -> Interrupt:
+    """The AG-UI interrupt for one the run stopped on (a url question's page in metadata,
+    with `extra` — a snapshot's permission options — added beside it)."""
+    metadata: dict[str, Any] = {"mode": "url", "url": item.url} if item.url is not None else {}
+    if extra:
+        metadata.update(extra)
+    return Interrupt(
+        id=item.id,
+        reason=item.reason,
+        tool_call_id=item.tool_call_id,
+        response_schema=(
+            json.loads(item.response_schema_json) if item.response_schema_json is not None else None
+        ),
+        metadata=metadata or None,
+    )
 
 
 def result_message_id(call_id: str) -> str:

@@ -86,7 +86,6 @@ get log order.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -95,7 +94,6 @@ from ag_ui.core import (
     ActivitySnapshotEvent,
     BaseEvent,
     CustomEvent,
-    Interrupt,
     Message,
     MessagesSnapshotEvent,
     RunErrorEvent,
@@ -314,19 +312,7 @@ class AguiRenderer:
             outcome = None if self.legacy_outcomes else RunFinishedCancelledOutcome()
         elif event.interrupts:
             outcome = RunFinishedInterruptOutcome(
-                interrupts=[
-                    Interrupt(
-                        id=item.id,
-                        reason=item.reason,
-                        tool_call_id=item.tool_call_id,
-                        response_schema=(
-                            json.loads(item.response_schema_json)
-                            if item.response_schema_json is not None
-                            else None
-                        ),
-                    )
-                    for item in event.interrupts
-                ]
+                interrupts=[native.interrupt(item) for item in event.interrupts]
             )
         else:
             pending = None if self.legacy_outcomes else list(event.pending_tool_call_ids)

@@ -15,7 +15,6 @@ agent port.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,7 +23,6 @@ from ag_ui.core import (
     AgentCapabilities,
     HumanInTheLoopCapabilities,
     IdentityCapabilities,
-    Interrupt,
     MessagesSnapshotEvent,
     ReasoningCapabilities,
     StateCapabilities,
@@ -39,6 +37,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.port import AgentPort
 from steerable_bridge.runtime.storage import SessionNotFound, SessionOwned, StoreError
 from steerable_bridge.transports.agui.identity import AuthRefused, Identity
+from steerable_bridge.transports.agui.native import interrupt
 from steerable_bridge.transports.agui.resume import EventId, resume
 from steerable_bridge.transports.agui.stream import EventStream, StreamRefused, Write
 from steerable_bridge.transports.agui.threads import Thread, Threads
@@ -167,15 +166,7 @@ class ThreadRoutes:
         if final is not None and not conversation.running:
             offered = _offered_options(events)
             interrupts = [
-                _dump(
-                    Interrupt(
-                        id=item.id,
-                        reason=item.reason,
-                        tool_call_id=item.tool_call_id,
-                        response_schema=_schema(item.response_schema_json),
-                        metadata=offered.get(item.tool_call_id or ""),
-                    )
-                )
+                _dump(interrupt(item, offered.get(item.tool_call_id or "")))
                 for item in final.interrupts
                 if item.tool_call_id is None or item.tool_call_id in waiting
             ]
@@ -297,7 +288,3 @@ def _offered_options(events: Sequence[ev.LoopEvent]) -> dict[str, Any]:
             options = codec.event_to_jsonable(event)["options"]
             offered[event.call_id] = {"steerable": {"options": options}}
     return offered
-
-
-def _schema(text: str | None) -> Any:
-    return json.loads(text) if text is not None else None

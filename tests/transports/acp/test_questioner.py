@@ -64,3 +64,14 @@ def test_a_form_with_an_unknown_field_type_is_refused() -> None:
     with pytest.raises(ValueError, match="no form renders"):
         form_schema('{"type":"object","properties":{"x":{"type":"object"}}}')
     assert form_schema(REQUEST.schema_json or "").properties
+
+
+def test_question_modes_are_the_modes_the_client_advertised() -> None:
+    from steerable_bridge.transports.acp.questions import question_modes
+
+    form, url = acp.ElicitationFormCapabilities(), acp.ElicitationUrlCapabilities()
+    both = acp.ClientCapabilities(elicitation=acp.ElicitationCapabilities(form=form, url=url))
+    only_url = acp.ClientCapabilities(elicitation=acp.ElicitationCapabilities(url=url))
+    assert question_modes(both) == {"form", "url"}
+    assert question_modes(only_url) == {"url"} and can_ask(only_url)
+    assert question_modes(acp.ClientCapabilities()) == frozenset()

@@ -10,7 +10,9 @@ history we already logged). A `session/request_permission` goes into the same st
 AG-UI run; with no prompt to take it, it is answered `cancelled` at once. An
 `elicitation/create` (a question, tied to a session) goes the same way as a `Questioned`,
 answered accept / decline / cancel; one tied to no session (request scope) is cancelled at
-once, since no run is there to carry it; `elicitation/complete` is only logged. `fs/*` and
+once, since no run is there to carry it. `elicitation/complete` for a url question goes
+into the stream of the session that asked it as a `Completed` (between prompts it is only
+logged: that prompt's run is over). `fs/*` and
 `terminal/*` go to the `ChildWorkspace`; any other request (a vendor extension) gets
 "method not found" at once, and other notifications are logged and ignored.
 """
@@ -37,6 +39,7 @@ __all__ = [
     "Asked",
     "BridgeClient",
     "ChildSession",
+    "Completed",
     "Item",
     "PromptDone",
     "PromptFailed",
@@ -47,6 +50,9 @@ log = logging.getLogger("steerable_bridge.acp.bridge")
 
 BETWEEN_PROMPTS = 64
 """Session-level updates kept between prompts (the oldest go first beyond it)."""
+
+URL_QUESTIONS = 256
+"""Url questions remembered for their completion (the oldest are forgotten beyond it)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -96,6 +102,13 @@ class Questioned:
 
 
 @dataclass(frozen=True, slots=True)
+class Completed:
+    """The agent says a url question of this session is over (`elicitation/complete`)."""
+
+    elicitation_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class PromptDone:
     """The agent answered `session/prompt`."""
 
@@ -112,7 +125,7 @@ class PromptFailed:
 
 Item = Any
 """What a prompt's stream carries: a `session/update` payload, `Asked`, `Questioned`,
-`PromptDone` or `PromptFailed`."""
+`Completed`, `PromptDone` or `PromptFailed`."""
 
 
 class ChildSession:
@@ -126,6 +139,8 @@ class ChildSession:
         """Its modes as the agent last said (`session/new`, load / resume, mode updates)."""
         self.options: list[Any] | None = None
         """Its config options as the agent last listed them."""
+        self.url_questions: dict[str, tuple[str, str | None]] = {}
+        """elicitationId of each url question it asked → (our question id, its call id)."""
 
     def note(self, update: Any) -> None:
         """Keep what a session-level update says about the session's modes and options."""
@@ -133,6 +148,12 @@ class ChildSession:
             self.modes = self.modes.model_copy(update={"current_mode_id": update.current_mode_id})
         elif isinstance(update, acp.ConfigOptionUpdate):
             self.options = list(update.config_options)
+
+    def remember_url(self, elicitation_id: str, question_id: str, call_id: str | None) -> None:
+        """Keep which question a url elicitation is, for its completion (bounded)."""
+        self.url_questions[elicitation_id] = (question_id, call_id)
+        for old in list(self.url_questions)[:-URL_QUESTIONS]:
+            del self.url_questions[old]
 
     def open_prompt(self) -> MemoryObjectReceiveStream[Item]:
         """A new stream for a prompt (the previous one, if any, is closed)."""
@@ -169,6 +190,8 @@ class BridgeClient:
         self.workspace = workspace
         self.answer_timeout_s = answer_timeout_s
         self.sessions: dict[str, ChildSession] = {}
+        self.url_sessions: dict[str, str] = {}
+        """elicitationId of each url question → the session that asked it."""
 
     def session(self, session_id: str) -> ChildSession:
         found = self.sessions.get(session_id)
@@ -222,6 +245,11 @@ class BridgeClient:
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         questioned = Questioned(message=message, mode=mode)
         session_id = getattr(mode, "session_id", None)
+        elicitation_id = getattr(mode, "elicitation_id", None)
+        if isinstance(elicitation_id, str) and isinstance(session_id, str):
+            self.url_sessions[elicitation_id] = session_id
+            for old in list(self.url_sessions)[:-URL_QUESTIONS]:
+                del self.url_sessions[old]
         if not isinstance(session_id, str) or not self.session(session_id).deliver(questioned):
             log.info("the agent asked a question outside a prompt (%s); cancelled", session_id)
             questioned.reply(None)
@@ -231,7 +259,9 @@ class BridgeClient:
         return questioned.answer
 
     async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
-        log.info("the agent completed url elicitation %s", elicitation_id)
+        session_id = self.url_sessions.pop(elicitation_id, None)
+        if session_id is None or not self.session(session_id).deliver(Completed(elicitation_id)):
+            log.info("the agent completed url elicitation %s outside a prompt", elicitation_id)
 
     async def read_text_file(
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None,

@@ -19,10 +19,11 @@
    `defer` records `permission_requested` and ends the run `interrupted` with an approval
    interrupt, parking the prompt. A question (`elicitation/create`) is logged as
    `question_asked` and, the same way, asked at once through the session's questioner or
-   deferred as an interrupt carrying its schema (`question-<id>`, parked), answered by the
-   next run's `answers` (none → cancel, and `session/cancel`); `question_answered` and the
-   agent's reply follow. Cancel → `session/cancel`, and the rest of the prompt is
-   recorded for at most `cancel_grace_s`. Steering goes to the agent mid-turn when it
+   deferred as an interrupt carrying its schema or its url (`question-<id>`, parked),
+   answered by the next run's `answers` (none → cancel, and `session/cancel`);
+   `question_answered` and the agent's reply follow, and the agent's `elicitation/complete`
+   for a url question is `question_completed`. Cancel → `session/cancel`, and the rest of
+   the prompt is recorded for at most `cancel_grace_s`. Steering goes to the agent mid-turn when it
    takes it (ours: `_steerable/steer`); otherwise, and follow-ups, it becomes the next
    prompt of the same run when the prompt ends. The run ends with one
    `run_finished` (the agent's stop reason, the usage it reported) or `run_failed` (the
@@ -65,6 +66,7 @@ from steerable_bridge.runtime.values import (
 from steerable_bridge.transports.acp.bridge.child import AgentUnavailable, Live
 from steerable_bridge.transports.acp.bridge.client import (
     Asked,
+    Completed,
     PromptDone,
     PromptFailed,
     Questioned,
@@ -299,6 +301,9 @@ class BridgeTurn:
                 if await self.question(prompt, item):
                     return "interrupted"
                 continue
+            if isinstance(item, Completed):
+                await self.completed(prompt, item)
+                continue
             await self.emit_all(prompt.mapper.update(item))
 
     async def forward_steering(self, prompt: Prompt) -> None:
@@ -412,6 +417,9 @@ class BridgeTurn:
         question_id = ANSWER_PREFIX + self.rec.new_id("elicitation")
         if call_id is not None and question_id_for(call_id) not in ctx.facts.open_questions:
             question_id = question_id_for(call_id)  # as our own ask_user calls name theirs
+        elicitation_id = getattr(mode, "elicitation_id", None)
+        if url is not None and isinstance(elicitation_id, str):
+            prompt.child.remember_url(elicitation_id, question_id, call_id)
         await self.emit(
             ev.QuestionAsked,
             question_id=question_id,
@@ -429,7 +437,8 @@ class BridgeTurn:
                     id=question_id,
                     reason=asked.message,
                     tool_call_id=call_id,
-                    response_schema_json=answer_schema(schema_json),
+                    response_schema_json=answer_schema(schema_json, url=url is not None),
+                    url=str(url) if url is not None else None,
                 )
             )
             self.bridge.parked[self.session_id] = Parked(
@@ -451,6 +460,15 @@ class BridgeTurn:
                 answer = await questions.ask(request)
         await self.answered(asked, question_id, call_id, answer)
         return False
+
+    async def completed(self, prompt: Prompt, done: Completed) -> None:
+        """The agent's url question is over: `question_completed` (once, for a known id)."""
+        known = prompt.child.url_questions.pop(done.elicitation_id, None)
+        if known is None:
+            log.info("the agent completed url elicitation %s, never asked", done.elicitation_id)
+            return
+        question_id, call_id = known
+        await self.emit(ev.QuestionCompleted, question_id=question_id, call_id=call_id)
 
     async def answered(
         self,

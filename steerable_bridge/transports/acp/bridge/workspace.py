@@ -221,11 +221,13 @@ def _exit(result: CommandResult) -> acp.TerminalExitStatus:
 
 def client_capabilities(workspace: ChildWorkspace) -> acp.ClientCapabilities:
     """What the bridge tells the agent it offers: files and terminals only with a workspace;
-    form elicitation always (a question becomes an AG-UI interrupt with its schema). Url
-    elicitation is not offered: the AG-UI client would have to open a page for the agent."""
+    form and url elicitation always (a question becomes an AG-UI interrupt with its schema,
+    or with the page in `metadata.url` for the AG-UI client to open)."""
     offered = workspace.offered
     return acp.ClientCapabilities(
         fs=acp.FileSystemCapabilities(read_text_file=offered, write_text_file=offered),
         terminal=offered,
-        elicitation=acp.ElicitationCapabilities(form=acp.ElicitationFormCapabilities()),
+        elicitation=acp.ElicitationCapabilities(
+            form=acp.ElicitationFormCapabilities(), url=acp.ElicitationUrlCapabilities()
+        ),
     )

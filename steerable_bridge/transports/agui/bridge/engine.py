@@ -151,6 +151,8 @@ class _BridgedTurn(TurnRecorder):
                     " RUN_FINISHED or RUN_ERROR; check its logs and send the prompt again",
                 )
             await mapper.close_open()
+            again = {i.id for i in ending.interrupts} if ending.outcome == "interrupt" else set()
+            await mapper.complete_all(again)
             parent, agui_run = agui_run, self.new_id("run")
             if ending.outcome == "interrupt" and ending.interrupts:
                 answers = await answer_interrupts(ctx, self.emit, mapper, ending.interrupts)

@@ -23,6 +23,14 @@ entry `{action, content}` for our schema, or the submitted content itself for a 
 (decline / cancel → `status: "cancelled"`). An editor that cannot answer forms gets the
 approval question as before (for our schema: allow → `{"action": "accept"}` without
 content, reject → `{"action": "decline"}`).
+
+An interrupt whose `metadata` is `{"mode": "url", "url": <http(s) page>}` (what `serve`
+sends for an `ask_user` with a url) is a url question: to an editor that advertised url
+elicitation it is `elicitation/create` in url mode, to one with forms only a yes/no form
+with the page in its message, and otherwise the approval question naming the page; the
+resume entry is `{"action": ...}`. An accepted one is remembered by the mapper until the
+server completes it (CUSTOM `steerable.question_completed`) or its resumed run ends without
+asking it again — then `question_completed`, i.e. the editor's `elicitation/complete`.
 """
 
 from __future__ import annotations
@@ -40,10 +48,12 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.approvals import approval_key, approval_options
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
 from steerable_bridge.runtime.questions import (
+    CONFIRM_SCHEMA,
     QuestionAnswer,
     Questioner,
     QuestionRequest,
     form_problem,
+    url_problem,
 )
 from steerable_bridge.runtime.tool_batch import STOP_OPTION, Emit
 from steerable_bridge.runtime.turn import TurnContext
@@ -230,6 +240,58 @@ async def _question(
     return ResumeEntry(interrupt_id=item.id, status="cancelled")
 
 
+def _page(item: Interrupt) -> str | None:
+    """The page a url question's interrupt asks the person to open (None: not one)."""
+    meta = item.metadata
+    if not isinstance(meta, Mapping) or meta.get("mode") != "url":
+        return None
+    url = meta.get("url")
+    return url if isinstance(url, str) and url_problem(url) is None else None
+
+
+async def _url_question(
+    ctx: TurnContext,
+    emit: Emit,
+    ask: Questioner,
+    item: Interrupt,
+    call_id: str | None,
+    url: str,
+) -> tuple[ResumeEntry, bool]:
+    """Ask the interrupt as a url question (a yes/no form to an editor without url mode);
+    the resume entry, and whether the editor now waits for its completion (accepted in url
+    mode)."""
+    modes = ctx.questions.modes if ctx.questions is not None else frozenset()
+    message = item.message or item.reason or "The agent asks you to open a page"
+    mode: ev.QuestionMode = "url" if "url" in modes else "form"
+    schema_json = None if mode == "url" else CONFIRM_SCHEMA
+    if mode == "form":
+        message = f"{message}\n\nOpen {url}"
+    page = url if mode == "url" else None
+    await emit(
+        ev.QuestionAsked, question_id=item.id, message=message, mode=mode,
+        schema_json=schema_json, url=page, call_id=call_id,
+    )  # fmt: skip
+    request = QuestionRequest(
+        session_id=ctx.log.session_id, question_id=item.id, message=message, mode=mode,
+        schema_json=schema_json, url=page, call_id=call_id,
+    )  # fmt: skip
+    answer: QuestionAnswer | None = None
+    if not ctx.cancel.cancelled:
+        with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
+            answer = await ask(request)
+    answer = answer or QuestionAnswer(action="cancel")
+    await emit(
+        ev.QuestionAnswered,
+        question_id=item.id,
+        action=answer.action,
+        content_json=answer.content_json if answer.action == "accept" and page is None else None,
+        call_id=call_id,
+    )
+    payload = {"action": answer.action}
+    entry = ResumeEntry(interrupt_id=item.id, status="resolved", payload=payload)
+    return entry, answer.action == "accept" and page is not None
+
+
 async def answer_interrupts(
     ctx: TurnContext, emit: Emit, mapper: EventMapper, interrupts: tuple[Interrupt, ...]
 ) -> Answers:
@@ -240,6 +302,14 @@ async def answer_interrupts(
         call = mapper.call(item.tool_call_id)
         form = _question_form(item.response_schema)
         ask = ctx.questions.ask if ctx.questions is not None else None
+        page = _page(item)
+        if page is not None and ask is not None and not stop:
+            known = call.call_id if call is not None and call.ended is not None else None
+            entry, accepted = await _url_question(ctx, emit, ask, item, known, page)
+            entries.append(entry)
+            if accepted:
+                mapper.opened[item.id] = known
+            continue
         if form is not None and ask is not None and not stop:
             known = call.call_id if call is not None and call.ended is not None else None
             entries.append(await _question(ctx, emit, ask, item, known, *form))
@@ -251,7 +321,8 @@ async def answer_interrupts(
         if stop or ctx.cancel.cancelled:
             answer = PermissionAnswer(outcome="cancelled")
         else:
-            answer = await _ask(ctx, emit, call, item.message or call.ended.title or item.reason)
+            title = item.message or call.ended.title or item.reason
+            answer = await _ask(ctx, emit, call, f"{title} (open {page})" if page else title)
         approved = answer.outcome in ("allow_once", "allow_always")
         stop = stop or answer.option_id == STOP_OPTION
         if answer.outcome == "cancelled":

@@ -132,6 +132,9 @@ class EventMapper:
         self._legacy: list[Any] = []
         """Values of the run's CUSTOM `on_interrupt` events (ag-ui-langgraph)."""
         self.handled = 0
+        self.opened: dict[str, str | None] = {}
+        """Url questions the editor accepted and waits on (question id → call id), until
+        they are completed (`complete`)."""
         self._handlers: dict[EventType, Callable[[Any], Any]] = {
             EventType.TEXT_MESSAGE_START: self._text_start,
             EventType.TEXT_MESSAGE_CONTENT: self._text_content,
@@ -179,6 +182,17 @@ class EventMapper:
             return False
         await handler(event)
         return self.ending is not None
+
+    async def complete(self, question_id: object) -> None:
+        """`question_completed` for an accepted url question (once; unknown ids: nothing)."""
+        if isinstance(question_id, str) and question_id in self.opened:
+            call_id = self.opened.pop(question_id)
+            await self._emit(ev.QuestionCompleted, question_id=question_id, call_id=call_id)
+
+    async def complete_all(self, still_asked: set[str]) -> None:
+        """The resumed run ended: the url questions it did not ask again are over."""
+        for question_id in [q for q in self.opened if q not in still_asked]:
+            await self.complete(question_id)
 
     async def close_open(self) -> None:
         """End every open text, reasoning and unfinished call argument stream, and drop a
@@ -481,6 +495,9 @@ class EventMapper:
             if call is not None and call.ended is not None and not call.started:
                 call.started = True
                 await self._emit(ev.ToolStarted, call_id=call.call_id)
+            return
+        if event.name == "steerable.question_completed" and isinstance(event.value, Mapping):
+            await self.complete(event.value.get("question_id"))
             return
         if event.name == "steerable.usage_updated" and isinstance(event.value, Mapping):
             used, size = event.value.get("used"), event.value.get("size")

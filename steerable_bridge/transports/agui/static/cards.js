@@ -138,7 +138,8 @@ function valueOf(input, type) {
 }
 
 /** A question the model asked (`ask_user`): a form from the interrupt's responseSchema
- * (`content` is the requested form); `answer(payload, label)` gets
+ * (`content` is the requested form), or for a url question (`metadata: {mode: "url", url}`)
+ * a link to the page and "Done" once the person is back; `answer(payload, label)` gets
  * {action: accept|decline|cancel, content?}. */
 export function questionBox(interrupt, answer) {
   const box = document.createElement("div");
@@ -146,6 +147,15 @@ export function questionBox(interrupt, answer) {
   box.dataset.interrupt = interrupt.id;
   box.innerHTML = '<div class="reason"></div><div class="fields"></div><div class="options"></div><div class="answered"></div>';
   box.querySelector(".reason").textContent = interrupt.reason || "The agent asks:";
+  const page = (interrupt.metadata || {}).mode === "url" ? String(interrupt.metadata.url || "") : null;
+  if (page !== null && /^https?:\/\//i.test(page)) {
+    const link = document.createElement("a");
+    link.href = page;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    link.textContent = page;
+    box.querySelector(".fields").append(link);
+  }
   const form = ((interrupt.responseSchema || {}).properties || {}).content || {};
   const inputs = [];
   for (const [name, spec] of Object.entries(form.properties || {})) {
@@ -154,7 +164,7 @@ export function questionBox(interrupt, answer) {
     inputs.push([name, input, spec.type]);
   }
   const row = box.querySelector(".options");
-  for (const [action, text] of [["accept", "Submit"], ["decline", "Decline"], ["cancel", "Cancel"]]) {
+  for (const [action, text] of [["accept", page === null ? "Submit" : "Done"], ["decline", "Decline"], ["cancel", "Cancel"]]) {
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = text;
@@ -163,7 +173,7 @@ export function questionBox(interrupt, answer) {
     button.addEventListener("click", () => {
       for (const b of row.querySelectorAll("button")) b.disabled = true;
       const payload = { action };
-      if (action === "accept") {
+      if (action === "accept" && page === null) {
         payload.content = {};
         for (const [name, input, type] of inputs) {
           const value = valueOf(input, type);

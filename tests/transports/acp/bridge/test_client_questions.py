@@ -9,7 +9,7 @@ import pytest
 from acp import schema as acp
 
 from steerable_bridge.runtime.questions import QuestionAnswer
-from steerable_bridge.transports.acp.bridge.client import BridgeClient, Questioned
+from steerable_bridge.transports.acp.bridge.client import BridgeClient, Completed, Questioned
 from steerable_bridge.transports.acp.bridge.workspace import ChildWorkspace, client_capabilities
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
@@ -58,7 +58,30 @@ def test_replies_map_to_the_sdk_responses_and_only_the_first_counts() -> None:
     assert isinstance(cancelled.answer, acp.CancelElicitationResponse)
 
 
-def test_the_bridge_offers_form_elicitation_and_not_url() -> None:
+def test_the_bridge_offers_form_and_url_elicitation() -> None:
     caps = client_capabilities(ChildWorkspace(None, None))
     assert caps.elicitation is not None
-    assert caps.elicitation.form is not None and caps.elicitation.url is None
+    assert caps.elicitation.form is not None and caps.elicitation.url is not None
+
+
+async def test_a_url_completion_goes_to_the_prompt_of_the_session_that_asked() -> None:
+    client = _client()
+    stream = client.session("s1").open_prompt()
+    mode = acp.ElicitationUrlSessionMode(
+        session_id="s1", tool_call_id="c1", elicitation_id="e1", url="https://example.com/a"
+    )
+
+    async def ask() -> None:
+        await client.create_elicitation(message="Open it", mode=mode)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(ask)
+        item = await stream.receive()
+        assert isinstance(item, Questioned)
+        item.reply(QuestionAnswer(action="accept"))
+    await client.complete_elicitation(elicitation_id="e1")
+    await client.complete_elicitation(elicitation_id="e1")  # again: no session knows it now
+    await client.complete_elicitation(elicitation_id="never-asked")
+    assert stream.receive_nowait() == Completed("e1")
+    with pytest.raises(anyio.WouldBlock):
+        stream.receive_nowait()

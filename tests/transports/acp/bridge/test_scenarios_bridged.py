@@ -54,6 +54,7 @@ NAMES = (
     "quality_soft_timeout",
     "compaction_manual",
     "agui_question_resume",
+    "agui_question_url_resume",
 )
 
 
@@ -76,6 +77,8 @@ def story(events: list[LoopEvent]) -> list[tuple[Any, ...]]:
             out.append(("permission", e.outcome))
         elif isinstance(e, ev.QuestionAnswered):
             out.append(("question", e.action, e.content_json))
+        elif isinstance(e, ev.QuestionCompleted):
+            out.append(("completed", e.question_id))
         elif isinstance(e, ev.PlanUpdated):
             out.append(("plan", e.entries))
         elif isinstance(e, ev.RunFinished):
