@@ -417,10 +417,14 @@ class LocalPort:
         if self.agent.shares_store:
             await session.refresh()
         view = session.log.view()
-        if len(view) and view[0].seq <= seq + 1:  # all of it is in memory
-            first = len(view)
-            while first > 0 and view[first - 1].seq > seq:
-                first -= 1
+        first = len(view)
+        while first > 0 and view[first - 1].seq > seq:
+            first -= 1
+        newer = len(view) - first
+        # seqs are dense, so memory holds all of it when it holds as many events after `seq`
+        # as there are seqs up to the newest — not so for a log loaded from its tail, whose
+        # earlier fact events precede a gap
+        if newer == 0 or view[-1].seq - seq == newer:
             return [view[index] for index in range(first, len(view))]
         return [event for event in await visible_log(session) if event.seq > seq]
 

@@ -246,8 +246,10 @@ class AgentPort(Protocol):
         returns the event as logged."""
 
     async def events_after(self, conversation_id: str, seq: int = -1) -> Sequence[LoopEvent]:
-        """Its visible events after `seq`, oldest first (the whole conversation, compacted
-        or not, for `seq` -1): replay, history snapshots, catching up with other workers."""
+        """Its visible events after `seq`, oldest first and none left out (the whole
+        conversation, compacted or not, for `seq` -1; what a conversation loaded from its
+        tail does not hold in memory is read from the store): replay, history snapshots,
+        catching up with other workers."""
 
     async def relay_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         """Carry what other processes sharing the agent's store ask of the turns this one
