@@ -43,6 +43,10 @@ def find_bindir() -> Path | None:
     return None
 
 
+START_ATTEMPTS = 3
+"""Starts tried, each on a newly picked port, while another process takes the port."""
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -56,7 +60,7 @@ class PgServer:
         self.bindir = bindir
         self.root = Path(tempfile.mkdtemp(prefix="steerable-pg-"))
         self.data = self.root / "data"
-        self.port = _free_port()
+        self.port = 0  # picked by `start`, just before the server binds it
         self.as_postgres = os.geteuid() == 0
         self._databases = 0
 
@@ -74,14 +78,26 @@ class PgServer:
         self._run(
             "initdb", "-D", str(self.data), "-U", USER, "--auth=trust", "-E", "UTF8", "--no-sync"
         )
-        options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
-        )
-        self._run(
-            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
-            "-w", "-t", "60", "start",
-        )  # fmt: skip
+        log = self.root / "log"
+        for attempt in range(START_ATTEMPTS):
+            # PostgreSQL takes no port 0: a free port is picked now, and picked again when
+            # another process bound it in the moment before the server did
+            self.port = _free_port()
+            options = (
+                f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+                " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+            )
+            try:
+                self._run(
+                    "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(log),
+                    "-w", "-t", "60", "start",
+                )  # fmt: skip
+                return
+            except RuntimeError:
+                taken = log.exists() and "already in use" in log.read_text(errors="replace")
+                if not taken or attempt == START_ATTEMPTS - 1:
+                    raise
+                log.unlink()
 
     @property
     def url(self) -> str:

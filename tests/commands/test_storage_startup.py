@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.refusing_port import refusing_port
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
@@ -36,13 +38,6 @@ def _run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
-
-
-def _closed_port() -> int:
-    """A loopback port nothing listens on (bound by the OS, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _commands(storage: str) -> list[tuple[list[str], str]]:
@@ -94,9 +89,10 @@ def test_a_store_from_a_newer_build_or_another_program(tmp_path: Path) -> None:
 
 def test_postgresql_down_is_one_line_within_the_connect_timeout() -> None:
     pytest.importorskip("psycopg")
-    url = f"postgresql://nobody@127.0.0.1:{_closed_port()}/sessions?connect_timeout=3"
-    for args, stdin in _commands(url):
-        _assert_one_line(_run(*args, stdin=stdin), "store_unavailable", "PostgreSQL")
+    with refusing_port() as port:
+        url = f"postgresql://nobody@127.0.0.1:{port}/sessions?connect_timeout=3"
+        for args, stdin in _commands(url):
+            _assert_one_line(_run(*args, stdin=stdin), "store_unavailable", "PostgreSQL")
 
 
 def test_a_postgresql_server_that_never_answers_is_given_up_on() -> None:

@@ -147,6 +147,7 @@ class FakeModel:
     reached the model."""
     _ids: Iterator[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _cut: threading.Condition = field(default_factory=threading.Condition)
 
     def decide(self, path: str, body: Mapping[str, Any], seen: _Conversation) -> Reply:
         with self._lock:
@@ -185,8 +186,15 @@ class FakeModel:
 
     def hung_up(self) -> None:
         """Count a paced answer its client left before the end (see `cut_short`)."""
-        with self._lock:
+        with self._cut:
             self.cut_short += 1
+            self._cut.notify_all()
+
+    def await_cut_short(self, count: int, within: float) -> int:
+        """`cut_short` once it reached `count`, or as it is after `within` seconds."""
+        with self._cut:
+            self._cut.wait_for(lambda: self.cut_short >= count, within)
+            return self.cut_short
 
     def tool_calls(self) -> list[Recorded]:
         """The requests answered with a tool call."""

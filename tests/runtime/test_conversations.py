@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.conversations import LocalPort
@@ -264,3 +266,30 @@ async def test_a_compacted_conversation_loaded_from_its_tail_replays_exactly_fro
     assert outcome.stop_reason == "end_turn"
     assert list(await port.events_after(cid, logged[-1].seq)) == seen
     await port.aclose()
+
+
+async def test_events_after_a_seq_before_the_loaded_tail_reads_the_gap_from_the_store() -> None:
+    # A conversation loaded after a compaction holds only its tail in memory, preceded by
+    # the earlier fact events (its mode): a seq in between must not skip the events the
+    # tail does not hold.
+    store = MemoryStore()
+    long = "word " * 80
+    summary = {"text": "SUMMARY: the user counted turns."}
+    provider = scripted({"text": long}, loop=True, context_window=600, summary_rounds=[summary])
+    first = LocalPort(make_agent(provider, store=store))
+    cid = (await first.open("/tmp")).conversation_id
+    await first.set_mode(cid, "read-only")  # a fact event the tail read carries
+    for turn in range(8):
+        outcome, _ = await _run(first, cid, f"turn {turn}")
+        assert outcome.stop_reason == "end_turn"
+    everything = list(await first.events_after(cid))
+    assert any(isinstance(e, ev.Compaction) for e in everything)
+    assert [e.seq for e in everything] == list(range(len(everything)))
+
+    again = LocalPort(make_agent(provider, store=store))
+    held = [e.seq for e in (await again.agent.load_session(cid)).log.view()]
+    gap = next(s for s, t in pairwise(held) if t != s + 1)
+    assert gap + 1 not in held  # loaded from the tail: seqs after the mode change are missing
+    for seq in (-1, gap - 1, gap, gap + 1, held[-2] - 1, held[-1] - 1, held[-1]):
+        after = list(await again.events_after(cid, seq))
+        assert after == [e for e in everything if e.seq > seq], seq

@@ -65,8 +65,11 @@ __all__ = ["DEFAULT_MAX_THREADS", "DEFAULT_THREAD_TTL_S", "Run", "Thread", "Thre
 
 log = logging.getLogger("steerable_bridge.agui")
 
-SETTLE_WAIT_S = 1.0
-"""How long a request waits for a disconnected run of its thread to finish cancelling."""
+SETTLE_WAIT_S = 15.0
+"""How long a request waits for a disconnected run of its thread to finish cancelling: our
+own turns let go at once, but a bridged agent is given 10 s to end a cancelled prompt
+(`AcpBridge.cancel_grace_s`; codex-acp under load took over a second, and a stop followed
+at once by a new message was answered 409 when this was 1 s)."""
 DEFAULT_MAX_THREADS = 256
 """Idle threads held in memory beyond this many are forgotten (they reload from the log)."""
 DEFAULT_THREAD_TTL_S = 600.0

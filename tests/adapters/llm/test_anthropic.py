@@ -8,7 +8,6 @@ a Starlette app under uvicorn on 127.0.0.1, port 0.
 from __future__ import annotations
 
 import json
-import socket
 from dataclasses import replace
 from typing import Any
 
@@ -41,6 +40,7 @@ from steerable_bridge.runtime.values import (
     ThinkingBlock,
     ToolCall,
 )
+from tests.refusing_port import refusing_port
 
 from .fake_anthropic import Recorder, Stream, fail, mock_transport, ok, serve
 
@@ -516,10 +516,7 @@ async def test_live_server_401_names_the_key_variable() -> None:
 
 
 async def test_connection_refused_names_the_base_url_variable() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    with pytest.raises(ProviderError) as info:
+    with refusing_port() as port, pytest.raises(ProviderError) as info:
         await collect(live(f"http://127.0.0.1:{port}"))
     assert info.value.code == "connection_failed"
     assert "connection refused" in info.value.message

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -43,6 +42,7 @@ from steerable_bridge.runtime.model import (
 )
 from steerable_bridge.runtime.routing import ModelRouter, RouteError
 from steerable_bridge.runtime.values import ImagePart, Message, TextPart, ToolCall
+from tests.refusing_port import refusing_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -616,16 +616,9 @@ async def test_live_server_401_names_the_remedy() -> None:
     assert rec.headers[0]["authorization"] == "Bearer sk-nope"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 async def test_connection_refused_says_to_start_the_server() -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"
-    with pytest.raises(ProviderError) as info:
+    with refusing_port() as port, pytest.raises(ProviderError) as info:
+        url = f"http://127.0.0.1:{port}/v1"
         await collect(live(url))
     assert info.value.code == "connection_failed"
     assert info.value.message == (

@@ -4,7 +4,6 @@ disk maps to `storage_full`."""
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from steerable_bridge.adapters.storage.postgres.driver import unavailable
 from steerable_bridge.adapters.storage.readiness import postgres_problem, sqlite_problem
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime.storage import SessionRecord
+from tests.refusing_port import refusing_port
 
 
 def test_a_new_path_and_an_existing_store_pass(tmp_path: Path) -> None:
@@ -61,11 +61,9 @@ def test_each_unusable_file_is_named_with_its_code(tmp_path: Path) -> None:
 
 
 def test_postgresql_down_is_named_at_once() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"postgresql://nobody@127.0.0.1:{port}/db"
-    problem = postgres_problem(url, url)
+    with refusing_port() as port:
+        url = f"postgresql://nobody@127.0.0.1:{port}/db"
+        problem = postgres_problem(url, url)
     assert problem is not None and problem.code == "store_unavailable"
     assert "within 5s" in problem.message
 

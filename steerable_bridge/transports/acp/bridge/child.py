@@ -1,28 +1,30 @@
 """The one child ACP agent process of a `serve --acp-agent` process, kept running.
 
-`ChildAgent(argv, client=...)` spawns the command with the SDK's `spawn_agent_process`
-(stdin / stdout carry JSON-RPC; its stderr is ours, so its logs land in the server's),
-sends `initialize` with the client capabilities the bridge offers (and v1.25
-`session.compaction`, whose updates `compaction.py` reads off the wire), and holds the connection
-until the process exits. `supervise()` — run by the bridge's task group — restarts it then,
-at once the first time and with a doubling pause (up to `MAX_BACKOFF_S`) while it keeps
-dying young; every prompt that was waiting on it ends with `acp_agent_exited`. Each start is
-an `incarnation`: a child session opened by an earlier one must be loaded or resumed again.
-`ready()` waits (bounded) for a started agent, or raises `AgentUnavailable` at once, with
-the reason, while a start keeps failing (a wrong command, an agent that will not
-initialize).
+`ChildAgent(argv, client=...)` spawns the command as the leader of a process group of its
+own (`process.py`: stdin / stdout carry the SDK's JSON-RPC connection; its stderr is ours, so
+its logs land in the server's; whatever it starts ends with it), sends `initialize` with the
+client capabilities the bridge offers (and v1.25 `session.compaction`, whose updates
+`compaction.py` reads off the wire), and holds the connection until the process exits.
+`supervise()` — run by the bridge's task group — restarts it then, at once the first time
+and with a doubling pause (up to `MAX_BACKOFF_S`) while it keeps dying young; every prompt
+that was waiting on it ends with `acp_agent_exited`. Each start is an `incarnation`: a child
+session opened by an earlier one must be loaded or resumed again. `ready()` waits (bounded)
+for a started agent, or raises `AgentUnavailable` at once, with the reason, while a start
+keeps failing (a wrong command, an agent that will not initialize).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
+from asyncio.subprocess import Process
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp import PROTOCOL_VERSION
 from acp import schema as acp
 from acp.client.connection import ClientSideConnection
 from acp.utils import serialize_params
@@ -33,6 +35,11 @@ from steerable_bridge import __version__
 from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.transports.acp.bridge.client import BridgeClient
 from steerable_bridge.transports.acp.bridge.compaction import observer
+from steerable_bridge.transports.acp.bridge.process import (
+    agent_process,
+    exited,
+    signal_group,
+)
 from steerable_bridge.transports.acp.bridge.workspace import client_capabilities
 
 __all__ = ["AgentUnavailable", "ChildAgent", "Live"]
@@ -134,18 +141,19 @@ class ChildAgent:
         )
 
     def kill(self) -> None:
-        """Kill the running process (the supervisor starts a new one)."""
+        """Kill the running process and its group (the supervisor starts a new one)."""
         live = self.live
-        if live is not None and live.process.returncode is None:
-            live.process.kill()
+        if live is not None:
+            signal_group(live.process, signal.SIGKILL)
 
     async def stop(self) -> None:
-        """Stop the agent for good: end its process (closing its stdin, then terminating it,
-        as the SDK does) and wait for the supervisor to return (the caller bounds it)."""
+        """Stop the agent for good: SIGTERM its process group (what is left of it is killed
+        when its block ends, `process.py`) and wait for the supervisor to return (the
+        caller bounds it)."""
         self._stop.set()
         live = self.live
-        if live is not None and live.process.returncode is None:
-            live.process.terminate()
+        if live is not None:
+            signal_group(live.process, signal.SIGTERM)
         await self._stopped.wait()
 
     async def supervise(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
@@ -173,52 +181,60 @@ class ChildAgent:
     async def _run_once(self) -> None:
         self.incarnation += 1
         try:
-            async with spawn_agent_process(
-                self.client,
-                self.argv[0],
-                *self.argv[1:],
+            async with agent_process(
+                self.argv,
                 env=self.env if self.env is not None else dict(os.environ),
                 cwd=self.cwd,
-                transport_kwargs={"stderr": None, "limit": LINE_LIMIT},
-                use_unstable_protocol=True,  # SDK 0.12 still routes elicitation/* as unstable
-            ) as (conn, process):
+                limit=LINE_LIMIT,
+            ) as process:
+                assert process.stdin is not None and process.stdout is not None
+                conn = ClientSideConnection(
+                    self.client,
+                    process.stdin,
+                    process.stdout,
+                    use_unstable_protocol=True,  # SDK 0.12 still routes elicitation/* as unstable
+                )
                 conn._conn.add_observer(observer(self.client.compaction))
                 try:
-                    with anyio.fail_after(INIT_TIMEOUT_S):
-                        init = await self._initialize(conn)
-                except Exception as error:
-                    self._failure = f"initialize failed: {_describe(error)}"
-                    log.error("the ACP agent `%s`: %s", self.command, self._failure)
-                    return
-                self._failure = None
-                self.init = init
-                self.live = Live(
-                    conn=conn, init=init, incarnation=self.incarnation, process=process
-                )
-                self._notify()
-                log.info("the ACP agent `%s` is running (pid %s)", self.name, process.pid)
-                try:
-                    await process.wait()
+                    await self._serve(conn, process)
                 finally:
-                    self.live = None
-                    note = (
-                        "" if process.returncode is None else f" (exit code {process.returncode})"
-                    )
-                    if self._stop.is_set():
-                        log.info("the ACP agent `%s` stopped%s", self.name, note)
-                        then = "the server is shutting down"
-                    else:
-                        log.warning("the ACP agent `%s` exited%s", self.name, note)
-                        then = "it is being restarted — send the message again to continue"
-                    self.client.fail_all(
-                        "acp_agent_exited",
-                        f"the ACP agent `{self.name}` exited during this run{note}; {then}",
-                    )
+                    with anyio.CancelScope(shield=True):
+                        await conn.close()
         except OSError as error:
             self._failure = f"it could not be started: {error}"
             log.error("the ACP agent `%s`: %s", self.command, self._failure)
         except Exception as error:  # the SDK's shutdown of a dead process, say
             log.warning("the ACP agent `%s`: %s", self.name, _describe(error))
+
+    async def _serve(self, conn: ClientSideConnection, process: Process) -> None:
+        """Initialize the started agent, then hold it as `live` until its process exits."""
+        try:
+            with anyio.fail_after(INIT_TIMEOUT_S):
+                init = await self._initialize(conn)
+        except Exception as error:
+            self._failure = f"initialize failed: {_describe(error)}"
+            log.error("the ACP agent `%s`: %s", self.command, self._failure)
+            return
+        self._failure = None
+        self.init = init
+        self.live = Live(conn=conn, init=init, incarnation=self.incarnation, process=process)
+        self._notify()
+        log.info("the ACP agent `%s` is running (pid %s)", self.name, process.pid)
+        try:
+            await exited(process)
+        finally:
+            self.live = None
+            note = "" if process.returncode is None else f" (exit code {process.returncode})"
+            if self._stop.is_set():
+                log.info("the ACP agent `%s` stopped%s", self.name, note)
+                then = "the server is shutting down"
+            else:
+                log.warning("the ACP agent `%s` exited%s", self.name, note)
+                then = "it is being restarted — send the message again to continue"
+            self.client.fail_all(
+                "acp_agent_exited",
+                f"the ACP agent `{self.name}` exited during this run{note}; {then}",
+            )
 
     async def _initialize(self, conn: ClientSideConnection) -> acp.InitializeResponse:
         """`initialize` with the capabilities the bridge offers, plus the v1.25

@@ -4,7 +4,6 @@ new process, and the one clear prompt error a server that is down gets."""
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from acp import RequestError
 from acp import schema as acp
 
 from tests.commands.serve_child import started
+from tests.refusing_port import refusing_port
 from tests.transports.agui.bridge.harness import (
     EditorSide,
     bridge,
@@ -145,14 +145,12 @@ async def test_session_load_in_a_new_process_replays_the_conversation(tmp_path: 
 
 @pytest.mark.timeout(60)
 async def test_a_server_that_is_down_gets_one_clear_prompt_error(tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     editor = EditorSide()
-    async with bridge(f"http://127.0.0.1:{port}/agent", editor, tmp_path) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        with pytest.raises(RequestError) as failed:
-            await conn.prompt(session_id=session.session_id, prompt=prompt_blocks("hello?"))
+    with refusing_port() as port:
+        async with bridge(f"http://127.0.0.1:{port}/agent", editor, tmp_path) as conn:
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            with pytest.raises(RequestError) as failed:
+                await conn.prompt(session_id=session.session_id, prompt=prompt_blocks("hello?"))
     assert failed.value.data["code"] == "agui_unreachable"
     assert "cannot reach the AG-UI server" in str(failed.value)
     assert "Traceback" not in str(failed.value)
