@@ -14,7 +14,7 @@ from ~180 ms to a few ms. Cyclic garbage is still collected, just in larger, rar
 
 The flip side: after a burst, when the server falls quiet, nothing allocates, so no sweep
 comes, and what the burst left (cancelled runs leave tracebacks, which are cycles) stays.
-`release_idle_memory()` is for that moment (`serve` calls it when the last run of a burst
+`IdleRelease` is for that moment (`serve`'s `on_idle`: called when the last run of a burst
 ends, at most every `RELEASE_EVERY_S`): a full collection, then glibc's `malloc_trim(0)`
 (`malloc_trimmer()`: looked up once, only on Linux with glibc; elsewhere there is nothing to
 call), which hands the free pages inside malloc's heaps back to the kernel. Measured with
@@ -38,13 +38,28 @@ still leaves ~7 more 1 MiB arenas than at the start, and some 5 MB more in glibc
 Those alone did not move RSS measurably (~81 MB after, +27 %). What did: repeating the
 release `SETTLE_S` after the burst's, once the last streams, connections and their buffers
 were freed (the first runs as the last run ends, before they are): after 80 unread streams
-(`--duration 120`) RSS is ~64 → ~73 MB (+14 %), and three bursts in a row
-leave ~75, ~77, ~79 MB (before: ~81, ~82, ~83). With
-`PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc instead and
-the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's `--malloc`), for
-~20 % more server CPU per run
-(`bench/agui_concurrency.py --runs 500`: 1.6-1.8 ms → 2.0 ms), so it is the operator's
-choice, not the default.
+(`--duration 120`) RSS is ~64 → ~73 MB (+14 %). That follow-up is `IdleRelease.run`, a
+service the app's lifespan task group owns (cancelled when the server stops); before it
+releases, it has the store close its idle connections (`SqliteStore.shed_idle`, in a worker
+thread): an arena map taken with `tracemalloc` after a burst (each live object's 16 KiB pool
+header names its arena) found, in most of the arenas the burst left, the dead weak
+references each SQLite connection keeps to the cursors it made (CPython prunes that list
+once per 200 cursors) and the readers' statements. Also gone from the map: the
+`runs_finished{stop_reason="cancelled"}` series the first cancelled runs made (every stop
+reason's series is now made at start-up). What the map still shows after those, ~8-10
+arenas more than at the start: an AnyIO worker thread made during the burst that the
+signal poll keeps alive (its queue, conditions and locks), and periodic work (uvicorn's
+main-loop tick and date header, the signal poll's futures) whose short-lived objects keep
+reusing the same burst pools, so those pools never empty. glibc's heaps are not what
+stays: `malloc_info` shows the main heap and the worker threads' arenas back near their
+start-up size after the trim (which, since glibc 2.8, trims every arena, not only the main
+one's top), and `MALLOC_ARENA_MAX=2` moves the figure by ~1 MB, within the run-to-run noise.
+So RSS did not move measurably either: ~64 → ~74-75 MB after 80 unread streams (+15-18 %;
+before, on the same machine, 74.5), three bursts ~72, ~77, ~78 MB.
+With `PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc instead
+and the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's `--malloc`), for
+~20 % more server CPU per run (`bench/agui_concurrency.py --runs 500`: 1.6-1.8 ms → 2.0 ms),
+so it is the operator's choice, not the default.
 """
 
 from __future__ import annotations
