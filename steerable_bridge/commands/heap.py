@@ -14,7 +14,7 @@ from ~180 ms to a few ms. Cyclic garbage is still collected, just in larger, rar
 
 The flip side: after a burst, when the server falls quiet, nothing allocates, so no sweep
 comes, and what the burst left (cancelled runs leave tracebacks, which are cycles) stays.
-`release_idle_memory()` is for that moment (`serve` calls it when the last run of a burst
+`IdleRelease` is for that moment (`serve`'s `on_idle`: called when the last run of a burst
 ends, at most every `RELEASE_EVERY_S`): a full collection, then glibc's `malloc_trim(0)`
 (`malloc_trimmer()`: looked up once, only on Linux with glibc; elsewhere there is nothing to
 call), which hands the free pages inside malloc's heaps back to the kernel. Measured with
@@ -38,26 +38,44 @@ still leaves ~7 more 1 MiB arenas than at the start, and some 5 MB more in glibc
 Those alone did not move RSS measurably (~81 MB after, +27 %). What did: repeating the
 release `SETTLE_S` after the burst's, once the last streams, connections and their buffers
 were freed (the first runs as the last run ends, before they are): after 80 unread streams
-(`--duration 120`) RSS is ~64 → ~73 MB (+14 %), and three bursts in a row
-leave ~75, ~77, ~79 MB (before: ~81, ~82, ~83). With
-`PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc instead and
-the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's `--malloc`), for
-~20 % more server CPU per run
-(`bench/agui_concurrency.py --runs 500`: 1.6-1.8 ms → 2.0 ms), so it is the operator's
-choice, not the default.
+(`--duration 120`) RSS is ~64 → ~73 MB (+14 %). That follow-up is `IdleRelease.run`, a
+service the app's lifespan task group owns (cancelled when the server stops); before it
+releases, it has the store close its idle connections (`SqliteStore.shed_idle`, in a worker
+thread): an arena map taken with `tracemalloc` after a burst (each live object's 16 KiB pool
+header names its arena) found, in most of the arenas the burst left, the dead weak
+references each SQLite connection keeps to the cursors it made (CPython prunes that list
+once per 200 cursors) and the readers' statements. Also gone from the map: the
+`runs_finished{stop_reason="cancelled"}` series the first cancelled runs made (every stop
+reason's series is now made at start-up). What the map still shows after those, ~8-10
+arenas more than at the start: an AnyIO worker thread made during the burst that the
+signal poll keeps alive (its queue, conditions and locks), and periodic work (uvicorn's
+main-loop tick and date header, the signal poll's futures) whose short-lived objects keep
+reusing the same burst pools, so those pools never empty. glibc's heaps are not what
+stays: `malloc_info` shows the main heap and the worker threads' arenas back near their
+start-up size after the trim (which, since glibc 2.8, trims every arena, not only the main
+one's top), and `MALLOC_ARENA_MAX=2` moves the figure by ~1 MB, within the run-to-run noise.
+So RSS did not move measurably either: ~64 → ~74-75 MB after 80 unread streams (+15-18 %;
+before, on the same machine, 74.5), three bursts ~72, ~77, ~78 MB.
+With `PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc instead
+and the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's `--malloc`), for
+~20 % more server CPU per run (`bench/agui_concurrency.py --runs 500`: 1.6-1.8 ms → 2.0 ms),
+so it is the operator's choice, not the default.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import ctypes.util
 import gc
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskStatus
 
 from steerable_bridge.commands.timer_sweep import drop_cancelled_timers
 
@@ -65,18 +83,23 @@ __all__ = [
     "RELEASE_EVERY_S",
     "SETTLE_S",
     "YOUNG_THRESHOLD",
+    "IdleRelease",
     "malloc_trimmer",
-    "release_idle_memory",
+    "release_now",
     "settle_startup_heap",
     "warm_logging_caches",
 ]
+
+log = logging.getLogger("steerable_bridge.heap")
 
 YOUNG_THRESHOLD = 20_000
 RELEASE_EVERY_S = 10.0
 SETTLE_S = 3.0
 """How long after a burst's release it is repeated, once things have settled."""
-_settle_handle: list[asyncio.TimerHandle] = []
-_released_at = [float("-inf")]
+WATCH_S = 3600.0
+"""How long `IdleRelease.run` waits for a burst's end before waiting again."""
+SHED_TIMEOUT_S = 30.0
+"""The longest the follow-up release waits for the caches to be dropped."""
 _trimmer: list[Callable[[], object] | None] = []
 """`malloc_trimmer()`'s answer, once looked up (empty until then)."""
 
@@ -139,28 +162,63 @@ def _find_trimmer() -> Callable[[], object] | None:
     return lambda: trim(0)
 
 
-def release_idle_memory() -> None:
+class IdleRelease:
+    """`serve`'s `on_idle`: give a burst's memory back once its last run ended (see the module).
+
+    Called (on the event loop) when the last run of a burst ends, at most every
+    `RELEASE_EVERY_S`, it releases at once (`release_now`); and `run`, a service the app's
+    lifespan task group owns (started there, cancelled at shutdown), releases once more
+    `SETTLE_S` later, after each `shed` callable (the store's `shed_idle`: the connections a
+    burst used) has run in a worker thread: the last run of a burst calls this before its
+    stream, connection and buffers are gone, and what they free after it would otherwise
+    stay with malloc."""
+
+    def __init__(self, shed: Sequence[Callable[[], object]] = ()) -> None:
+        self.shed = tuple(shed)
+        self._released_at = float("-inf")
+        self._due: float | None = None
+        """When the follow-up release is due (None: none is)."""
+        self._wake: anyio.Event | None = None
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self._released_at < RELEASE_EVERY_S:
+            return
+        self._released_at = now
+        release_now()
+        self._due = now + SETTLE_S
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Wait for a burst's end, then release once it settled; for ever (until cancelled)."""
+        self._wake = anyio.Event()
+        task_status.started()
+        while True:
+            with anyio.move_on_after(WATCH_S):  # a bounded wait, renewed while none comes
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            if self._due is None:
+                continue
+            await anyio.sleep(max(0.0, self._due - time.monotonic()))
+            if self._due is None or self._due > time.monotonic():
+                continue  # a later burst's end moved it: its wake is set already
+            self._due = None
+            with anyio.move_on_after(SHED_TIMEOUT_S):
+                await anyio.to_thread.run_sync(self._shed, abandon_on_cancel=True)
+            release_now()
+
+    def _shed(self) -> None:
+        for shed in self.shed:
+            try:
+                shed()
+            except Exception:  # a cache that cannot be dropped now is kept, not fatal
+                log.warning("could not drop an idle cache after a burst", exc_info=True)
+
+
+def release_now() -> None:
     """Have the loop drop its cancelled timers (`drop_cancelled_timers`), collect cyclic
-    garbage and hand free heap pages back to the kernel (`malloc_trim`), at most every
-    `RELEASE_EVERY_S`; and, on a running loop, once more `SETTLE_S` later: the last run of a
-    burst calls this before its stream, connection and buffers are gone, and what they free
-    after it (~9 MB after 80 unread streams) would otherwise stay with malloc."""
-    now = time.monotonic()
-    if now - _released_at[0] < RELEASE_EVERY_S:
-        return
-    _released_at[0] = now
-    _release()
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    if _settle_handle:
-        _settle_handle.pop().cancel()
-    _settle_handle.append(loop.call_later(SETTLE_S, _settled))
-
-
-def _settled() -> None:
-    _settle_handle.clear()
+    garbage and hand free heap pages back to the kernel (`malloc_trim`)."""
     _release()
 
 

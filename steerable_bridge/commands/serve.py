@@ -50,7 +50,7 @@ from steerable_bridge.commands.common import (
     check_storage,
     command_policy,
 )
-from steerable_bridge.commands.heap import release_idle_memory, settle_startup_heap
+from steerable_bridge.commands.heap import IdleRelease, settle_startup_heap
 from steerable_bridge.commands.logs import add_log_options, configure_logging
 from steerable_bridge.commands.serve_auth import add_auth_options, identity_from_args
 from steerable_bridge.commands.serve_limits import add_limit_options, limits_from_args
@@ -274,13 +274,18 @@ def _port_app(agent: Any, *, metrics: Any, cwd: str, args: argparse.Namespace) -
         thread_ttl_s=agent.config.session_ttl_s,
         metrics=metrics,
         cwd=cwd,
-        **_app_options(args),
+        **_app_options(args, store=agent.store),
     )
 
 
-def _app_options(args: argparse.Namespace) -> dict[str, Any]:
-    """What `create_app` takes from the options besides the agent, its metrics and cwd."""
+def _app_options(args: argparse.Namespace, *, store: Any = None) -> dict[str, Any]:
+    """What `create_app` takes from the options besides the agent, its metrics and cwd;
+    after a burst, memory is released, and the connections `store` holds idle dropped
+    (`shed_idle`, when the store has it)."""
     from steerable_bridge.transports.agui.guard import WILDCARD_HOSTS
+
+    shed = getattr(store, "shed_idle", None)
+    release = IdleRelease(shed=[shed] if shed is not None else [])
 
     return {
         "token": args.token or None,
@@ -291,7 +296,8 @@ def _app_options(args: argparse.Namespace) -> dict[str, Any]:
         "allowed_hosts": (args.host, *args.allowed_host),
         "any_ip_host": args.host in WILDCARD_HOSTS,
         "max_runs": max_runs(args),
-        "on_idle": release_idle_memory,
+        "on_idle": release,
+        "services": (release.run,),
     }
 
 

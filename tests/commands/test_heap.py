@@ -1,10 +1,10 @@
 """settle_startup_heap: what start-up made is frozen, young collections run less often;
-release_idle_memory: garbage collected, then the C heap trimmed."""
+IdleRelease: garbage collected and the C heap trimmed when a burst ends, and again, after the
+idle caches were dropped, once it settled, by a service its task group owns."""
 
 from __future__ import annotations
 
 import abc
-import asyncio
 import gc
 import logging
 import platform
@@ -37,13 +37,15 @@ def test_the_startup_heap_is_frozen_and_the_young_threshold_raised() -> None:
         gc.set_threshold(*before)
 
 
-def test_releasing_idle_memory_collects_and_trims(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_burst_end_collects_and_trims_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     trims: list[int] = []
     monkeypatch.setattr(heap, "_trimmer", [lambda: trims.append(gc.get_count()[0])])
-    monkeypatch.setattr(heap, "_released_at", [float("-inf")])
+    release = heap.IdleRelease()
     watcher = weakref.ref(_Node())  # a cycle nobody holds, gone only by a collection
-    heap.release_idle_memory()
+    release()
     assert watcher() is None
+    assert len(trims) == 1
+    release()  # a second burst end within RELEASE_EVERY_S: nothing more
     assert len(trims) == 1
 
 
@@ -99,27 +101,59 @@ def test_a_first_warning_after_the_warm_up_leaves_nothing_behind() -> None:
     assert lasting_from_a_warning() == []
 
 
-def test_a_release_on_the_loop_is_repeated_once_things_settled(
+def test_a_release_is_repeated_once_things_settled_after_the_caches_are_shed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async def main() -> list[str]:
         calls: list[str] = []
-        settled = asyncio.Event()
+        settled = anyio.Event()
 
         def trim() -> None:
             calls.append("trim")
-            if len(calls) == 2:
+            if len(calls) == 3:
                 settled.set()
 
         monkeypatch.setattr(heap, "_trimmer", [trim])
-        monkeypatch.setattr(heap, "_released_at", [float("-inf")])
         monkeypatch.setattr(heap, "SETTLE_S", 0.01)
-        heap.release_idle_memory()
-        assert calls == ["trim"]
-        watcher = weakref.ref(_Node())  # freed after the first release, before the second
-        with anyio.fail_after(5):
-            await settled.wait()
-        assert watcher() is None
+        release = heap.IdleRelease(shed=[lambda: calls.append("shed")])
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(release.run)
+            release()
+            assert calls == ["trim"]
+            watcher = weakref.ref(_Node())  # freed after the first release, before the second
+            with anyio.fail_after(5):
+                await settled.wait()
+            assert watcher() is None
+            tasks.cancel_scope.cancel()  # the owner ends the service
         return calls
 
-    assert asyncio.run(main()) == ["trim", "trim"]
+    assert anyio.run(main) == ["trim", "shed", "trim"]
+
+
+def test_a_cache_that_cannot_be_shed_does_not_stop_the_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse() -> None:
+        raise OSError("busy")
+
+    async def main() -> int:
+        trims: list[int] = []
+        done = anyio.Event()
+
+        def trim() -> None:
+            trims.append(1)
+            if len(trims) == 2:
+                done.set()
+
+        monkeypatch.setattr(heap, "_trimmer", [trim])
+        monkeypatch.setattr(heap, "SETTLE_S", 0.01)
+        release = heap.IdleRelease(shed=[refuse])
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(release.run)
+            release()
+            with anyio.fail_after(5):
+                await done.wait()
+            tasks.cancel_scope.cancel()
+        return len(trims)
+
+    assert anyio.run(main) == 2

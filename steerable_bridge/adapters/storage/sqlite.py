@@ -370,6 +370,34 @@ class SqliteStore:
         await self._run(lambda conn: None)
         self.close()
 
+    def shed_idle(self) -> int:
+        """Close the connections nobody uses now (the idle readers, and the writer unless a
+        call holds it); the next call opens them again. Returns how many were closed.
+
+        A connection gathers, while a burst of runs uses it, things that last as long as it
+        does: SQLite's page cache (up to ~2 MB, in malloc's heap of the worker thread that
+        read), the statement cache, and the list of weak references to every cursor made
+        since that list was last pruned (CPython prunes it once per 200 cursors), small
+        objects scattered through the memory the burst used, each keeping a 1 MiB arena of
+        CPython's allocator from going back. `serve` calls this once a burst has settled
+        (`commands/heap.py`); the file stays open in the other connections, and reopening
+        one costs a few PRAGMAs."""
+        with self._lock:
+            self._forked()
+            idle, self._readers = self._readers, []
+        if self._write_lock.acquire(blocking=False):
+            try:
+                with self._lock:
+                    self._forked()
+                    writer, self._conn = self._conn, None
+                if writer is not None:
+                    idle.append(writer)
+            finally:
+                self._write_lock.release()
+        for conn in idle:
+            conn.close()
+        return len(idle)
+
     # -- the SessionStore port --------------------------------------------------------------
 
     async def create(self, record: SessionRecord) -> None:

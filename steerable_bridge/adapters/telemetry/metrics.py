@@ -8,14 +8,17 @@ all derived from the LoopEvents), the HTTP-side counters the AG-UI app reports t
 request to first frame), and `timed_store(store)`, a store that times every `append`.
 `exposition()` renders the Prometheus text format for `GET /metrics`.
 Durations are taken with `time.perf_counter()` when each event is seen, which is right
-after the log recorded it. Metric names start with `steerable_`.
+after the log recorded it. Metric names start with `steerable_`. The runs finished are
+reported for every stop reason from the start, at 0 (so a rate over them never misses its
+first increment, and the series are made at start-up, not among a burst's objects, where
+the first cancelled runs would make one that keeps an arena of memory in use).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -26,7 +29,7 @@ from steerable_bridge.adapters.telemetry.inplace import (
     InPlaceHistogram,
 )
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.events import LoopEvent, StopReason
 from steerable_bridge.runtime.observe import RunWatch
 from steerable_bridge.runtime.storage import SessionPage, SessionRecord, SessionStore
 
@@ -46,6 +49,8 @@ class ServerMetrics:
             "Turns ended with run_finished, by stop reason.",
             ["stop_reason"],
         )
+        for reason in get_args(StopReason):  # each reported from the start, at 0
+            self.runs_finished.labels(reason)
         self.runs_failed = InPlaceCounter(
             "steerable_runs_failed", "Turns ended with run_failed, by error code.", ["code"],
         )  # fmt: skip

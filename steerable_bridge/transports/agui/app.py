@@ -43,7 +43,9 @@ collects garbage then). CORS is added only for the origins given. Every error bo
 `internal_error`; the traceback only in the log) — and a store that refuses before a stream
 begins (507 `storage_full` for a full disk, else 503 with the store's code; once
 streaming, a RUN_ERROR with that code). The app's lifespan relays signals from
-other processes to the turns this one runs (`port.relay_signals`) and shuts the agent
+other processes to the turns this one runs (`port.relay_signals`), runs the host's
+`services` (long-lived tasks such as `serve`'s release after a burst; started in its task
+group, cancelled when it ends) and shuts the agent
 down when the server stops (`port.aclose`: model providers' pooled HTTP clients, the
 store); a host that mounts the app without running its lifespan calls `port.aclose()`
 itself. With `metrics` given, `GET /metrics` serves them as Prometheus text
@@ -56,12 +58,13 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from ag_ui.core import PROTOCOL_VERSION, RunAgentInput
+from anyio.abc import TaskStatus
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -104,7 +107,15 @@ BURST_RUNS = 16
 """Runs at once that make a burst: `on_idle` is called when the last of them ends (never
 after light, sequential traffic, where its pause would be pure cost)."""
 
-__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY", "Service", "create_app"]
+
+
+class Service(Protocol):
+    """A long-lived task the app's lifespan runs: it calls `task_status.started()` once
+    ready, and runs until cancelled (when the server stops)."""
+
+    def __call__(self, *, task_status: TaskStatus[None]) -> Coroutine[Any, Any, None]: ...
+
 
 DEFAULT_MAX_BODY = 1024 * 1024
 log = logging.getLogger(__name__)
@@ -363,6 +374,7 @@ def create_app(
     thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
     identity: Identity | None = None,
     metrics_token: str | None = None,
+    services: Sequence[Service] = (),
 ) -> Starlette:
     """The AG-UI app serving the agent behind `port` (see the module docstring)."""
     server = _Server(
@@ -410,6 +422,8 @@ def create_app(
         try:
             async with anyio.create_task_group() as tasks:
                 await tasks.start(port.relay_signals)
+                for service in services:
+                    await tasks.start(service)
                 yield
                 tasks.cancel_scope.cancel()
         finally:

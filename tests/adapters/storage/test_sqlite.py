@@ -421,3 +421,30 @@ async def test_steer_and_cancel_reach_a_turn_another_process_runs(
         tg.cancel_scope.cancel()
     assert outcome == ["cancelled"]
     assert await remote.cancel(session.id) is False
+
+
+async def test_shedding_idle_connections_closes_them_and_the_store_keeps_working(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    await seeded(db, stores, n=2)
+    store = stores[0]
+    assert [e.seq for e in await store.read("s1")] == [0, 1]  # a reader opened too
+    assert await anyio.to_thread.run_sync(store.shed_idle) == 2  # the writer and a reader
+    assert store.shed_idle() == 0  # nothing left open
+    base = {"session_id": "s1", "run_id": "r", "message_id": "m"}
+    await store.append("s1", [ev.TextDelta(seq=2, ts=12, delta="y", **base)])
+    assert [e.seq for e in await store.read("s1")] == [0, 1, 2]
+
+
+async def test_a_connection_in_use_is_not_shed(db: Path, stores: list[SqliteStore]) -> None:
+    await seeded(db, stores, n=1)
+    store = stores[0]
+
+    def shed_while_writing(conn: sqlite3.Connection) -> tuple[int, int]:
+        shed = store.shed_idle()  # the writer is this call's: kept open
+        return shed, int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+    assert await anyio.to_thread.run_sync(store.call, shed_while_writing) == (0, 1)
+    base = {"session_id": "s1", "run_id": "r", "message_id": "m"}
+    await store.append("s1", [ev.TextDelta(seq=1, ts=11, delta="y", **base)])
+    assert rows(db, "SELECT count(*) FROM events") == [(2,)]

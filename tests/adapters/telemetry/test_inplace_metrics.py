@@ -114,3 +114,22 @@ def test_updates_leave_no_new_object_behind() -> None:
     body = metrics.exposition()[0].decode()
     assert f"steerable_runs_started_total {2.0 * rounds}" in body
     assert "steerable_active_runs 0.0" in body
+
+
+def test_every_stop_reason_is_reported_from_the_start_and_a_first_cancel_makes_nothing() -> None:
+    metrics = ServerMetrics()
+    text = _untimed(metrics.exposition()[0])
+    for reason in ("end_turn", "max_tokens", "cancelled", "interrupted", "rejected"):
+        assert f'steerable_runs_finished_total{{stop_reason="{reason}"}} 0.0' in text
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        metrics.runs_finished.labels("cancelled").inc()  # a burst's first cancelled run
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    made = [s for s in after.compare_to(before, "filename") if "inplace" in str(s.traceback)]
+    assert [s for s in made if s.size_diff > 0] == []
+    assert 'steerable_runs_finished_total{stop_reason="cancelled"} 1.0' in _untimed(
+        metrics.exposition()[0]
+    )

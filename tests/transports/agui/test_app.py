@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx
 import pytest
 
@@ -485,3 +486,21 @@ async def test_threads_are_listed_newest_first_and_a_bad_cursor_is_refused() -> 
     assert [t["threadId"] for t in listed["threads"]] == ["t2", "t1"]
     assert listed["threads"][0]["title"] == "second thread" and listed["nextCursor"] is None
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_cursor"
+
+
+async def test_the_lifespan_runs_the_hosts_services_and_cancels_them_when_it_ends() -> None:
+    states: list[str] = []
+
+    async def service(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        states.append("started")
+        task_status.started()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            states.append("cancelled")
+
+    app = create_app(LocalPort(agent_for()), services=(service,))
+    with anyio.fail_after(10):
+        async with app.router.lifespan_context(app):
+            assert states == ["started"]
+    assert states == ["started", "cancelled"]
