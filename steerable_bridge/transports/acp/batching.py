@@ -39,13 +39,12 @@ HIGH_WATER = 256 * 1024
 def _encode(payload: dict[str, Any]) -> bytes:
     """One NDJSON line of strict JSON: a NaN or lone surrogate (say, echoed from a client's
     input in a validation error) is scrubbed rather than written as text no strict parser
-    reads. The fast encoder writes non-finite floats as `NaN` / `Infinity` and refuses lone
-    surrogates; either sends the frame down the careful path."""
+    reads. The fast encoder writes a non-finite float as null, as `scrub` does (so no frame
+    needs a scan for `NaN` / `Infinity` text), and refuses lone surrogates, which sends the
+    frame down the careful path."""
     try:
-        data = to_json(payload)
+        data = to_json(payload, inf_nan_mode="null")
     except (PydanticSerializationError, ValueError, TypeError):
-        return _encode_strict(payload)
-    if b"NaN" in data or b"Infinity" in data:  # maybe a non-finite float: check strictly
         return _encode_strict(payload)
     return data + b"\n"
 
