@@ -64,6 +64,7 @@ class BatchingSender:
 
     def __init__(self, writer: asyncio.StreamWriter, *, send_timeout_s: float = 30.0) -> None:
         self._writer = writer
+        self._transport = writer.transport
         self.send_timeout_s = send_timeout_s
         self._buffer: list[bytes] = []
         self._size = 0
@@ -81,7 +82,7 @@ class BatchingSender:
     async def send(self, payload: dict[str, Any]) -> None:
         if self._error is not None:
             raise ConnectionResetError(f"the client's stdin is gone ({self._error})")
-        if self._closed or self._writer.transport.is_closing():
+        if self._closed or self._transport.is_closing():
             raise ConnectionResetError("the client closed the connection")
         data = _encode(payload)
         self._buffer.append(data)
@@ -89,14 +90,11 @@ class BatchingSender:
         if not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
-        if self._pending() > HIGH_WATER:
+        if self._size + self._backlog > HIGH_WATER:  # ours plus the pipe's (`_backlog`)
             with anyio.fail_after(self.send_timeout_s):
                 async with self._drain:
                     self._flush()
                     await self._wait_drained()
-
-    def _pending(self) -> int:
-        return self._size + self._backlog
 
     def _flush(self) -> None:
         self._scheduled = False
