@@ -237,12 +237,12 @@ class SessionLog:
         """Build an event of type `cls` with the next seq and now's timestamp, and append it.
         A model request's messages, system prompt and tools equal to the previous request's
         are that request's objects (the event equals the one asked for)."""
-        request = fields.get("request")
-        if cls is ModelRequestEvent and isinstance(request, ModelRequest):
-            fields["request"] = _shared(request, self._request)
-        event = cls(
-            session_id=self.session_id, run_id=run_id, seq=self._next_seq, ts=now_ms(), **fields
-        )
+        if cls is ModelRequestEvent:
+            request = fields.get("request")
+            if isinstance(request, ModelRequest):
+                fields["request"] = _shared(request, self._request)
+        ts = time.time_ns() // 1_000_000  # `now_ms()`, without the call: one per event
+        event = cls(session_id=self.session_id, run_id=run_id, seq=self._next_seq, ts=ts, **fields)
         self._next_seq += 1
         self._events.append(event)  # type: ignore[arg-type]
         self._pending.append(event)  # type: ignore[arg-type]

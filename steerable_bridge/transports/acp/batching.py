@@ -39,13 +39,12 @@ HIGH_WATER = 256 * 1024
 def _encode(payload: dict[str, Any]) -> bytes:
     """One NDJSON line of strict JSON: a NaN or lone surrogate (say, echoed from a client's
     input in a validation error) is scrubbed rather than written as text no strict parser
-    reads. The fast encoder writes non-finite floats as `NaN` / `Infinity` and refuses lone
-    surrogates; either sends the frame down the careful path."""
+    reads. The fast encoder writes a non-finite float as null, as `scrub` does (so no frame
+    needs a scan for `NaN` / `Infinity` text), and refuses lone surrogates, which sends the
+    frame down the careful path."""
     try:
-        data = to_json(payload)
+        data = to_json(payload, inf_nan_mode="null")
     except (PydanticSerializationError, ValueError, TypeError):
-        return _encode_strict(payload)
-    if b"NaN" in data or b"Infinity" in data:  # maybe a non-finite float: check strictly
         return _encode_strict(payload)
     return data + b"\n"
 
@@ -65,6 +64,7 @@ class BatchingSender:
 
     def __init__(self, writer: asyncio.StreamWriter, *, send_timeout_s: float = 30.0) -> None:
         self._writer = writer
+        self._transport = writer.transport
         self.send_timeout_s = send_timeout_s
         self._buffer: list[bytes] = []
         self._size = 0
@@ -82,7 +82,7 @@ class BatchingSender:
     async def send(self, payload: dict[str, Any]) -> None:
         if self._error is not None:
             raise ConnectionResetError(f"the client's stdin is gone ({self._error})")
-        if self._closed or self._writer.transport.is_closing():
+        if self._closed or self._transport.is_closing():
             raise ConnectionResetError("the client closed the connection")
         data = _encode(payload)
         self._buffer.append(data)
@@ -90,14 +90,11 @@ class BatchingSender:
         if not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
-        if self._pending() > HIGH_WATER:
+        if self._size + self._backlog > HIGH_WATER:  # ours plus the pipe's (`_backlog`)
             with anyio.fail_after(self.send_timeout_s):
                 async with self._drain:
                     self._flush()
                     await self._wait_drained()
-
-    def _pending(self) -> int:
-        return self._size + self._backlog
 
     def _flush(self) -> None:
         self._scheduled = False

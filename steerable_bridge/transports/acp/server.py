@@ -83,8 +83,11 @@ GAP_METHODS = frozenset({"session/delete", "logout", "$/cancel_request"})
 class GuardedTransport(NdjsonTransport):
     """The SDK's NDJSON transport behind the frame gate, routing SDK gaps."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, reader: asyncio.StreamReader, sender: MessageSender, **kwargs: Any) -> None:
+        super().__init__(reader, sender, **kwargs)
+        self._out = sender
+        """The sender frames go to: `send` calls it itself (one coroutine fewer a frame than
+        the SDK's `send`, which only forwards to it)."""
         self.prompts: dict[Any, str] = {}
         """Request id → session id of every `session/prompt` still unanswered."""
         self.unanswered: set[Any] = set()
@@ -96,7 +99,7 @@ class GuardedTransport(NdjsonTransport):
         if "method" not in message and ("result" in message or "error" in message):
             self.prompts.pop(message.get("id"), None)
             self.unanswered.discard(message.get("id"))
-        await super().send(message)  # BatchingSender writes strict JSON only
+        await self._out.send(message)  # BatchingSender writes strict JSON only
 
     async def receive(self) -> dict[str, Any] | None:
         while True:

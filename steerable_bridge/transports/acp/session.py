@@ -136,19 +136,24 @@ class AcpSession:
     async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
         """Send one LoopEvent: the opt-in raw event first, then its rendered updates (text
         and thought chunks built without models when the connection allows, `wire.py`)."""
-        self.observe(event)
-        await self.send_event(event)
         kind = type(event)
-        if kind is ev.QuestionCompleted:
-            await self._complete(event)  # type: ignore[arg-type]
-            return
-        if (kind is ev.TextDelta or kind is ev.ReasoningDelta) and self.link.notify is not None:
-            if self.link.alive:
+        link = self.link
+        if (kind is ev.TextDelta or kind is ev.ReasoningDelta) and link.notify is not None:
+            # the hot path (one per streamed token): nothing to `observe`, no coroutine for
+            # an opted-out raw channel, the params built without models
+            if link.events:
+                await self.send_event(event)
+            if link.alive:
                 params = chunk_params(self.id, event)  # type: ignore[arg-type]
                 try:  # bounded by `BatchingSender`, as `send` is
-                    await self.link.notify("session/update", params)
+                    await link.notify("session/update", params)
                 except (ConnectionError, TimeoutError):
                     self._lost()
+            return
+        self.observe(event)
+        await self.send_event(event)
+        if kind is ev.QuestionCompleted:
+            await self._complete(event)  # type: ignore[arg-type]
             return
         for update in (renderer or self.renderer).render(event):
             await self.send(update)

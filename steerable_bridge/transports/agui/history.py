@@ -79,16 +79,19 @@ class MessageFold:
         return entry
 
     def event(self, event: LoopEvent) -> None:
+        if type(event) is ev.TextDelta or type(event) is ev.ReasoningDelta:  # one per token
+            entry = self.data.get(event.message_id)
+            if entry is None:
+                role = "assistant" if type(event) is ev.TextDelta else "reasoning"
+                entry = self.add(event.message_id, role=role, text=[])
+            entry["text"].append(event.delta)
+            return
         if isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
             self.add(event.message_id, role="user", content=user_content(event.content))
         elif isinstance(event, ev.TextStart):
             self.add(event.message_id, role="assistant", text=[])
-        elif isinstance(event, ev.TextDelta):
-            self.add(event.message_id, role="assistant", text=[])["text"].append(event.delta)
         elif isinstance(event, ev.ReasoningStart):
             self.add(event.message_id, role="reasoning", text=[])
-        elif isinstance(event, ev.ReasoningDelta):
-            self.add(event.message_id, role="reasoning", text=[])["text"].append(event.delta)
         elif isinstance(event, ev.ToolCallStart):
             parent = self.add(event.parent_message_id, role="assistant", text=[])
             calls = parent.setdefault("calls", [])

@@ -93,6 +93,9 @@ def ids_in(events: Iterable[LoopEvent]) -> set[str]:
     """Every message and tool call id the events use (taken before the turn)."""
     taken: set[str] = set()
     for event in events:
+        if type(event) is ev.TextDelta or type(event) is ev.ReasoningDelta:
+            taken.add(event.message_id)  # most of a log (one per token), and no call id
+            continue
         message_id = getattr(event, "message_id", None)
         if isinstance(message_id, str):
             taken.add(message_id)

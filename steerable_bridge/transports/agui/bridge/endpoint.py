@@ -6,8 +6,8 @@ route's provider, so `info` describes the endpoint to the ACP transport and `acl
 by the router when the agent shuts down — closes its connection pool. Its `stream` (the
 model-provider call) is never used, since a bridged turn calls no model here, and raises a
 clear `ProviderError` if anything ever does. `run(run_input, handle)` POSTs one
-`RunAgentInput` and hands each event of the SSE answer, validated with the official
-`ag_ui.core` models, to `handle` until that returns True (the run's RUN_FINISHED /
+`RunAgentInput` and hands each event of the SSE answer (read by `sse.py`), validated with
+the official `ag_ui.core` models, to `handle` until that returns True (the run's RUN_FINISHED /
 RUN_ERROR) or the stream ends. Legacy THINKING_* events (AG-UI before 1.0) are read as the
 REASONING_* events that replaced them; an event of a type the SDK does not know, or one its
 model rejects, is logged at debug level and skipped, so a newer or sloppier server still
@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +33,7 @@ from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter, ValidationError
 
 from steerable_bridge.runtime.model import ModelInfo, ModelRequest, ModelStreamItem, ProviderError
+from steerable_bridge.transports.agui.bridge.sse import sse_batches
 
 __all__ = [
     "AguiEndpoint",
@@ -161,12 +163,18 @@ class AguiEndpoint:
             ) as source:
                 await self._check(source.response)
                 legacy = _Legacy()
-                async for sse in source.aiter_sse():
-                    if not sse.data:
-                        continue
-                    event = _decode(sse.data, legacy)
-                    if event is not None and await handle(event):
-                        return True
+                async with aclosing(sse_batches(source.response)) as batches:
+                    async for batch in batches:
+                        for data in batch:
+                            try:  # the hot path: one validation, no other call
+                                event: BaseEvent = _EVENTS.validate_json(data)
+                            except ValidationError as error:
+                                decoded = _decode(data, legacy, error)
+                                if decoded is None:
+                                    continue
+                                event = decoded
+                            if await handle(event):
+                                return True
                 return False
         except httpx.ConnectError as error:
             raise self._unreachable(error) from None
@@ -261,23 +269,20 @@ class _Legacy:
         return {**raw, "type": _LEGACY[kind], "messageId": raw.get("messageId") or message_id}
 
 
-def _decode(data: str, legacy: _Legacy) -> BaseEvent | None:
-    """One SSE `data` as an SDK event; None (logged) when it is not one the SDK knows."""
+def _decode(data: str, legacy: _Legacy, error: ValidationError) -> BaseEvent | None:
+    """An SSE `data` the SDK's union refused (`error`): the 1.0 event a legacy one stands
+    for, or None (logged) when it is not one the SDK knows."""
     try:
-        event: BaseEvent = _EVENTS.validate_json(data)
-        return event
-    except ValidationError as error:
-        try:
-            raw = json.loads(data)
-        except ValueError:
-            log.debug("skipped an SSE message that is not JSON: %.200s", data)
-            return None
-        kind = raw.get("type") if isinstance(raw, dict) else None
-        if isinstance(raw, dict) and kind in _LEGACY:
-            try:
-                modern: BaseEvent = _EVENTS.validate_python(legacy.modernize(raw))
-                return modern
-            except ValidationError:
-                pass
-        log.debug("skipped an AG-UI event the SDK does not accept (%s): %s", kind, error)
+        raw = json.loads(data)
+    except ValueError:
+        log.debug("skipped an SSE message that is not JSON: %.200s", data)
         return None
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if isinstance(raw, dict) and kind in _LEGACY:
+        try:
+            modern: BaseEvent = _EVENTS.validate_python(legacy.modernize(raw))
+            return modern
+        except ValidationError:
+            pass
+    log.debug("skipped an AG-UI event the SDK does not accept (%s): %s", kind, error)
+    return None

@@ -174,6 +174,13 @@ class EventMapper:
         """Record one event; True when it ended the run."""
         self.handled += 1
         kind = event.type
+        if type(event) is TextMessageContentEvent and self._chunk is None:
+            # the hot path (one per streamed token): `_text_content` of an open text, inline
+            ours = self._ids.get(event.message_id, event.message_id)
+            if ours in self.texts:
+                if event.delta:
+                    await self._emit(ev.TextDelta, message_id=ours, delta=event.delta)
+                return self.ending is not None
         if self._chunk is not None and kind not in self._chunk_kinds:
             await self._close_chunk()
         handler = self._handlers.get(kind)
