@@ -84,7 +84,7 @@ class _BridgedTurn(TurnRecorder):
         self.mapper = EventMapper(
             self.emit,
             self.new_id,
-            taken=ids_in(ctx.log.view()),
+            taken=ids_in(ctx.log.view().folded()),  # ids only: runs of deltas need no expanding
             state=lambda: ctx.facts.state,
         )
         self.stopped = False
@@ -132,7 +132,7 @@ class _BridgedTurn(TurnRecorder):
             request = run_input(
                 ctx.log.session_id,
                 agui_run,
-                ctx.log.view(),
+                ctx.log.view().folded(),  # messages join their deltas: read each run as one
                 state=ctx.facts.state,
                 resume=resume,
                 parent_run_id=parent,
