@@ -103,11 +103,17 @@ async def end_group(process: Process, grace_s: float = EXIT_GRACE_S) -> None:
     if stdin is not None:
         with contextlib.suppress(Exception):
             stdin.close()
-    if await _gone(process, grace_s):
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not signal_group(process, sig) or await _gone(process, grace_s):
+    try:
+        if await _gone(process, grace_s):
             return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if not signal_group(process, sig) or await _gone(process, grace_s):
+                return
+    finally:
+        # asyncio learns of the exit from its child watcher: wait (bounded) until it has,
+        # so no watcher callback is left for a loop that may close once the block is left
+        with anyio.move_on_after(grace_s):
+            await process.wait()
 
 
 async def _gone(process: Process, within: float) -> bool:
