@@ -13,9 +13,11 @@ whose turn never started: they travel right after the next RUN_STARTED). Who run
 is the port's to say: `claim(thread_id)` takes the port's synchronous reservation, so two
 requests racing for one thread can never both get it, and a request that arrives while a
 run whose client disconnected is still cancelling waits for it (at most `SETTLE_WAIT_S`)
-instead of getting 409. `prepare(...)` turns a validated `RunAgentInput` into a `Run`
-(raising `InputError` before anything is sent), switching first the mode and config options
-its `forwardedProps.steerable` names (`settle`), and `Run.produce(write)` runs the turn
+instead of getting 409 — as does one that arrives a moment before the server has seen that
+disconnect (a client that aborts and posts at once: up to `DISCONNECT_GRACE_S` for it).
+`prepare(...)` turns a validated `RunAgentInput` into a `Run` (raising `InputError` before
+anything is sent), switching first the mode and config options its
+`forwardedProps.steerable` names (`settle`), and `Run.produce(write)` runs the turn
 through `port.prompt` with the reservation, renders every LoopEvent (`renderer.py`,
 `wire.py`) and writes it; another process running the thread makes `prompt` raise
 `SessionOwned` before anything is logged. A run whose client left gives the conversation's
@@ -70,6 +72,12 @@ SETTLE_WAIT_S = 15.0
 own turns let go at once, but a bridged agent is given 10 s to end a cancelled prompt
 (`AcpBridge.cancel_grace_s`; codex-acp under load took over a second, and a stop followed
 at once by a new message was answered 409 when this was 1 s)."""
+DISCONNECT_GRACE_S = 0.25
+"""How long a request for a thread a streaming run holds waits for that run's client to turn
+out gone: a client that aborts a run and posts the next message at once reaches the server on
+two connections, and the new request can be read before the old connection's end is (it was
+answered 409 then; the disconnect was seen within the same millisecond). A request that
+races a run whose client stays gets its 409 this much later."""
 DEFAULT_MAX_THREADS = 256
 """Idle threads held in memory beyond this many are forgotten (they reload from the log)."""
 DEFAULT_THREAD_TTL_S = 600.0
@@ -92,6 +100,8 @@ class Thread:
     """Events this process logged between runs that no client was sent yet."""
     settling: anyio.Event | None = None
     """Set when a run whose client disconnected has ended and let go of the thread."""
+    left: anyio.Event | None = None
+    """Set (and dropped) when a run of the thread loses its client (`DISCONNECT_GRACE_S`)."""
     changed: anyio.Event | None = None
     """Set (and cleared) when a run here wrote a frame: wakes streams resuming the thread."""
     streams: int = 0
@@ -205,6 +215,16 @@ class Threads:
         for it to let go (at most `SETTLE_WAIT_S`) and tries once more."""
         thread = self.get(thread_id)
         hold = self.port.reserve(thread_id)
+        if hold is None and thread.settling is None and thread.streams:
+            # a run streams it: its client may be gone already, its disconnect not yet read
+            if thread.left is None:
+                thread.left = anyio.Event()
+            left = thread.left
+            with anyio.move_on_after(DISCONNECT_GRACE_S):
+                await left.wait()
+            if not left.is_set():  # its client stays: the run is busy, whether or not it ended
+                return None
+            hold = self.port.reserve(thread_id)
         if hold is None and thread.settling is not None:
             with anyio.move_on_after(SETTLE_WAIT_S):
                 await thread.settling.wait()
@@ -392,6 +412,9 @@ class Run:
         thread = self.thread
         if not self.ended and thread.settling is None:
             self.settling = thread.settling = anyio.Event()  # a new request waits for it
+        left, thread.left = thread.left, None
+        if left is not None:  # requests that came first wait for the settling now
+            left.set()
         self.cancel.cancel("the AG-UI client disconnected")
         log.info(
             "thread %s run %s: client disconnected; %s",

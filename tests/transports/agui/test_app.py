@@ -319,7 +319,8 @@ async def test_cors_only_for_the_given_origins() -> None:
 
 
 async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
-    slow = scripted({"text": "abcdefghijklmnopqrst", "chunk_size": 1, "delay_ms": 25}, loop=True)
+    # long enough (3 s) to still be running after the busy request's wait for a disconnect
+    slow = scripted({"text": "abcdefghij" * 12, "chunk_size": 1, "delay_ms": 25}, loop=True)
     app = create_app(LocalPort(agent_for(slow)))
     results: dict[str, Any] = {}
     async with asgi_client(app) as client:

@@ -3,14 +3,17 @@ comments, and a client that disconnects cancelling its turn within a second."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
+import anyio
 import httpx
 import pytest
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.transports.agui import threads as threads_module
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import scripted
 from tests.transports.agui.decoding import frames
@@ -142,3 +145,43 @@ async def test_a_stale_release_never_frees_the_next_run() -> None:
     assert second[0] is thread and second[1] is not old
     old.release()  # the old stream closes later: ignored
     assert await threads.claim("t1") is None
+
+
+async def test_a_request_read_before_the_old_clients_disconnect_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client that aborts a run and posts at once: the new request can reach the server
+    before the old connection's end does. It waits for that disconnect (bounded by
+    `DISCONNECT_GRACE_S`, widened here so the order is forced, not timed) and is taken."""
+    monkeypatch.setattr(threads_module, "DISCONNECT_GRACE_S", 30.0)
+    hangs = scripted(
+        {"text": "working", "tool_calls": [{"id": "c1", "name": "slow"}]}, {"text": "back"}
+    )
+    app = create_app(LocalPort(agent_for(hangs, tools=[SLOW])))
+    first = [user("u1", "go")]
+    results: dict[str, httpx.Response] = {}
+    async with (
+        live_server(app) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+        httpx.AsyncClient(base_url=url, timeout=10) as other,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        response = await stack.enter_async_context(
+            client.stream("POST", "/agent", json=run_input("t1", "r1", first))
+        )
+        lines = response.aiter_lines()  # held: a generator dropped would end the stream
+        async for line in lines:
+            if "steerable.tool_started" in line:
+                break
+
+        async def second() -> None:
+            body = run_input("t1", "r2", [*first, user("u2", "again")])
+            results["second"] = await other.post("/agent", json=body)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(second)
+            thread = app.state.threads.get("t1")
+            await until(lambda: thread.left is not None)  # it waits for a disconnect
+            await response.aclose()  # now the first client leaves
+    assert results["second"].status_code == 200
+    assert frames(results["second"].content)[-1]["type"] == "RUN_FINISHED"
