@@ -13,8 +13,9 @@ returns once the leader has exited — on its pidfd where there is one, since as
 `wait()` also waits for the pipes, which a launcher's children still hold. `signal_group`
 sends a signal to the group while it has a member (`ChildAgent.stop` / `kill`). A new session
 also keeps a terminal's Ctrl-C away from the agent: `serve` ends it in order instead. A
-process that leaves the group (`setsid`, a double fork) is not reached, nor is anything when
-`serve` itself is killed with SIGKILL.
+process that leaves the group (`setsid`, a double fork) is not reached. When `serve` itself
+is killed with SIGKILL, the companion of `deathwatch.py`, started beside the agent, ends the
+group instead.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
+
+from steerable_bridge.transports.acp.bridge.deathwatch import deathwatch
 
 __all__ = ["EXIT_GRACE_S", "agent_process", "exited", "group_alive", "signal_group"]
 
@@ -57,10 +60,16 @@ async def agent_process(
         start_new_session=True,
     )
     try:
-        yield process
+        async with deathwatch(process.pid, grace_s=EXIT_GRACE_S):
+            try:
+                yield process
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await end_group(process)
     finally:
-        with anyio.CancelScope(shield=True):
-            await end_group(process)
+        if process.returncode is None:  # the deathwatch's start was cancelled: end it still
+            with anyio.CancelScope(shield=True):
+                await end_group(process)
 
 
 async def exited(process: Process) -> None:

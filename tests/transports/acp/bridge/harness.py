@@ -91,11 +91,19 @@ class Bridge:
                     yield json.loads(line[6:])
 
     def child_pid(self) -> int:
-        """The pid of the ACP agent the server runs (its one child process)."""
+        """The pid of the ACP agent the server runs (its one child beside the deathwatch)."""
         path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        children = path.read_text().split()
+        children = [pid for pid in path.read_text().split() if not _is_deathwatch(pid)]
         assert len(children) == 1, children
         return int(children[0])
+
+
+def _is_deathwatch(pid: str) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:  # gone since the list was read
+        return True
+    return b"steerable-deathwatch" in argv
 
 
 def write_script(folder: Path, rounds: list[dict[str, Any]], *, loop: bool = False) -> Path:

@@ -58,3 +58,38 @@ async def test_leaving_the_block_kills_a_child_that_ignores_sigterm(launcher: st
                 assert group_alive(process)
     assert not _still_running(leader)
     assert not _still_running(child), "the launcher's child outlived the block"
+
+
+HOLDER = """\
+import os, sys, anyio
+from steerable_bridge.transports.acp.bridge.process import agent_process
+
+async def main() -> None:
+    argv = [sys.executable, "-c", sys.argv[1], "stay"]
+    async with agent_process(argv, env=dict(os.environ), cwd=None, limit=2**16) as process:
+        child = int(await process.stdout.readline())
+        print(process.pid, child, flush=True)
+        await anyio.sleep_forever()
+
+anyio.run(main)
+"""
+
+
+def test_a_sigkill_of_the_holder_still_ends_the_agents_group() -> None:
+    """`serve` killed with SIGKILL never leaves its block: the deathwatch ends the group."""
+    import signal
+    import subprocess
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, STUBBORN], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        leader, child = (int(pid) for pid in holder.stdout.readline().split())
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=GONE_WITHIN_S)
+        assert not _still_running(leader), "the agent outlived a SIGKILL of its holder"
+        assert not _still_running(child), "the launcher's child outlived a SIGKILL of its holder"
+    finally:
+        holder.kill()
+        holder.wait(timeout=GONE_WITHIN_S)
