@@ -97,7 +97,7 @@ TABLE: tuple[AguiRow, ...] = (
             render=native.state_delta,
             note="JSON Patch; patch_json in metadata only when not canonical"),
     AguiRow(event=ev.PlanUpdated, types=("ACTIVITY_SNAPSHOT",),
-            note="activityType plan, messageId plan-<threadId>, replace; content.entries"),
+            note="activityType plan, messageId plan-<threadId>, replace"),
 )  # fmt: skip
 
 CUSTOM_NOTES: Mapping[str, str] = {
