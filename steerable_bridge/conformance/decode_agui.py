@@ -1,8 +1,8 @@
 """AG-UI events → LoopEvents: the inverse of the (lossless) AG-UI rendering.
 
 `decode_agui(events)` reads AG-UI events as received (JSON objects or SDK models) and
-rebuilds the exact LoopEvents they carry. A native carrier (RUN_STARTED, TEXT_MESSAGE_*,
-TOOL_CALL_*, STATE_*, the plan's ACTIVITY_SNAPSHOT, ...) gives its native fields under the
+rebuilds the exact LoopEvents they carry. A native carrier (the first type of a row of
+`transports/agui/mapping.py`, which names its wire fields) gives its native fields under the
 taxonomy's names, overlaid with `metadata.steerable` (kind, seq, run id and whatever the
 native event lacks), plus `session_id` = the run's `threadId` and `ts` = `timestamp`; a
 CUSTOM `steerable.<kind>` carries the whole event as its value. Events marked
@@ -24,34 +24,9 @@ from steerable_bridge.conformance.decode_acp import DecodeError
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import canonical_json
+from steerable_bridge.transports.agui.mapping import by_carrier
 
 __all__ = ["decode_agui", "decode_event"]
-
-_NATIVE: dict[str, dict[str, str]] = {
-    "RUN_STARTED": {},
-    "RUN_FINISHED": {},
-    "RUN_ERROR": {"code": "code", "message": "message"},
-    "STEP_STARTED": {},
-    "STEP_FINISHED": {},
-    "TEXT_MESSAGE_START": {"messageId": "message_id"},
-    "TEXT_MESSAGE_CONTENT": {"messageId": "message_id", "delta": "delta"},
-    "TEXT_MESSAGE_END": {"messageId": "message_id"},
-    "REASONING_START": {"messageId": "message_id"},
-    "REASONING_MESSAGE_CONTENT": {"messageId": "message_id", "delta": "delta"},
-    "REASONING_MESSAGE_END": {"messageId": "message_id"},
-    "TOOL_CALL_START": {
-        "toolCallId": "call_id",
-        "toolCallName": "name",
-        "parentMessageId": "parent_message_id",
-    },
-    "TOOL_CALL_ARGS": {"toolCallId": "call_id", "delta": "delta"},
-    "TOOL_CALL_END": {"toolCallId": "call_id"},
-    "TOOL_CALL_RESULT": {"toolCallId": "call_id"},
-    "STATE_SNAPSHOT": {},
-    "STATE_DELTA": {},
-    "ACTIVITY_SNAPSHOT": {},
-}
-"""AG-UI event type → {wire field: LoopEvent field} for the native carriers."""
 
 
 def _decode_one(raw: dict[str, Any], thread_id: str | None) -> LoopEvent | None:
@@ -65,19 +40,16 @@ def _decode_one(raw: dict[str, Any], thread_id: str | None) -> LoopEvent | None:
         if not name.startswith("steerable."):
             return None
         return codec.event_from_jsonable(raw.get("value"))
-    if kind not in _NATIVE or not isinstance(extra, dict):
+    found = by_carrier(kind) if isinstance(kind, str) else None
+    if found is None or not isinstance(extra, dict):
         raise DecodeError(
             f"{kind} has no metadata.steerable; it was not rendered by steerable-bridge's"
             " AG-UI renderer"
         )
-    data: dict[str, Any] = {
-        field: raw[wire] for wire, field in _NATIVE[kind].items() if wire in raw
-    }
-    if kind == "STATE_SNAPSHOT":
-        data["state_json"] = canonical_json(raw["snapshot"])
-    elif kind == "STATE_DELTA":
-        data["patch_json"] = canonical_json(raw["delta"])
-    elif kind == "ACTIVITY_SNAPSHOT":
+    data: dict[str, Any] = {field: raw[wire] for wire, field in found.fields.items() if wire in raw}
+    for wire, field in found.canonical.items():
+        data[field] = canonical_json(raw[wire])
+    if kind == "ACTIVITY_SNAPSHOT":
         data["entries"] = (raw.get("content") or {}).get("entries")
     data.update(extra)
     data["session_id"] = thread_id

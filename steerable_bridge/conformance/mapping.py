@@ -9,9 +9,12 @@ messages alone (`acp_exact`: every field, thanks to `_meta.steerable`) or only i
 (`acp_shown` but not exact: what the client itself said — its prompt, its permission answer —
 without seq / ts; `meaning` names the fields rebuilt). The AG-UI side names
 the native event types (fields the native event lacks ride in `metadata.steerable`) or the
-CUSTOM event `steerable.<kind>` whose value is the whole event. Both decoders, the scenario
-comparison ("modulo the kinds a transport cannot carry"), `docs/mapping.md` and the CLI read
-this table; `tests/conformance/test_mapping.py` fails when a kind has no row.
+CUSTOM event `steerable.<kind>` whose value is the whole event; it is read from the AG-UI
+transport's own table (`transports/agui/mapping.py`, which its renderer, byte fast path and
+this package's decoder read too; conformance may import the transports, not the reverse).
+Both decoders, the scenario comparison ("modulo the kinds a transport cannot carry"),
+`docs/mapping.md` and the CLI read this table; `tests/conformance/test_mapping.py` fails
+when a kind has no row.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from steerable_bridge.runtime.events import KINDS, LoopEvent
+from steerable_bridge.transports.agui.mapping import CUSTOM_NOTES, by_kind
 
 __all__ = ["MAPPING", "AcpForm", "KindMapping", "acp_exact", "acp_shown", "markdown", "row"]
 
@@ -63,21 +67,20 @@ def _row(
     kind: str,
     acp_form: AcpForm,
     acp: str,
-    agui: tuple[str, ...] = ("CUSTOM",),
     *,
     exact: bool | None = None,
-    note: str = "",
     meaning: tuple[str, ...] = (),
     capability: str = "",
 ) -> KindMapping:
+    native = by_kind(kind)
     return KindMapping(
         capability=capability,
         kind=kind,
         acp_form=acp_form,
         acp=acp,
         acp_exact=(acp_form == "update") if exact is None else exact,
-        agui=agui,
-        agui_note=note,
+        agui=native.types if native is not None else ("CUSTOM",),
+        agui_note=native.note if native is not None else CUSTOM_NOTES.get(kind, ""),
         meaning=meaning,
     )
 
@@ -87,81 +90,50 @@ _CHANNEL = "only `_steerable/event`"
 MAPPING: tuple[KindMapping, ...] = (
     _row("run_started", "prompt request", "implied by the `session/prompt` request; trace_id"
          " in the response's `_meta.steerable.trace_id` (error: data.traceId)",
-         ("RUN_STARTED",), note="threadId = session, runId, protocolVersion; model,"
-         " parent_run_id and trace_id in metadata", exact=False, meaning=("trace_id",)),
+         exact=False, meaning=("trace_id",)),
     _row("run_finished", "prompt response", "`stopReason` (max_steps → max_turn_requests,"
          " interrupted → end_turn, rejected → cancelled), `usage`; the event in"
-         " `_meta.steerable.event`",
-         ("RUN_FINISHED",),
-         note="after the derived MESSAGES_SNAPSHOT; outcome success (pendingToolCallIds) /"
-         " interrupt / cancelled (also for rejected; for a 0.0.x client: success without"
-         " pendingToolCallIds,"
-         " no outcome when cancelled), usage; stop_reason, usage, pending_tool_call_ids,"
-         " interrupts in metadata",
-         exact=True),
+         " `_meta.steerable.event`", exact=True),
     _row("run_failed", "JSON-RPC error", "error on `session/prompt`: data.code, message, runId;"
-         " the event in data.event",
-         ("RUN_ERROR",), note="after the derived MESSAGES_SNAPSHOT; code, message; never"
-         " followed by RUN_FINISHED", exact=True),
-    _row("step_started", "event channel", _CHANNEL, ("STEP_STARTED",), note="stepName step-N;"
-         " step in metadata"),
-    _row("step_finished", "event channel", _CHANNEL, ("STEP_FINISHED",),
-         note="stepName step-N; step, finish_reason, usage in metadata"),
+         " the event in data.event", exact=True),
+    _row("step_started", "event channel", _CHANNEL),
+    _row("step_finished", "event channel", _CHANNEL),
     _row("model_request", "event channel", _CHANNEL),
     _row("model_response", "event channel", _CHANNEL),
-    _row("text_start", "event channel", _CHANNEL, ("TEXT_MESSAGE_START",), note="role assistant"),
+    _row("text_start", "event channel", _CHANNEL),
     _row("text_delta", "update", "`agent_message_chunk` (text, messageId); `session/load`"
-         " replays a message's consecutive deltas as one chunk (`_meta.steerable.last_seq`)",
-         ("TEXT_MESSAGE_CONTENT",)),
-    _row("text_end", "event channel", _CHANNEL, ("TEXT_MESSAGE_END",)),
-    _row("reasoning_start", "event channel", _CHANNEL,
-         ("REASONING_START", "REASONING_MESSAGE_START"), note="the second event is derived"),
+         " replays a message's consecutive deltas as one chunk (`_meta.steerable.last_seq`)"),
+    _row("text_end", "event channel", _CHANNEL),
+    _row("reasoning_start", "event channel", _CHANNEL),
     _row("reasoning_delta", "update", "`agent_thought_chunk` (text, messageId); `session/load`"
-         " replays a message's consecutive deltas as one chunk (`_meta.steerable.last_seq`)",
-         ("REASONING_MESSAGE_CONTENT",)),
-    _row("reasoning_end", "event channel", _CHANNEL, ("REASONING_MESSAGE_END", "REASONING_END"),
-         note="the second event is derived; signature, redacted_data in metadata"),
-    _row("tool_call_start", "event channel", _CHANNEL, ("TOOL_CALL_START",),
-         note="parentMessageId"),
-    _row("tool_call_delta", "event channel", _CHANNEL, ("TOOL_CALL_ARGS",),
-         note="streamed as the model produces it"),
-    _row("tool_call_end", "update", "`tool_call`: pending, kind, title, locations, rawInput",
-         ("TOOL_CALL_END",), note="name, arguments_json, tool_kind, title, locations,"
-         " executor in metadata"),
+         " replays a message's consecutive deltas as one chunk (`_meta.steerable.last_seq`)"),
+    _row("reasoning_end", "event channel", _CHANNEL),
+    _row("tool_call_start", "event channel", _CHANNEL),
+    _row("tool_call_delta", "event channel", _CHANNEL),
+    _row("tool_call_end", "update", "`tool_call`: pending, kind, title, locations, rawInput"),
     _row("tool_started", "update", "`tool_call_update` in_progress; the command sandbox"
-         " (bwrap / none / client) in `_meta.steerable.sandbox`",
-         note="value.sandbox: bwrap / none / client for tools that run commands, else null"),
+         " (bwrap / none / client) in `_meta.steerable.sandbox`"),
     _row("tool_output", "update", "`tool_call_update` with the content so far"),
-    _row("tool_finished", "update", "`tool_call_update` completed / failed, content, rawOutput",
-         ("TOOL_CALL_RESULT",), note="messageId result-<call_id>, content = its text; status,"
-         " content, raw_output_json, error in metadata"),
+    _row("tool_finished", "update", "`tool_call_update` completed / failed, content, rawOutput"),
     _row("permission_requested", "client request", "`session/request_permission` (5 options);"
          " the event in `_meta.steerable.event`", exact=True),
     _row("permission_resolved", "client request", "the client's answer to"
          " `session/request_permission`", exact=False, meaning=("call_id", "outcome", "option_id")),
     _row("question_asked", "client request", "`elicitation/create` (form: message,"
          " requestedSchema; url: message, elicitationId = <sessionId>/question_id, url; sessionId,"
-         " toolCallId = call_id); the event in `_meta.steerable.event`", exact=True,
-         note="in a run that waits for the answer, RUN_FINISHED outcome interrupt id"
-         " question-<call_id>, reason = message, toolCallId, responseSchema {action,"
-         " content: the requested schema} (url: {action} only, metadata {mode: url, url})"),
+         " toolCallId = call_id); the event in `_meta.steerable.event`", exact=True),
     _row("question_answered", "client request", "the client's answer to"
-         " `elicitation/create` (action accept / decline / cancel, content)", exact=False,
-         meaning=("question_id", "action", "content_json", "call_id"),
-         note="the client answers the interrupt with resume[] {interruptId, status resolved,"
-         " payload {action, content}} (status cancelled = cancel)"),
+         " `elicitation/create` (action accept / decline / cancel, content)",
+         exact=False, meaning=("question_id", "action", "content_json", "call_id")),
     _row("question_completed", "notification", "`elicitation/complete` (elicitationId ="
          " <sessionId>/question_id); the event in `_meta.steerable.event`", exact=True),
     _row("user_message", "prompt request", "the `session/prompt` request itself; replayed as"
          " `user_message_chunk` by `session/load`", exact=False, meaning=("content",)),
     _row("steer_applied", "update", "`user_message_chunk`, one per content part"),
     _row("follow_up_applied", "update", "`user_message_chunk`, one per content part"),
-    _row("plan_updated", "update", "`plan` (the whole plan)", ("ACTIVITY_SNAPSHOT",),
-         note="activityType plan, messageId plan-<threadId>, replace"),
-    _row("state_snapshot", "event channel", _CHANNEL, ("STATE_SNAPSHOT",),
-         note="snapshot; state_json in metadata only when not canonical"),
-    _row("state_delta", "event channel", _CHANNEL, ("STATE_DELTA",),
-         note="JSON Patch; patch_json in metadata only when not canonical"),
+    _row("plan_updated", "update", "`plan` (the whole plan)"),
+    _row("state_snapshot", "event channel", _CHANNEL),
+    _row("state_delta", "event channel", _CHANNEL),
     _row("mode_changed", "update", "`current_mode_update`"),
     _row("config_changed", "update", "`config_option_update` (option `model` only)"),
     _row("commands_updated", "update", "`available_commands_update`"),
@@ -195,7 +167,7 @@ MAPPING: tuple[KindMapping, ...] = (
     _row("notice", "update", "to a client that advertised `session.notices`: `notice`"
          " (severity, title, description); to any other client `agent_message_chunk`"
          " (messageId notice-<seq>): the title and description as text. Live only:"
-         " `session/load` does not replay it", note="live only: not in MESSAGES_SNAPSHOT"),
+         " `session/load` does not replay it"),
 )  # fmt: skip
 
 _BY_KIND: dict[str, KindMapping] = {m.kind: m for m in MAPPING}

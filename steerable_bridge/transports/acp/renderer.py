@@ -7,40 +7,10 @@ because a `tool_call_update` replaces the call's content list). It never sends, 
 clock or touches a session. `echo_user=True` (session/load replay) also renders the user's
 own prompts; live, the client already shows them.
 
-| LoopEvent                    | ACP update (`sessionUpdate`)                                  |
-|------------------------------|---------------------------------------------------------------|
-| text_delta                   | agent_message_chunk (text, messageId = message_id)            |
-| reasoning_delta              | agent_thought_chunk (text, messageId = message_id)            |
-| user_message (echo_user)     | user_message_chunk, one per content part                      |
-| steer_applied, follow_up_... | user_message_chunk, one per content part (always)             |
-| tool_call_end                | tool_call: status pending, kind, title, locations, rawInput   |
-| tool_started                 | tool_call_update: status in_progress (`_meta` sandbox)        |
-| tool_output                  | tool_call_update: content = every output part so far          |
-| tool_finished                | tool_call_update: completed / failed (cancelled → failed),    |
-|                              | content (text, diff, terminal, ...), rawOutput                |
-| plan_updated                 | plan (the whole plan; each replaces the last)                 |
-| usage_updated                | usage_update (size = context window; none when it is unknown) |
-| session_info                 | session_info_update (title, updatedAt = ts as ISO 8601)       |
-| mode_changed                 | current_mode_update                                           |
-| config_changed "model"       | config_option_update (the full option list)                   |
-| commands_updated             | available_commands_update                                     |
-| compaction_started (c=True)  | compaction_update in_progress (compactionId = compaction_id)  |
-| compaction_summary_delta     | compaction_summary_chunk (text), as the model writes it       |
-| (compaction=True)            |                                                               |
-| compaction (compaction=True) | streamed (compaction_id set): compaction_update completed,    |
-|                              | `summary` = the stored summary; otherwise (a micro fold):     |
-|                              | compaction_update in_progress (compactionId                   |
-|                              | `compaction-<seq>`), compaction_summary_chunk (the summary),  |
-|                              | compaction_update completed; the reply to `/compact`          |
-| compaction_dropped (c=True)  | compaction_update cancelled (cancelled) / failed (declined,   |
-|                              | failed), `error` = detail                                     |
-| compaction (otherwise)       | agent_message_chunk: its `headline` and a blank line          |
-|                              | (messageId `compaction-<seq>`), e.g. the reply to `/compact`; |
-|                              | its start, deltas and drop show nothing                       |
-| notice (notices=True)        | notice (severity, title, description); never in a replay      |
-| notice (otherwise)           | agent_message_chunk (messageId `notice-<seq>`): title, detail |
-| run_finished / run_failed    | nothing here: the session/prompt response (`stop_reason`)     |
-| every other kind             | nothing (only the opt-in `_steerable/event` channel has them) |
+Which update each kind becomes is the dispatch table `_RENDER` (one method per kind; a kind
+missing there shows nothing but on the opt-in `_steerable/event` channel); the ACP column of
+`conformance/mapping.py` (`docs/mapping.md`) describes each. run_finished / run_failed are
+the session/prompt response (`stop_reason`), not updates.
 
 **`_meta` (for decoders).** Every update carries `_meta.steerable` with `kind`, `seq`, `ts`
 and `run_id` of its event, plus what the ACP payload cannot hold exactly:
@@ -280,6 +250,10 @@ def iso_time(ts_ms: int) -> str:
     return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
+_Meta = Callable[..., dict[str, Any]]
+"""Makes an update's `_meta` from the event's own fields plus the given ones."""
+
+
 class AcpRenderer:
     """Renders one session's LoopEvents as ACP updates; create one per session and replay."""
 
@@ -297,7 +271,7 @@ class AcpRenderer:
         self.compaction = compaction
         self._output: dict[str, list[ToolCallContent]] = {}
 
-    def _notice(self, event: ev.Notice, meta: Callable[..., dict[str, Any]]) -> list[Update]:
+    def _notice_update(self, event: ev.Notice, meta: _Meta) -> list[Update]:
         if self.notices:
             from steerable_bridge.transports.acp.schema import stable
 
@@ -338,189 +312,235 @@ class AcpRenderer:
         def meta(**extra: Any) -> dict[str, Any]:
             return {"steerable": {**base, **extra}}
 
-        if isinstance(event, ev.TextDelta):
-            return [
-                acp.AgentMessageChunk(
-                    session_update="agent_message_chunk",
-                    content=acp.TextContentBlock(type="text", text=event.delta),
-                    message_id=event.message_id,
-                    field_meta=meta(),
-                )
-            ]
-        if isinstance(event, ev.ReasoningDelta):
-            return [
-                acp.AgentThoughtChunk(
-                    session_update="agent_thought_chunk",
-                    content=acp.TextContentBlock(type="text", text=event.delta),
-                    message_id=event.message_id,
-                    field_meta=meta(),
-                )
-            ]
-        if isinstance(event, ev.Notice):
-            return self._notice(event, meta) if not self.echo_user else []
-        if isinstance(
-            event, ev.CompactionStarted | ev.CompactionSummaryDelta | ev.CompactionDropped
-        ):
-            return _compaction_progress(event, meta) if self.compaction else []
-        if isinstance(event, ev.Compaction):
-            fields = codec.event_to_jsonable(event)
-            for key in ("session_id", "run_id", "seq", "ts", "kind"):
-                del fields[key]
-            if self.compaction:
-                return _compaction_updates(event, meta, fields)
-            return [
-                acp.AgentMessageChunk(
-                    session_update="agent_message_chunk",
-                    content=acp.TextContentBlock(type="text", text=event.headline + "\n\n"),
-                    message_id=f"compaction-{event.seq}",
-                    field_meta=meta(**fields),
-                )
-            ]
-        if isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
-            if isinstance(event, ev.UserMessage) and not self.echo_user:
-                return []
-            count = len(event.content)
-            return [
-                acp.UserMessageChunk(
-                    session_update="user_message_chunk",
-                    content=content_block(part),
-                    message_id=event.message_id,
-                    field_meta=meta(message_id=event.message_id, part=index, parts=count),
-                )
-                for index, part in enumerate(event.content)
-            ]
-        if isinstance(event, ev.ToolCallEnd):
-            self._output[event.call_id] = []
-            return [
-                acp.ToolCallStart(
-                    session_update="tool_call",
-                    tool_call_id=event.call_id,
-                    title=event.title or event.name,
-                    kind=event.tool_kind,
-                    status="pending",
-                    locations=[
-                        acp.ToolCallLocation(path=loc.path, line=loc.line)
-                        for loc in event.locations
-                    ]
-                    or None,
-                    raw_input=_raw(event.arguments_json) if event.arguments_json else {},
-                    field_meta=meta(
-                        name=event.name,
-                        title=event.title,
-                        arguments_json=event.arguments_json,
-                        executor=event.executor,
-                    ),
-                )
-            ]
-        if isinstance(event, ev.ToolStarted):
-            return [
-                acp.ToolCallProgress(
-                    session_update="tool_call_update",
-                    tool_call_id=event.call_id,
-                    status="in_progress",
-                    field_meta=meta(sandbox=event.sandbox),
-                )
-            ]
-        if isinstance(event, ev.ToolOutput):
-            shown = self._output.setdefault(event.call_id, [])
-            shown.extend(tool_content(part) for part in event.content)
-            return [
-                acp.ToolCallProgress(
-                    session_update="tool_call_update",
-                    tool_call_id=event.call_id,
-                    content=list(shown),
-                    field_meta=meta(parts=len(event.content)),
-                )
-            ]
-        if isinstance(event, ev.ToolFinished):
-            self._output.pop(event.call_id, None)
-            content = [tool_content(part) for part in event.content]
-            if not content and event.error is not None:
-                content = [tool_content(TextPart(text=event.error.message))]
-            error = (
-                {"code": event.error.code, "message": event.error.message}
-                if event.error is not None
-                else None
+        handler = _RENDER.get(type(event))
+        return handler(self, event, meta) if handler is not None else []
+
+    def _text_delta(self, event: ev.TextDelta, meta: _Meta) -> list[Update]:
+        return [
+            acp.AgentMessageChunk(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=event.delta),
+                message_id=event.message_id,
+                field_meta=meta(),
             )
-            return [
-                acp.ToolCallProgress(
-                    session_update="tool_call_update",
-                    tool_call_id=event.call_id,
-                    status="completed" if event.status == "completed" else "failed",
-                    content=content,
-                    raw_output=(
-                        _raw(event.raw_output_json) if event.raw_output_json is not None else None
-                    ),
-                    field_meta=meta(
-                        status=event.status,
-                        error=error,
-                        raw_output_json=event.raw_output_json,
-                        parts=len(event.content),
-                    ),
-                )
-            ]
-        if isinstance(event, ev.PlanUpdated):
-            return [
-                acp.AgentPlanUpdate(
-                    session_update="plan",
-                    entries=[
-                        acp.PlanEntry(content=e.content, priority=e.priority, status=e.status)
-                        for e in event.entries
-                    ],
-                    field_meta=meta(),
-                )
-            ]
-        if isinstance(event, ev.UsageUpdated):
-            if not event.size:  # the window is unknown: no "used of 0" for editors to draw
-                return []
-            return [
-                acp.UsageUpdate(
-                    session_update="usage_update",
-                    used=event.used,
-                    size=event.size,
-                    field_meta=meta(
-                        size=event.size,
-                        cache_read_tokens=event.cache_read_tokens,
-                        cache_creation_tokens=event.cache_creation_tokens,
-                    ),
-                )
-            ]
-        if isinstance(event, ev.SessionInfo):
-            return [
-                acp.SessionInfoUpdate(
-                    session_update="session_info_update",
+        ]
+
+    def _reasoning_delta(self, event: ev.ReasoningDelta, meta: _Meta) -> list[Update]:
+        return [
+            acp.AgentThoughtChunk(
+                session_update="agent_thought_chunk",
+                content=acp.TextContentBlock(type="text", text=event.delta),
+                message_id=event.message_id,
+                field_meta=meta(),
+            )
+        ]
+
+    def _notice(self, event: ev.Notice, meta: _Meta) -> list[Update]:
+        return self._notice_update(event, meta) if not self.echo_user else []
+
+    def _compaction_stream(
+        self,
+        event: ev.CompactionStarted | ev.CompactionSummaryDelta | ev.CompactionDropped,
+        meta: _Meta,
+    ) -> list[Update]:
+        return _compaction_progress(event, meta) if self.compaction else []
+
+    def _compaction(self, event: ev.Compaction, meta: _Meta) -> list[Update]:
+        fields = codec.event_to_jsonable(event)
+        for key in ("session_id", "run_id", "seq", "ts", "kind"):
+            del fields[key]
+        if self.compaction:
+            return _compaction_updates(event, meta, fields)
+        return [
+            acp.AgentMessageChunk(
+                session_update="agent_message_chunk",
+                content=acp.TextContentBlock(type="text", text=event.headline + "\n\n"),
+                message_id=f"compaction-{event.seq}",
+                field_meta=meta(**fields),
+            )
+        ]
+
+    def _user_message(
+        self, event: ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied, meta: _Meta
+    ) -> list[Update]:
+        if isinstance(event, ev.UserMessage) and not self.echo_user:
+            return []
+        count = len(event.content)
+        return [
+            acp.UserMessageChunk(
+                session_update="user_message_chunk",
+                content=content_block(part),
+                message_id=event.message_id,
+                field_meta=meta(message_id=event.message_id, part=index, parts=count),
+            )
+            for index, part in enumerate(event.content)
+        ]
+
+    def _tool_call_end(self, event: ev.ToolCallEnd, meta: _Meta) -> list[Update]:
+        self._output[event.call_id] = []
+        return [
+            acp.ToolCallStart(
+                session_update="tool_call",
+                tool_call_id=event.call_id,
+                title=event.title or event.name,
+                kind=event.tool_kind,
+                status="pending",
+                locations=[
+                    acp.ToolCallLocation(path=loc.path, line=loc.line) for loc in event.locations
+                ]
+                or None,
+                raw_input=_raw(event.arguments_json) if event.arguments_json else {},
+                field_meta=meta(
+                    name=event.name,
                     title=event.title,
-                    updated_at=iso_time(event.ts),
-                    field_meta=meta(title=event.title),
-                )
-            ]
-        if isinstance(event, ev.ModeChanged):
-            return [
-                acp.CurrentModeUpdate(
-                    session_update="current_mode_update",
-                    current_mode_id=event.mode_id,
-                    field_meta=meta(),
-                )
-            ]
-        if isinstance(event, ev.ConfigChanged):
-            if event.option_id != "model":
-                return []
-            return [
-                acp.ConfigOptionUpdate(
-                    session_update="config_option_update",
-                    config_options=list(model_options(self.routes, event.value)),
-                    field_meta=meta(option_id=event.option_id, value=event.value),
-                )
-            ]
-        if isinstance(event, ev.CommandsUpdated):
-            return [
-                acp.AvailableCommandsUpdate(
-                    session_update="available_commands_update",
-                    available_commands=_commands(event.commands),
-                    field_meta=meta(),
-                )
-            ]
-        return []
+                    arguments_json=event.arguments_json,
+                    executor=event.executor,
+                ),
+            )
+        ]
+
+    def _tool_started(self, event: ev.ToolStarted, meta: _Meta) -> list[Update]:
+        return [
+            acp.ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=event.call_id,
+                status="in_progress",
+                field_meta=meta(sandbox=event.sandbox),
+            )
+        ]
+
+    def _tool_output(self, event: ev.ToolOutput, meta: _Meta) -> list[Update]:
+        shown = self._output.setdefault(event.call_id, [])
+        shown.extend(tool_content(part) for part in event.content)
+        return [
+            acp.ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=event.call_id,
+                content=list(shown),
+                field_meta=meta(parts=len(event.content)),
+            )
+        ]
+
+    def _tool_finished(self, event: ev.ToolFinished, meta: _Meta) -> list[Update]:
+        self._output.pop(event.call_id, None)
+        content = [tool_content(part) for part in event.content]
+        if not content and event.error is not None:
+            content = [tool_content(TextPart(text=event.error.message))]
+        error = (
+            {"code": event.error.code, "message": event.error.message}
+            if event.error is not None
+            else None
+        )
+        return [
+            acp.ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=event.call_id,
+                status="completed" if event.status == "completed" else "failed",
+                content=content,
+                raw_output=(
+                    _raw(event.raw_output_json) if event.raw_output_json is not None else None
+                ),
+                field_meta=meta(
+                    status=event.status,
+                    error=error,
+                    raw_output_json=event.raw_output_json,
+                    parts=len(event.content),
+                ),
+            )
+        ]
+
+    def _plan_updated(self, event: ev.PlanUpdated, meta: _Meta) -> list[Update]:
+        return [
+            acp.AgentPlanUpdate(
+                session_update="plan",
+                entries=[
+                    acp.PlanEntry(content=e.content, priority=e.priority, status=e.status)
+                    for e in event.entries
+                ],
+                field_meta=meta(),
+            )
+        ]
+
+    def _usage_updated(self, event: ev.UsageUpdated, meta: _Meta) -> list[Update]:
+        if not event.size:  # the window is unknown: no "used of 0" for editors to draw
+            return []
+        return [
+            acp.UsageUpdate(
+                session_update="usage_update",
+                used=event.used,
+                size=event.size,
+                field_meta=meta(
+                    size=event.size,
+                    cache_read_tokens=event.cache_read_tokens,
+                    cache_creation_tokens=event.cache_creation_tokens,
+                ),
+            )
+        ]
+
+    def _session_info(self, event: ev.SessionInfo, meta: _Meta) -> list[Update]:
+        return [
+            acp.SessionInfoUpdate(
+                session_update="session_info_update",
+                title=event.title,
+                updated_at=iso_time(event.ts),
+                field_meta=meta(title=event.title),
+            )
+        ]
+
+    def _mode_changed(self, event: ev.ModeChanged, meta: _Meta) -> list[Update]:
+        return [
+            acp.CurrentModeUpdate(
+                session_update="current_mode_update",
+                current_mode_id=event.mode_id,
+                field_meta=meta(),
+            )
+        ]
+
+    def _config_changed(self, event: ev.ConfigChanged, meta: _Meta) -> list[Update]:
+        if event.option_id != "model":
+            return []
+        return [
+            acp.ConfigOptionUpdate(
+                session_update="config_option_update",
+                config_options=list(model_options(self.routes, event.value)),
+                field_meta=meta(option_id=event.option_id, value=event.value),
+            )
+        ]
+
+    def _commands_updated(self, event: ev.CommandsUpdated, meta: _Meta) -> list[Update]:
+        return [
+            acp.AvailableCommandsUpdate(
+                session_update="available_commands_update",
+                available_commands=_commands(event.commands),
+                field_meta=meta(),
+            )
+        ]
+
+
+_RENDER: dict[type[ev.EventBase], Callable[[AcpRenderer, Any, _Meta], list[Update]]] = {
+    ev.TextDelta: AcpRenderer._text_delta,
+    ev.ReasoningDelta: AcpRenderer._reasoning_delta,
+    ev.Notice: AcpRenderer._notice,
+    ev.CompactionStarted: AcpRenderer._compaction_stream,
+    ev.CompactionSummaryDelta: AcpRenderer._compaction_stream,
+    ev.CompactionDropped: AcpRenderer._compaction_stream,
+    ev.Compaction: AcpRenderer._compaction,
+    ev.UserMessage: AcpRenderer._user_message,
+    ev.SteerApplied: AcpRenderer._user_message,
+    ev.FollowUpApplied: AcpRenderer._user_message,
+    ev.ToolCallEnd: AcpRenderer._tool_call_end,
+    ev.ToolStarted: AcpRenderer._tool_started,
+    ev.ToolOutput: AcpRenderer._tool_output,
+    ev.ToolFinished: AcpRenderer._tool_finished,
+    ev.PlanUpdated: AcpRenderer._plan_updated,
+    ev.UsageUpdated: AcpRenderer._usage_updated,
+    ev.SessionInfo: AcpRenderer._session_info,
+    ev.ModeChanged: AcpRenderer._mode_changed,
+    ev.ConfigChanged: AcpRenderer._config_changed,
+    ev.CommandsUpdated: AcpRenderer._commands_updated,
+}
+"""The update each kind becomes; a kind missing here shows nothing (the opt-in
+`_steerable/event` channel has it)."""
 
 
 def _compaction_updates(

@@ -3,13 +3,12 @@
 One pure function per LoopEvent kind between a run's start and end (`step_started` ...
 `state_delta`), each returning the AG-UI events (SDK models) that carry it, with the
 LoopEvent fields the native event lacks under `metadata["steerable"]` (`meta`); plus the
-CUSTOM form every kind can take (`custom`). The mapping table, the run's bracket
-(RUN_STARTED, RUN_FINISHED / RUN_ERROR with their MESSAGES_SNAPSHOT), the thread's plan and
-the choice of which function renders an event live in `renderer.py` (`AguiRenderer`), whose
-handler table calls these functions directly; a function that raises `ValueError` (an SDK
-model rejecting the value) makes the renderer fall back to CUSTOM. `interrupt` is the wire
-form of one of RUN_FINISHED's interrupts (also served by `GET /threads/{id}`): a url
-question's page rides in `metadata: {"mode": "url", "url": ...}`. No I/O, no clock, no ids.
+CUSTOM form every kind can take (`custom`). The table in `mapping.py` names which function
+renders which kind; the run's bracket and the thread's plan live in `renderer.py`. A
+function that raises `ValueError` (an SDK model rejecting the value) makes the renderer fall
+back to CUSTOM. `interrupt` is the wire form of one of RUN_FINISHED's interrupts (also
+served by `GET /threads/{id}`): a url question's page rides in `metadata: {"mode": "url",
+"url": ...}`. No I/O, no clock, no ids.
 """
 
 from __future__ import annotations

@@ -4,84 +4,19 @@
 `render(event)` returns the AG-UI events for one LoopEvent. It is pure apart from its own
 bookkeeping: no I/O, no clock, no ids of its own. The server (`stream.py`) encodes what it
 returns. Every LoopEvent is carried by exactly one AG-UI event, so a decoder rebuilds the
-exact LoopEvent sequence; the few AG-UI events that carry no LoopEvent say so. This module
-holds the mapping, the run's bracket (start, end, snapshot, held and dropped events) and the
-thread's plan; the native form of the content between (steps, text, reasoning, tool calls,
-state) is built by the pure functions of `native.py`, which the handler table calls directly.
-
-The mapping (every event's `timestamp` is its `ts` in integer ms; `M` = `metadata`):
-
-    LoopEvent        AG-UI event(s), carrier first  native fields      | in M.steerable
-    run_started      RUN_STARTED                    threadId, runId,   | model,
-                                                    protocolVersion,   | parent_run_id,
-                                                    parentRunId (the   | trace_id,
-                                                    AG-UI input's)     | client_run_id
-    run_finished     MESSAGES_SNAPSHOT (derived),   outcome, usage     | stop_reason, usage,
-                     RUN_FINISHED                                      | pending_tool_call_ids,
-                                                                       | interrupts
-    run_failed       MESSAGES_SNAPSHOT (derived),   message, code      |
-                     RUN_ERROR
-    step_started     STEP_STARTED                   stepName "step-N"  | step
-    step_finished    STEP_FINISHED                  stepName "step-N"  | step, finish_reason,
-                                                                       | usage
-    text_start       TEXT_MESSAGE_START             messageId          |
-                     (role assistant)
-    text_delta       TEXT_MESSAGE_CONTENT           messageId, delta   |
-    text_end         TEXT_MESSAGE_END               messageId          |
-    reasoning_start  REASONING_START,               messageId          |
-                     REASONING_MESSAGE_START (derived)
-    reasoning_delta  REASONING_MESSAGE_CONTENT      messageId, delta   |
-    reasoning_end    REASONING_MESSAGE_END,         messageId          | signature,
-                     REASONING_END (derived)                           | redacted_data
-    tool_call_start  TOOL_CALL_START                toolCallId,        |
-                                                    toolCallName,      |
-                                                    parentMessageId    |
-    tool_call_delta  TOOL_CALL_ARGS (as streamed)   toolCallId, delta  |
-    tool_call_end    TOOL_CALL_END                  toolCallId         | name, arguments_json,
-                                                                       | tool_kind, title,
-                                                                       | locations, executor
-    tool_finished    TOOL_CALL_RESULT (role tool,   toolCallId,        | status, content,
-                     messageId "result-<call_id>")  content (its text) | raw_output_json, error
-    state_snapshot   STATE_SNAPSHOT                 snapshot           | state_json (only when
-                                                                       | not canonical)
-    state_delta      STATE_DELTA (JSON Patch)       delta              | patch_json (only when
-                                                                       | not canonical)
-    plan_updated     ACTIVITY_SNAPSHOT (activityType "plan", messageId "plan-<threadId>",
-                     replace true)                  content.entries    |
-    any other kind   CUSTOM "steerable.<kind>"      value = codec.event_to_jsonable(event)
-
-Every carrier except CUSTOM has `M.steerable` = `{"kind", "seq", "run_id", ...the listed
-fields}` in `codec` JSON form, with fields whose value is null left out (they take their
-defaults). Decoding a carrier: take its native fields (`messageId` → `message_id`,
-`toolCallId` → `call_id`, `toolCallName` → `name`, `parentMessageId` → `parent_message_id`,
-`delta`, RUN_ERROR `code` / `message`; for STATE_SNAPSHOT `state_json` =
-`canonical_json(snapshot)`, for STATE_DELTA `patch_json` = `canonical_json(delta)`, for the
-plan `entries` = `content.entries`), overlay `M.steerable`, add `session_id` = the run's
-`threadId` and `ts` = `timestamp`, and parse with `codec.event_from_jsonable`. A CUSTOM
-`steerable.<kind>` decodes as `codec.event_from_jsonable(value)`. First, though, skip every
-event whose `M.steerable` is `{"derived": true}`: it carries no LoopEvent — MESSAGES_SNAPSHOT
-(the thread as AG-UI messages, ids matching the stream, sent before every RUN_FINISHED /
-RUN_ERROR unless the `messages` source says the client holds the thread already), the
-second half of the reasoning pairs, and the server's own short streams (`derived_run`,
-e.g. CUSTOM `steerable.steer_absorbed`; `derived_error`). A LoopEvent whose native
-form is impossible (an empty delta, a patch the SDK model rejects) goes as CUSTOM instead
-(for the run's own start and end, followed or preceded by a derived RUN_* event). So does
-`run_started` when the transport opened the run first with a derived RUN_STARTED (`open`:
-a cold thread's run in a burst, whose first event goes out before its history is read).
-
-RUN_FINISHED `outcome`: `cancelled` for stop reasons `cancelled` and `rejected` (the user
-stopped the run: "Reject and stop"); `interrupt` with the approval interrupts (id, reason,
-toolCallId, responseSchema) when there are any; otherwise `success`, with
-`pendingToolCallIds` when frontend tool calls wait for the client. With
-`legacy_outcomes=True` (a client that did not declare AG-UI 1.0, such as the 0.0.59 client
-CopilotKit ships, whose outcome schemas are strict) a cancelled run has no `outcome` and a
-success outcome no `pendingToolCallIds`: such clients derive pending calls from the stream
-(tool calls without a TOOL_CALL_RESULT), and `M.steerable` still holds both facts. The plan
-uses the native ACTIVITY_SNAPSHOT (UIs render activity messages in place) rather than
-CUSTOM. Nothing is rendered after RUN_FINISHED / RUN_ERROR (such events are counted in
-`dropped`); events that arrive before `run_started` (the transport passes those logged
-between runs) are held and sent right after RUN_STARTED, so sort decoded events by `seq` to
-get log order.
+exact LoopEvent sequence. This module holds the run's bracket (start, end, snapshot, held
+and dropped events) and the thread's plan; the content between is built by the `native.py`
+functions the table in `mapping.py` names (which AG-UI events carry which kind; also
+`docs/mapping.md`). Every event's `timestamp` is its `ts` in ms, and the LoopEvent fields a
+native event lacks ride in `metadata.steerable`. Events that carry no LoopEvent
+(MESSAGES_SNAPSHOT before every RUN_FINISHED / RUN_ERROR unless the `messages` source says
+the client holds the thread, the second half of the reasoning pairs, the server's own short
+streams) have `metadata.steerable` = `{"derived": true}`. A LoopEvent whose native form is
+impossible (an empty delta, a patch the SDK rejects) goes as CUSTOM instead, and so does
+`run_started` after `open`. With `legacy_outcomes=True` (a client that did not declare AG-UI
+1.0) a cancelled run has no `outcome` and a success outcome no `pendingToolCallIds`. Nothing
+is rendered after the run ends (counted in `dropped`); events before `run_started` are held
+and sent right after it, so sort decoded events by `seq` to get log order.
 """
 
 from __future__ import annotations
@@ -110,6 +45,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import Usage
 from steerable_bridge.transports.agui import native
+from steerable_bridge.transports.agui.mapping import NATIVE, TABLE
 from steerable_bridge.transports.agui.native import DERIVED, custom, fields_of, meta
 
 __all__ = ["AguiRenderer", "plan_message_id"]
@@ -144,15 +80,8 @@ def _token_usage(usage: Usage) -> list[TokenUsage] | None:
 class AguiRenderer:
     """Renders one AG-UI run. `messages` supplies the thread for MESSAGES_SNAPSHOT."""
 
-    NATIVE: ClassVar[frozenset[type[ev.EventBase]]] = frozenset(
-        {
-            ev.RunStarted, ev.RunFinished, ev.RunFailed, ev.StepStarted, ev.StepFinished,
-            ev.TextStart, ev.TextDelta, ev.TextEnd, ev.ReasoningStart, ev.ReasoningDelta,
-            ev.ReasoningEnd, ev.ToolCallStart, ev.ToolCallDelta, ev.ToolCallEnd, ev.ToolFinished,
-            ev.StateSnapshot, ev.StateDelta, ev.PlanUpdated,
-        }
-    )  # fmt: skip
-    """Kinds with a native AG-UI form; every other kind is sent as CUSTOM."""
+    NATIVE: ClassVar[frozenset[type[ev.EventBase]]] = NATIVE
+    """Kinds with a native AG-UI form (`mapping.TABLE`); every other kind is sent as CUSTOM."""
 
     def __init__(
         self,
@@ -172,25 +101,14 @@ class AguiRenderer:
         self.finished = False
         self.dropped = 0
         self._held: list[LoopEvent] = []
-        self._handlers: dict[type[ev.EventBase], Callable[[Any], list[BaseEvent]]] = {
+        own: dict[type[ev.EventBase], Callable[[Any], list[BaseEvent]]] = {
             ev.RunStarted: self._run_started,
             ev.RunFinished: self._run_finished,
             ev.RunFailed: self._run_failed,
-            ev.StepStarted: native.step_started,
-            ev.StepFinished: native.step_finished,
-            ev.TextStart: native.text_start,
-            ev.TextDelta: native.text_delta,
-            ev.TextEnd: native.text_end,
-            ev.ReasoningStart: native.reasoning_start,
-            ev.ReasoningDelta: native.reasoning_delta,
-            ev.ReasoningEnd: native.reasoning_end,
-            ev.ToolCallStart: native.tool_call_start,
-            ev.ToolCallDelta: native.tool_call_delta,
-            ev.ToolCallEnd: native.tool_call_end,
-            ev.ToolFinished: native.tool_finished,
-            ev.StateSnapshot: native.state_snapshot,
-            ev.StateDelta: native.state_delta,
             ev.PlanUpdated: self._plan_updated,
+        }
+        self._handlers: dict[type[ev.EventBase], Callable[[Any], list[BaseEvent]]] = {
+            row.event: row.render or own[row.event] for row in TABLE
         }
 
     # -- the entry points -------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 `SseEncoder(renderer).encode(event)` returns the bytes `ag_ui.encoder.EventEncoder` gives
 for every AG-UI event `renderer.render(event)` returns, joined. Building and dumping SDK
-models costs 10-20 µs an event, which caps a stream below 100,000 events/s; the kinds a run
-is mostly made of (text, reasoning and tool-argument deltas, text and tool-call starts, text
+models is slow (`bench/agui_throughput.py` prints both paths); the kinds a run is mostly
+made of (text, reasoning and tool-argument deltas, text and tool-call starts, text
 ends, step starts and ends, and every CUSTOM kind) are instead written from byte templates
 in the exact field order and escaping the SDK uses (`json.encoder.encode_basestring`
 escapes as pydantic does; a CUSTOM value is `codec.event_to_json`, pydantic's own bytes).
@@ -32,6 +32,7 @@ from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.surrogates import scrub_json
+from steerable_bridge.transports.agui.mapping import NATIVE
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 
 __all__ = ["SseEncoder", "event_ids"]
@@ -142,7 +143,7 @@ _MAX_TS = 9007199254740991
 _MIN_TS = -_MAX_TS
 
 _FAST: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
-    **{cls: _custom for cls in ev.EVENT_TYPES if cls not in AguiRenderer.NATIVE},
+    **{cls: _custom for cls in ev.EVENT_TYPES if cls not in NATIVE},
     ev.TextStart: _text_start,
     ev.TextDelta: _text_delta,
     ev.TextEnd: _text_end,
