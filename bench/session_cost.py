@@ -17,7 +17,10 @@ and after `session/prompt`), the time from sending the prompt to the first
 for turns 1-100, 501-600 and 901-1,000 (scaled to `--turns`): the mean agent CPU of a text
 turn (no tool call, no compaction), the p50 first-token latency of those turns, the
 compaction turns' CPU (mean and max), and the agent's RSS (VmRSS) at the end of the range;
-then the ratio of the last range's text-turn CPU to the first's.
+then the ratio of the last range's text-turn CPU to the first's, the mean text-turn CPU of
+the ten turns around turn 10 against the last ten (the issue's "turn 10 vs turn 1,000"), and
+the storage's bytes on disk (the SQLite file with its WAL, once the agent ended) against the
+text exchanged (prompts, answer text received, and the bytes of every file read).
 
     uv run python bench/session_cost.py [--turns 1000] [--window 8000] [--wire acp|agui]
         [--profile out.prof]
@@ -36,6 +39,7 @@ without compaction <= 250 MiB.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -78,6 +82,8 @@ class Turn:
     read: bool
     compacted: bool
     rss: float
+    text_chars: int
+    """Characters of the prompt, the answer text received and a file read this turn."""
 
 
 class Client:
@@ -87,19 +93,23 @@ class Client:
         self.sent = 0.0
         self.first: float | None = None
         self.compacted = False
+        self.chars = 0
 
     def start(self) -> None:
         self.sent = time.perf_counter()
         self.first = None
         self.compacted = False
+        self.chars = 0
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         if update.session_update != "agent_message_chunk":
             return
         if (update.message_id or "").startswith("compaction-"):
             self.compacted = True
-        elif self.first is None:
+            return
+        if self.first is None:
             self.first = time.perf_counter()
+        self.chars += len(getattr(update.content, "text", ""))
 
     async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
         return acp.RequestPermissionResponse(outcome=acp.DeniedOutcome(outcome="cancelled"))
@@ -114,8 +124,19 @@ class Client:
         return None
 
 
+def _prompt(turn: int, read_every: int) -> tuple[bool, str]:
+    """Whether this turn reads the file, and the user's text for it."""
+    read = read_every > 0 and turn % read_every == 0
+    return read, f"turn {turn}: {READ_WORD} {READ_NAME}" if read else f"turn {turn}: go on"
+
+
+def stored_bytes(folder: Path) -> int:
+    """What the session's SQLite storage takes on disk (the file, its WAL and shm)."""
+    return sum(p.stat().st_size for p in folder.glob("s.db*"))
+
+
 async def acp_session(
-    folder: Path, base: str, turns: int, read_every: int, profile: str | None
+    folder: Path, base: str, turns: int, read_every: int, profile: str | None, read_bytes: int
 ) -> list[Turn]:
     env = _env(folder, base)
     client = Client()
@@ -134,8 +155,7 @@ async def acp_session(
             await conn.initialize(protocol_version=1)
             sid = (await conn.new_session(cwd=str(folder), mcp_servers=[])).session_id
             for turn in range(1, turns + 1):
-                read = read_every > 0 and turn % read_every == 0
-                text = f"turn {turn}: {READ_WORD} {READ_NAME}" if read else f"turn {turn}: go on"
+                read, text = _prompt(turn, read_every)
                 before = cpu_s(pid)
                 client.start()
                 with anyio.fail_after(120):
@@ -152,6 +172,7 @@ async def acp_session(
                         read=read,
                         compacted=client.compacted,
                         rss=rss_mib(pid),
+                        text_chars=len(text) + client.chars + (read_bytes if read else 0),
                     )
                 )
                 if turn % 100 == 0:
@@ -164,7 +185,9 @@ def _env(folder: Path, base: str) -> dict[str, str]:
     return env | {"STEERABLE_BASE_URL": base, "STEERABLE_STORAGE": str(folder / "s.db")}
 
 
-def agui_session(folder: Path, base: str, turns: int, read_every: int) -> list[Turn]:
+def agui_session(
+    folder: Path, base: str, turns: int, read_every: int, read_bytes: int
+) -> list[Turn]:
     """The same session as AG-UI runs on one thread of `steerable-bridge serve`: each turn
     POSTs the new user message and reads the run's SSE stream to its end; the first token
     is the first TEXT_MESSAGE_CONTENT, a compaction the CUSTOM `steerable.compaction`."""
@@ -188,28 +211,31 @@ def agui_session(folder: Path, base: str, turns: int, read_every: int) -> list[T
                 except httpx.TransportError:
                     time.sleep(0.05)
             for turn in range(1, turns + 1):
-                read = read_every > 0 and turn % read_every == 0
-                text = f"turn {turn}: {READ_WORD} {READ_NAME}" if read else f"turn {turn}: go on"
+                read, text = _prompt(turn, read_every)
                 message = {"id": f"u{turn}", "role": "user", "content": text}
                 body = {"threadId": "t1", "runId": f"r{turn}", "messages": [message]}
                 before = cpu_s(process.pid)
                 sent = time.perf_counter()
                 first: float | None = None
                 compacted = finished = False
+                chars = 0
                 with client.stream("POST", endpoint, json=body) as reply:
                     for line in reply.iter_lines():
                         if not line.startswith("data: "):
                             continue
-                        if '"TEXT_MESSAGE_CONTENT"' in line and first is None:
-                            first = (time.perf_counter() - sent) * 1000
+                        if '"TEXT_MESSAGE_CONTENT"' in line:
+                            if first is None:
+                                first = (time.perf_counter() - sent) * 1000
+                            chars += len(json.loads(line[6:]).get("delta", ""))
                         elif '"steerable.compaction"' in line:
                             compacted = True
                         elif '"RUN_FINISHED"' in line:
                             finished = True
                 if not finished:
                     raise SystemExit(f"turn {turn} did not finish")
+                size = len(text) + chars + (read_bytes if read else 0)
                 out.append(Turn((cpu_s(process.pid) - before) * 1000, first, read, compacted,
-                                rss_mib(process.pid)))  # fmt: skip
+                                rss_mib(process.pid), size))  # fmt: skip
                 if turn % 100 == 0:
                     print(f"  {turn} turns, server RSS {out[-1].rss:.0f} MiB", flush=True)
     finally:
@@ -218,7 +244,11 @@ def agui_session(folder: Path, base: str, turns: int, read_every: int) -> list[T
     return out
 
 
-def report(turns: list[Turn], window: int, wire: str) -> None:
+def _text_cpu(span: list[Turn]) -> float:
+    return statistics.fmean(t.cpu_ms for t in span if not t.read and not t.compacted)
+
+
+def report(turns: list[Turn], window: int, wire: str, stored: int) -> None:
     n = len(turns)
     ranges = [(0, n // 10), (n // 2, n // 2 + n // 10), (n - n // 10, n)]
     label = f"{wire}, window {window}" if window else f"{wire}, no window"
@@ -244,6 +274,16 @@ def report(turns: list[Turn], window: int, wire: str) -> None:
     if folds_all:
         print(f"compaction turns overall: max {max(folds_all):.0f} ms CPU")
     print(f"text-turn CPU, last range / first: {means[-1] / means[0]:.2f}x")
+    early, late = _text_cpu(turns[5:15]), _text_cpu(turns[-10:])
+    print(
+        f"text-turn CPU, turns 6-15 {early:.1f} ms, last 10 {late:.1f} ms:"
+        f" {late / early:.2f}x (target <= 1.5x)"
+    )
+    exchanged = sum(t.text_chars for t in turns)
+    print(
+        f"stored {stored / 2**20:.1f} MiB for {exchanged / 2**20:.1f} MiB of text exchanged:"
+        f" {stored / exchanged:.1f}x (target <= 3x)"
+    )
 
 
 def main() -> None:
@@ -266,9 +306,17 @@ def main() -> None:
             text = (line * (args.read_bytes // len(line) + 1))[: args.read_bytes]
             (folder / READ_NAME).write_text(text, encoding="utf-8")
             started = time.perf_counter()
-            turns = anyio.run(acp_session, folder, base, args.turns, args.read_every, args.profile)
+            if args.wire == "agui":
+                if args.profile:
+                    raise SystemExit("--profile profiles the ACP agent only; drop it or --wire")
+                turns = agui_session(folder, base, args.turns, args.read_every, args.read_bytes)
+            else:
+                turns = anyio.run(
+                    acp_session, folder, base, args.turns, args.read_every, args.profile,
+                    args.read_bytes,
+                )  # fmt: skip
             print(f"{args.turns} turns in {time.perf_counter() - started:.0f} s")
-            report(turns, args.window, args.wire)
+            report(turns, args.window, args.wire, stored_bytes(folder))
     finally:
         stop()
 
