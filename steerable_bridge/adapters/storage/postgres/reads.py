@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from steerable_bridge.adapters.storage.decoding import decode_rows, plain_rows
+from steerable_bridge.adapters.storage.decoding import decode_entries, decode_rows, plain_rows
 from steerable_bridge.adapters.storage.formats import FORMAT as RECORD_FORMAT
 from steerable_bridge.adapters.storage.formats import (
     decode_record,
@@ -34,6 +34,7 @@ from steerable_bridge.adapters.storage.sql import (
     fetch_rows,
     pg,
 )
+from steerable_bridge.runtime.delta_runs import Entry
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.storage import (
     SessionNotFound,
@@ -45,7 +46,7 @@ from steerable_bridge.runtime.storage import (
 if TYPE_CHECKING:
     from steerable_bridge.adapters.storage.postgres.driver import Connection
 
-__all__ = ["check", "get_record", "read_after", "read_tail"]
+__all__ = ["check", "get_record", "read_after", "read_tail", "read_tail_entries"]
 
 
 _SESSION_FORMAT = "SELECT format, last_seq FROM sessions WHERE session_id = %s"
@@ -67,6 +68,23 @@ async def decode_all(
     """The rows' events from `from_seq` on (runs of deltas unfolded, `runs.py`); requests
     stored by reference are rebuilt, fetching the rows they refer to that the read did not
     include (one query per level of reference)."""
+    resolver, plain = await _resolved(conn, session_id, rows, from_seq)
+    return decode_rows(resolver, rows, plain, final=True, from_seq=from_seq)
+
+
+async def decode_all_entries(
+    conn: Connection, session_id: str, rows: list[Any], from_seq: int = 0
+) -> list[Entry]:
+    """`decode_all` with each stored run of deltas kept as one `DeltaRun`."""
+    resolver, plain = await _resolved(conn, session_id, rows, from_seq)
+    return decode_entries(resolver, rows, plain, final=True, from_seq=from_seq)
+
+
+async def _resolved(
+    conn: Connection, session_id: str, rows: list[Any], from_seq: int
+) -> tuple[Resolver, list[bool]]:
+    """A resolver holding every row the requests stored by reference in `rows` need, and
+    `plain_rows(rows)`."""
     resolver = Resolver(session_id)
     plain = plain_rows(rows)
     while not all(plain):
@@ -89,7 +107,7 @@ async def decode_all(
                 f"session {session_id} refers to event seq {absent}, which is not stored;"
                 " run `steerable-bridge sessions check`",
             )
-    return decode_rows(resolver, rows, plain, final=True, from_seq=from_seq)
+    return resolver, plain
 
 
 async def read_after(
@@ -112,22 +130,37 @@ async def read_tail(conn: Connection, session_id: str) -> tuple[list[LoopEvent],
     session has no compaction, three when it has (pipelined), more only for rows that
     requests stored by reference need."""
     async with pipelined(conn), conn.transaction():
-        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        head = await conn.execute(_SESSION_FORMAT, (session_id,))
-        compactions = await conn.execute(pg(TAIL_COMPACTION), (session_id,))
-        last = _required(session_id, await head.fetchone())
-        found = history_compaction(session_id, await compactions.fetchall())
-        rows: list[Any] = []
-        start = -1
-        if found is not None:
-            run = await (await conn.execute(pg(TAIL_RUN_START), (session_id, found.seq))).fetchone()
-            start = tail_start(found, int(run[0]) if run is not None else found.seq)
-            facts = await conn.execute(pg(TAIL_FACTS), (session_id, start))
-        after = await conn.execute(pg(TAIL_FROM), (session_id, start))
-        if found is not None:
-            rows = await facts.fetchall()
-        rows += await after.fetchall()
+        rows, start, last = await _tail_rows(conn, session_id)
         return await decode_all(conn, session_id, rows, start), last
+
+
+async def read_tail_entries(conn: Connection, session_id: str) -> tuple[list[Entry], int]:
+    """`read_tail` with each stored run of deltas as one `DeltaRun`, as a log holds it in
+    memory: a load builds no event per token."""
+    async with pipelined(conn), conn.transaction():
+        rows, start, last = await _tail_rows(conn, session_id)
+        return await decode_all_entries(conn, session_id, rows, start), last
+
+
+async def _tail_rows(conn: Connection, session_id: str) -> tuple[list[Any], int, int]:
+    """The tail's rows (inside the caller's transaction), the seq it starts at, and the
+    session's last stored seq."""
+    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    head = await conn.execute(_SESSION_FORMAT, (session_id,))
+    compactions = await conn.execute(pg(TAIL_COMPACTION), (session_id,))
+    last = _required(session_id, await head.fetchone())
+    found = history_compaction(session_id, await compactions.fetchall())
+    rows: list[Any] = []
+    start = -1
+    if found is not None:
+        run = await (await conn.execute(pg(TAIL_RUN_START), (session_id, found.seq))).fetchone()
+        start = tail_start(found, int(run[0]) if run is not None else found.seq)
+        facts = await conn.execute(pg(TAIL_FACTS), (session_id, start))
+    after = await conn.execute(pg(TAIL_FROM), (session_id, start))
+    if found is not None:
+        rows = await facts.fetchall()
+    rows += await after.fetchall()
+    return rows, start, last
 
 
 async def get_record(conn: Connection, session_id: str) -> SessionRecord | None:

@@ -46,6 +46,7 @@ from steerable_bridge.adapters.storage.sql import (
     pg,
     session_row,
 )
+from steerable_bridge.runtime.delta_runs import Entry
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.signals import SessionSignal
@@ -199,6 +200,13 @@ class PostgresStore:
             events, last = await reads.read_tail(conn, session_id)
         resume_writer(self._writers, session_id, events, last)
         return events
+
+    async def read_tail_entries(self, session_id: str) -> list[Entry]:
+        """`read_tail` with each stored run of deltas as one `DeltaRun` (`delta_runs.py`)."""
+        async with self._conn() as conn:
+            entries, last = await reads.read_tail_entries(conn, session_id)
+        resume_writer(self._writers, session_id, entries, last)
+        return entries
 
     async def get(self, session_id: str) -> SessionRecord | None:
         async with self._conn() as conn:
