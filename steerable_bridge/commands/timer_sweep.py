@@ -17,6 +17,7 @@ it is merely a few hundred wasted calls. Outside a running loop it does nothing.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 
 __all__ = ["SWEEP_TIMERS", "drop_cancelled_timers"]
 
@@ -24,6 +25,11 @@ SWEEP_TIMERS = 512
 """Placeholders per sweep: the purge needs cancelled handles to outnumber live ones (a
 quiet server has a few dozen live: keep-alive, housekeeping)."""
 _FAR_S = 86_400.0
+_CONTEXT = contextvars.Context()
+"""The placeholders' context, made once at import: without one, each call copies the
+current context, and the copies, freed when the loop purges the placeholders, fill
+CPython's context free list (255 kept) with objects made inside the burst's arenas, so the
+sweep itself kept some of those arenas from going back."""
 
 
 def _never() -> None:
@@ -38,4 +44,4 @@ def drop_cancelled_timers() -> None:
         return
     when = loop.time() + _FAR_S
     for _ in range(SWEEP_TIMERS):
-        loop.call_at(when, _never).cancel()
+        loop.call_at(when, _never, context=_CONTEXT).cancel()
