@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.model import (
     FinishReason,
     ModelChunk,
@@ -231,14 +232,17 @@ def _as_text(part: ToolContent) -> str:
 # -- the stream -------------------------------------------------------------------------------
 
 
-class StreamFailure(Exception):
-    """The stream carried an `error` event, or broke the event grammar."""
+class StreamFailure(CodedError):
+    """The stream carried an `error` event, or broke the event grammar: `code` is the
+    event's error type (`invalid_event` for a broken grammar), `message` its text."""
 
     def __init__(self, error_type: str, message: str) -> None:
-        error_type, message = scrub(error_type), scrub(message)
-        super().__init__(message)
-        self.error_type = error_type
-        self.message = message
+        super().__init__(scrub(error_type), scrub(message))
+
+    @property
+    def error_type(self) -> str:
+        """The Messages API's name for `code` (`overloaded_error`, say)."""
+        return self.code
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from steerable_bridge.adapters.llm.openai_wire import request_body as chat_body
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.model import (
     FinishReason,
     ModelChunk,
@@ -106,13 +107,12 @@ def _input_part(part: dict[str, Any]) -> dict[str, Any]:
     return {"type": "input_text", "text": part["text"]}
 
 
-class ResponsesFailure(Exception):
-    """The stream carried an `error` event or a `response.failed`."""
+class ResponsesFailure(CodedError):
+    """The stream carried an `error` event or a `response.failed`: `code` is the server's
+    error code, `message` its text (the provider turns both into a `ProviderError`)."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
 
 
 @dataclass(slots=True)

@@ -50,6 +50,7 @@ from steerable_bridge.transports.acp.renderer import (
     model_options,
     stop_reason,
 )
+from steerable_bridge.transports.acp.sdk_private import raw_notify
 from steerable_bridge.transports.acp.session import (
     AcpSession,
     ClientLink,
@@ -104,7 +105,7 @@ class AcpAgent(SessionLifecycle):
         self.link.conn = conn
         # The SDK's connection under `AgentSideConnection` sends a notification from a plain
         # dict; hot updates go straight there (`session.py`), when this SDK has it.
-        self.link.notify = getattr(getattr(conn, "_conn", None), "send_notification", None)
+        self.link.notify = raw_notify(conn)
 
     # -- connection ---------------------------------------------------------------------------
 

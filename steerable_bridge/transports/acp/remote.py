@@ -42,8 +42,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from acp._sse import serialize_sse_event, serialize_sse_keepalive
-from acp._transport import Transport, memory_transport_pair
 from acp.agent.connection import AgentSideConnection
 from acp.http.protocol import (
     CONNECTION_ID_HEADER,
@@ -54,7 +52,7 @@ from acp.http.protocol import (
     session_id_from_params,
     session_id_from_result,
 )
-from acp.http.server import AcpServer, ConnectionRegistry, ConnectionState, OutboundStream
+from acp.http.server import AcpServer, ConnectionState
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -66,6 +64,16 @@ from steerable_bridge.runtime.model import ModelInfo
 from steerable_bridge.transports.acp.capabilities import session_features
 from steerable_bridge.transports.acp.frames import FrameRefusal, check_frame, frame_too_large
 from steerable_bridge.transports.acp.front import LazyAcpAgent
+from steerable_bridge.transports.acp.sdk_private import (
+    OpenRegistry,
+    PumpedConnectionState,
+    Transport,
+    memory_transport_pair,
+    serialize_sse_event,
+    serialize_sse_keepalive,
+    use_registry,
+    wrap_handler,
+)
 from steerable_bridge.transports.acp.server import quiet_notifications, route_message
 
 if TYPE_CHECKING:
@@ -137,16 +145,14 @@ class GuardedMessages:
 AgentMaker = Callable[["RemoteConnection"], Any]
 
 
-class RemoteConnection(ConnectionState):
+class RemoteConnection(PumpedConnectionState):
     """One remote client: the SDK's connection state, bound to our agent (module docstring).
 
-    The base class's `__init__` is replaced because it builds the SDK connection without the
-    unstable methods and over an unguarded pipe; its routing and pumping are reused."""
+    The SDK builds its connection without the unstable methods and over an unguarded pipe,
+    so this one builds its own (`PumpedConnectionState`); the SDK's pumping is reused."""
 
     def __init__(self, connection_id: str, make_agent: AgentMaker, *, multiplex: bool) -> None:
-        self.connection_id = connection_id
         server_side, pump_side = memory_transport_pair()
-        self._pump_side = pump_side
         self.messages = GuardedMessages(server_side)
         self.tasks: set[asyncio.Task[None]] = set()
         self.mounts: list[AcpWorkspaces] = []
@@ -157,14 +163,8 @@ class RemoteConnection(ConnectionState):
         conn = AgentSideConnection(
             cast(Any, self.front), self.messages, listening=True, use_unstable_protocol=True
         )
-        conn._conn._handler = quiet_notifications(conn._conn._handler)
-        self._agent_conn = conn
-        self.connection_stream = OutboundStream()
-        self.session_streams: dict[str, OutboundStream] = {}
-        self._multiplex = OutboundStream() if multiplex else None
-        self._pending_routes: dict[str, str] = {}
-        self._response_waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._pump_task: asyncio.Task[None] | None = None
+        wrap_handler(conn, quiet_notifications)
+        super().__init__(connection_id, pump_side=pump_side, agent_conn=conn, multiplex=multiplex)
         self._closing = False
 
     def spawn(self, job: Callable[[], Awaitable[None]]) -> None:
@@ -177,24 +177,24 @@ class RemoteConnection(ConnectionState):
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _route_outbound(self, message: dict[str, Any]) -> None:
+    async def route_outbound(self, message: dict[str, Any]) -> None:
         target: str | None
         if is_response_message(message):
             key = message_id_key(message.get("id"))
-            waiter = self._response_waiters.pop(key, None) if key is not None else None
+            waiter = self.take_waiter(key) if key is not None else None
             if waiter is not None:
                 if not waiter.done():
                     waiter.set_result(message)
                 return
-            routed = self._pending_routes.pop(key, None) if key is not None else None
+            routed = self.take_route(key) if key is not None else None
             established = session_id_from_result(message.get("result"))
             if established is not None and len(self.session_streams) < MAX_SESSION_STREAMS:
                 self.ensure_session_stream(established)
             target = None if established is not None else routed
         else:
             target = session_id_from_params(message.get("params"))
-        if self._multiplex is not None:
-            await self._multiplex.push(message)
+        if self.multiplex is not None:
+            await self.multiplex.push(message)
             return
         if target is not None and self.listeners.get(target, 0) > 0:
             await self.ensure_session_stream(target).push(message)
@@ -227,7 +227,7 @@ class TooManyConnections(Exception):
     """The server holds `max_connections` already."""
 
 
-class RemoteRegistry(ConnectionRegistry):
+class RemoteRegistry(OpenRegistry):
     """The SDK's registry, making `RemoteConnection`s, at most `limit` at once."""
 
     def __init__(self, make_agent: AgentMaker, limit: int) -> None:
@@ -242,15 +242,15 @@ class RemoteRegistry(ConnectionRegistry):
         return self._add(multiplex=True)
 
     def _add(self, *, multiplex: bool) -> RemoteConnection:
-        if len(self._connections) >= self.limit:
+        if len(self.connections) >= self.limit:
             raise TooManyConnections
         state = RemoteConnection(uuid.uuid4().hex, self.make_agent, multiplex=multiplex)
         state.start()
-        self._connections[state.connection_id] = state
+        self.connections[state.connection_id] = state
         return state
 
     def remote(self, connection_id: str | None) -> RemoteConnection | None:
-        state = self._connections.get(connection_id) if connection_id is not None else None
+        state = self.connections.get(connection_id) if connection_id is not None else None
         return state if isinstance(state, RemoteConnection) else None
 
 
@@ -260,8 +260,8 @@ class RemoteServer(AcpServer):
 
     def __init__(self, make_agent: AgentMaker, limit: int) -> None:
         super().__init__(cast(Any, make_agent))  # unused: the registry below makes agents
-        self._registry = RemoteRegistry(make_agent, limit)
-        self.remote = self._registry
+        self.remote = RemoteRegistry(make_agent, limit)
+        use_registry(self, self.remote)
 
     def admit_session(self, connection_id: str | None, session_id: str | None) -> bool:
         """Let `session_id` be used on the connection; False past `MAX_SESSION_STREAMS`."""

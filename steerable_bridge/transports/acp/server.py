@@ -2,8 +2,8 @@
 
 `serve(agent)` connects the SDK's `AgentSideConnection` (unstable methods routed, so
 `session/close`, `session/resume` and `session/fork` work) to the process's stdio through
-`GuardedTransport`, the SDK's newline-delimited JSON transport with four additions the SDK
-lacks, each written here because no SDK hook covers it:
+`GuardedTransport`, a newline-delimited JSON transport (the SDK's `Transport` protocol) with
+four things the SDK's own lacks, each written here because no SDK hook covers it:
 
 - a frame that is not JSON gets a JSON-RPC parse error (-32700), a frame that is not a
   request object gets invalid request (-32600) — the SDK drops the first with a traceback
@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from acp import stdio_streams
-from acp._transport import NdjsonTransport
 from acp.agent.connection import AgentSideConnection
 from acp.connection import MethodHandler
 from acp.task import MessageSender
@@ -56,6 +55,7 @@ from steerable_bridge.transports.acp.frames import (
     frame_too_large,
 )
 from steerable_bridge.transports.acp.front import LazyAcpAgent
+from steerable_bridge.transports.acp.sdk_private import thread_stdio_streams, wrap_handler
 
 if TYPE_CHECKING:  # loaded after `initialize` is answered (see front.py)
     from steerable_bridge.runtime.port import AgentPort
@@ -80,14 +80,13 @@ GAP_METHODS = frozenset({"session/delete", "logout", "$/cancel_request"})
 """Spec methods the SDK does not route; they reach the agent's extension handlers."""
 
 
-class GuardedTransport(NdjsonTransport):
-    """The SDK's NDJSON transport behind the frame gate, routing SDK gaps."""
+class GuardedTransport:
+    """NDJSON frames from `reader` behind the frame gate, routing SDK gaps, out to `sender`."""
 
-    def __init__(self, reader: asyncio.StreamReader, sender: MessageSender, **kwargs: Any) -> None:
-        super().__init__(reader, sender, **kwargs)
+    def __init__(self, reader: asyncio.StreamReader, sender: MessageSender) -> None:
+        self._reader = reader
         self._out = sender
-        """The sender frames go to: `send` calls it itself (one coroutine fewer a frame than
-        the SDK's `send`, which only forwards to it)."""
+        """Where every frame goes (`BatchingSender` in `serve`)."""
         self.prompts: dict[Any, str] = {}
         """Request id → session id of every `session/prompt` still unanswered."""
         self.unanswered: set[Any] = set()
@@ -100,6 +99,9 @@ class GuardedTransport(NdjsonTransport):
             self.prompts.pop(message.get("id"), None)
             self.unanswered.discard(message.get("id"))
         await self._out.send(message)  # BatchingSender writes strict JSON only
+
+    async def close(self) -> None:
+        await self._out.close()
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
@@ -219,10 +221,7 @@ async def _protocol_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWrite
         return streams
     # A file or /dev/null: epoll refuses those, so use the SDK's thread-fed streams (they
     # keep writing to `sys.stdout`, which stays the protocol's copy).
-    from acp.stdio import _windows_stdio_streams as thread_stdio_streams
-
-    loop = asyncio.get_running_loop()
-    return await thread_stdio_streams(loop, limit=MAX_FRAME_BYTES)
+    return await thread_stdio_streams(limit=MAX_FRAME_BYTES)
 
 
 def _pollable(fd: int) -> bool:
@@ -294,7 +293,7 @@ async def serve(
         )
         # The SDK logs a traceback for every notification it cannot route; nobody awaits
         # a notification's outcome, so a bad one is worth a line, not a traceback.
-        conn._conn._handler = quiet_notifications(conn._conn._handler)
+        wrap_handler(conn, quiet_notifications)
         try:
             await conn.listen()
         finally:

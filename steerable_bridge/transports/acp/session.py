@@ -32,6 +32,7 @@ from steerable_bridge.runtime.cancel import CancelToken
 from steerable_bridge.runtime.environment import Environment
 from steerable_bridge.transports.acp.questions import elicitation_id
 from steerable_bridge.transports.acp.renderer import AcpRenderer, SdkUpdate, Update
+from steerable_bridge.transports.acp.sdk_private import raw_connection
 from steerable_bridge.transports.acp.wire import chunk_params
 
 __all__ = ["AcpSession", "ClientLink", "EnvironmentChooser", "keep_runtime_environment"]
@@ -131,7 +132,7 @@ class AcpSession:
         notification = stable.SessionNotification(
             session_id=stable.SessionId(self.id), update=stable.SessionUpdate(update)
         )
-        await notify_model(self.link.conn._conn, "session/update", notification)
+        await notify_model(raw_connection(self.link.conn), "session/update", notification)
 
     async def emit(self, event: ev.LoopEvent, renderer: AcpRenderer | None = None) -> None:
         """Send one LoopEvent: the opt-in raw event first, then its rendered updates (text

@@ -9,6 +9,7 @@ import anyio
 import pytest
 from acp import RequestError
 
+from steerable_bridge.transports.acp.sdk_private import raw_connection
 from tests.transports.acp.harness import Recorder, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -206,11 +207,11 @@ async def test_delete_and_logout_are_answered_deliberately(tmp_path: Path) -> No
     async with running(tmp_path, []) as run:
         await run.init()
         sid = await run.new()
-        deleted = await run.conn._conn.send_request("session/delete", {"sessionId": sid})
+        deleted = await raw_connection(run.conn).send_request("session/delete", {"sessionId": sid})
         with pytest.raises(RequestError) as again:
-            await run.conn._conn.send_request("session/delete", {"sessionId": sid})
+            await raw_connection(run.conn).send_request("session/delete", {"sessionId": sid})
         with pytest.raises(RequestError) as logout:
-            await run.conn._conn.send_request("logout", {})
+            await raw_connection(run.conn).send_request("logout", {})
         listed = await run.conn.list_sessions()
         with pytest.raises(RequestError) as load:
             await run.conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])

@@ -23,6 +23,7 @@ from steerable_bridge.conformance import check_acp_transcript
 from steerable_bridge.conformance.decode_acp import decode_acp
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.transports.acp.sdk_private import raw_connection
 from tests.transports.acp.harness import AcpRun, running, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60), pytest.mark.slow]
@@ -39,7 +40,7 @@ async def _initialize(run: AcpRun, capabilities: dict[str, Any]) -> None:
         "clientCapabilities": capabilities,
         "_meta": {"steerable": {"events": True}},
     }
-    await run.conn._conn.send_request("initialize", params)
+    await raw_connection(run.conn).send_request("initialize", params)
 
 
 def _transcript(run: AcpRun) -> list[dict[str, Any]]:

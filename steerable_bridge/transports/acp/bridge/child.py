@@ -41,6 +41,7 @@ from steerable_bridge.transports.acp.bridge.process import (
     signal_group,
 )
 from steerable_bridge.transports.acp.bridge.workspace import client_capabilities
+from steerable_bridge.transports.acp.sdk_private import raw_connection
 
 __all__ = ["AgentUnavailable", "ChildAgent", "Live"]
 
@@ -193,8 +194,8 @@ class ChildAgent:
                     process.stdin,
                     process.stdout,
                     use_unstable_protocol=True,  # SDK 0.12 still routes elicitation/* as unstable
+                    observers=[observer(self.client.compaction)],
                 )
-                conn._conn.add_observer(observer(self.client.compaction))
                 try:
                     await self._serve(conn, process)
                 finally:
@@ -249,7 +250,7 @@ class ChildAgent:
         )
         params = serialize_params(request)
         params["clientCapabilities"].setdefault("session", {})["compaction"] = {}
-        answer = await conn._conn.send_request("initialize", params)
+        answer = await raw_connection(conn).send_request("initialize", params)
         return acp.InitializeResponse.model_validate(answer)
 
 
