@@ -100,7 +100,7 @@ def _known(name: str, modules: dict[str, Path]) -> str | None:
 
 
 def imports_of(name: str, modules: dict[str, Path]) -> list[Import]:
-    """The package modules that module `name` imports, one entry per imported name."""
+    """The package modules that module `name` imports, one entry per statement and target."""
     tree = ast.parse(modules[name].read_text(), filename=str(modules[name]))
     found: list[Import] = []
     for node, kind in _walk(tree.body, "module"):
@@ -121,7 +121,7 @@ def imports_of(name: str, modules: dict[str, Path]) -> list[Import]:
             for target in targets
             if target is not None and target != name
         )
-    return found
+    return list(dict.fromkeys(found))  # `from m import a, b`: one import of m, not two
 
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -39,6 +39,7 @@ FILES = {
     # a circle at runtime, and an upward arrow hidden in a function
     "adapters/__init__.py": "",
     "adapters/a.py": "from steerable_bridge.adapters import b\n",
+    "adapters/c.py": "from steerable_bridge.adapters.a import one, two\n",
     "adapters/b.py": (
         "import steerable_bridge.adapters.a\n"
         "def late() -> None:\n"
@@ -61,6 +62,15 @@ FILES = {
 }
 
 
+def plant(root: Path) -> Path:
+    """Write the synthetic package under `root`; returns `root`."""
+    for name, text in FILES.items():
+        path = root / "steerable_bridge" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
 @pytest.fixture(scope="module")
 def tool() -> ModuleType:
     spec = importlib.util.spec_from_file_location("structure", TOOL)
@@ -73,12 +83,7 @@ def tool() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def lines(tool: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    root = tmp_path_factory.mktemp("project")
-    for name, text in FILES.items():
-        path = root / "steerable_bridge" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    out: list[str] = tool.report(root)
+    out: list[str] = tool.report(plant(tmp_path_factory.mktemp("project")))
     return out
 
 
@@ -105,6 +110,12 @@ def test_a_lazy_import_makes_a_circle_only_at_any_depth(lines: list[str]) -> Non
     anywhere = section(lines, "import circles (any depth")
     assert "2: steerable_bridge.transports.acp.x steerable_bridge.transports.agui.y" in anywhere
     assert len(anywhere) == 3
+
+
+def test_one_statement_naming_two_things_is_one_import(tool: ModuleType, tmp_path: Path) -> None:
+    modules = tool.discover(plant(tmp_path) / "steerable_bridge")
+    [only] = tool.imports_of("steerable_bridge.adapters.c", modules)
+    assert (only.target, only.line, only.kind) == ("steerable_bridge.adapters.a", 1, "module")
 
 
 def test_upward_arrows_include_lazy_imports_and_peer_transports(lines: list[str]) -> None:
