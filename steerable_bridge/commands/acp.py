@@ -29,6 +29,7 @@ from steerable_bridge.commands.common import (
     command_policy,
 )
 from steerable_bridge.commands.logs import add_log_options, configure_logging
+from steerable_bridge.commands.relay import relay_signals
 
 EDITOR_WORKSPACE = "each session's folder, as the editor opens it"
 """What the start-up line names as the workspace: the editor picks it per session."""
@@ -177,22 +178,6 @@ def _build_port(args: argparse.Namespace, extra: list[Any]) -> Any:
         loop=dataclasses.replace(agent.config.loop, permission_timeout_s=args.permission_timeout),
     )
     return LocalPort(agent, family=family_filter(agent.config.model))
-
-
-async def relay_signals(port: Any) -> None:
-    """Apply steer / cancel signals from other processes sharing the store to the turns
-    this one runs, while it serves; a store that cannot listen costs a warning, not the
-    connection."""
-    import logging
-
-    from steerable_bridge.runtime.storage import StoreError
-
-    try:
-        await port.relay_signals()
-    except StoreError as err:
-        logging.getLogger("steerable_bridge.acp").warning(
-            "steer and cancel from other processes will not arrive: %s", err.message
-        )
 
 
 def _workspaces(args: argparse.Namespace) -> Any:

@@ -72,8 +72,8 @@ def run_agui_bridge(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from steerable_bridge.commands.acp import relay_signals
     from steerable_bridge.commands.logs import configure_logging
+    from steerable_bridge.commands.relay import relay_signals
     from steerable_bridge.commands.startup import announce, redacted_storage
     from steerable_bridge.runtime.model import ModelInfo
     from steerable_bridge.transports.acp.server import serve

@@ -89,7 +89,7 @@ def run_remote(args: argparse.Namespace, *, build_port: Any, workspaces: Any, in
         max_body=args.max_body,
         permission_timeout_s=args.permission_timeout,
     )
-    from steerable_bridge.commands.acp import relay_signals
+    from steerable_bridge.commands.relay import relay_signals
 
     app = create_remote_app(
         build_port,

@@ -16,23 +16,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 
 import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
+from steerable_bridge.runtime.agent_config import AgentConfig, new_id
 from steerable_bridge.runtime.approvals import ApprovalMemory
-from steerable_bridge.runtime.bounding import OutputLimits, Spill
-from steerable_bridge.runtime.compaction import CompactionSettings
+from steerable_bridge.runtime.bounding import Spill
 from steerable_bridge.runtime.hooks import Hook
 from steerable_bridge.runtime.idle import IdleCache
 from steerable_bridge.runtime.log import SessionLog, now_ms
 from steerable_bridge.runtime.observe import Observer
-from steerable_bridge.runtime.permissions import Approval
-from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.registry import PromptSection, Registry, Scope
 from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.session import Session
@@ -50,8 +46,8 @@ from steerable_bridge.runtime.storage import (
 )
 from steerable_bridge.runtime.tokens import TokenCalibration
 from steerable_bridge.runtime.tools import Tool
-from steerable_bridge.runtime.turn import LoopSettings, TurnEngine
-from steerable_bridge.runtime.values import Advisory, ContentPart
+from steerable_bridge.runtime.turn import TurnEngine
+from steerable_bridge.runtime.values import ContentPart
 
 log = logging.getLogger(__name__)
 
@@ -61,32 +57,6 @@ IDENTITY = (
     "You are steerable-bridge, a helpful assistant that works inside the user's editor or web"
     " app. Answer plainly. Use the tools you are given when they help, and say what you did."
 )
-
-
-def new_id(prefix: str) -> str:
-    """A fresh, unique id such as `msg_3f2a9c1b7d4e`."""
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentConfig:
-    """Settings shared by every session of one agent process."""
-
-    model: str = "demo:default"
-    approval: Approval = "ask"
-    loop: LoopSettings = field(default_factory=lambda: LoopSettings(new_id=new_id))
-    quality: QualitySettings = QualitySettings()
-    compaction: CompactionSettings = field(default_factory=CompactionSettings)
-    output_limits: OutputLimits = OutputLimits()
-    """The largest tool result text the model sees; longer ones are cut in the middle."""
-    max_sessions: int = 256
-    """Idle sessions kept in memory beyond this many are forgotten (oldest first) and
-    reloaded from the store when used again."""
-    session_ttl_s: float = 600.0
-    """An idle session unused this long is forgotten too."""
-    advisories: tuple[Advisory, ...] = ()
-    """What every session tells its user once, as `notice` events in its first turn in this
-    process (the CLI: commands run without a sandbox)."""
 
 
 class Agent:

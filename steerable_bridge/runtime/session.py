@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -41,19 +41,50 @@ from steerable_bridge.runtime.turn import EventSink, RunOutcome, TurnContext, Tu
 from steerable_bridge.runtime.values import ContentPart
 
 if TYPE_CHECKING:
-    from steerable_bridge.runtime.agent import Agent
+    from steerable_bridge.runtime.agent_config import AgentConfig
+    from steerable_bridge.runtime.approvals import ApprovalMemory
+    from steerable_bridge.runtime.bounding import Spill
+    from steerable_bridge.runtime.hooks import Hook
+    from steerable_bridge.runtime.observe import Observer
+    from steerable_bridge.runtime.registry import Registry, Scope
+    from steerable_bridge.runtime.routing import ModelRouter
+    from steerable_bridge.runtime.storage import SessionStore
+    from steerable_bridge.runtime.tokens import TokenCalibration
+    from steerable_bridge.runtime.turn import TurnEngine
 
-__all__ = ["Session", "SessionBusy"]
+__all__ = ["Session", "SessionBusy", "SessionHost"]
 
 log = logging.getLogger(__name__)
 
 _FINAL_KINDS = frozenset({"run_finished", "run_failed"})
 
 
+class SessionHost(Protocol):
+    """What a session reads from the agent that made it; `Agent` (`agent.py`) is the one
+    implementation. Naming it here keeps this module from importing the agent module."""
+
+    config: AgentConfig
+    store: SessionStore
+    router: ModelRouter
+    engine: TurnEngine | None
+    observers: tuple[Observer, ...]
+    approvals: ApprovalMemory | None
+    spill: Spill | None
+    tools: Registry[Tool]
+    hooks: Registry[Hook]
+    calibration: TokenCalibration
+
+    def scope_of(self, session: Session) -> Scope: ...
+
+    def system_prompt(self, session: Session) -> str: ...
+
+    def keep(self, session: Session) -> None: ...
+
+
 class Session:
     """One conversation. Create or load it through `Agent`."""
 
-    def __init__(self, agent: Agent, log: SessionLog, *, cwd: str, model: str) -> None:
+    def __init__(self, agent: SessionHost, log: SessionLog, *, cwd: str, model: str) -> None:
         self.agent = agent
         self.log = log
         self.cwd = cwd

@@ -22,12 +22,12 @@ from acp.schema import RequestPermissionResponse, ToolCallUpdate
 from steerable_bridge.conformance.validators.report import CheckStatus
 
 if TYPE_CHECKING:
-    from steerable_bridge.conformance.validators.client_walkthrough import Walkthrough
+    from steerable_bridge.conformance.validators.client_session import WalkSteps
 
 __all__ = ["cancellation"]
 
 
-async def cancellation(walk: Walkthrough) -> bool:
+async def cancellation(walk: WalkSteps) -> bool:
     """Ask the person to press stop while a permission request is open; grade both."""
     timeout = walk.settings.cancel_timeout
     call_id = f"validator-stop-{walk.nonce}"
@@ -71,7 +71,7 @@ async def cancellation(walk: Walkthrough) -> bool:
 
 
 def _grade_cancel(
-    walk: Walkthrough, result: list[tuple[RequestPermissionResponse | None, str]], started: float
+    walk: WalkSteps, result: list[tuple[RequestPermissionResponse | None, str]], started: float
 ) -> None:
     cancelled = walk.session.cancelled.is_set()
     timeout = walk.settings.cancel_timeout

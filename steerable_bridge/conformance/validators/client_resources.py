@@ -21,12 +21,12 @@ from acp import start_tool_call, tool_terminal_ref, update_tool_call
 from steerable_bridge.conformance.validators.client_session import SCRATCH_LINES
 
 if TYPE_CHECKING:
-    from steerable_bridge.conformance.validators.client_walkthrough import Walkthrough
+    from steerable_bridge.conformance.validators.client_session import WalkSteps
 
 __all__ = ["file_system", "terminal"]
 
 
-async def file_system(walk: Walkthrough) -> None:
+async def file_system(walk: WalkSteps) -> None:
     fs = walk.caps.fs
     can_read = bool(fs and fs.read_text_file)
     can_write = bool(fs and fs.write_text_file)
@@ -74,11 +74,11 @@ async def file_system(walk: Walkthrough) -> None:
             await anyio.Path(scratch).unlink()
 
 
-def _failed(walk: Walkthrough, check_id: str) -> bool:
+def _failed(walk: WalkSteps, check_id: str) -> bool:
     return any(c.id == check_id and c.status == "fail" for c in walk.log.checks)
 
 
-async def _grade_reads(walk: Walkthrough, scratch: Path, *, wrote: bool) -> None:
+async def _grade_reads(walk: WalkSteps, scratch: Path, *, wrote: bool) -> None:
     sid = walk.session.id
     whole, problem = await walk.request(
         "fs/read_text_file", lambda: walk.conn.read_text_file(session_id=sid, path=str(scratch))
@@ -116,7 +116,7 @@ async def _grade_reads(walk: Walkthrough, scratch: Path, *, wrote: bool) -> None
     )
 
 
-async def terminal(walk: Walkthrough) -> None:
+async def terminal(walk: WalkSteps) -> None:
     ids = (
         "terminal.create",
         "terminal.output",
@@ -197,7 +197,7 @@ async def terminal(walk: Walkthrough) -> None:
     await _kill(walk)
 
 
-async def _release(walk: Walkthrough, tid: str) -> None:
+async def _release(walk: WalkSteps, tid: str) -> None:
     sid = walk.session.id
     _, problem = await walk.request(
         "terminal/release", lambda: walk.conn.release_terminal(session_id=sid, terminal_id=tid)
@@ -208,7 +208,7 @@ async def _release(walk: Walkthrough, tid: str) -> None:
         walk.log.record("terminal.release", "pass", f"released terminal {tid!r}")
 
 
-async def _kill(walk: Walkthrough) -> None:
+async def _kill(walk: WalkSteps) -> None:
     sid = walk.session.id
     created, problem = await walk.request(
         "terminal/create (long-running)",

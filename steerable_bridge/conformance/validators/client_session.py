@@ -5,18 +5,29 @@ request, for a ping); `ValidatorSession` is one session the client opened (cwd, 
 and config value, every update sent — replayed verbatim on `session/load` — and the cancel
 event of the running prompt); `CheckLog` keeps verdicts in the order first graded. The modes
 and the one config option the validator offers live here too, so both the agent methods and
-the walk-through agree on them. Nothing here talks to the client.
+the walk-through agree on them, and so does `WalkSteps`, the walk-through as its step
+modules (`client_cancel.py`, `client_resources.py`) see it. Nothing here talks to the client.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
 
 from steerable_bridge.conformance.validators.report import Check, CheckStatus
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+    from acp.schema import (
+        ClientCapabilities,
+        PermissionOption,
+        RequestPermissionResponse,
+        ToolCallUpdate,
+    )
 
 __all__ = [
     "CONFIG_ID",
@@ -27,8 +38,11 @@ __all__ = [
     "CheckLog",
     "ValidatorSession",
     "ValidatorSettings",
+    "WalkSteps",
     "config_options",
 ]
+
+T = TypeVar("T")
 
 PING_METHOD = "steerable/validator_ping"
 """Extension request used as a liveness probe; sent on the wire as `_steerable/validator_ping`."""
@@ -89,3 +103,34 @@ def config_options(current: str) -> list[SessionConfigOptionSelect | Any]:
             options=[SessionConfigSelectOption(value=v, name=n) for v, n in CONFIG_VALUES],
         )
     ]
+
+
+class WalkSteps(Protocol):
+    """What a step module reaches on the walk-through (`Walkthrough` in
+    `client_walkthrough.py`, which imports the steps; naming it here keeps them from
+    importing it back)."""
+
+    conn: Client
+    session: ValidatorSession
+    caps: ClientCapabilities
+    settings: ValidatorSettings
+    log: CheckLog
+    nonce: str
+
+    async def send(self, update: Any) -> str: ...
+
+    async def say(self, text: str) -> None: ...
+
+    async def request(
+        self, what: str, call: Callable[[], Awaitable[T]]
+    ) -> tuple[T | None, str]: ...
+
+    async def grade_update(self, check_id: str, update: Any, what: str) -> None: ...
+
+    def path(self, name: str) -> str: ...
+
+    def permission_options(self, tag: str) -> list[PermissionOption]: ...
+
+    async def ask(
+        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> tuple[RequestPermissionResponse | None, str]: ...

@@ -17,7 +17,7 @@ notifications are logged and dropped.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp import RequestError
 
@@ -25,9 +25,10 @@ from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.acp import errors
 
 if TYPE_CHECKING:
-    from steerable_bridge.transports.acp.agent import AcpAgent
+    from steerable_bridge.runtime.port import AgentPort
+    from steerable_bridge.transports.acp.session import AcpSession
 
-__all__ = ["GAP_PREFIX", "Extensions"]
+__all__ = ["GAP_PREFIX", "ExtensionHost", "Extensions"]
 
 log = logging.getLogger("steerable_bridge.acp")
 
@@ -35,10 +36,22 @@ GAP_PREFIX = "steerable.sdk/"
 """Extension name under which `server.py` delivers methods the SDK does not route."""
 
 
+class ExtensionHost(Protocol):
+    """What the extensions reach on the ACP agent (`AcpAgent` in `agent.py`); naming it here
+    keeps this module from importing the agent module, which imports this one."""
+
+    port: AgentPort
+    sessions: dict[str, AcpSession]
+
+    def state(self, session_id: str) -> AcpSession: ...
+
+    async def delete_session(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class Extensions:
     """Extension requests and notifications of one ACP agent."""
 
-    def __init__(self, agent: AcpAgent, prompt_requests: dict[Any, str]) -> None:
+    def __init__(self, agent: ExtensionHost, prompt_requests: dict[Any, str]) -> None:
         self._agent = agent
         self._prompt_requests = prompt_requests
 

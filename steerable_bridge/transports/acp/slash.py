@@ -20,7 +20,7 @@ turn sent no `compaction` — nothing to fold, or its summary would not have bee
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from acp import RequestError
 from acp import schema as acp
@@ -29,11 +29,18 @@ from steerable_bridge.runtime.turn import RunOutcome
 from steerable_bridge.runtime.values import Command
 
 if TYPE_CHECKING:
-    from steerable_bridge.transports.acp.agent import AcpAgent
+    from steerable_bridge.runtime.port import AgentPort, Conversation
     from steerable_bridge.transports.acp.content import PromptBlock
     from steerable_bridge.transports.acp.session import AcpSession
 
-__all__ = ["NOTHING_TO_COMPACT", "SlashCommands", "is_compact", "parse", "slash_commands"]
+__all__ = [
+    "NOTHING_TO_COMPACT",
+    "SlashCommands",
+    "SlashHost",
+    "is_compact",
+    "parse",
+    "slash_commands",
+]
 
 
 def slash_commands(modes: Sequence[tuple[str, str, str]]) -> tuple[Command, ...]:
@@ -80,10 +87,23 @@ def is_compact(prompt: Sequence[PromptBlock]) -> bool:
     return parsed is not None and parsed[0] == "compact"
 
 
+class SlashHost(Protocol):
+    """What the slash commands reach on the ACP agent (`AcpAgent` in `agent.py`); naming it
+    here keeps this module from importing the agent module, which imports this one."""
+
+    port: AgentPort
+
+    async def conversation(self, state: AcpSession) -> Conversation: ...
+
+    async def change_mode(self, state: AcpSession, mode_id: str) -> None: ...
+
+    async def change_model(self, state: AcpSession, route: str) -> None: ...
+
+
 class SlashCommands:
     """Runs the slash commands of one ACP agent."""
 
-    def __init__(self, agent: AcpAgent) -> None:
+    def __init__(self, agent: SlashHost) -> None:
         self._agent = agent
 
     async def handle(
