@@ -24,10 +24,8 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from steerable_bridge.adapters.llm.anthropic_wire import EventDecoder, StreamFailure, request_body
 from steerable_bridge.adapters.llm.cache_shaping import (
@@ -47,6 +45,9 @@ from steerable_bridge.adapters.llm.retrying import RetryableError
 from steerable_bridge.runtime.model import CONTEXT_OVERFLOW, ModelChunk, ModelRequest, ProviderError
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.surrogates import scrub
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "API_VERSION",

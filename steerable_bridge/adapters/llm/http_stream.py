@@ -37,13 +37,10 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit
 
-import httpx
-
 from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines
-from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
 from steerable_bridge.adapters.llm.http_replies import drain, posted_events
 from steerable_bridge.adapters.llm.retrying import RetryPolicy, stream_with_retries
 from steerable_bridge.runtime.model import (
@@ -57,6 +54,9 @@ from steerable_bridge.runtime.model import (
 )
 from steerable_bridge.runtime.routing import ModelRouter, ProviderFactory
 from steerable_bridge.runtime.values import Usage
+
+if TYPE_CHECKING:  # httpx loads when the first provider is built (`http_client.py`)
+    import httpx
 
 __all__ = [
     "HttpConfig",
@@ -186,6 +186,8 @@ class HttpStreamProvider(ABC, Generic[C, D]):
     answer ends with an event the decoder sees (then `ended` must say so)."""
 
     def __init__(self, config: C, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
+
         self.config = config
         self.http = PooledClient(
             HttpSettings(

@@ -23,10 +23,8 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
@@ -53,6 +51,9 @@ from steerable_bridge.runtime.model import (
     ProviderError,
 )
 from steerable_bridge.runtime.routing import RouteError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "DEFAULT_BASE_URL",

@@ -20,9 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.adapters.llm import openai_compat
 from steerable_bridge.adapters.llm.http_replies import attempts
@@ -40,6 +38,9 @@ from steerable_bridge.adapters.llm.responses_wire import (
 from steerable_bridge.adapters.llm.retrying import RetryableError
 from steerable_bridge.runtime.model import CONTEXT_OVERFLOW, ModelChunk, ModelRequest, ProviderError
 from steerable_bridge.runtime.routing import RouteError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["OpenAIResponsesProvider", "ResponsesConfig", "config_from_env", "factory", "register"]
 
