@@ -223,6 +223,7 @@ class ChunkDecoder:
 
     def __init__(self) -> None:
         self.finish_reason: FinishReason | None = None
+        self.stopped = False  # the answer ends with the `[DONE]` line, never with an event
         self.usage = Usage()
         self.model: str | None = None
         self._model_raw: str | None = None
