@@ -3,7 +3,10 @@
 Adapters register a factory per provider name (`demo`, `scripted`, `openai`); a route like
 `openai:gpt-4o-mini` goes to the `openai` factory with model name `gpt-4o-mini`. A route
 whose provider is unknown, or whose factory refuses it, raises `RouteError` before the loop
-logs anything — there is no silent fallback to another model.
+logs anything — there is no silent fallback to another model. A provider whose adapter is
+costly to import (the HTTP ones) can be registered `on_first_use(name, load)`: `load()` runs
+when a route of `name` first resolves and registers the factory itself (the adapter's own
+`register(router, ...)`), so a start that never uses it never imports it.
 
 A router builds each route's provider once and keeps it: every later `resolve` of that
 route returns the same provider, so whatever it holds (an HTTP client with its connection
@@ -47,15 +50,23 @@ class ModelRouter:
 
     def __init__(self) -> None:
         self._factories: dict[str, ProviderFactory] = {}
+        self._deferred: dict[str, Callable[[], None]] = {}
         self._providers: dict[str, ModelProvider] = {}
         self.routes: list[str] = []
         self.on_refresh: Callable[[], None] | None = None
         """Called by `refresh()` before it forgets keyless providers (re-reads credentials)."""
 
     def register(self, provider: str, factory: ProviderFactory) -> None:
-        if provider in self._factories:
+        if provider in self._factories or provider in self._deferred:
             raise ValueError(f"provider {provider!r} is already registered")
         self._factories[provider] = factory
+
+    def on_first_use(self, provider: str, load: Callable[[], None]) -> None:
+        """Run `load()` when a route of `provider` first resolves; it must `register` the
+        provider's factory (an adapter's `register(router, ...)`, imported there)."""
+        if provider in self._factories or provider in self._deferred:
+            raise ValueError(f"provider {provider!r} is already registered")
+        self._deferred[provider] = load
 
     def offer(self, route: str) -> None:
         """Add a route to the list users may pick from (ACP config option, `/model`)."""
@@ -69,9 +80,16 @@ class ModelRouter:
         if built is not None:
             return built
         provider, model = split_route(route)
+        load = self._deferred.pop(provider, None)
+        if load is not None:
+            try:
+                load()
+            except BaseException:
+                self._deferred[provider] = load  # the next resolve tries again
+                raise
         factory = self._factories.get(provider)
         if factory is None:
-            known = ", ".join(sorted(self._factories)) or "none"
+            known = ", ".join(sorted(self._factories.keys() | self._deferred.keys())) or "none"
             raise RouteError(
                 "unknown_provider",
                 f"no model provider named {provider!r} (route {route!r}); known providers: {known}",

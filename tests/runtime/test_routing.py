@@ -47,6 +47,31 @@ def test_an_unknown_provider_is_an_error_listing_the_known_ones_not_a_fallback()
     assert "'anthropic'" in info.value.message and "known providers: demo" in info.value.message
 
 
+def test_a_provider_registered_on_first_use_loads_when_its_first_route_resolves() -> None:
+    router = ModelRouter()
+    loads: list[str] = []
+    failing = [True]
+
+    def load() -> None:
+        loads.append("lazy")
+        if failing[0]:
+            raise ImportError("not installed")
+        router.register("lazy", lambda name: DemoProvider(pace_ms=0))
+
+    router.on_first_use("lazy", load)
+    with pytest.raises(ValueError, match="already registered"):
+        router.register("lazy", lambda name: DemoProvider(pace_ms=0))
+    with pytest.raises(RouteError, match="known providers: lazy"):
+        router.resolve("other:m")
+    assert loads == []  # naming it among the known ones loads nothing
+    with pytest.raises(ImportError):
+        router.resolve("lazy:m")
+    failing[0] = False  # a failed load is tried again by the next resolve
+    assert isinstance(router.resolve("lazy:a"), DemoProvider)
+    assert isinstance(router.resolve("lazy:b"), DemoProvider)
+    assert loads == ["lazy", "lazy"]
+
+
 @pytest.mark.anyio
 async def test_a_bad_route_fails_before_the_session_logs_anything() -> None:
     agent = make_agent(scripted({"text": "never"}))

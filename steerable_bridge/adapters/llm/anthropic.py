@@ -24,10 +24,8 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from steerable_bridge.adapters.llm.anthropic_wire import EventDecoder, StreamFailure, request_body
 from steerable_bridge.adapters.llm.cache_shaping import (
@@ -41,12 +39,20 @@ from steerable_bridge.adapters.llm.http_replies import (
     retry_after,
     shortened,
 )
-from steerable_bridge.adapters.llm.http_stream import HttpConfig, HttpStreamProvider, Remedies
+from steerable_bridge.adapters.llm.http_stream import (
+    HttpConfig,
+    HttpStreamProvider,
+    Remedies,
+    require_model,
+)
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.retrying import RetryableError
 from steerable_bridge.runtime.model import CONTEXT_OVERFLOW, ModelChunk, ModelRequest, ProviderError
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.surrogates import scrub
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "API_VERSION",
@@ -101,12 +107,7 @@ def _positive(env: Mapping[str, str], name: str, *, minimum: int = 1) -> int | N
 def config_from_env(model: str, env: Mapping[str, str] | None = None) -> AnthropicConfig:
     """The config for `anthropic:MODEL` from environment variables; RouteError on a bad value."""
     env = os.environ if env is None else env
-    if not model or model == "default":
-        raise RouteError(
-            "missing_model",
-            "the anthropic provider needs a model name: use --model anthropic:NAME"
-            " (for example anthropic:claude-sonnet-4-5)",
-        )
+    require_model("anthropic", model, "anthropic:claude-sonnet-4-5")
     base_url = (env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
     if base_url.endswith("/v1"):
         base_url = base_url[:-3]  # the SDKs' convention: the base URL excludes /v1
@@ -170,24 +171,17 @@ class AnthropicProvider(HttpStreamProvider[AnthropicConfig, EventDecoder]):
     def decoder(self) -> EventDecoder:
         return EventDecoder()
 
-    def ended(self, decoder: EventDecoder) -> bool:
-        return decoder.stopped
-
     def feed(self, decoder: EventDecoder, payload: dict[str, Any], tries: int) -> list[ModelChunk]:
         try:
             return decoder.feed(payload)
         except StreamFailure as failure:
-            base = self.config.base_url
-            if failure.error_type in _STREAM_ERROR_CODES:
-                code = _STREAM_ERROR_CODES[failure.error_type]
-                raise RetryableError(
-                    code,
-                    f"{base} failed mid-stream ({failure.error_type}: {failure.message})"
-                    f"{attempts(tries)} — the service is busy; send the prompt again later",
-                ) from None
-            raise ProviderError(
-                "invalid_response" if failure.error_type == "invalid_event" else "provider_error",
-                f"{base} reported an error mid-stream ({failure.error_type}: {failure.message})",
+            kind = failure.error_type
+            raise self.failed_mid_stream(
+                kind,
+                failure.message,
+                tries,
+                retry_as=_STREAM_ERROR_CODES.get(kind),
+                code="invalid_response" if kind == "invalid_event" else "provider_error",
             ) from None
 
     def status_error(self, reply: httpx.Response, tries: int) -> ProviderError:

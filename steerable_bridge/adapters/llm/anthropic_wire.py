@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from steerable_bridge.adapters.llm.part_text import as_text
 from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.model import (
     FinishReason,
@@ -36,12 +37,9 @@ from steerable_bridge.runtime.model import (
 )
 from steerable_bridge.runtime.surrogates import SurrogateJoiner, scrub, scrub_counted
 from steerable_bridge.runtime.values import (
-    DiffContent,
     ImagePart,
     Message,
     ResourcePart,
-    TerminalContent,
-    TextPart,
     ToolContent,
     Usage,
 )
@@ -191,7 +189,7 @@ def _part(part: ToolContent, accepts_images: bool, *, in_result: bool) -> Block:
         if source is not None:
             title = part.name or (None if part.uri.startswith("data:") else part.uri)
             return {"type": "document", "source": source, **({"title": title} if title else {})}
-    return {"type": "text", "text": _as_text(part)}
+    return {"type": "text", "text": as_text(part)}
 
 
 def _document_source(part: ResourcePart) -> Block | None:
@@ -207,26 +205,6 @@ def _document_source(part: ResourcePart) -> Block | None:
     if part.mime_type == "application/pdf" and part.uri.startswith(("https://", "http://")):
         return {"type": "url", "url": part.uri}
     return None
-
-
-def _as_text(part: ToolContent) -> str:
-    """A text rendering of any content part, for places that only take text."""
-    if isinstance(part, TextPart):
-        return part.text
-    if isinstance(part, ImagePart):
-        return f"[image {part.uri or ''} ({part.mime_type}) not shown to this model]"
-    if isinstance(part, ResourcePart):
-        if part.text is not None:
-            return f'<resource uri="{part.uri}">\n{part.text}\n</resource>'
-        if part.uri.startswith("data:"):
-            return f"[document {part.name or ''} ({part.mime_type or 'binary'}) not shown here]"
-        return f"[resource {part.name or ''} {part.uri}]".replace("  ", " ")
-    if isinstance(part, DiffContent):
-        action = "created" if part.old_text is None else "edited"
-        return f"[{action} {part.path}]"
-    if isinstance(part, TerminalContent):
-        return f"[terminal {part.terminal_id}]"
-    raise TypeError(f"unknown content part {type(part).__name__}")
 
 
 # -- the stream -------------------------------------------------------------------------------

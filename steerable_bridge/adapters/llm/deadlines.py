@@ -21,15 +21,17 @@ wait on each progress item; the settings come from `commands/model_deadlines.py`
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import anyio
-import httpx
 
 from steerable_bridge.runtime.model import ProviderError, ReasoningChunk, TextChunk, ToolCallChunk
+
+if TYPE_CHECKING:  # httpx loads with the first call (`http_client.py`), not with a route
+    import httpx
 
 __all__ = ["MODEL_TIMEOUT", "CallClock", "CallDeadlines", "is_progress"]
 
@@ -108,7 +110,9 @@ class CallClock:
 
     def bound(self, stream: httpx.AsyncByteStream) -> httpx.AsyncByteStream:
         """`stream` (a response body), each network read made within the nearer deadline."""
-        return _Bounded(stream, self)
+        from steerable_bridge.adapters.llm.http_client import BoundedBody
+
+        return BoundedBody(stream, self)
 
     def expired(self, which: Which) -> ProviderError:
         """The error for a missed deadline, naming the setting to raise."""
@@ -125,35 +129,3 @@ class CallClock:
             " model call's deadline, connect to last byte) — check the model server, or raise"
             " --model-deadline / STEERABLE_MODEL_DEADLINE",
         )
-
-
-class _Bounded(httpx.AsyncByteStream):
-    """A response body read under a `CallClock`: each read gets its own cancel scope (never
-    open across a `yield`), and a read that passes the deadline raises `model_timeout`
-    after the cancellation closed the connection underneath."""
-
-    __slots__ = ("_clock", "_stream")
-
-    def __init__(self, stream: httpx.AsyncByteStream, clock: CallClock) -> None:
-        self._stream = stream
-        self._clock = clock
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        clock = self._clock
-        reads = self._stream.__aiter__()
-        while True:
-            wait, which = clock.wait()
-            if wait <= 0:  # a server that always has bytes ready must not outrun the clock
-                raise clock.expired(which)
-            chunk: bytes | None = None
-            with anyio.move_on_after(wait):
-                try:
-                    chunk = await anext(reads)
-                except StopAsyncIteration:
-                    return
-            if chunk is None:
-                raise clock.expired(which)
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()

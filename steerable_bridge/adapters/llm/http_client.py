@@ -21,6 +21,11 @@ it may open (httpcore closes idle ones as soon as a pool holds more connections 
 keep-alive limit, so a lower limit would reconnect on every call under load); idle ones
 close after `keepalive_expiry_s`.
 
+`BoundedBody` is the response body `CallClock.bound` hands back (`deadlines.py`), kept
+beside the pool's own body wrapper: both subclass httpx's, and this is the one module of
+the HTTP providers that imports httpx when it loads (the others when a call needs it, so
+offering a route costs a start no httpx).
+
     class MyProvider:
         def __init__(self, config: MyConfig) -> None:
             self._http = PooledClient(HttpSettings(connect_timeout_s=10, read_timeout_s=120))
@@ -42,12 +47,16 @@ import logging
 import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
 import httpx
 
-__all__ = ["HttpSettings", "PooledClient", "SpreadTransport", "http2_available"]
+if TYPE_CHECKING:
+    from steerable_bridge.adapters.llm.deadlines import CallClock
+
+__all__ = ["BoundedBody", "HttpSettings", "PooledClient", "SpreadTransport", "http2_available"]
 
 log = logging.getLogger(__name__)
 
@@ -185,3 +194,36 @@ class _Released(httpx.AsyncByteStream):
         if stream is not None:
             self._busy[self._index] -= 1
             await stream.aclose()
+
+
+class BoundedBody(httpx.AsyncByteStream):
+    """A response body read under a `CallClock` (`CallClock.bound`, `deadlines.py`): each
+    read gets its own cancel scope (never open across a `yield`), and a read that passes
+    the deadline raises `model_timeout` after the cancellation closed the connection
+    underneath."""
+
+    __slots__ = ("_clock", "_stream")
+
+    def __init__(self, stream: httpx.AsyncByteStream, clock: CallClock) -> None:
+        self._stream = stream
+        self._clock = clock
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        clock = self._clock
+        reads = self._stream.__aiter__()
+        while True:
+            wait, which = clock.wait()
+            if wait <= 0:  # a server that always has bytes ready must not outrun the clock
+                raise clock.expired(which)
+            chunk: bytes | None = None
+            with anyio.move_on_after(wait):
+                try:
+                    chunk = await anext(reads)
+                except StopAsyncIteration:
+                    return
+            if chunk is None:
+                raise clock.expired(which)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
-from httpx_sse import EventSource, SSEError
 
-from steerable_bridge.adapters.llm.deadlines import CallClock
 from steerable_bridge.runtime.model import ProviderError
 from steerable_bridge.runtime.surrogates import scrub
+
+if TYPE_CHECKING:  # httpx and httpx-sse load with the first call, not with a provider module
+    import httpx
+
+    from steerable_bridge.adapters.llm.deadlines import CallClock
 
 __all__ = [
     "DRAIN_S",
@@ -43,6 +45,8 @@ DRAIN_S = 1.0
 async def sse_data(reply: httpx.Response, *, base_url: str, hint: str) -> AsyncIterator[str]:
     """The `data` of each server-sent event; a body that is no event stream fails with `hint`
     (what the user should check) named in the error."""
+    from httpx_sse import EventSource, SSEError
+
     try:
         async for event in EventSource(reply).aiter_sse():
             if event.data:
@@ -72,6 +76,8 @@ async def posted_events(
     """POST `body` (JSON, encoded) and give the reply's event `data` (see `sse_data`); a reply other
     than 200 is read whole and raised as `refuse(reply)`. Every network wait is made within
     `clock`'s deadlines (`deadlines.py`)."""
+    import httpx
+
     async with AsyncExitStack() as stack:
         request = client.stream("POST", url, content=body, headers={**headers, **_JSON})
         reply = await clock.enter(request, stack)
@@ -146,6 +152,8 @@ def transport_error(
     remain); everything else fails at once. `unreachable_hint` is what the user should check
     ("start the model server or set STEERABLE_BASE_URL").
     """
+    import httpx
+
     reason = transport_reason(error)
     if isinstance(error, httpx.ConnectError):
         return ProviderError(

@@ -12,19 +12,21 @@ drain that hands the connection back to the pool, the count of repaired surrogat
 images, window, retries, timeouts, deadlines). A provider supplies only what is its own:
 its route `prefix`, endpoint `path` and `Remedies` (what its errors tell the user to
 check), `config_from_env`, `headers()`, `body(request)`, a stream `decoder()` (a
-`StreamDecoder`: `feed(payload)` → chunks, `flush()`, and the finish reason, usage, model
-and surrogate count it saw), how a mid-stream error event fails (`feed`), how the answer
-ends (a `done_marker` data line such as OpenAI's `[DONE]`, or `ended(decoder)` after an
-end event such as Anthropic's `message_stop`) and `status_error(reply, tries)`, its
-mapping of a non-200 reply to a `ProviderError` (a `RetryableError` when another try is
-worth it). **To add a provider** (Gemini, the OpenAI Responses API): write its payload
-mapping (`*_wire.py`: request body, event decoder) and one module of about 150 lines —
-a frozen `HttpConfig` subclass with its defaults, a `config_from_env` that reads its
-variables and raises `RouteError` naming a bad one, the `HttpStreamProvider` subclass with
-the hooks above, and `factory = TheProvider.factory`, `register = TheProvider.register`;
-add its module to `HTTP_PROVIDERS` in `commands/common.py`; test it against a local fake
-server (`tests/adapters/llm/test_http_stream.py` shows a whole provider in 60 lines).
-Never logs request bodies or headers (keys travel in headers).
+`StreamDecoder`: `feed(payload)` → chunks, `flush()`, and the finish reason, usage, model,
+surrogate count and end event it saw), how a mid-stream error event fails (`feed`, with
+`failed_mid_stream` for the words), how the answer ends (a `done_marker` data line such as
+OpenAI's `[DONE]`, else the decoder's `stopped` after an end event such as Anthropic's
+`message_stop`) and `status_error(reply, tries)`, its mapping of a non-200 reply to a
+`ProviderError` (a `RetryableError` when another try is worth it). **To add a provider**
+(Gemini, say): write its payload mapping (`*_wire.py`: request body, event decoder) and
+one module of about 150 lines — a frozen `HttpConfig` subclass with its defaults, a
+`config_from_env` that reads its variables and raises `RouteError` naming a bad one
+(`require_model` refuses a route without a model name), the `HttpStreamProvider` subclass
+with the hooks above, and `factory = TheProvider.factory`, `register =
+TheProvider.register`; add its module to `HTTP_PROVIDERS` in `commands/common.py` (the
+CLI calls its `register` when the first route of its prefix resolves); test it against a
+local fake server (`tests/adapters/llm/test_http_stream.py` shows a whole provider in 60
+lines). Never logs request bodies or headers (keys travel in headers).
 """
 
 from __future__ import annotations
@@ -37,15 +39,12 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit
 
-import httpx
-
 from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines
-from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
-from steerable_bridge.adapters.llm.http_replies import drain, posted_events
-from steerable_bridge.adapters.llm.retrying import RetryPolicy, stream_with_retries
+from steerable_bridge.adapters.llm.http_replies import attempts, drain, posted_events
+from steerable_bridge.adapters.llm.retrying import RetryableError, RetryPolicy, stream_with_retries
 from steerable_bridge.runtime.model import (
     FinishReason,
     ModelChunk,
@@ -55,8 +54,11 @@ from steerable_bridge.runtime.model import (
     ModelStreamItem,
     ProviderError,
 )
-from steerable_bridge.runtime.routing import ModelRouter, ProviderFactory
+from steerable_bridge.runtime.routing import ModelRouter, ProviderFactory, RouteError
 from steerable_bridge.runtime.values import Usage
+
+if TYPE_CHECKING:  # httpx loads when the first provider is built (`http_client.py`)
+    import httpx
 
 __all__ = [
     "HttpConfig",
@@ -65,6 +67,7 @@ __all__ = [
     "StreamDecoder",
     "bearer_headers",
     "is_loopback",
+    "require_model",
 ]
 
 log = logging.getLogger(__name__)
@@ -79,6 +82,17 @@ def is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def require_model(prefix: str, model: str, example: str) -> None:
+    """Refuse route `PREFIX:` or `PREFIX:default` (no model name), naming `example` (one or
+    more routes to try) in the remedy."""
+    if not model or model == "default":
+        raise RouteError(
+            "missing_model",
+            f"the {prefix} provider needs a model name: use --model {prefix}:NAME"
+            f" (for example {example})",
+        )
 
 
 def bearer_headers(api_key: str | None) -> dict[str, str]:
@@ -144,6 +158,9 @@ class StreamDecoder(Protocol):
     """A wire's event decoder (`openai_wire.ChunkDecoder`, `anthropic_wire.EventDecoder`)."""
 
     finish_reason: FinishReason | None
+    stopped: bool
+    """Whether it saw the wire's end event (`message_stop`); stays False on a wire whose
+    answer ends with the provider's `done_marker`."""
 
     @property
     def model(self) -> str | None: ...
@@ -183,9 +200,11 @@ class HttpStreamProvider(ABC, Generic[C, D]):
     accepts_documents: ClassVar[bool] = False
     done_marker: ClassVar[str | None] = None
     """A `data` line, not JSON, that ends the answer (OpenAI's `[DONE]`); None when the
-    answer ends with an event the decoder sees (then `ended` must say so)."""
+    answer ends with an event the decoder sees (its `stopped`, see `ended`)."""
 
     def __init__(self, config: C, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient
+
         self.config = config
         self.http = PooledClient(
             HttpSettings(
@@ -251,7 +270,22 @@ class HttpStreamProvider(ABC, Generic[C, D]):
 
     def ended(self, decoder: D) -> bool:
         """Whether the decoder saw the answer's last event (reading stops there)."""
-        return False
+        return decoder.stopped
+
+    def failed_mid_stream(
+        self, kind: str, message: str, tries: int, *, retry_as: str | None, code: str
+    ) -> ProviderError:
+        """The error for the wire's failure event `kind` on try `tries` (0-based): a
+        `RetryableError` `retry_as` when the service was only busy (tried again before the
+        first chunk), else a `ProviderError` `code`."""
+        base = self.config.base_url
+        if retry_as is not None:
+            return RetryableError(
+                retry_as,
+                f"{base} failed mid-stream ({kind}: {message}){attempts(tries)} — the service"
+                " is busy; send the prompt again later",
+            )
+        return ProviderError(code, f"{base} reported an error mid-stream ({kind}: {message})")
 
     # -- routes ------------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ shares — one pooled client, retries before the first chunk, deadlines, the eve
 its errors — is `http_stream.HttpStreamProvider`; this module supplies the wire's headers,
 body, decoder (`openai_wire.py`: each event's `data` is one JSON chunk, or `[DONE]`), its
 mid-stream `error` events and its mapping of HTTP statuses to errors, and asks the server
-for the model's context window (`window.py`).
+for the model's context window (`window.py`). The headers and the status mapping are
+`OpenAIStyleProvider`'s, which the Responses API provider (`openai_responses.py`) shares.
 Error codes: auth_required, auth_failed, model_not_found, bad_request, context_overflow
 (recognised in `overflow.py`), rate_limited, server_error, connection_failed,
 connect_timeout, read_timeout, model_timeout (`deadlines.py`), connection_lost,
@@ -23,10 +24,8 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
-
-import httpx
 
 from steerable_bridge.adapters.llm.http_replies import (
     attempts,
@@ -38,8 +37,10 @@ from steerable_bridge.adapters.llm.http_stream import (
     HttpConfig,
     HttpStreamProvider,
     Remedies,
+    StreamDecoder,
     bearer_headers,
     is_loopback,
+    require_model,
 )
 from steerable_bridge.adapters.llm.openai_body import BodyEncoder
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
@@ -54,10 +55,14 @@ from steerable_bridge.runtime.model import (
 )
 from steerable_bridge.runtime.routing import RouteError
 
+if TYPE_CHECKING:
+    import httpx
+
 __all__ = [
     "DEFAULT_BASE_URL",
     "OpenAICompatProvider",
     "OpenAIConfig",
+    "OpenAIStyleProvider",
     "config_from_env",
     "factory",
     "is_loopback",
@@ -82,12 +87,7 @@ class OpenAIConfig(HttpConfig):
 def config_from_env(model: str, env: Mapping[str, str] | None = None) -> OpenAIConfig:
     """The config for `openai:MODEL` from environment variables; RouteError on a bad value."""
     env = os.environ if env is None else env
-    if not model or model == "default":
-        raise RouteError(
-            "missing_model",
-            "the openai provider needs a model name: use --model openai:NAME"
-            " (for example openai:gpt-4o-mini, or openai:llama3.2 with Ollama)",
-        )
+    require_model("openai", model, "openai:gpt-4o-mini, or openai:llama3.2 with Ollama")
     base_url = (
         env.get("STEERABLE_BASE_URL") or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     ).rstrip("/")
@@ -125,7 +125,40 @@ def config_from_env(model: str, env: Mapping[str, str] | None = None) -> OpenAIC
     )
 
 
-class OpenAICompatProvider(HttpStreamProvider[OpenAIConfig, ChunkDecoder]):
+C = TypeVar("C", bound=HttpConfig)
+D = TypeVar("D", bound=StreamDecoder)
+
+
+class OpenAIStyleProvider(HttpStreamProvider[C, D]):
+    """What the two OpenAI APIs share (Chat Completions here, the Responses API in
+    `openai_responses.py`): bearer auth, the status mapping of `openai_status_error`, and
+    the words for a context overflow reported mid-stream (`overflowed`)."""
+
+    def headers(self) -> dict[str, str]:
+        return bearer_headers(self.config.api_key)
+
+    def status_error(self, reply: httpx.Response, tries: int) -> ProviderError:
+        config = self.config
+        return openai_status_error(
+            reply,
+            tries,
+            base_url=config.base_url,
+            route=f"{self.prefix}:NAME",
+            model=config.model,
+            path=self.path,
+        )
+
+    @staticmethod
+    def overflowed(detail: str) -> ProviderError:
+        """The error for a mid-stream error event that says the request is too long."""
+        return ProviderError(
+            CONTEXT_OVERFLOW,
+            f"the model server says the request does not fit the context window: {detail}"
+            " — compact the session (/compact) or start a new one",
+        )
+
+
+class OpenAICompatProvider(OpenAIStyleProvider[OpenAIConfig, ChunkDecoder]):
     """A `ModelProvider` over `/chat/completions` with `stream: true` (see `http_stream.py`
     for the pooled client, retries and deadlines it shares with every HTTP provider, and a
     usage example)."""
@@ -144,9 +177,6 @@ class OpenAICompatProvider(HttpStreamProvider[OpenAIConfig, ChunkDecoder]):
     @classmethod
     def config_from_env(cls, model: str, env: Mapping[str, str] | None) -> OpenAIConfig:
         return config_from_env(model, env)
-
-    def headers(self) -> dict[str, str]:
-        return bearer_headers(self.config.api_key)
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         config = self.config
@@ -192,28 +222,13 @@ class OpenAICompatProvider(HttpStreamProvider[OpenAIConfig, ChunkDecoder]):
     def feed(self, decoder: ChunkDecoder, payload: dict[str, Any], tries: int) -> list[ModelChunk]:
         error = payload.get("error")
         if error and is_context_overflow(0, payload):
-            raise ProviderError(
-                CONTEXT_OVERFLOW,
-                f"the model server says the request does not fit the context window:"
-                f" {_error_text(error)} — compact the session (/compact) or start a new one",
-            )
+            raise self.overflowed(_error_text(error))
         if error:
             raise ProviderError(
                 "provider_error",
                 f"the model server reported an error mid-stream: {_error_text(error)}",
             )
         return decoder.feed(payload)
-
-    def status_error(self, reply: httpx.Response, tries: int) -> ProviderError:
-        config = self.config
-        return openai_status_error(
-            reply,
-            tries,
-            base_url=config.base_url,
-            route=f"{self.prefix}:NAME",
-            model=config.model,
-            path=self.path,
-        )
 
 
 def openai_status_error(

@@ -10,7 +10,9 @@ arrive in fragments — accumulated by `index`, with a new slot whenever a fragm
 an id the slot has not seen (servers that stream parallel calls all at index 0). It also
 collects the finish reason and usage (cached prompt tokens included), and repairs lone
 UTF-16 surrogates as it goes (`runtime/surrogates.py`), so every chunk encodes as UTF-8.
-Pure data mapping: no I/O, used only by `openai_compat.py`.
+A part the API takes only as text becomes `part_text.as_text(part)`; `usage_of` reads a
+usage object of either OpenAI API. Pure data mapping: no I/O, used by `openai_compat.py`
+and, for the messages and usage it shares, by `responses_wire.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from steerable_bridge.adapters.llm.part_text import as_text
 from steerable_bridge.runtime.model import (
     FinishReason,
     ModelChunk,
@@ -30,12 +33,8 @@ from steerable_bridge.runtime.model import (
 )
 from steerable_bridge.runtime.surrogates import SURROGATE, SurrogateJoiner, scrub_counted
 from steerable_bridge.runtime.values import (
-    DiffContent,
     ImagePart,
     Message,
-    ResourcePart,
-    TerminalContent,
-    TextPart,
     ToolContent,
     Usage,
 )
@@ -48,6 +47,7 @@ __all__ = [
     "openai_message",
     "request_body",
     "to_openai_messages",
+    "usage_of",
 ]
 
 FINISH_REASONS: dict[str, FinishReason] = {
@@ -147,7 +147,7 @@ def openai_message(message: Message, accepts_images: bool) -> dict[str, Any]:
         texts = [
             f"[image ({part.mime_type}) attached below]"
             if isinstance(part, ImagePart) and accepts_images
-            else _as_text(part)
+            else as_text(part)
             for part in message.content
         ]
         return {
@@ -156,7 +156,7 @@ def openai_message(message: Message, accepts_images: bool) -> dict[str, Any]:
             "content": "\n".join(texts) or "(no output)",
         }
     if message.role == "system":
-        return {"role": "system", "content": "\n".join(_as_text(p) for p in message.content)}
+        return {"role": "system", "content": "\n".join(as_text(p) for p in message.content)}
     parts = [_user_part(part, accepts_images) for part in message.content]
     if all(part["type"] == "text" for part in parts):
         return {"role": "user", "content": "\n".join(part["text"] for part in parts)}
@@ -169,28 +169,7 @@ def _user_part(part: ToolContent, accepts_images: bool) -> dict[str, Any]:
             "type": "image_url",
             "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"},
         }
-    return {"type": "text", "text": _as_text(part)}
-
-
-def _as_text(part: ToolContent) -> str:
-    """A text rendering of any content part, for places that only take text."""
-    if isinstance(part, TextPart):
-        return part.text
-    if isinstance(part, ImagePart):
-        return f"[image {part.uri or ''} ({part.mime_type}) not shown to this model]"
-    if isinstance(part, ResourcePart):
-        if part.text is not None:
-            return f'<resource uri="{part.uri}">\n{part.text}\n</resource>'
-        if part.uri.startswith("data:"):  # never paste an embedded binary into the prompt
-            kind = part.mime_type or "binary"
-            return f"[document {part.name or ''} ({kind}) not shown to this model]"
-        return f"[resource {part.name or ''} {part.uri}]".replace("  ", " ")
-    if isinstance(part, DiffContent):
-        action = "created" if part.old_text is None else "edited"
-        return f"[{action} {part.path}]"
-    if isinstance(part, TerminalContent):
-        return f"[terminal {part.terminal_id}]"
-    raise TypeError(f"unknown content part {type(part).__name__}")
+    return {"type": "text", "text": as_text(part)}
 
 
 _SEARCH = SURROGATE.search
@@ -223,6 +202,7 @@ class ChunkDecoder:
 
     def __init__(self) -> None:
         self.finish_reason: FinishReason | None = None
+        self.stopped = False  # the answer ends with the `[DONE]` line, never with an event
         self.usage = Usage()
         self.model: str | None = None
         self._model_raw: str | None = None
@@ -247,7 +227,7 @@ class ChunkDecoder:
             self._model_raw, self.model = model, self._clean(model)
         usage = data.get("usage")
         if isinstance(usage, dict):
-            self.usage = _usage(usage)
+            self.usage = usage_of(usage)
         choices = data.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
@@ -379,15 +359,21 @@ def _announce_unnamed(slot: _Slot) -> list[ModelChunk]:
     return [ToolCallChunk(call_id=slot.call_id, name=slot.name or "", arguments_delta=arguments)]
 
 
-def _usage(data: dict[str, Any]) -> Usage:
+def usage_of(
+    data: dict[str, Any], *, prompt: str = "prompt", completion: str = "completion"
+) -> Usage:
+    """`Usage` from an OpenAI usage object: `{prompt}_tokens` and `{completion}_tokens`, the
+    cached and reasoning tokens from their `_details` (the Responses API names the two
+    `input` and `output`); a count that is not a whole number of at least 0 counts 0."""
+
     def count(value: Any) -> int:
         return value if isinstance(value, int) and value >= 0 else 0
 
-    prompt_details = data.get("prompt_tokens_details") or {}
-    completion_details = data.get("completion_tokens_details") or {}
+    prompt_details = data.get(f"{prompt}_tokens_details") or {}
+    completion_details = data.get(f"{completion}_tokens_details") or {}
     return Usage(
-        prompt_tokens=count(data.get("prompt_tokens")),
-        completion_tokens=count(data.get("completion_tokens")),
+        prompt_tokens=count(data.get(f"{prompt}_tokens")),
+        completion_tokens=count(data.get(f"{completion}_tokens")),
         cached_tokens=count(prompt_details.get("cached_tokens"))
         if isinstance(prompt_details, dict)
         else 0,

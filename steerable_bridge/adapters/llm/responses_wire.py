@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from steerable_bridge.adapters.llm.openai_wire import request_body as chat_body
+from steerable_bridge.adapters.llm.openai_wire import usage_of
 from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.model import (
     FinishReason,
@@ -217,7 +218,7 @@ class EventDecoder:
 
     def _ended(self, response: dict[str, Any]) -> None:
         self._named(response)
-        self.usage = _usage(response.get("usage") or {})
+        self.usage = usage_of(response.get("usage") or {}, prompt="input", completion="output")
         self.stopped = True
         details = response.get("incomplete_details") or {}
         reason = INCOMPLETE_REASONS.get(str(details.get("reason")))
@@ -231,17 +232,3 @@ class EventDecoder:
 
 def _text(error: dict[str, Any]) -> str:
     return scrub(" ".join(str(error.get("message") or "no detail").split()))[:300]
-
-
-def _usage(data: dict[str, Any]) -> Usage:
-    def count(value: Any) -> int:
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    inputs = data.get("input_tokens_details") or {}
-    outputs = data.get("output_tokens_details") or {}
-    return Usage(
-        prompt_tokens=count(data.get("input_tokens")),
-        completion_tokens=count(data.get("output_tokens")),
-        cached_tokens=count(inputs.get("cached_tokens")) if isinstance(inputs, dict) else 0,
-        reasoning_tokens=count(outputs.get("reasoning_tokens")) if isinstance(outputs, dict) else 0,
-    )

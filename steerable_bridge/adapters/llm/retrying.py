@@ -23,14 +23,16 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
-import httpx
 
 from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines, is_progress
 from steerable_bridge.adapters.llm.http_replies import backoff_delay, transport_error
 from steerable_bridge.runtime.model import ProviderError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["RetryPolicy", "RetryableError", "stream_with_retries"]
 
@@ -66,6 +68,8 @@ class RetryPolicy:
 
     def timeout_error(self, error: httpx.TimeoutException) -> ProviderError:
         """The error for a connect (or pool) timeout, or for a read that waited too long."""
+        import httpx
+
         if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
             return ProviderError(
                 "connect_timeout",
@@ -87,6 +91,8 @@ async def stream_with_retries(
     retryably before yielding; the last failure is raised when tries run out. Each try's
     generator is closed as soon as it ends or the caller stops reading, so its connection is
     released at once."""
+    import httpx  # loaded with the first call, not when a provider module is imported
+
     tries = 0
     clock = CallClock(policy.deadlines, base_url=policy.base_url)
     while True:

@@ -23,10 +23,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["KNOWN_WINDOWS", "WindowCache", "discover_window", "known_window", "probe_window"]
 
@@ -137,6 +139,8 @@ async def _json(
     timeout_s: float,
     body: Any = None,
 ) -> Any:
+    import httpx
+
     try:
         with anyio.fail_after(timeout_s):
             reply = await client.request(
