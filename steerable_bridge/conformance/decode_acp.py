@@ -40,6 +40,7 @@ from steerable_bridge.conformance.acp_rules import EVENT_METHOD, V125_UPDATES
 from steerable_bridge.conformance.transcript import as_transcript
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import (
     Command,
@@ -71,10 +72,14 @@ __all__ = [
 _STOP_BACK = {"max_turn_requests": "max_steps"}
 
 
-class DecodeError(ValueError):
-    """A wire message that the decoder cannot turn back into LoopEvents."""
+class DecodeError(CodedError, ValueError):
+    """A wire message that the decoder cannot turn back into LoopEvents (a `ValueError`
+    too, as callers have always caught it)."""
 
     code = "undecodable"
+
+    def __init__(self, message: str) -> None:
+        super().__init__("undecodable", message)
 
 
 def has_event_channel(messages: Iterable[object]) -> bool:

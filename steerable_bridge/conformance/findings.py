@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from steerable_bridge.runtime.errors import CodedError
+
 __all__ = ["ConformanceError", "Finding", "Rule"]
 
 
@@ -36,8 +38,9 @@ class Finding:
         return f"[{self.rule_id}] at {self.where}: {self.message}"
 
 
-class ConformanceError(AssertionError):
-    """A stream or transcript broke one or more rules; `findings` lists every one."""
+class ConformanceError(CodedError, AssertionError):
+    """A stream or transcript broke one or more rules; `findings` lists every one (an
+    `AssertionError` too, so a test that checks a stream fails, not errors)."""
 
     code = "conformance_failed"
 
@@ -45,8 +48,9 @@ class ConformanceError(AssertionError):
         self.findings: tuple[Finding, ...] = tuple(findings)
         lines = "\n".join(f"  {finding}" for finding in self.findings)
         super().__init__(
+            "conformance_failed",
             f"{what} broke {len(self.findings)} conformance rule(s); fix the producer so each"
-            f" rule below holds:\n{lines}"
+            f" rule below holds:\n{lines}",
         )
 
     @property

@@ -105,7 +105,7 @@ class SessionNotFound(StoreError):
         )
 
 
-class SessionBusy(Exception):
+class SessionBusy(CodedError):
     """A second prompt reached a session that is already running one (re-exported by
     `runtime.session`, where it has always been imported from)."""
 
@@ -113,8 +113,9 @@ class SessionBusy(Exception):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(
+            "session_busy",
             f"session {session_id} is already running a prompt; wait for it to finish or"
-            " cancel it first"
+            " cancel it first",
         )
 
 

@@ -589,28 +589,43 @@ class SqliteStore:
         *,
         task_status: TaskStatus[None] = TASK_STATUS_IGNORED,
     ) -> None:
-        """Deliver every signal published from now on, polling every `SIGNAL_POLL_S`."""
+        """Deliver every signal published from now on, polling every `SIGNAL_POLL_S`.
 
-        def newest(conn: sqlite3.Connection) -> int:
-            return int(conn.execute("SELECT coalesce(max(id), 0) FROM signals").fetchone()[0])
+        The poll has a connection and a cursor of its own, opened before it first looks and
+        kept while it listens (`shed_idle` never closes it). Through the shared connections
+        it made a new cursor 20 times a second, each leaving a weak reference in its
+        connection until CPython prunes them (once per 200), and it reopened the connection
+        `shed_idle` had just closed: small objects made after a burst, in the memory the
+        burst used, keeping that memory's arenas from going back to the system."""
+        await self._run(lambda conn: None)  # the writer creates and migrates the file first
+        poll = await anyio.to_thread.run_sync(self._opening, self._open_reader)
+        try:
+            cursor = poll.cursor()
 
-        def newer(conn: sqlite3.Connection) -> list[tuple[int, str]]:
-            rows = conn.execute(
-                "SELECT id, data FROM signals WHERE id > ? ORDER BY id", (last,)
-            ).fetchall()
-            return [(int(i), str(d)) for i, d in rows]
+            def newest(_: sqlite3.Connection) -> int:
+                row = cursor.execute("SELECT coalesce(max(id), 0) FROM signals").fetchone()
+                return int(row[0])
 
-        last = await self._run(newest)
-        task_status.started()
-        while True:
-            await anyio.sleep(SIGNAL_POLL_S)
-            for last, data in await self._run(newer):  # noqa: B007 - `last` is the cursor
-                try:
-                    signal = signal_from_json(data)
-                except ValueError as err:
-                    log.warning("ignored a signal that does not decode: %s", err)
-                    continue
-                deliver(signal)
+            def newer(_: sqlite3.Connection) -> list[tuple[int, str]]:
+                rows = cursor.execute(
+                    "SELECT id, data FROM signals WHERE id > ? ORDER BY id", (last,)
+                ).fetchall()
+                return [(int(i), str(d)) for i, d in rows]
+
+            last = await anyio.to_thread.run_sync(self._calling, newest, poll)
+            task_status.started()
+            while True:
+                await anyio.sleep(SIGNAL_POLL_S)
+                rows = await anyio.to_thread.run_sync(self._calling, newer, poll)
+                for last, data in rows:  # noqa: B007 - `last` is where the next poll begins
+                    try:
+                        signal = signal_from_json(data)
+                    except ValueError as err:
+                        log.warning("ignored a signal that does not decode: %s", err)
+                        continue
+                    deliver(signal)
+        finally:
+            poll.close()
 
     def owner(self, session_id: str) -> str | None:
         """Who runs a turn in the session now, for display (None when nobody)."""

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from steerable_bridge.runtime.errors import CodedError
+
 __all__ = [
     "Check",
     "CheckStatus",
@@ -34,10 +36,13 @@ __all__ = [
 CheckStatus = Literal["pass", "fail", "warn", "skipped"]
 
 
-class CouldNotRun(Exception):
+class CouldNotRun(CodedError):
     """The target could not be checked at all (exit status 2); the message names the remedy."""
 
     code = "could_not_run"
+
+    def __init__(self, message: str) -> None:
+        super().__init__("could_not_run", message)
 
 
 _STATUSES: tuple[CheckStatus, ...] = ("pass", "fail", "warn", "skipped")
