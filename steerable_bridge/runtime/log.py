@@ -166,6 +166,8 @@ class SessionLog:
         self._pending: list[LoopEvent] = []
         self._store = store
         self._next_seq = 0
+        self._ts = 0
+        """The last timestamp given (its object is reused by the events of the same ms)."""
         self._commit_lock: anyio.Lock | None = None
         self._request: ModelRequest | None = None
         """The newest logged request that is not a one-off: the next one shares with it."""
@@ -242,6 +244,10 @@ class SessionLog:
             if isinstance(request, ModelRequest):
                 fields["request"] = _shared(request, self._request)
         ts = time.time_ns() // 1_000_000  # `now_ms()`, without the call: one per event
+        if ts == self._ts:
+            ts = self._ts  # one int object per millisecond (events come by the dozen in one)
+        else:
+            self._ts = ts
         event = cls(session_id=self.session_id, run_id=run_id, seq=self._next_seq, ts=ts, **fields)
         self._next_seq += 1
         self._events.append(event)  # type: ignore[arg-type]

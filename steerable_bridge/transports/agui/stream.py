@@ -6,7 +6,7 @@ watcher that reads the request channel and calls `on_disconnect()` the moment th
 goes away (the transport uses it to cancel the turn, so cancellation takes milliseconds, not
 the next write — it sees the disconnect even while a send is blocked), and a writer.
 `write(data)` never raises and never yields while fewer than `buffer_bytes` bytes wait: it
-queues the frame, and the writer sends what piled up as one body chunk, so a burst of
+appends the frame to one buffer, and the writer sends what piled up as one body chunk, so a burst of
 events costs one socket write. A slow client makes the producer wait (backpressure): the
 server's `send` waits while its transport holds more than its high-water mark, so what one
 stream holds is bounded by that mark plus `buffer_bytes` plus one chunk, whatever the client
@@ -82,7 +82,10 @@ class EventStream:
         self._send_timeout_s = send_timeout_s
         self._buffer_bytes = buffer_bytes
         self._headers = HEADERS + (headers or [])
-        self._queued: list[bytes] = []
+        self._queued = bytearray()
+        """The frames waiting for the writer, joined as they come: one buffer from malloc,
+        not a small object per frame (a burst of streams nobody reads left thousands of
+        those in CPython's small-object arenas, keeping the arenas after it ended)."""
         self._queued_bytes = 0
         self._scope: Scope | None = None
         self._wake: anyio.Event | None = None
@@ -99,7 +102,7 @@ class EventStream:
     def _lost(self) -> None:
         if not self.disconnected:
             self.disconnected = True
-            self._queued = []
+            self._queued = bytearray()
             self._queued_bytes = 0
             self._on_disconnect()
             self._notify()
@@ -151,7 +154,7 @@ class EventStream:
                 self._stuck()
             if self.disconnected:
                 return
-        self._queued.append(data)
+        self._queued += data
         self._queued_bytes += len(data)
         wake, self._wake = self._wake, None
         if wake is not None:
@@ -170,10 +173,10 @@ class EventStream:
                     await wake.wait()
                 idle = not self._queued and not self._produced and not self.disconnected
                 if idle and self._headed:  # before the first frame the stream is not open
-                    self._queued.append(KEEPALIVE)
+                    self._queued += KEEPALIVE
                 continue
-            body = b"".join(self._queued)
-            self._queued = []
+            body = bytes(self._queued)
+            self._queued = bytearray()
             self._queued_bytes = 0
             room, self._room = self._room, None
             if room is not None:
