@@ -18,8 +18,10 @@ another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
 `malloc_trim` after a burst can give back, instead of CPython's arenas). Every wait is
 bounded. `--bursts N` repeats the round (streams, then leaving) and prints the RSS after
 each. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
-`--duration 120 --after 20 --every 10`: start ~64, peak ~89, ~74 MB from t=40 s (the
-runs nobody read are cancelled at 30 s, and memory is released), after ~74 MB (+14-18 %);
+`--duration 120 --after 20 --every 10`: start ~62, peak ~82, 67-72 MB from t=40 s (the
+runs nobody read are cancelled at 30 s, and memory is released), after 67-72 MB (+9-16 %,
+three runs; it was start ~64, peak ~87, +8-12 % of a higher start before the frame buffer
+and the poll's own connection);
 `--duration 40 --after 20 --every 10 --bursts 3`: after ~72, ~77, ~78 MB; with `--malloc`
 ~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
