@@ -2,14 +2,15 @@
 
 `decode_agui(events)` reads AG-UI events as received (JSON objects or SDK models) and
 rebuilds the exact LoopEvents they carry. A native carrier (the first type of a row of
-`transports/agui/mapping.py`, which names its wire fields) gives its native fields under the
-taxonomy's names, overlaid with `metadata.steerable` (kind, seq, run id and whatever the
-native event lacks), plus `session_id` = the run's `threadId` and `ts` = `timestamp`; a
-CUSTOM `steerable.<kind>` carries the whole event as its value. Events marked
-`metadata.steerable.derived` (MESSAGES_SNAPSHOT, the second half of the reasoning pairs, the
-server's own short streams) carry no LoopEvent and are skipped. AG-UI streams start with
-RUN_STARTED, so session-level events that happened between runs travel inside the next run;
-the result is put back in log order by `seq`. Raises `DecodeError` naming the event.
+`transports/agui/mapping.py`, which names its wire fields, dotted when nested) gives its
+native fields under the taxonomy's names, overlaid with `metadata.steerable` (kind, seq,
+run id and whatever the native event lacks), plus `session_id` = the run's `threadId` and
+`ts` = `timestamp`; a CUSTOM `steerable.<kind>` carries the whole event as its value. Events
+marked `metadata.steerable.derived` (MESSAGES_SNAPSHOT, the second half of the reasoning
+pairs, the server's own short streams) carry no LoopEvent and are skipped. AG-UI streams
+start with RUN_STARTED, so session-level events that happened between runs travel inside
+the next run; the result is put back in log order by `seq`. Raises `DecodeError` naming the
+event.
 """
 
 from __future__ import annotations
@@ -29,6 +30,19 @@ from steerable_bridge.transports.agui.mapping import by_carrier
 __all__ = ["decode_agui", "decode_event"]
 
 
+_ABSENT = object()
+
+
+def _wire_field(raw: dict[str, Any], path: str) -> Any:
+    """The value at `path` (dotted: nested objects) of an event, or `_ABSENT`."""
+    value: Any = raw
+    for name in path.split("."):
+        if not isinstance(value, dict) or name not in value:
+            return _ABSENT
+        value = value[name]
+    return value
+
+
 def _decode_one(raw: dict[str, Any], thread_id: str | None) -> LoopEvent | None:
     kind = raw.get("type")
     metadata = raw.get("metadata") or {}
@@ -46,11 +60,12 @@ def _decode_one(raw: dict[str, Any], thread_id: str | None) -> LoopEvent | None:
             f"{kind} has no metadata.steerable; it was not rendered by steerable-bridge's"
             " AG-UI renderer"
         )
-    data: dict[str, Any] = {field: raw[wire] for wire, field in found.fields.items() if wire in raw}
+    data: dict[str, Any] = {}
+    for wire, field in found.fields.items():
+        if (value := _wire_field(raw, wire)) is not _ABSENT:
+            data[field] = value
     for wire, field in found.canonical.items():
         data[field] = canonical_json(raw[wire])
-    if kind == "ACTIVITY_SNAPSHOT":
-        data["entries"] = (raw.get("content") or {}).get("entries")
     data.update(extra)
     data["session_id"] = thread_id
     data["ts"] = raw.get("timestamp")

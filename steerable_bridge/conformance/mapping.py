@@ -1,41 +1,33 @@
 """The mapping table, as data: how each LoopEvent kind appears on the ACP and AG-UI wires.
 
-One `KindMapping` row per kind in `runtime.events.KINDS`. The ACP side says which form the
-kind takes — a `session/update` variant, a client request (`session/request_permission`),
+One `KindMapping` row per kind in `runtime.events.KINDS`, joined from the two transports'
+own tables (conformance may import the transports, not the reverse). The ACP side
+(`transports/acp/mapping.py`, which the ACP renderer's dispatch reads too) says which form
+the kind takes — a `session/update` variant, a client request (`session/request_permission`),
 the `session/prompt` response (stop reason), a JSON-RPC error, a notification of its own
-(`elicitation/complete`), or nothing but the opt-in
-`_steerable/event` channel — and whether a decoder rebuilds it exactly from the editor-facing
-messages alone (`acp_exact`: every field, thanks to `_meta.steerable`) or only its meaning
-(`acp_shown` but not exact: what the client itself said — its prompt, its permission answer —
-without seq / ts; `meaning` names the fields rebuilt). The AG-UI side names
-the native event types (fields the native event lacks ride in `metadata.steerable`) or the
-CUSTOM event `steerable.<kind>` whose value is the whole event; it is read from the AG-UI
-transport's own table (`transports/agui/mapping.py`, which its renderer, byte fast path and
-this package's decoder read too; conformance may import the transports, not the reverse).
-Both decoders, the scenario comparison ("modulo the kinds a transport cannot carry"),
-`docs/mapping.md` and the CLI read this table; `tests/conformance/test_mapping.py` fails
-when a kind has no row.
+(`elicitation/complete`), or nothing but the opt-in `_steerable/event` channel — and whether
+a decoder rebuilds it exactly from the editor-facing messages alone (`acp_exact`: every
+field, thanks to `_meta.steerable`) or only its meaning (`acp_shown` but not exact: what the
+client itself said — its prompt, its permission answer — without seq / ts; `meaning` names
+the fields rebuilt). The AG-UI side (`transports/agui/mapping.py`, which its renderer, byte
+fast path and this package's decoder read too) names the native event types (fields the
+native event lacks ride in `metadata.steerable`) or the CUSTOM event `steerable.<kind>`
+whose value is the whole event. Both decoders, the scenario comparison ("modulo the kinds a
+transport cannot carry"), `docs/mapping.md` and the CLI read this table;
+`tests/conformance/test_mapping.py` fails when a kind has no row.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from steerable_bridge.runtime.events import KINDS, LoopEvent
-from steerable_bridge.transports.agui.mapping import CUSTOM_NOTES, by_kind
+from steerable_bridge.transports.acp.mapping import TABLE as ACP_TABLE
+from steerable_bridge.transports.acp.mapping import AcpForm, AcpRow
+from steerable_bridge.transports.agui.mapping import CUSTOM_NOTES
+from steerable_bridge.transports.agui.mapping import by_kind as agui_row
 
 __all__ = ["MAPPING", "AcpForm", "KindMapping", "acp_exact", "acp_shown", "markdown", "row"]
-
-AcpForm = Literal[
-    "update",
-    "prompt request",
-    "prompt response",
-    "JSON-RPC error",
-    "client request",
-    "notification",
-    "event channel",
-]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,112 +55,21 @@ class KindMapping:
         return self.acp_form != "event channel"
 
 
-def _row(
-    kind: str,
-    acp_form: AcpForm,
-    acp: str,
-    *,
-    exact: bool | None = None,
-    meaning: tuple[str, ...] = (),
-    capability: str = "",
-) -> KindMapping:
-    native = by_kind(kind)
+def _row(acp: AcpRow) -> KindMapping:
+    native = agui_row(acp.kind)
     return KindMapping(
-        capability=capability,
-        kind=kind,
-        acp_form=acp_form,
-        acp=acp,
-        acp_exact=(acp_form == "update") if exact is None else exact,
+        kind=acp.kind,
+        acp_form=acp.form,
+        acp=acp.note,
+        acp_exact=acp.exact,
         agui=native.types if native is not None else ("CUSTOM",),
-        agui_note=native.note if native is not None else CUSTOM_NOTES.get(kind, ""),
-        meaning=meaning,
+        agui_note=native.note if native is not None else CUSTOM_NOTES.get(acp.kind, ""),
+        meaning=acp.meaning,
+        capability=acp.capability,
     )
 
 
-_CHANNEL = "only `_steerable/event`"
-
-MAPPING: tuple[KindMapping, ...] = (
-    _row("run_started", "prompt request", "implied by the `session/prompt` request; trace_id"
-         " in the response's `_meta.steerable.trace_id` (error: data.traceId)",
-         exact=False, meaning=("trace_id",)),
-    _row("run_finished", "prompt response", "`stopReason` (max_steps → max_turn_requests,"
-         " interrupted → end_turn, rejected → cancelled), `usage`; the event in"
-         " `_meta.steerable.event`", exact=True),
-    _row("run_failed", "JSON-RPC error", "error on `session/prompt`: data.code, message, runId;"
-         " the event in data.event", exact=True),
-    _row("step_started", "event channel", _CHANNEL),
-    _row("step_finished", "event channel", _CHANNEL),
-    _row("model_request", "event channel", _CHANNEL),
-    _row("model_response", "event channel", _CHANNEL),
-    _row("text_start", "event channel", _CHANNEL),
-    _row("text_delta", "update", "`agent_message_chunk` (text, messageId); `session/load`"
-         " replays a message's consecutive deltas as one chunk (`_meta.steerable.last_seq`)"),
-    _row("text_end", "event channel", _CHANNEL),
-    _row("reasoning_start", "event channel", _CHANNEL),
-    _row("reasoning_delta", "update", "`agent_thought_chunk` (text, messageId); `session/load`"
-         " replays a message's consecutive deltas as one chunk (`_meta.steerable.last_seq`)"),
-    _row("reasoning_end", "event channel", _CHANNEL),
-    _row("tool_call_start", "event channel", _CHANNEL),
-    _row("tool_call_delta", "event channel", _CHANNEL),
-    _row("tool_call_end", "update", "`tool_call`: pending, kind, title, locations, rawInput"),
-    _row("tool_started", "update", "`tool_call_update` in_progress; the command sandbox"
-         " (bwrap / none / client) in `_meta.steerable.sandbox`"),
-    _row("tool_output", "update", "`tool_call_update` with the content so far"),
-    _row("tool_finished", "update", "`tool_call_update` completed / failed, content, rawOutput"),
-    _row("permission_requested", "client request", "`session/request_permission` (5 options);"
-         " the event in `_meta.steerable.event`", exact=True),
-    _row("permission_resolved", "client request", "the client's answer to"
-         " `session/request_permission`", exact=False, meaning=("call_id", "outcome", "option_id")),
-    _row("question_asked", "client request", "`elicitation/create` (form: message,"
-         " requestedSchema; url: message, elicitationId = <sessionId>/question_id, url; sessionId,"
-         " toolCallId = call_id); the event in `_meta.steerable.event`", exact=True),
-    _row("question_answered", "client request", "the client's answer to"
-         " `elicitation/create` (action accept / decline / cancel, content)",
-         exact=False, meaning=("question_id", "action", "content_json", "call_id")),
-    _row("question_completed", "notification", "`elicitation/complete` (elicitationId ="
-         " <sessionId>/question_id); the event in `_meta.steerable.event`", exact=True),
-    _row("user_message", "prompt request", "the `session/prompt` request itself; replayed as"
-         " `user_message_chunk` by `session/load`", exact=False, meaning=("content",)),
-    _row("steer_applied", "update", "`user_message_chunk`, one per content part"),
-    _row("follow_up_applied", "update", "`user_message_chunk`, one per content part"),
-    _row("plan_updated", "update", "`plan` (the whole plan)"),
-    _row("state_snapshot", "event channel", _CHANNEL),
-    _row("state_delta", "event channel", _CHANNEL),
-    _row("mode_changed", "update", "`current_mode_update`"),
-    _row("config_changed", "update", "`config_option_update` (option `model` only)"),
-    _row("commands_updated", "update", "`available_commands_update`"),
-    _row("session_info", "update", "`session_info_update` (title, updatedAt)"),
-    _row("usage_updated", "update",
-         "`usage_update` (used, size; cache read / creation tokens in `_meta`; not sent while"
-         " the context window is unknown)"),
-    _row("hook_action", "event channel", _CHANNEL),
-    _row("budget_exhausted", "event channel", _CHANNEL),
-    _row("soft_timeout", "event channel", _CHANNEL),
-    _row("compaction_started", "update", "only to a client that advertised"
-         " `session.compaction`: `compaction_update` in_progress (compactionId ="
-         " compaction_id; trigger in `_meta.steerable`), sent when the summary request"
-         " starts", capability="compaction"),
-    _row("compaction_summary_delta", "update", "only to a client that advertised"
-         " `session.compaction`: `compaction_summary_chunk` (text), one per piece as the"
-         " model writes the summary; `session/load` replays a compaction's consecutive pieces"
-         " as one chunk (`_meta.steerable.last_seq`)", capability="compaction"),
-    _row("compaction", "update", "to a client that advertised `session.compaction`: a"
-         " streamed summary (compaction_id set) ends with `compaction_update` completed"
-         " (`summary` = the stored summary, every field in `_meta.steerable`); a micro fold"
-         " is `compaction_update` (compactionId compaction-<seq>, in_progress), its headline as"
-         " `compaction_summary_chunk`, then `compaction_update` completed; to any other client"
-         " `agent_message_chunk` (messageId compaction-<seq>): its headline, e.g. \"Compacted"
-         " 3 turns: 6,120 → 1,450 tokens.\", every field in `_meta.steerable`. Either is the"
-         " reply to `/compact`"),
-    _row("compaction_dropped", "update", "only to a client that advertised"
-         " `session.compaction`: `compaction_update` cancelled (reason cancelled) or failed"
-         " (declined, failed), `error` = detail; reason and detail in `_meta.steerable`",
-         capability="compaction"),
-    _row("notice", "update", "to a client that advertised `session.notices`: `notice`"
-         " (severity, title, description); to any other client `agent_message_chunk`"
-         " (messageId notice-<seq>): the title and description as text. Live only:"
-         " `session/load` does not replay it"),
-)  # fmt: skip
+MAPPING: tuple[KindMapping, ...] = tuple(_row(acp) for acp in ACP_TABLE)
 
 _BY_KIND: dict[str, KindMapping] = {m.kind: m for m in MAPPING}
 

@@ -7,10 +7,11 @@ because a `tool_call_update` replaces the call's content list). It never sends, 
 clock or touches a session. `echo_user=True` (session/load replay) also renders the user's
 own prompts; live, the client already shows them.
 
-Which update each kind becomes is the dispatch table `_RENDER` (one method per kind; a kind
-missing there shows nothing but on the opt-in `_steerable/event` channel); the ACP column of
-`conformance/mapping.py` (`docs/mapping.md`) describes each. run_finished / run_failed are
-the session/prompt response (`stop_reason`), not updates.
+Which update each kind becomes is the table in `mapping.py` (one row per kind naming the
+method here that renders it, the `sessionUpdate` variants it sends and its note for
+`docs/mapping.md`); a kind without a method shows nothing but on the opt-in
+`_steerable/event` channel. run_finished / run_failed are the session/prompt response
+(`stop_reason`), not updates.
 
 **`_meta` (for decoders).** Every update carries `_meta.steerable` with `kind`, `seq`, `ts`
 and `run_id` of its event, plus what the ACP payload cannot hold exactly:
@@ -89,6 +90,7 @@ from steerable_bridge.runtime.values import (
     TextPart,
     ToolContent,
 )
+from steerable_bridge.transports.acp.mapping import TABLE
 
 __all__ = [
     "AcpRenderer",
@@ -518,29 +520,10 @@ class AcpRenderer:
 
 
 _RENDER: dict[type[ev.EventBase], Callable[[AcpRenderer, Any, _Meta], list[Update]]] = {
-    ev.TextDelta: AcpRenderer._text_delta,
-    ev.ReasoningDelta: AcpRenderer._reasoning_delta,
-    ev.Notice: AcpRenderer._notice,
-    ev.CompactionStarted: AcpRenderer._compaction_stream,
-    ev.CompactionSummaryDelta: AcpRenderer._compaction_stream,
-    ev.CompactionDropped: AcpRenderer._compaction_stream,
-    ev.Compaction: AcpRenderer._compaction,
-    ev.UserMessage: AcpRenderer._user_message,
-    ev.SteerApplied: AcpRenderer._user_message,
-    ev.FollowUpApplied: AcpRenderer._user_message,
-    ev.ToolCallEnd: AcpRenderer._tool_call_end,
-    ev.ToolStarted: AcpRenderer._tool_started,
-    ev.ToolOutput: AcpRenderer._tool_output,
-    ev.ToolFinished: AcpRenderer._tool_finished,
-    ev.PlanUpdated: AcpRenderer._plan_updated,
-    ev.UsageUpdated: AcpRenderer._usage_updated,
-    ev.SessionInfo: AcpRenderer._session_info,
-    ev.ModeChanged: AcpRenderer._mode_changed,
-    ev.ConfigChanged: AcpRenderer._config_changed,
-    ev.CommandsUpdated: AcpRenderer._commands_updated,
+    row.event: getattr(AcpRenderer, row.render) for row in TABLE if row.render is not None
 }
-"""The update each kind becomes; a kind missing here shows nothing (the opt-in
-`_steerable/event` channel has it)."""
+"""The update each kind becomes, as `mapping.TABLE` names its method; a kind without one
+shows nothing (the opt-in `_steerable/event` channel has it)."""
 
 
 def _compaction_updates(

@@ -33,7 +33,8 @@ class AguiRow:
     types: tuple[str, ...]
     """AG-UI event types, the carrier first (the others are derived: they carry nothing)."""
     fields: Mapping[str, str] = field(default_factory=dict)
-    """The carrier's wire field → the LoopEvent field it holds."""
+    """The carrier's wire field → the LoopEvent field it holds (a dotted wire field names one
+    inside an object: `content.entries`)."""
     canonical: Mapping[str, str] = field(default_factory=dict)
     """The carrier's wire field → the LoopEvent field holding its canonical JSON text."""
     render: Callable[[Any], list[BaseEvent]] | None = None
@@ -97,6 +98,7 @@ TABLE: tuple[AguiRow, ...] = (
             render=native.state_delta,
             note="JSON Patch; patch_json in metadata only when not canonical"),
     AguiRow(event=ev.PlanUpdated, types=("ACTIVITY_SNAPSHOT",),
+            fields={"content.entries": "entries"},
             note="activityType plan, messageId plan-<threadId>, replace"),
 )  # fmt: skip
 
