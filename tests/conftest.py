@@ -11,14 +11,25 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests import lanes
 from tests.pg import PgServer, find_bindir
 from tests.spawning import mark_spawning
 
 settings.register_profile(
     "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
+settings.register_profile(
+    "fast", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The fast lane (`-m "not slow"`) draws fewer, derandomised examples (tests/lanes.py)."""
+    if "not slow" in (config.option.markexpr or ""):
+        lanes.FAST = True
+        settings.load_profile("fast")
 
 
 @pytest.fixture

@@ -5,11 +5,14 @@ remembering `@pytest.mark.slow`. A test counts as spawning when its own body, a 
 uses, or a module-level function its module defines and it reaches (transitively, by name)
 mentions one of `SPAWN_WORDS` (subprocess, `open_process`, the CLI run as `-m
 steerable_bridge.cli`, ...) or is a helper imported from a `tests.` module that does (the
-harnesses' stdio runners); or when it uses a fixture
+harnesses' stdio runners) or a `steerable_bridge` function that starts a process when called
+(the conformance `run_acp`); or when it uses a fixture
 from `SPAWNING_FIXTURES` (conftest fixtures that start a server process); or when it lives in
-a directory of `SPAWNING_DIRS` (the interop tests drive third-party programs). Each module is
-parsed once.
-"""
+a directory of `SPAWNING_DIRS` (the interop tests drive third-party programs). Test modules
+are read as text (a word anywhere in a helper counts); library modules are read by their
+calls only (`SPAWN_CALLS`, or a call of a library function that makes one), since their
+docstrings, annotations and classes name processes without starting any. Each module is
+parsed once."""
 
 from __future__ import annotations
 
@@ -46,6 +49,15 @@ SPAWNING_FIXTURES = frozenset(
 
 SPAWNING_DIRS = ("tests/interop/",)
 
+SPAWN_CALLS = frozenset(
+    {"open_process", "run_process", "create_subprocess_exec", "create_subprocess_shell"}
+    | {"Popen", "spawn_agent_process", "stdio_client"}
+)
+"""Callees (the last part of a dotted name; any `subprocess.` call counts too) that start a
+process: a `steerable_bridge` function making one of these calls spawns where it is called."""
+
+LIBRARY = "steerable_bridge"
+
 ROOT = Path(__file__).resolve().parents[1]
 _VISITING: set[Path] = set()
 """Modules being read, so two helper modules importing each other end the walk."""
@@ -56,37 +68,95 @@ def _spawning_names(path: Path) -> frozenset[str]:
     """Module-level names (tests, fixtures, helpers, constants) of `path` that reach a spawn."""
     _VISITING.add(path)
     try:
-        return _read(path)
+        return _library(path) if path.is_relative_to(ROOT / LIBRARY) else _read(path)
     finally:
         _VISITING.discard(path)
 
 
+def _module_file(parts: list[str], base: Path) -> Path | None:
+    """`base/a/b.py`, or the package's `base/a/b/__init__.py`, for the dotted `parts`."""
+    for found in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+        if found.is_file():
+            return found
+    return None
+
+
 def _local_module(path: Path, node: ast.AST) -> Path | None:
-    """The file of a `from tests.x import ...` or `from .x import ...` in `path`, if any."""
+    """The file of a `from tests.x import ...`, `from steerable_bridge.x import ...` or
+    `from .x import ...` in `path`, if any."""
     if not isinstance(node, ast.ImportFrom):
         return None
-    module = node.module or ""
+    parts = node.module.split(".") if node.module else []
     if node.level:
-        base = path.parents[node.level - 1]
-        found = base.joinpath(*module.split(".")).with_suffix(".py") if module else None
-    elif module.startswith("tests."):
-        found = ROOT.joinpath(*module.split(".")).with_suffix(".py")
-    else:
-        return None
-    return found if found is not None and found.is_file() else None
+        return _module_file(parts, path.parents[node.level - 1]) if parts else None
+    if parts and parts[0] in ("tests", LIBRARY):
+        return _module_file(parts, ROOT)
+    return None
 
 
-def _read(path: Path) -> frozenset[str]:
-    """The body of `_spawning_names`."""
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    helpers: set[str] = set()
+def _imported(path: Path, tree: ast.Module) -> set[str]:
+    """Names `tree` imports from a local module in whose reach they start a process."""
+    names: set[str] = set()
     for node in ast.walk(tree):
         helper_path = _local_module(path, node)
         if helper_path is not None and helper_path not in _VISITING:
             assert isinstance(node, ast.ImportFrom)
             reached = _spawning_names(helper_path)
-            helpers |= {alias.asname or alias.name for alias in node.names if alias.name in reached}
+            names |= {alias.asname or alias.name for alias in node.names if alias.name in reached}
+    return names
+
+
+def _grow(spawning: set[str], uses: dict[str, set[str]]) -> frozenset[str]:
+    """`spawning` and every name whose `uses` reach it, transitively."""
+    grew = True
+    while grew:
+        grew = False
+        for name, used in uses.items():
+            if name not in spawning and used & spawning:
+                spawning.add(name)
+                grew = True
+    return frozenset(spawning)
+
+
+def _callee(call: ast.Call) -> str:
+    """The dotted name a call calls (`anyio.open_process`), or "" for anything else."""
+    parts: list[str] = []
+    func = call.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return ""
+    return ".".join([func.id, *reversed(parts)])
+
+
+def _library(path: Path) -> frozenset[str]:
+    """The module-level functions of a library module that start a process when called: they
+    call one of `SPAWN_CALLS`, or name (call, or pass to `anyio.run`) a spawning function of
+    the module or one it imports (names imported from a spawning library module are kept too,
+    so a package re-exports them)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = _imported(path, tree)
+    calls: dict[str, set[str]] = {}
+    uses: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            calls[node.name] = {_callee(n) for n in ast.walk(node) if isinstance(n, ast.Call)}
+            uses[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    spawning = {
+        name
+        for name, callees in calls.items()
+        if any(c.startswith("subprocess.") or c.rpartition(".")[2] in SPAWN_CALLS for c in callees)
+        or uses[name] & imported
+    }
+    return _grow(spawning, uses) | imported
+
+
+def _read(path: Path) -> frozenset[str]:
+    """The body of `_spawning_names` for a test module: its names whose text reaches a spawn."""
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    helpers = _imported(path, tree)
     bodies: dict[str, tuple[str, set[str]]] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -109,14 +179,7 @@ def _read(path: Path) -> frozenset[str]:
         for name, (text, names) in bodies.items()
         if any(word in text for word in SPAWN_WORDS) or names & helpers
     }
-    grew = True
-    while grew:
-        grew = False
-        for name, (_, names) in bodies.items():
-            if name not in spawning and names & spawning:
-                spawning.add(name)
-                grew = True
-    return frozenset(spawning)
+    return _grow(spawning, {name: names for name, (_, names) in bodies.items()})
 
 
 def _spawns(item: pytest.Item) -> bool:

@@ -65,6 +65,15 @@ class _Builder:
 
     def event(self, event: LoopEvent) -> bool:
         """Take one event of the run; True once the run has ended."""
+        if isinstance(event, ev.RunFinished | ev.RunFailed):
+            self._end(event)
+            return True
+        if not self._frame(event):
+            self._wait(event)
+        return False
+
+    def _frame(self, event: LoopEvent) -> bool:
+        """A step, a model call or a tool opening or closing; False for any other event."""
         ts = event.ts
         if isinstance(event, ev.StepStarted):
             self.step = self.add(1, f"step {event.step}", ts)
@@ -86,7 +95,24 @@ class _Builder:
             self.model = None
         elif isinstance(event, ev.ToolCallEnd):
             self.names[event.call_id] = event.name
-        elif isinstance(event, ev.PermissionRequested):
+        elif isinstance(event, ev.ToolStarted):
+            name = self.names.get(event.call_id, event.call_id)
+            self.tools[event.call_id] = self.add(2, f"tool {name}", ts)
+        elif isinstance(event, ev.ToolFinished):
+            name = self.names.get(event.call_id, event.call_id)
+            row = self.tools.pop(event.call_id, None) or self.add(2, f"tool {name}", ts)
+            row.end = ts
+            row.note = event.status
+            if event.error is not None:
+                row.note += f" ({event.error.code})"
+        else:
+            return False
+        return True
+
+    def _wait(self, event: LoopEvent) -> None:
+        """A permission or a question asked or answered, or a notice; other events add nothing."""
+        ts = event.ts
+        if isinstance(event, ev.PermissionRequested):
             self.waits[event.call_id] = self.add(2, f"permission {event.tool_name}", ts)
         elif isinstance(event, ev.PermissionResolved):
             wait = self.waits.pop(event.call_id, None) or self.add(
@@ -102,29 +128,20 @@ class _Builder:
         elif isinstance(event, ev.Notice):
             told = self.add(2, f"notice ({event.severity}): {event.title}", ts)
             told.end = ts
-        elif isinstance(event, ev.ToolStarted):
-            name = self.names.get(event.call_id, event.call_id)
-            self.tools[event.call_id] = self.add(2, f"tool {name}", ts)
-        elif isinstance(event, ev.ToolFinished):
-            name = self.names.get(event.call_id, event.call_id)
-            row = self.tools.pop(event.call_id, None) or self.add(2, f"tool {name}", ts)
-            row.end = ts
-            row.note = event.status
-            if event.error is not None:
-                row.note += f" ({event.error.code})"
-        elif isinstance(event, ev.RunFinished | ev.RunFailed):
-            head = self.run.rows[0]
-            head.end = ts
-            if isinstance(event, ev.RunFinished):
-                head.note = event.stop_reason
-            else:
-                head.note = f"failed: {event.code}"
-            for row in self.run.rows:
-                if row.end is None:
-                    row.end = ts
-                    row.note = row.note or "did not finish"
-            return True
-        return False
+
+    def _end(self, event: ev.RunFinished | ev.RunFailed) -> None:
+        """The run's end: its head row closes, and so does every row still open."""
+        ts = event.ts
+        head = self.run.rows[0]
+        head.end = ts
+        if isinstance(event, ev.RunFinished):
+            head.note = event.stop_reason
+        else:
+            head.note = f"failed: {event.code}"
+        for row in self.run.rows:
+            if row.end is None:
+                row.end = ts
+                row.note = row.note or "did not finish"
 
 
 def timelines(events: Sequence[LoopEvent]) -> list[RunTimeline]:

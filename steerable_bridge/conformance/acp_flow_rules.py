@@ -199,15 +199,7 @@ class _Flows:
         if state is None:
             return
         if method == "session/request_permission":
-            must_cancel = state.asks.pop(message["id"], False)
-            outcome = (result or {}).get("outcome")
-            got = outcome.get("outcome") if isinstance(outcome, Mapping) else None
-            if must_cancel and result is not None and got != "cancelled":
-                self.report(
-                    "acp.permission-after-cancel",
-                    f"a permission request pending at session/cancel was answered {got!r};"
-                    ' answer every pending request with outcome "cancelled"',
-                )
+            self.permission_answered(state, message, result)
         elif method == "session/prompt":
             state.prompt_id, state.cancelled = None, False
         elif method == "terminal/create" and result is not None:
@@ -233,6 +225,20 @@ class _Flows:
             self.remember(state, result)
         elif method in ("session/new", "session/resume", "session/fork"):
             self.remember(state, result)
+
+    def permission_answered(
+        self, state: _State, message: Mapping[str, Any], result: Mapping[str, Any] | None
+    ) -> None:
+        """A permission request pending at `session/cancel` must be answered "cancelled"."""
+        must_cancel = state.asks.pop(message["id"], False)
+        outcome = (result or {}).get("outcome")
+        got = outcome.get("outcome") if isinstance(outcome, Mapping) else None
+        if must_cancel and result is not None and got != "cancelled":
+            self.report(
+                "acp.permission-after-cancel",
+                f"a permission request pending at session/cancel was answered {got!r};"
+                ' answer every pending request with outcome "cancelled"',
+            )
 
     def remember(self, state: _State, result: Mapping[str, Any]) -> None:
         modes = result.get("modes")

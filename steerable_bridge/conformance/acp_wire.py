@@ -67,6 +67,58 @@ def _question(event: ev.QuestionAsked) -> dict[str, Any]:
     return params
 
 
+def _answer(event: ev.QuestionAnswered) -> dict[str, Any]:
+    """The client's result for `elicitation/create`: the action, and the content if any."""
+    result: dict[str, Any] = {"action": event.action}
+    if event.content_json is not None:
+        result["content"] = json.loads(event.content_json)
+    return result
+
+
+def _wire(sender: str, message: dict[str, Any]) -> WireMessage:
+    """One JSON-RPC message as the client or the agent sent it."""
+    return WireMessage(
+        sender="client" if sender == "client" else "agent",
+        message={"jsonrpc": "2.0", **message},
+    )
+
+
+def _permission_request(event: ev.PermissionRequested) -> dict[str, Any]:
+    """The params of the agent's `session/request_permission` for `event`."""
+    return {
+        "_meta": {"steerable": {"event": codec.event_to_jsonable(event)}},
+        "sessionId": event.session_id,
+        "toolCall": {"toolCallId": event.call_id, "title": event.tool_name},
+        "options": [
+            {"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in event.options
+        ],
+    }
+
+
+def _prompt_response(
+    event: ev.RunFinished, stop_reason: str, trace_id: str | None
+) -> s.PromptResponse:
+    """The agent's answer to `session/prompt` for a run that finished."""
+    return s.PromptResponse(
+        stop_reason=stop_reason,
+        usage=s.Usage(
+            total_tokens=event.usage.total_tokens,
+            input_tokens=event.usage.prompt_tokens,
+            output_tokens=event.usage.completion_tokens,
+            thought_tokens=event.usage.reasoning_tokens or None,
+            cached_read_tokens=event.usage.cached_tokens or None,
+        ),
+        field_meta={
+            "steerable": {
+                "run_id": event.run_id,
+                "stop_reason": event.stop_reason,
+                "event": codec.event_to_jsonable(event),
+                **({"trace_id": trace_id} if trace_id else {}),
+            }
+        },
+    )
+
+
 def render_acp_transcript(
     events: Sequence[LoopEvent],
     *,
@@ -84,12 +136,7 @@ def render_acp_transcript(
     asked: dict[str, int] = {}
 
     def send(sender: str, message: dict[str, Any]) -> None:
-        out.append(
-            WireMessage(
-                sender="client" if sender == "client" else "agent",
-                message={"jsonrpc": "2.0", **message},
-            )
-        )
+        out.append(_wire(sender, message))
 
     def request(sender: str, method: str, params: Any) -> int:
         request_id = next_id[sender]
@@ -113,24 +160,18 @@ def render_acp_transcript(
             )
             send("client", {"id": permission.pop(event.call_id), "result": {"outcome": answer}})
         if isinstance(event, ev.QuestionAnswered) and event.question_id in asked:
-            result: dict[str, Any] = {"action": event.action}
-            if event.content_json is not None:
-                result["content"] = json.loads(event.content_json)
-            send("client", {"id": asked.pop(event.question_id), "result": result})
+            send("client", {"id": asked.pop(event.question_id), "result": _answer(event)})
         if channel:
             send("agent", {"method": EVENT_METHOD, "params": codec.event_to_jsonable(event)})
-        for update in draw.render(event):
-            note = {"sessionId": sid, "update": _dump(update)}
-            send("agent", {"method": "session/update", "params": note})
+        out += [
+            _wire(
+                "agent",
+                {"method": "session/update", "params": {"sessionId": sid, "update": _dump(u)}},
+            )
+            for u in draw.render(event)
+        ]
         if isinstance(event, ev.PermissionRequested):
-            params = {
-                "_meta": {"steerable": {"event": codec.event_to_jsonable(event)}},
-                "sessionId": sid,
-                "toolCall": {"toolCallId": event.call_id, "title": event.tool_name},
-                "options": [
-                    {"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in event.options
-                ],
-            }
+            params = _permission_request(event)
             permission[event.call_id] = request("agent", "session/request_permission", params)
         elif isinstance(event, ev.QuestionAsked):
             asked[event.question_id] = request("agent", "elicitation/create", _question(event))
@@ -143,24 +184,7 @@ def render_acp_transcript(
         elif isinstance(event, ev.RunFinished) and prompt_id is not None:
             if event.stop_reason == "cancelled":
                 send("client", {"method": "session/cancel", "params": {"sessionId": sid}})
-            response = s.PromptResponse(
-                stop_reason=stop(event.stop_reason),
-                usage=s.Usage(
-                    total_tokens=event.usage.total_tokens,
-                    input_tokens=event.usage.prompt_tokens,
-                    output_tokens=event.usage.completion_tokens,
-                    thought_tokens=event.usage.reasoning_tokens or None,
-                    cached_read_tokens=event.usage.cached_tokens or None,
-                ),
-                field_meta={
-                    "steerable": {
-                        "run_id": event.run_id,
-                        "stop_reason": event.stop_reason,
-                        "event": codec.event_to_jsonable(event),
-                        **({"trace_id": trace_id} if trace_id else {}),
-                    }
-                },
-            )
+            response = _prompt_response(event, stop(event.stop_reason), trace_id)
             send("agent", {"id": prompt_id, "result": _dump(response)})
             prompt_id = None
         elif isinstance(event, ev.RunFailed) and prompt_id is not None:

@@ -208,6 +208,12 @@ class _Decoder:
                 "follow_up_applied": ev.FollowUpApplied,
             }[kind]
             return cls(**base, message_id=meta["message_id"], content=tuple(parts))  # type: ignore[no-any-return]
+        return self._session_event(kind, base, meta, u)
+
+    def _session_event(
+        self, kind: str, base: dict[str, Any], meta: dict[str, Any], u: Any
+    ) -> LoopEvent:
+        """`_event` for the tool, plan, usage and session-state kinds."""
         if kind == "tool_call_end":
             return ev.ToolCallEnd(
                 **base,

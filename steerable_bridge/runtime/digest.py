@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.values import ContentPart, DiffContent, PlanEntry, TextPart
@@ -47,56 +48,70 @@ def _paths(call: ev.ToolCallEnd) -> list[str]:
     return found
 
 
-def digest(events: Sequence[ev.LoopEvent], *, floor: int, through: int) -> str:
-    """A structured summary of the events with `floor < seq <= through`."""
-    earlier = ""
-    asks: list[str] = []
-    says: list[str] = []
-    files: dict[str, None] = {}
-    tools: Counter[str] = Counter()
-    failed: Counter[str] = Counter()
-    names: dict[str, str] = {}
+@dataclass
+class _Gathered:
+    """What the digest keeps of the folded events, gathered in one pass."""
+
+    earlier: str = ""
+    asks: list[str] = field(default_factory=list)
+    says: list[str] = field(default_factory=list)
+    files: dict[str, None] = field(default_factory=dict)
+    tools: Counter[str] = field(default_factory=Counter)
+    failed: Counter[str] = field(default_factory=Counter)
+    names: dict[str, str] = field(default_factory=dict)
     plan: tuple[PlanEntry, ...] = ()
-    current: list[str] = []
+    current: list[str] = field(default_factory=list)
 
-    def end_text() -> None:
-        if current:
-            says.append(_clip("".join(current), _SAY_CHARS))
-            current.clear()
+    def end_text(self) -> None:
+        if self.current:
+            self.says.append(_clip("".join(self.current), _SAY_CHARS))
+            self.current.clear()
 
-    for event in events:
-        if isinstance(event, ev.Compaction) and event.scope == "history":
-            if event.seq <= through:
-                earlier = event.summary
-            continue
-        if isinstance(event, ev.PlanUpdated):
-            plan = event.entries  # the plan outlives compaction, even when earlier
-        if event.seq <= floor or event.seq > through:
-            continue
+    def take(self, event: ev.LoopEvent) -> None:
+        """One event inside the folded range."""
         if isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
             text = _text(event.content)
             if text.strip():
-                asks.append(_clip(text, _ASK_CHARS))
+                self.asks.append(_clip(text, _ASK_CHARS))
         elif isinstance(event, ev.TextDelta):
-            current.append(event.delta)
+            self.current.append(event.delta)
         elif isinstance(event, ev.TextEnd | ev.ModelResponseEvent):
-            end_text()
+            self.end_text()
         elif isinstance(event, ev.ToolCallEnd):
-            names[event.call_id] = event.name
-            tools[event.name] += 1
+            self.names[event.call_id] = event.name
+            self.tools[event.name] += 1
             for path in _paths(event):
-                files.setdefault(path)
+                self.files.setdefault(path)
         elif isinstance(event, ev.ToolFinished):
             if event.status != "completed":
-                failed[names.get(event.call_id, "?")] += 1
+                self.failed[self.names.get(event.call_id, "?")] += 1
             for part in event.content:
                 if isinstance(part, DiffContent):
-                    files.setdefault(part.path)
-    end_text()
+                    self.files.setdefault(part.path)
 
+
+def _gather(events: Sequence[ev.LoopEvent], floor: int, through: int) -> _Gathered:
+    got = _Gathered()
+    for event in events:
+        if isinstance(event, ev.Compaction) and event.scope == "history":
+            if event.seq <= through:
+                got.earlier = event.summary
+            continue
+        if isinstance(event, ev.PlanUpdated):
+            got.plan = event.entries  # the plan outlives compaction, even when earlier
+        if floor < event.seq <= through:
+            got.take(event)
+    got.end_text()
+    return got
+
+
+def digest(events: Sequence[ev.LoopEvent], *, floor: int, through: int) -> str:
+    """A structured summary of the events with `floor < seq <= through`."""
+    got = _gather(events, floor, through)
+    asks, files, tools, failed = got.asks, got.files, got.tools, got.failed
     lines = ["(Deterministic digest: the model's summary was not available.)"]
-    if earlier:
-        lines += ["", "Earlier summary:", _clip(earlier, 2000)]
+    if got.earlier:
+        lines += ["", "Earlier summary:", _clip(got.earlier, 2000)]
     if asks:
         lines += ["", "The user asked:"]
         skipped = len(asks) - _MAX_ASKS
@@ -113,9 +128,9 @@ def digest(events: Sequence[ev.LoopEvent], *, floor: int, through: int) -> str:
             for name, count in sorted(tools.items())
         )
         lines += ["", f"Tools run: {summary}"]
-    if says:
-        lines += ["", "The assistant last said:"] + [f"- {say}" for say in says[-_MAX_SAYS:]]
-    open_tasks = [entry for entry in plan if entry.status != "completed"]
+    if got.says:
+        lines += ["", "The assistant last said:"] + [f"- {say}" for say in got.says[-_MAX_SAYS:]]
+    open_tasks = [entry for entry in got.plan if entry.status != "completed"]
     if open_tasks:
         lines += ["", "Open tasks:"] + [
             f"- [{entry.status}] {_clip(entry.content, 200)}" for entry in open_tasks[:20]

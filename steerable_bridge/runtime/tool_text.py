@@ -270,20 +270,29 @@ class MarkupStripper:
                     return False  # the next character decides
                 pos = j + 1
                 continue
-            for marker in BY_TWO.get(buf[j : j + 2], ()):
-                if marker.kind == "candidate" and not self._calls:
-                    continue
-                if buf.startswith(marker.text, j):
-                    self._open_at(out, marker, j)
-                    return True
-                if len(buf) - j < len(marker.text) and marker.text.startswith(buf[j:]):
-                    self._release(out, self._cut(j))
-                    return False
-            single = SINGLE.get(ch)
-            if single is not None and self._calls:
-                self._open_at(out, single, j)
-                return True
+            found = self._marker_at(out, j)
+            if found is not None:
+                return found
             pos = j + 1
+
+    def _marker_at(self, out: list[Piece], j: int) -> bool | None:
+        """At `j` (not the buffer's last character): a marker opened (True), a marker's start
+        held (False), or no marker (None)."""
+        buf = self._buf
+        for marker in BY_TWO.get(buf[j : j + 2], ()):
+            if marker.kind == "candidate" and not self._calls:
+                continue
+            if buf.startswith(marker.text, j):
+                self._open_at(out, marker, j)
+                return True
+            if len(buf) - j < len(marker.text) and marker.text.startswith(buf[j:]):
+                self._release(out, self._cut(j))
+                return False
+        single = SINGLE.get(buf[j])
+        if single is not None and self._calls:
+            self._open_at(out, single, j)
+            return True
+        return None
 
     def _open_at(self, out: list[Piece], marker: Marker, j: int) -> None:
         start = self._cut(j)

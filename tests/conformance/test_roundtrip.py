@@ -21,8 +21,9 @@ from steerable_bridge.conformance.grammar import sessions
 from steerable_bridge.conformance.mapping import acp_exact, acp_shown, row
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.transports.acp.renderer import AcpRenderer
+from tests.lanes import examples
 
-EXAMPLES = 400
+EXAMPLES = examples(400)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None)

@@ -14,6 +14,7 @@ import pytest
 
 from steerable_bridge.runtime.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
+from tests.lanes import examples
 from tests.runtime.harness import scripted
 from tests.transports.agui.decoding import frames
 from tests.transports.agui.harness import agent_for, live_server, run_input, user
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.anyio
 KEEPALIVE = re.compile(rb"^: [^\n]*\n\n", re.MULTILINE)
 ID = re.compile(rb"^id: ([^\n]+)\n", re.MULTILINE)
 SEED = 28
-TRIALS = 200
+TRIALS = examples(200)  # a fixed, seeded share in the fast lane (tests/lanes.py)
 
 
 def _round() -> dict[str, Any]:

@@ -1,0 +1,20 @@
+"""Which lane this run is: the fast lane (`-m "not slow"`) draws a share of a property test's
+examples, the full suite (and CI, which runs it) draws them all.
+
+The conftest sets `FAST` from the marker expression before any test module is collected; a
+test module asks `examples(400)` for its `max_examples`. The fast lane also loads the
+derandomised `fast` profile (conftest), so the share it draws is the same on every run.
+"""
+
+from __future__ import annotations
+
+FAST = False
+"""True when this run deselects `slow` tests (set by tests/conftest.py)."""
+
+FAST_SHARE = 8
+"""The fast lane draws one in `FAST_SHARE` of a test's full examples (at least ten)."""
+
+
+def examples(full: int) -> int:
+    """`full` in the full suite; a fixed share of it (at least ten) in the fast lane."""
+    return max(10, full // FAST_SHARE) if FAST else full
