@@ -9,7 +9,8 @@
    the threads in memory), is warmed up with 10 sequential runs on new threads, then one
    run per stored thread is sent at once, each on its own loopback connection. The client
    sends only the new user message (`--send-history` sends the whole thread as the client
-   holds it, the way CopilotKit and @ag-ui/client resend their messages).
+   holds it, the way CopilotKit and @ag-ui/client resend their messages; `--no-snapshot`
+   sends `forwardedProps.steerable.snapshot: false`, a client that keeps its own history).
 3. Prints, per N: p50 / p99 / min / max time from sending the request to its first SSE
    event, p99 to RUN_FINISHED, the server's CPU per cold run (from /proc, over the burst),
    its RSS growth per thread once the runs are over and the threads idle, and the bytes
@@ -145,11 +146,17 @@ def rss_mib(pid: int) -> float:
 
 
 async def one_run(
-    port: int, thread: str, index: int, limit_s: float, history: list[dict[str, Any]]
+    port: int,
+    thread: str,
+    index: int,
+    limit_s: float,
+    history: list[dict[str, Any]],
+    props: dict[str, Any] | None = None,
 ) -> tuple[float, float, int] | str:
     """One run on its own raw loopback connection: (first event s, end s, bytes)."""
     messages = [*history, {"id": f"u-new-{index}", "role": "user", "content": "hello"}]
-    body = json.dumps({"threadId": thread, "runId": f"run-{index}", "messages": messages})
+    run = {"threadId": thread, "runId": f"run-{index}", "messages": messages}
+    body = json.dumps({**run, "forwardedProps": props} if props else run)
     request = (
         f"POST /agent HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
         f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -178,12 +185,16 @@ async def one_run(
 
 
 async def burst(
-    port: int, count: int, limit_s: float, history: list[dict[str, Any]]
+    port: int,
+    count: int,
+    limit_s: float,
+    history: list[dict[str, Any]],
+    props: dict[str, Any] | None,
 ) -> tuple[list[tuple[float, float, int]], list[str]]:
     results: list[tuple[float, float, int] | str] = [""] * count
 
     async def task(i: int) -> None:
-        results[i] = await one_run(port, f"bench-{i}", i, limit_s, history)
+        results[i] = await one_run(port, f"bench-{i}", i, limit_s, history, props)
 
     async with anyio.create_task_group() as tg:
         for i in range(count):
@@ -216,8 +227,15 @@ def measure(db: Path, count: int, args: argparse.Namespace, history: list[dict[s
             rss_before = rss_mib(server.pid)
             cpu_before = cpu_seconds(server.pid)
             started = time.perf_counter()
+            props = {"steerable": {"snapshot": False}} if args.no_snapshot else None
             good, errors = anyio.run(
-                burst, port, count, args.timeout, history, backend_options={"use_uvloop": True}
+                burst,
+                port,
+                count,
+                args.timeout,
+                history,
+                props,
+                backend_options={"use_uvloop": True},
             )
             wall = time.perf_counter() - started
             cpu = cpu_seconds(server.pid) - cpu_before
@@ -259,6 +277,11 @@ def main() -> None:
     parser.add_argument(
         "--send-history", action="store_true", help="send the thread's messages with each run"
     )
+    parser.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="send forwardedProps.steerable.snapshot: false (no MESSAGES_SNAPSHOT)",
+    )
     parser.add_argument("--db", default="", help="reuse (or keep) the built store at this path")
     args = parser.parse_args()
     counts = [int(n) for n in args.threads.split(",")]
@@ -276,6 +299,7 @@ def main() -> None:
             f"store: {max(counts)} threads x {args.turns} turns ({per_thread} rows each), built"
             f" in {time.perf_counter() - built:.1f} s; server from {args.src or 'this checkout'};"
             f" client sends {'the whole thread' if args.send_history else 'the new message'}"
+            f"{', snapshot: false' if args.no_snapshot else ''}"
         )
         for count in counts:
             copy = Path(tmp) / f"run-{count}.db"  # each N starts from the same stored threads

@@ -119,7 +119,11 @@ def markdown() -> str:
         "",
         "AG-UI is lossless: native events carry missing fields in `metadata.steerable`; other"
         " kinds are `CUSTOM` events named `steerable.<kind>` whose value is the whole event."
-        " Each run also ends with a derived `MESSAGES_SNAPSHOT`.",
+        " Each run also ends with a derived `MESSAGES_SNAPSHOT` of the whole thread — left out"
+        " when the client sent back every message of the thread, and when its `RunAgentInput`"
+        " has `forwardedProps.steerable.snapshot: false` (a client that keeps its own history,"
+        " or shows none, is spared the thread on every run; any value but true / false is"
+        " refused with 422 `invalid_input`).",
         "",
         "AG-UI client versions: a request whose `RunAgentInput.protocolVersion` is `1.0` or"
         " later (what `HttpAgent` from `@ag-ui/client` 1.0 sends) gets the 1.0 `RUN_FINISHED`"

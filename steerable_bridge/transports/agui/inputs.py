@@ -15,7 +15,8 @@ a question the model asked (`ask_user`, interrupt id `question-<call_id>`), `Que
 (payload `{"action": "accept" | "decline" | "cancel", "content"?: {...}}`; status
 `cancelled` = cancel), `state` the canonical `state_json`; `forwardedProps.steerable.mode` /
 `.config` the settings switched before the turn (`settings_requested`), `.model` the model
-route the run switches the thread to (`model_requested`). Mistakes raise `InputError`
+route the run switches the thread to (`model_requested`), `.snapshot: false` that the run
+sends no MESSAGES_SNAPSHOT (`snapshot_requested`). Mistakes raise `InputError`
 (answered with 422). Pure; no I/O.
 """
 
@@ -53,6 +54,7 @@ __all__ = [
     "follow_up_requested",
     "model_requested",
     "settings_requested",
+    "snapshot_requested",
     "speaks_1_0",
     "steer_requested",
     "to_turn",
@@ -161,6 +163,32 @@ def resumable_requested(run: RunAgentInput) -> bool:
     stream after a disconnect (`GET /agent/threads/{id}/events`), so leaving does not
     cancel the turn."""
     return _own_props(run).get("resumable") is True
+
+
+def snapshot_requested(run: RunAgentInput) -> bool:
+    """False when `forwardedProps.steerable.snapshot` is false: the client keeps its own
+    history (or shows none), so the run ends without a MESSAGES_SNAPSHOT; true when absent
+    or true. Raises `InputError` for any other value."""
+    snapshot = _own_props(run).get("snapshot", True)
+    if not isinstance(snapshot, bool):
+        raise InputError(
+            "invalid_input",
+            "forwardedProps.steerable.snapshot must be true or false (a JSON boolean, not"
+            f" {_json_kind(snapshot)}); send false to skip the run's MESSAGES_SNAPSHOT, or"
+            " leave it out to get one",
+        )
+    return snapshot
+
+
+def _json_kind(value: object) -> str:
+    """The JSON type of a parsed value, as a client would name it."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def stop_requested(run: RunAgentInput) -> bool:

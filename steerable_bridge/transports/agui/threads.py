@@ -7,7 +7,8 @@ interrupt the next run answers), and the thread holds the message ids the client
 has, the thread's messages folded from its events (`history.MessageFold`, fed from
 `port.replay_after`, one event per message's deltas, so the MESSAGES_SNAPSHOT is the whole
 conversation, compaction or not, and other workers' runs are taken in — left out when the
-client sent back every message of the thread, `Run._snapshot`), and the events this process
+client sent back every message of the thread, or asked for none with
+`forwardedProps.steerable.snapshot: false`, `Run._snapshot`), and the events this process
 logged between runs that no client was sent yet (the earlier user messages of a request
 whose turn never started: they travel right after the next RUN_STARTED). Who runs a thread
 is the port's to say: `claim(thread_id)` takes the port's synchronous reservation, so two
@@ -55,6 +56,7 @@ from steerable_bridge.transports.agui.inputs import (
     follow_up_requested,
     model_requested,
     settings_requested,
+    snapshot_requested,
     speaks_1_0,
     steer_requested,
     to_turn,
@@ -292,9 +294,12 @@ class Threads:
         its stream is open, after a derived RUN_STARTED, so its first event waits for no
         load; a failure to read it or a lost claim then ends the stream with RUN_ERROR (its
         code) instead of 503/409."""
+        snapshot = snapshot_requested(run)
         if defer and self.can_defer(thread, run):
             to_turn(run, frozenset(), ())  # its mistakes are the 422s of a read thread's
-            return Run(self, thread, hold, run, None, traceparent=traceparent, user=user)
+            return Run(
+                self, thread, hold, run, None, traceparent=traceparent, user=user, snapshot=snapshot
+            )
         conversation = await self.conversation(thread, user=user)
         waiting = (*conversation.open_calls, *conversation.open_questions)
         parsed = to_turn(run, thread.known, waiting)
@@ -308,7 +313,7 @@ class Threads:
                     "unknown_model",
                     f"{err}; pick one of custom.steerable.models in GET /agent/capabilities",
                 ) from None
-        return Run(self, thread, hold, run, parsed, traceparent=traceparent)
+        return Run(self, thread, hold, run, parsed, traceparent=traceparent, snapshot=snapshot)
 
     async def settle(self, thread: Thread, settings: Settings) -> None:
         """Switch the mode and config options a request names, before its turn (a bridged
@@ -349,8 +354,11 @@ class Run:
         *,
         traceparent: str | None = None,
         user: str | None = None,
+        snapshot: bool = True,
     ) -> None:
         self.threads = threads
+        self.snapshot = snapshot
+        """False: the client asked for no MESSAGES_SNAPSHOT (`snapshot_requested`)."""
         self.user = user
         """Who sent it: a thread it opens (deferred, once the stream is open) is theirs."""
         self.port = threads.port
@@ -445,7 +453,11 @@ class Run:
         client sent back every message the thread held before the run, so that with this
         run's stream applied it holds the thread already (a long thread is not sent again
         on every run). A new thread, tool results or resume answers (the client's own
-        messages for them differ from the server's) always get one."""
+        messages for them differ from the server's) always get one — unless the client asked
+        for none (`forwardedProps.steerable.snapshot: false`): it keeps its own history, and
+        the ids it sends back are learnt when the next run catches the thread up."""
+        if not self.snapshot:
+            return None
         thread, turn = self.thread, self.parsed.turn
         fold = thread.fold
         if fold is not None and self.before and not turn.tool_results and not turn.resume:
@@ -457,7 +469,10 @@ class Run:
 
     async def _snapshot_ready(self) -> None:
         """Fold the run's events into the thread before its final event is rendered (its
-        MESSAGES_SNAPSHOT); once per run, never per event."""
+        MESSAGES_SNAPSHOT); once per run, never per event — and not at all for a run that
+        sends none."""
+        if not self.snapshot:
+            return
         try:
             await self.threads.catch_up(self.thread, learn_ids=False)
         except Exception:  # a store that fails now: the snapshot holds what was folded

@@ -146,6 +146,44 @@ async def test_a_client_that_lacks_messages_of_the_thread_gets_the_whole_thread(
     assert users == ["u1", "u2", "u3"]
 
 
+async def test_snapshot_false_in_forwarded_props_leaves_the_snapshot_out() -> None:
+    app = create_app(LocalPort(agent_for()))
+    no_snapshot = {"steerable": {"snapshot": False}}
+    async with asgi_client(app) as client:
+        _, first = await post(client, run_input("t1", "r1", [user("u1", "hello")]))
+        _, skipped = await post(
+            client, run_input("t1", "r2", [user("u2", "again")], forwardedProps=no_snapshot)
+        )
+        _, fresh = await post(
+            client, run_input("t2", "r1", [user("v1", "hi")], forwardedProps=no_snapshot)
+        )
+        _, default = await post(client, run_input("t1", "r3", [user("u3", "more")]))
+        bad = await client.post(
+            "/agent",
+            json=run_input(
+                "t1", "r4", [user("u4", "x")], forwardedProps={"steerable": {"snapshot": "no"}}
+            ),
+        )
+    # by default a client that did not send the thread back gets it; with false it does not,
+    # not even on a new thread, and the run itself streams as always
+    assert "MESSAGES_SNAPSHOT" in types(first)
+    for wire in (skipped, fresh):
+        assert "MESSAGES_SNAPSHOT" not in types(wire)
+        assert types(wire)[0] == "RUN_STARTED" and types(wire)[-1] == "RUN_FINISHED"
+        assert "TEXT_MESSAGE_CONTENT" in types(wire)
+    # the run without a snapshot is in the thread: the next one's snapshot holds it, once
+    snapshot = next(f for f in default if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert [m["id"] for m in snapshot if m["role"] == "user"] == ["u1", "u2", "u3"]
+    assert len({m["id"] for m in snapshot}) == len(snapshot)
+    assert bad.status_code == 422
+    error = bad.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert "forwardedProps.steerable.snapshot" in error["message"]
+    assert "true or false" in error["message"]
+    log = list(session_of(app, "t1").log.view())
+    assert [e.message_id for e in log if isinstance(e, ev.UserMessage)] == ["u1", "u2", "u3"]
+
+
 async def test_several_new_user_messages_are_all_logged_and_streamed_in_seq_order() -> None:
     app = create_app(LocalPort(agent_for()))
     async with asgi_client(app) as client:

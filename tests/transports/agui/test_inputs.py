@@ -14,6 +14,7 @@ from steerable_bridge.runtime.values import ImagePart, ResourcePart, TextPart
 from steerable_bridge.transports.agui.inputs import (
     InputError,
     content_parts,
+    snapshot_requested,
     speaks_1_0,
     steer_requested,
     to_turn,
@@ -159,3 +160,28 @@ def test_content_parts() -> None:
         ImagePart(data="AAA", mime_type="image/png"),
         ResourcePart(uri="https://x/y.pdf"),
     )
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        (None, True),
+        ({"steerable": {}}, True),
+        ({"steerable": {"snapshot": True}}, True),
+        ({"steerable": {"snapshot": False}}, False),
+        ({"other": {"snapshot": False}}, True),  # only our own namespace counts
+    ],
+)
+def test_snapshot_is_sent_unless_forwarded_props_say_false(
+    props: dict[str, Any] | None, expected: bool
+) -> None:
+    extra = {} if props is None else {"forwardedProps": props}
+    assert snapshot_requested(_input([], **extra)) is expected
+
+
+@pytest.mark.parametrize("value", ["false", 0, 1, None, [], {}])
+def test_a_snapshot_value_that_is_not_a_boolean_is_an_input_error(value: Any) -> None:
+    with pytest.raises(InputError) as caught:
+        snapshot_requested(_input([], forwardedProps={"steerable": {"snapshot": value}}))
+    assert caught.value.code == "invalid_input"
+    assert "forwardedProps.steerable.snapshot must be true or false" in caught.value.message
