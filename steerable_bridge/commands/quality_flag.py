@@ -5,7 +5,8 @@
 ValueError naming it and what is accepted, which `build_agent` and `acp` turn into a
 `ConfigError`. The commands own this mini-language so the runtime only ever receives the
 typed value; it imports nothing heavier than `runtime/quality_settings.py`, so `acp` can
-refuse a bad spec before it answers `initialize`. Pure: no I/O, never reads the environment.
+refuse a bad spec before it answers `initialize`. Pure: no I/O (the flag's default is set
+in `common.py`).
 """
 
 from __future__ import annotations
