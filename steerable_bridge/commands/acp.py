@@ -151,7 +151,7 @@ def main(args: argparse.Namespace) -> int:
 def _check_quality(args: argparse.Namespace) -> None:
     """Refuse a bad `--quality` or `--hooks-module` before serving, not after `initialize`."""
     from steerable_bridge.commands.common import load_hooks
-    from steerable_bridge.runtime.quality_settings import parse_quality  # not the guards
+    from steerable_bridge.commands.quality_flag import parse_quality  # not the guards
 
     try:
         parse_quality(args.quality)

@@ -483,8 +483,8 @@ def build_agent(
     providers by name (the bridged agent's route)."""
     from steerable_bridge.commands.compaction_env import compaction_from_env
     from steerable_bridge.commands.limits_env import limits_from_env
+    from steerable_bridge.commands.quality_flag import parse_quality
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
-    from steerable_bridge.runtime.quality import parse_quality
     from steerable_bridge.runtime.turn import LoopSettings
 
     if args.max_steps < 1:

@@ -27,13 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
+from steerable_bridge.commands.quality_flag import parse_quality
 from steerable_bridge.conformance.scenario_tools import scenario_tools
 from steerable_bridge.runtime import codec
 from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model import ModelProvider
 from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
-from steerable_bridge.runtime.quality import parse_quality
 from steerable_bridge.runtime.questions import (
     QuestionAnswer,
     QuestionRequest,

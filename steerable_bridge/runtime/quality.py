@@ -37,12 +37,12 @@ from typing import Any, Protocol, TypeVar
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import StopReason
 from steerable_bridge.runtime.hooks import Hook, HookContext, Narrate
-from steerable_bridge.runtime.quality_settings import QualityMode, QualitySettings, parse_quality
+from steerable_bridge.runtime.quality_settings import QualityMode, QualitySettings
 from steerable_bridge.runtime.tokens import RequestEstimator, TokenCalibration
 from steerable_bridge.runtime.tools import READ_ONLY_KINDS, ToolResult, parse_arguments
 from steerable_bridge.runtime.values import TextPart, ToolContent, ToolError
 
-__all__ = ["WATCHED", "QualityMode", "QualitySettings", "TurnGuard", "call_key", "parse_quality"]
+__all__ = ["WATCHED", "QualityMode", "QualitySettings", "TurnGuard", "call_key"]
 
 E = TypeVar("E", bound=ev.EventBase)
 

@@ -1,18 +1,18 @@
-"""`--quality`: which model-quality guards run and their limits, and the parser of the spec.
+"""Which model-quality guards run and their limits: the typed value the runtime receives.
 
-`QualitySettings` is the value `quality.py`'s `TurnGuard` reads; `parse_quality(spec)` turns
-`--quality` / `STEERABLE_QUALITY` text (`auto`, `on`, `off`, `NAME=VALUE` items) into one,
-raising ValueError naming the bad item. Kept apart from the guards so a command can refuse a
-bad spec before it serves without importing the event taxonomy (`acp` answers `initialize`
-first). Pure: no I/O.
+`QualitySettings` is what `quality.py`'s `TurnGuard` reads. The runtime never parses text:
+the `--quality` / `STEERABLE_QUALITY` mini-language belongs to the commands
+(`commands/quality_flag.py`), which hand over this value. Kept apart from the guards so a
+command can check a spec before it serves without importing the event taxonomy (`acp`
+answers `initialize` first). Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["QualityMode", "QualitySettings", "parse_quality"]
+__all__ = ["QualityMode", "QualitySettings"]
 
 QualityMode = Literal["auto", "on", "off"]
 
@@ -49,62 +49,3 @@ class QualitySettings:
         if self.mode == "auto":
             return route.startswith("openai:")
         return self.mode == "on"
-
-
-_OPTIONS: dict[str, tuple[str, str]] = {
-    "recover": ("recover_tool_calls", "bool"),
-    "tool_budget": ("tool_budget", "limit"),
-    "dedup": ("dedup", "bool"),
-    "dedup_limit": ("dedup_limit", "int"),
-    "breaker": ("error_breaker", "int"),
-    "soft_timeout": ("soft_timeout_s", "seconds"),
-    "max_tool_calls": ("max_tool_calls", "limit"),
-    "max_tokens": ("max_turn_tokens", "limit"),
-    "retries": ("completion_retries", "int"),
-    "narrate": ("narrate_empty", "bool"),
-}
-"""The names `parse_quality` accepts, the field each sets, and the kind of value."""
-
-_TRUE = frozenset({"on", "true", "yes", "1"})
-_FALSE = frozenset({"off", "false", "no", "0"})
-
-
-def parse_quality(spec: str, base: QualitySettings | None = None) -> QualitySettings:
-    """Settings from `--quality` text: a mode and/or NAME=VALUE items, comma separated.
-
-    `on`, `off`, `auto`; `dedup=off`, `breaker=5`, `soft_timeout=120` (seconds, `off`),
-    `max_tool_calls=50`, `max_tokens=200000` (`off` = no limit), `recover=off`, ...
-    Raises ValueError naming the bad item and the accepted ones.
-    """
-    settings = base or QualitySettings()
-    changes: dict[str, Any] = {}
-    for raw in spec.split(","):
-        item = raw.strip().lower()
-        if not item:
-            continue
-        if item in ("auto", "on", "off"):
-            changes["mode"] = item
-            continue
-        name, sep, value = item.partition("=")
-        if not sep or name not in _OPTIONS:
-            known = ", ".join(["auto", "on", "off", *(f"{n}=..." for n in _OPTIONS)])
-            raise ValueError(f"unknown quality setting {raw.strip()!r}; use one of: {known}")
-        field_name, kind = _OPTIONS[name]
-        changes[field_name] = _value(name, kind, value)
-    return replace(settings, **changes)
-
-
-def _value(name: str, kind: str, value: str) -> Any:
-    if kind == "bool":
-        if value in _TRUE | _FALSE:
-            return value in _TRUE
-        raise ValueError(f"quality setting {name} takes on or off, not {value!r}")
-    if kind in ("seconds", "limit") and value in ("off", "no", "false", "none"):
-        return None
-    try:
-        number = float(value) if kind == "seconds" else int(value)
-    except ValueError:
-        raise ValueError(f"quality setting {name} takes a number, not {value!r}") from None
-    if number < 0 or (kind == "limit" and number == 0):
-        raise ValueError(f"quality setting {name} must be positive (or off), not {value!r}")
-    return number

@@ -10,7 +10,7 @@ import pytest
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.exposure import SEARCH_TOOL, ToolShelf, default_budget
-from steerable_bridge.runtime.quality import QualitySettings, parse_quality
+from steerable_bridge.runtime.quality import QualitySettings
 from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import TextPart
 
@@ -98,6 +98,6 @@ def test_search_ranks_by_name_then_description_and_bounds_the_results() -> None:
     assert shelf.rank("quantum chromodynamics", 5) == []
 
 
-def test_the_budget_is_configurable_and_defaults_from_the_window() -> None:
-    assert parse_quality("tool_budget=500").tool_budget == 500
+def test_the_budget_defaults_from_the_window() -> None:
+    # `tool_budget=` in `--quality` is checked in tests/commands/test_quality_flag.py.
     assert default_budget(128_000) == 12_800 and default_budget(None) == 4_000

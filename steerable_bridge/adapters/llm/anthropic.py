@@ -47,6 +47,7 @@ from steerable_bridge.adapters.llm.http_stream import (
 )
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.retrying import RetryableError
+from steerable_bridge.adapters.llm.window import window_from_env
 from steerable_bridge.runtime.model import CONTEXT_OVERFLOW, ModelChunk, ModelRequest, ProviderError
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.surrogates import scrub
@@ -122,7 +123,7 @@ def config_from_env(model: str, env: Mapping[str, str] | None = None) -> Anthrop
         model=model,
         base_url=base_url,
         api_key=env.get("ANTHROPIC_API_KEY") or env.get("STEERABLE_API_KEY") or None,
-        context_window=_positive(env, "STEERABLE_CONTEXT_WINDOW") or 200_000,
+        context_window=window_from_env(env) or 200_000,
         max_tokens=_positive(env, "STEERABLE_MAX_OUTPUT_TOKENS") or 8192,
         thinking_budget=_positive(env, "STEERABLE_THINKING_BUDGET", minimum=1024),
         cache=cache_policy_from_env(env),

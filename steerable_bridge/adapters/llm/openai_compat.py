@@ -46,7 +46,7 @@ from steerable_bridge.adapters.llm.openai_body import BodyEncoder
 from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.retrying import RetryableError
-from steerable_bridge.adapters.llm.window import WindowCache, probe_window
+from steerable_bridge.adapters.llm.window import WindowCache, probe_window, window_from_env
 from steerable_bridge.runtime.model import (
     CONTEXT_OVERFLOW,
     ModelChunk,
@@ -104,24 +104,12 @@ def config_from_env(model: str, env: Mapping[str, str] | None = None) -> OpenAIC
         raise RouteError(
             "invalid_setting", f"STEERABLE_MODEL_IMAGES={images!r} must be 1 or 0 (true or false)"
         )
-    window_text = env.get("STEERABLE_CONTEXT_WINDOW", "").strip()
-    window: int | None = None
-    if window_text:
-        try:
-            window = int(window_text)
-        except ValueError:
-            window = 0
-        if window <= 0:
-            raise RouteError(
-                "invalid_setting",
-                f"STEERABLE_CONTEXT_WINDOW={window_text!r} must be a positive number of tokens",
-            )
     return OpenAIConfig(
         model=model,
         base_url=base_url,
         api_key=api_key,
         accepts_images=images in ("1", "true", "yes"),
-        context_window=window,
+        context_window=window_from_env(env),
     )
 
 

@@ -1,7 +1,8 @@
-"""Find a route's context window: ask the model server, else a table of well-known names.
+"""Find a route's context window: the setting, else the model server, else a table of names.
 
 Compaction and the usage displays need the window of the model behind an `openai:` route.
-`STEERABLE_CONTEXT_WINDOW` wins (the provider never calls this then). Otherwise
+`STEERABLE_CONTEXT_WINDOW` wins (the provider never calls this then); `window_from_env` is
+the one reader of that variable, which every HTTP provider's `config_from_env` calls. Otherwise
 `discover_window` asks the server the way each one answers, first answer wins:
 
 - vLLM: `GET {base}/models` lists `max_model_len` per model id;
@@ -15,7 +16,8 @@ and falls back to `known_window(model)` (a short table of hosted families: a gue
 `probe_window` says so the user can be told), else None
 (then only overflow recovery applies). Each probe is bounded by a short timeout and a
 failed probe is just "no answer". `WindowCache` makes it once per route per process.
-Uses the provider's pooled `httpx.AsyncClient`; never raises.
+Uses the provider's pooled `httpx.AsyncClient`; never raises (only `window_from_env` does,
+a `RouteError` for a bad value).
 """
 
 from __future__ import annotations
@@ -27,10 +29,20 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from steerable_bridge.runtime.routing import RouteError
+
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["KNOWN_WINDOWS", "WindowCache", "discover_window", "known_window", "probe_window"]
+__all__ = [
+    "KNOWN_WINDOWS",
+    "WINDOW_ENV",
+    "WindowCache",
+    "discover_window",
+    "known_window",
+    "probe_window",
+    "window_from_env",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +78,30 @@ KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
 """Family prefixes (matched after any `vendor/` part, longest first) and their windows."""
 
 _BY_LENGTH = sorted(KNOWN_WINDOWS, key=lambda item: -len(item[0]))
+
+WINDOW_ENV = "STEERABLE_CONTEXT_WINDOW"
+"""The variable that sets a route's context window in tokens, over anything discovered."""
+
+
+def window_from_env(env: Mapping[str, str]) -> int | None:
+    """`STEERABLE_CONTEXT_WINDOW` from `env` as a number of tokens, or None when unset or
+    blank; RouteError `invalid_setting` (one line naming the variable and the fix) when it
+    is not a whole number above zero."""
+    text = env.get(WINDOW_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        window = int(text)
+    except ValueError:
+        window = 0
+    if window <= 0:
+        raise RouteError(
+            "invalid_setting",
+            f"{WINDOW_ENV}={text!r} is not a whole number of tokens above zero",
+            f"set {WINDOW_ENV} to the model's context window (such as 131072), or unset it for"
+            " the provider's default",
+        )
+    return window
 
 
 def known_window(model: str) -> int | None:

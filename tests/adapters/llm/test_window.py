@@ -116,3 +116,39 @@ async def test_a_window_from_the_name_table_is_marked_a_guess(
     assert await context_window(told) == 2048 and not told.info.window_guessed
     await silent.aclose()
     await told.aclose()
+
+
+@pytest.mark.parametrize("text", ["lots", "0", "-5", "32k", "1.5"])
+def test_a_bad_window_setting_names_the_variable_and_the_fix(text: str) -> None:
+    from steerable_bridge.adapters.llm import anthropic
+    from steerable_bridge.adapters.llm.window import window_from_env
+    from steerable_bridge.runtime.routing import RouteError
+
+    env = {"STEERABLE_CONTEXT_WINDOW": text}
+    with pytest.raises(RouteError) as info:
+        window_from_env(env)
+    assert info.value.code == "invalid_setting"
+    assert info.value.message == (
+        f"STEERABLE_CONTEXT_WINDOW={text!r} is not a whole number of tokens above zero; set"
+        " STEERABLE_CONTEXT_WINDOW to the model's context window (such as 131072), or unset it"
+        " for the provider's default"
+    )
+    assert info.value.remedy and info.value.remedy.startswith("set STEERABLE_CONTEXT_WINDOW")
+    for config_from_env in (openai_compat.config_from_env, anthropic.config_from_env):
+        with pytest.raises(RouteError) as same:
+            config_from_env("m", env)
+        assert same.value.message == info.value.message
+
+
+def test_a_good_window_setting_reaches_both_providers() -> None:
+    from steerable_bridge.adapters.llm import anthropic
+    from steerable_bridge.adapters.llm.window import window_from_env
+
+    assert window_from_env({}) is None
+    assert window_from_env({"STEERABLE_CONTEXT_WINDOW": "  "}) is None
+    assert window_from_env({"STEERABLE_CONTEXT_WINDOW": " 32768 "}) == 32768
+    env = {"STEERABLE_CONTEXT_WINDOW": "65536"}
+    assert openai_compat.config_from_env("m", env).context_window == 65536
+    assert anthropic.config_from_env("m", env).context_window == 65536
+    assert openai_compat.config_from_env("m", {}).context_window is None
+    assert anthropic.config_from_env("m", {}).context_window == 200_000

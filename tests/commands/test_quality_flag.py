@@ -1,0 +1,52 @@
+"""`--quality` text becomes the runtime's `QualitySettings`; a bad item names the remedy."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from steerable_bridge.commands.quality_flag import parse_quality
+from steerable_bridge.runtime.quality_settings import QualitySettings
+
+
+def test_modes_and_items_set_the_fields_they_name() -> None:
+    assert parse_quality("") == QualitySettings()
+    settings = parse_quality("on, dedup=off, breaker=5, soft_timeout=120, max_tool_calls=50")
+    assert (settings.mode, settings.dedup, settings.error_breaker) == ("on", False, 5)
+    assert (settings.soft_timeout_s, settings.max_tool_calls) == (120.0, 50)
+    assert parse_quality("OFF,Narrate=No").mode == "off"
+    assert parse_quality("OFF,Narrate=No").narrate_empty is False
+
+
+def test_the_tool_budget_is_configurable() -> None:
+    assert parse_quality("tool_budget=500").tool_budget == 500
+
+
+def test_off_lifts_a_limit_and_base_keeps_the_rest() -> None:
+    settings = parse_quality("soft_timeout=off,max_tokens=none,max_tool_calls=off")
+    assert (settings.soft_timeout_s, settings.max_turn_tokens, settings.max_tool_calls) == (
+        None,
+        None,
+        None,
+    )
+    base = QualitySettings(mode="on", dedup_limit=7)
+    assert parse_quality("retries=4", base) == QualitySettings(
+        mode="on", dedup_limit=7, completion_retries=4
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("dedupe=off", "unknown quality setting 'dedupe=off'; use one of: auto, on, off, "),
+        ("sometimes", "unknown quality setting 'sometimes'"),
+        ("dedup=maybe", "quality setting dedup takes on or off, not 'maybe'"),
+        ("breaker=many", "quality setting breaker takes a number, not 'many'"),
+        ("max_tool_calls=0", "quality setting max_tool_calls must be positive (or off)"),
+        ("soft_timeout=-1", "quality setting soft_timeout must be positive (or off)"),
+    ],
+)
+def test_a_bad_item_is_named_with_what_is_accepted(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        parse_quality(spec)
