@@ -42,8 +42,9 @@ import anyio
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import StopReason
 from steerable_bridge.runtime.hooks import Narrate, StepRejected
-from steerable_bridge.runtime.model import FinishReason, ProviderError, context_window
+from steerable_bridge.runtime.model import FinishReason, ProviderError
 from steerable_bridge.runtime.model_step import ModelStep
+from steerable_bridge.runtime.recorder import TurnRecorder
 from steerable_bridge.runtime.storage import StoreError
 from steerable_bridge.runtime.surrogates import scrub
 from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
@@ -66,33 +67,34 @@ _STOP_FOR_FINISH: dict[FinishReason, StopReason] = {
 async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     """Run one turn to its end; never raises for failures the log can record."""
     t = _Turn(ctx, turn)
+    rec = t.rec
     try:
-        await t.emit(
+        await rec.emit(
             ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
         )
         for advisory in ctx.advisories:
-            await t.emit(
+            await rec.emit(
                 ev.Notice,
                 severity=advisory.severity,
                 title=advisory.title,
                 description=advisory.description,
             )
         await t.settle_open_calls()
-        if t.batch.stopped:
+        if rec.batch.stopped:
             return await t.finish("rejected")
         if turn.state_json is not None:
-            await t.emit(ev.StateSnapshot, state_json=turn.state_json)
+            await rec.emit(ev.StateSnapshot, state_json=turn.state_json)
         if turn.content:
-            await t.emit(
+            await rec.emit(
                 ev.UserMessage,
-                message_id=turn.message_id or t.new_id("user"),
+                message_id=turn.message_id or rec.new_id("user"),
                 content=turn.content,
             )
             if ctx.facts.title is None:
-                await t.emit(ev.SessionInfo, title=_title(turn.content))
+                await rec.emit(ev.SessionInfo, title=_title(turn.content))
         if turn.compact and ctx.compactor is not None:
             if not turn.content and not ctx.facts.open_calls:
-                await t.compact_now()
+                await t.call.compact_now()
                 return await t.finish("cancelled" if ctx.cancel.cancelled else "end_turn")
             ctx.compactor.request()
         step = 0
@@ -100,14 +102,14 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
             if ctx.cancel.cancelled:
                 return await t.finish("cancelled")
             for content, message_id in ctx.steering.take():
-                message_id = message_id or t.new_id("steer")
-                await t.emit(ev.SteerApplied, message_id=message_id, content=content)
-            stop = await t.guard.at_boundary(step)  # budgets; soft timeout / dedup wrap-up
+                message_id = message_id or rec.new_id("steer")
+                await rec.emit(ev.SteerApplied, message_id=message_id, content=content)
+            stop = await rec.guard.at_boundary(step)  # budgets; soft timeout / dedup wrap-up
             if stop is not None:
                 return await t.finish(stop)
             step += 1
             try:
-                finish_reason, calls = await t.model_step(step)
+                finish_reason, calls = await t.call.model_step(step)
             except ProviderError as error:
                 if not await t.wrap_up_after_timeout(error):
                     raise
@@ -115,13 +117,13 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
             if ctx.cancel.cancelled:
                 return await t.finish("cancelled")
             if calls:
-                await t.batch.run(calls)
+                await rec.batch.run(calls)
                 await t.end_step(finish_reason)
                 if ctx.cancel.cancelled:
                     return await t.finish("cancelled")
-                if t.batch.stopped:
+                if rec.batch.stopped:
                     return await t.finish("rejected")
-                if t.batch.waiting:
+                if rec.batch.waiting:
                     return await t.finish("interrupted")
                 continue
             await t.end_step(finish_reason)
@@ -130,8 +132,8 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
             follow_ups = ctx.follow_ups.take()
             if follow_ups:
                 for content, message_id in follow_ups:
-                    message_id = message_id or t.new_id("user")
-                    await t.emit(ev.FollowUpApplied, message_id=message_id, content=content)
+                    message_id = message_id or rec.new_id("user")
+                    await rec.emit(ev.FollowUpApplied, message_id=message_id, content=content)
                 continue
             if finish_reason == "end_turn" and await t.completion_needs_another_step():
                 continue
@@ -141,26 +143,32 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     except ProviderError as error:
         return await t.fail(error.code, error.message)
     except StoreError as error:  # the log cannot be written (disk full): end with its code
-        log.warning("run %s: the session store failed: %s", t.run_id, error.message)
+        log.warning("run %s: the session store failed: %s", rec.run_id, error.message)
         return await t.fail(error.code, error.message)
     except Exception as error:  # a bug: log it so the session stays consistent, then report
-        log.exception("run %s failed with an unexpected error", t.run_id)
+        log.exception("run %s failed with an unexpected error", rec.run_id)
         return await t.fail("internal_error", f"{type(error).__name__}: {error}")
 
 
-class _Turn(ModelStep):
-    """One running turn: what `run_turn` asks of it besides a model step, and how it ends."""
+class _Turn:
+    """One running turn: its recorder (`rec`), its model calls (`call`), what `run_turn` asks
+    of it besides a model step, and how it ends."""
+
+    def __init__(self, ctx: TurnContext, turn: TurnInput) -> None:
+        self.ctx = ctx
+        self.rec = TurnRecorder(ctx, turn)
+        self.call = ModelStep(self.rec)
 
     async def settle_open_calls(self) -> None:
         if self.ctx.facts.open_calls:
-            self.snapshot_tools()
-            await self.batch.settle()
+            self.rec.snapshot_tools()
+            await self.rec.batch.settle()
 
     async def completion_needs_another_step(self) -> bool:
         """Ask the `before_completion` hooks about this step's answer; True to go on."""
-        decision = await self.hooks.before_completion("".join(self.step_text))
+        decision = await self.rec.hooks.before_completion("".join(self.call.step_text))
         if isinstance(decision, Narrate):
-            self.guard.wrapping_up = True
+            self.rec.guard.wrapping_up = True
         return decision is not None
 
     async def wrap_up_after_timeout(self, error: ProviderError) -> bool:
@@ -169,69 +177,57 @@ class _Turn(ModelStep):
         soft timeout does (`quality.py`). False: the turn fails with the error."""
         if error.code != "model_timeout" or self.ctx.cancel.cancelled:
             return False
-        if not self.guard.may_wrap_up_after_timeout():
+        guard = self.rec.guard
+        if not guard.may_wrap_up_after_timeout():
             return False
         await self._close_open("error")
-        await self.guard.wrap_up_after_timeout(error.message)
+        await guard.wrap_up_after_timeout(error.message)
         return True
 
-    async def compact_now(self) -> bool:
-        """A turn that only compacts (manual `/compact` between turns): True if it did."""
-        compactor = self.ctx.compactor
-        if compactor is None:
-            return False
-        compactor.request()
-        before = compactor.compactions
-        system = self.snapshot_tools()
-        self.window = await context_window(self.ctx.provider)
-        await compactor.before_request(self._step_access(system), self._request(system))
-        return compactor.compactions > before
-
     async def end_step(self, finish_reason: FinishReason) -> None:
-        if self.step is not None:
-            step, self.step = self.step, None
-            await self.emit(
-                ev.StepFinished, step=step, finish_reason=finish_reason, usage=self.usage
-            )
+        rec = self.rec
+        if rec.step is not None:
+            step, rec.step = rec.step, None
+            await rec.emit(ev.StepFinished, step=step, finish_reason=finish_reason, usage=rec.usage)
 
     # -- ending -------------------------------------------------------------------------------
 
     async def _close_open(self, finish_reason: FinishReason) -> None:
         """Close whatever is open so the log never holds a dangling start or call."""
-        await self._close_stream()
-        for call_id in list(self.streaming_calls):
-            await self._end_call(call_id)
-        waiting = self.batch.waiting
+        await self.call.close()
+        batch = self.rec.batch
+        waiting = batch.waiting
         for call_id in list(self.ctx.facts.open_calls):
             if call_id not in waiting:
-                await self.batch.cancel(call_id)
+                await batch.cancel(call_id)
         await self.end_step(finish_reason)
 
     async def finish(self, stop_reason: StopReason) -> RunOutcome:
-        interrupted = stop_reason == "interrupted"
+        rec, interrupted = self.rec, stop_reason == "interrupted"
         with anyio.CancelScope(shield=True):
             await self._close_open("cancelled" if stop_reason == "cancelled" else "end_turn")
-            await self.emit(
+            await rec.emit(
                 ev.RunFinished,
                 stop_reason=stop_reason,
-                usage=self.usage,
-                pending_tool_call_ids=tuple(self.batch.pending) if interrupted else (),
-                interrupts=tuple(self.batch.interrupts) if interrupted else (),
+                usage=rec.usage,
+                pending_tool_call_ids=tuple(rec.batch.pending) if interrupted else (),
+                interrupts=tuple(rec.batch.interrupts) if interrupted else (),
             )
-        return RunOutcome(run_id=self.run_id, stop_reason=stop_reason, usage=self.usage)
+        return RunOutcome(run_id=rec.run_id, stop_reason=stop_reason, usage=rec.usage)
 
     async def fail(self, code: str, message: str) -> RunOutcome:
+        rec = self.rec
         with anyio.CancelScope(shield=True):
-            self.batch.pending.clear()
-            self.batch.deferred.clear()
-            if not self.ended:  # a store failure on the final event: that event stands
+            rec.batch.pending.clear()
+            rec.batch.deferred.clear()
+            if not rec.ended:  # a store failure on the final event: that event stands
                 await self._close_open("error")
                 message = scrub(message)  # an error may quote text that UTF-8 cannot encode
-                await self.emit(ev.RunFailed, code=code, message=message)
+                await rec.emit(ev.RunFailed, code=code, message=message)
         return RunOutcome(
-            run_id=self.run_id,
+            run_id=rec.run_id,
             stop_reason=None,
-            usage=self.usage,
+            usage=rec.usage,
             error_code=code,
             error_message=message,
         )

@@ -10,8 +10,10 @@ overflow gets one compaction pass and one retry. After the final response it log
 `model_response`, `usage_updated` (and a `hook_action` when the provider replaced lone
 surrogates, or the prompt-cache hit rate collapsed, `cache_drift.py`), runs the `post_step`
 hooks and hands the completed tool calls back to `loop.py`, which runs them
-(`tool_batch.py`). Every event goes out through `TurnRecorder.emit` (`recorder.py`); this is
-the per-chunk hot path, so it adds no layer per chunk.
+(`tool_batch.py`). A `ModelStep` is given the turn's `TurnRecorder` (`recorder.py`) and
+every event goes out through its `emit`, bound once: this is the per-chunk hot path, so it
+adds no layer per chunk. `close` ends what a cut stream left open; `compact_now` runs the
+compactor outside a step (manual `/compact`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter, text_call_pr
 from steerable_bridge.runtime.recorder import TurnRecorder
 from steerable_bridge.runtime.surrogates import REPAIR_ACTION, REPAIR_HOOK, repair_detail
 from steerable_bridge.runtime.tools import parse_arguments
-from steerable_bridge.runtime.turn import TurnContext, TurnInput
 from steerable_bridge.runtime.values import Location, ToolCall, ToolKind
 
 __all__ = ["ModelStep"]
@@ -53,23 +54,30 @@ a model that answered faster than it is read leaves a burst that would otherwise
 busy server's loop for every chunk of it, while new requests wait to be accepted."""
 
 
-class ModelStep(TurnRecorder):
-    """A turn's model calls: what is open in the stream (text, reasoning, calls), step text."""
+class ModelStep:
+    """A turn's model calls: what is open in the stream (text, reasoning, calls), step text.
 
-    def __init__(self, ctx: TurnContext, turn: TurnInput) -> None:
-        super().__init__(ctx, turn)
+    It records through the turn's `rec` (the step number and summed usage live there, for
+    the hooks and `step_finished`); `emit` and `batch` are the recorder's own, bound once so
+    a streamed chunk costs no more lookups than on the recorder itself."""
+
+    def __init__(self, rec: TurnRecorder) -> None:
+        self.rec = rec
+        self.ctx = rec.ctx
+        self.emit = rec.emit
+        self.batch = rec.batch
         self.open_text: str | None = None
         self.open_reasoning: str | None = None
         self.streaming_calls: dict[str, tuple[str, list[str]]] = {}
         self.step_text: list[str] = []
-        self._yield_at = self._last_commit + _SLICE_S
+        self._yield_at = time.monotonic() + _SLICE_S
         self._streamed = False
         self.window: int | None = None
 
     async def model_step(self, step: int) -> tuple[FinishReason, list[ev.ToolCallEnd]]:
         """Stream one model call; returns its finish reason and the completed tool calls."""
-        ctx = self.ctx
-        system = self.snapshot_tools()
+        ctx, rec = self.ctx, self.rec
+        system = rec.snapshot_tools()
         self.window = await context_window(ctx.provider)
         if step == 1 and self.window and ctx.provider.info.window_guessed:
             await self._tell_window_guess(self.window)
@@ -81,16 +89,16 @@ class ModelStep(TurnRecorder):
         compactor = ctx.compactor
         if compactor is not None:
             request = await compactor.before_request(self._step_access(system), request)
-        self.step = step
+        rec.step = step
         self.step_text = []
         await self.emit(ev.StepStarted, step=step)
         if shelf is not None:
             await self._log_exposure(shelf)
-        request = await self.hooks.pre_step(request)  # may raise StepRejected
+        request = await rec.hooks.pre_step(request)  # may raise StepRejected
         offered = {spec.name for spec in request.tools}
         self.batch.tools = {n: tool for n, tool in self.batch.tools.items() if n in offered}
         await self.emit(ev.ModelRequestEvent, step=step, request=request)
-        assistant_id = self.new_id("msg")
+        assistant_id = rec.new_id("msg")
         try:
             response = await self._stream(request, assistant_id)
         except ProviderError as error:
@@ -102,7 +110,7 @@ class ModelStep(TurnRecorder):
             recovered = await compactor.recover(self._step_access(system), request)
             if recovered is None:
                 raise _still_overflowing(error, "nothing earlier could be compacted") from None
-            recovered = await self.hooks.pre_step(recovered)
+            recovered = await rec.hooks.pre_step(recovered)
             await self.emit(ev.ModelRequestEvent, step=step, request=recovered)
             try:
                 response = await self._stream(recovered, assistant_id)
@@ -119,7 +127,7 @@ class ModelStep(TurnRecorder):
             )
         await self._close_stream()
         calls = [await self._end_call(call_id) for call_id in list(self.streaming_calls)]
-        self.usage = self.usage + response.usage
+        rec.usage = rec.usage + response.usage
         await self.emit(
             ev.ModelResponseEvent,
             step=step,
@@ -147,7 +155,7 @@ class ModelStep(TurnRecorder):
                 ev.HookAction, hook="cache_drift", action="drift_detected", detail=drift.detail
             )
         finish: FinishReason = "tool_calls" if calls else response.finish_reason
-        await self.hooks.post_step(
+        await rec.hooks.post_step(
             StepReport(
                 step=step,
                 text="".join(self.step_text),
@@ -160,6 +168,25 @@ class ModelStep(TurnRecorder):
             )
         )
         return finish, calls
+
+    async def close(self) -> None:
+        """End what the stream left open (reasoning, text, tool calls being streamed), so the
+        log never holds a dangling start; a call cut off here still gets its `tool_call_end`."""
+        await self._close_stream()
+        for call_id in list(self.streaming_calls):
+            await self._end_call(call_id)
+
+    async def compact_now(self) -> bool:
+        """Compact outside a step (manual `/compact` between turns): True if it did."""
+        compactor = self.ctx.compactor
+        if compactor is None:
+            return False
+        compactor.request()
+        before = compactor.compactions
+        system = self.rec.snapshot_tools()
+        self.window = await context_window(self.ctx.provider)
+        await compactor.before_request(self._step_access(system), self._request(system))
+        return compactor.compactions > before
 
     async def _log_exposure(self, shelf: ToolShelf) -> None:
         """A `hook_action` when the deferred tools or those `tool_search` found changed."""
@@ -185,7 +212,7 @@ class ModelStep(TurnRecorder):
         """A filter that routes reasoning written as text to reasoning events and, when the
         step offers tools, recovers tool calls written as text; on when the quality layer
         runs (see `pseudo_calls.py`)."""
-        if self.guard.active and self.ctx.quality.recover_tool_calls:
+        if self.rec.guard.active and self.ctx.quality.recover_tool_calls:
             return PseudoCallFilter(request.tools, id_prefix=text_call_prefix(request))
         return None
 
@@ -242,7 +269,7 @@ class ModelStep(TurnRecorder):
             rebuild=lambda: self._request(system),
             emit=emit,
             record=self.emit,
-            new_id=self.new_id,
+            new_id=self.rec.new_id,
             provider=ctx.provider,
             window=self.window,
             cancel=ctx.cancel,
@@ -302,7 +329,7 @@ class ModelStep(TurnRecorder):
         if self.open_reasoning is not None:
             await self._end_reasoning()
         if self.open_text is None:
-            self.open_text = self.new_id("msg")
+            self.open_text = self.rec.new_id("msg")
             await self.emit(ev.TextStart, message_id=self.open_text)
         self.step_text.append(delta)
         await self.emit(ev.TextDelta, message_id=self.open_text, delta=delta)
@@ -313,7 +340,7 @@ class ModelStep(TurnRecorder):
         if chunk.redacted_data is not None:
             await self._end_reasoning()  # a redacted block is a block of its own
         if self.open_reasoning is None:
-            self.open_reasoning = self.new_id("think")
+            self.open_reasoning = self.rec.new_id("think")
             await self.emit(ev.ReasoningStart, message_id=self.open_reasoning)
         sealed = chunk.signature is not None or chunk.redacted_data is not None
         if chunk.delta or not sealed:

@@ -10,8 +10,9 @@ once, so the loop ends the turn with its code; the rest of the turn is recorded 
 not committed (it stays pending in the log for the next commit). A commit that had to
 repair an unencodable event (`log.py`) raises `UnencodableEvent`, so the turn ends with
 `run_failed` (`internal_error`) — checked again before `run_finished`, since the flusher may
-have done that commit. `model_step.ModelStep` builds on it to stream one model call and
-`loop.py` on that to run the turn (`run_turn`); it does no I/O beyond the log and the sink.
+have done that commit. A turn holds one: `loop.py`'s turn (`run_turn`) gives it to its
+`model_step.ModelStep`, which streams each model call through `emit`, and the bridged turns
+(`transports/*/bridge`) record through one too; it does no I/O beyond the log and the sink.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ editor: they get a failed result saying so. The turn ends with exactly one `run_
 (stop reason from the last run's outcome) or `run_failed`: the server's RUN_ERROR with its
 message and code, or the bridge's own (`agui_unreachable`, `agui_bad_response`,
 `agui_stalled`, `agui_disconnected`, `agui_timeout`, `agui_incomplete_run`), never a
-traceback. Events are recorded through `TurnRecorder.emit`, the path our own loop uses.
+traceback. Events are recorded through the turn's `TurnRecorder`, as our own loop records.
 """
 
 from __future__ import annotations
@@ -74,16 +74,17 @@ def _unanswered(call: BridgedCall) -> str:
     return f"the AG-UI server ended its run without a result for {call.name}"
 
 
-class _BridgedTurn(TurnRecorder):
-    """One bridged turn: its recorder, its mapper and how it ends."""
+class _BridgedTurn:
+    """One bridged turn: its recorder (`rec`), its mapper and how it ends."""
 
     def __init__(self, ctx: TurnContext, turn: TurnInput, engine: AguiEngine) -> None:
-        super().__init__(ctx, turn)
+        self.ctx, self.turn = ctx, turn
+        self.rec = TurnRecorder(ctx, turn)
         self.endpoint = engine.endpoint
         self.max_runs = engine.max_runs
         self.mapper = EventMapper(
-            self.emit,
-            self.new_id,
+            self.rec.emit,
+            self.rec.new_id,
             taken=ids_in(ctx.log.view().folded()),  # ids only: runs of deltas need no expanding
             state=lambda: ctx.facts.state,
         )
@@ -92,25 +93,25 @@ class _BridgedTurn(TurnRecorder):
     async def run(self) -> RunOutcome:
         ctx, turn = self.ctx, self.turn
         try:
-            await self.emit(
+            await self.rec.emit(
                 ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
             )
             if turn.state_json is not None:
-                await self.emit(ev.StateSnapshot, state_json=turn.state_json)
+                await self.rec.emit(ev.StateSnapshot, state_json=turn.state_json)
             if turn.content:
                 await self._user(ev.UserMessage, turn.content, turn.message_id)
                 if ctx.facts.title is None:
-                    await self.emit(ev.SessionInfo, title=_title(turn.content))
+                    await self.rec.emit(ev.SessionInfo, title=_title(turn.content))
             elif turn.compact:
                 return await self.finish("end_turn")  # the far server keeps its own context
             return await self._runs()
         except BridgeError as error:
             return await self.fail(error.code, error.message)
         except StoreError as error:
-            log.warning("run %s: the session store failed: %s", self.run_id, error.message)
+            log.warning("run %s: the session store failed: %s", self.rec.run_id, error.message)
             return await self.fail(error.code, error.message)
         except Exception as error:  # a bug: keep the session consistent, then report
-            log.exception("bridged run %s failed with an unexpected error", self.run_id)
+            log.exception("bridged run %s failed with an unexpected error", self.rec.run_id)
             return await self.fail("internal_error", f"{type(error).__name__}: {error}")
 
     async def _user(
@@ -119,13 +120,13 @@ class _BridgedTurn(TurnRecorder):
         content: tuple[ContentPart, ...],
         message_id: str | None,
     ) -> None:
-        await self.emit(cls, message_id=message_id or self.new_id("user"), content=content)
+        await self.rec.emit(cls, message_id=message_id or self.rec.new_id("user"), content=content)
 
     async def _runs(self) -> RunOutcome:
         ctx, mapper = self.ctx, self.mapper
         resume: tuple[ResumeEntry, ...] = ()
         forwarded: dict[str, Any] | None = None
-        agui_run, parent = self.run_id, None
+        agui_run, parent = self.rec.run_id, None
         for _ in range(self.max_runs):
             if ctx.cancel.cancelled:
                 return await self.finish("cancelled")
@@ -153,9 +154,9 @@ class _BridgedTurn(TurnRecorder):
             await mapper.close_open()
             again = {i.id for i in ending.interrupts} if ending.outcome == "interrupt" else set()
             await mapper.complete_all(again)
-            parent, agui_run = agui_run, self.new_id("run")
+            parent, agui_run = agui_run, self.rec.new_id("run")
             if ending.outcome == "interrupt" and ending.interrupts:
-                answers = await answer_interrupts(ctx, self.emit, mapper, ending.interrupts)
+                answers = await answer_interrupts(ctx, self.rec.emit, mapper, ending.interrupts)
                 if ctx.cancel.cancelled:
                     return await self.finish("cancelled")
                 self.stopped = self.stopped or answers.stop
@@ -233,17 +234,17 @@ class _BridgedTurn(TurnRecorder):
     async def finish(self, stop_reason: StopReason) -> RunOutcome:
         with anyio.CancelScope(shield=True):
             await self._close("cancelled" if stop_reason == "cancelled" else "done")
-            await self.emit(ev.RunFinished, stop_reason=stop_reason, usage=self.mapper.usage)
-        return RunOutcome(run_id=self.run_id, stop_reason=stop_reason, usage=self.mapper.usage)
+            await self.rec.emit(ev.RunFinished, stop_reason=stop_reason, usage=self.mapper.usage)
+        return RunOutcome(run_id=self.rec.run_id, stop_reason=stop_reason, usage=self.mapper.usage)
 
     async def fail(self, code: str, message: str) -> RunOutcome:
         message = scrub(message)
         with anyio.CancelScope(shield=True):
-            if not self.ended:
+            if not self.rec.ended:
                 await self._close("failed")
-                await self.emit(ev.RunFailed, code=code, message=message)
+                await self.rec.emit(ev.RunFailed, code=code, message=message)
         return RunOutcome(
-            run_id=self.run_id,
+            run_id=self.rec.run_id,
             stop_reason=None,
             usage=self.mapper.usage,
             error_code=code,
