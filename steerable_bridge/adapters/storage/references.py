@@ -523,25 +523,7 @@ class Resolver:
         stored: dict[str, Any] | None = parsed.pop(REF_KEYS[found], None)
         ref = stored or {}
         try:
-            old = found < BODY_FORMAT
-            base_seq = ref.get("base_seq" if old else "base")
-            base = self._base(seq, base_seq) if base_seq is not None else None
-            items = None
-            if stored is not None and not old:
-                items = parsed["request"].get("messages", [])
-            if items is not None:
-                parsed["request"]["messages"] = [i for i in items if isinstance(i, dict)]
-            slim = event_from_jsonable(parsed)
-            if not isinstance(slim, ModelRequestEvent):
-                raise ValueError("it is not a model request")
-            messages = slim.request.messages
-            if items is not None:
-                messages = self._messages(seq, items, messages, base)
-            elif stored is not None:  # format 2: a prefix of the base, then what is new
-                prefix = int(ref["prefix"])
-                if base is None or not 0 <= prefix <= len(base.messages):
-                    raise ValueError("its prefix does not fit the request it extends")
-                messages = base.messages[:prefix] + messages
+            slim, messages, base = self._slim(seq, found, parsed, stored, ref)
         except KeyError as err:
             raise corrupt(what, f"it refers to {err}, which cannot be read") from None
         except (ValidationError, ValueError, TypeError, AttributeError) as err:
@@ -549,6 +531,49 @@ class Resolver:
         if slim.seq != seq or slim.session_id != self.session_id:
             raise corrupt(what, f"its JSON says session {slim.session_id} seq {slim.seq}")
         request = slim.request
+        system, tools = self._header(seq, ref, base, request)
+        full = dataclasses.replace(request, messages=messages, system=system, tools=tools)
+        return dataclasses.replace(slim, request=full)
+
+    def _slim(
+        self,
+        seq: int,
+        found: int,
+        parsed: dict[str, Any],
+        stored: dict[str, Any] | None,
+        ref: dict[str, Any],
+    ) -> tuple[ModelRequestEvent, tuple[Message, ...], ModelRequest | None]:
+        """The request event as its row holds it, its messages in full, and its base."""
+        old = found < BODY_FORMAT
+        base_seq = ref.get("base_seq" if old else "base")
+        base = self._base(seq, base_seq) if base_seq is not None else None
+        items = None
+        if stored is not None and not old:
+            items = parsed["request"].get("messages", [])
+        if items is not None:
+            parsed["request"]["messages"] = [i for i in items if isinstance(i, dict)]
+        slim = event_from_jsonable(parsed)
+        if not isinstance(slim, ModelRequestEvent):
+            raise ValueError("it is not a model request")
+        messages = slim.request.messages
+        if items is not None:
+            messages = self._messages(seq, items, messages, base)
+        elif stored is not None:  # format 2: a prefix of the base, then what is new
+            prefix = int(ref["prefix"])
+            if base is None or not 0 <= prefix <= len(base.messages):
+                raise ValueError("its prefix does not fit the request it extends")
+            messages = base.messages[:prefix] + messages
+        return slim, messages, base
+
+    def _header(
+        self,
+        seq: int,
+        ref: dict[str, Any],
+        base: ModelRequest | None,
+        request: ModelRequest,
+    ) -> tuple[str, tuple[ToolSpec, ...]]:
+        """The system prompt and tools of the request `ref` (its row's references) names."""
+        what = self._what(seq)
         system = base.system if base is not None and "system" in ref else request.system
         tools = base.tools if base is not None and "tools" in ref else request.tools
         if base is None and ("system" in ref or "tools" in ref):
@@ -569,8 +594,7 @@ class Resolver:
             or ("tools_at" in ref and ref["tools_at"][1] != _tools_digest(tools))
         ):
             raise corrupt(what, "the system prompt or tools it refers to do not match")
-        full = dataclasses.replace(request, messages=messages, system=system, tools=tools)
-        return dataclasses.replace(slim, request=full)
+        return system, tools
 
     def _step(self, seq: int, first: object, last: object) -> Message:
         """The one assistant message the events first..last make (a `STEP` item)."""
