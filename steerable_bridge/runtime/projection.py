@@ -91,10 +91,6 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
 _OWN_MESSAGE = (ev.ToolFinished, ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied)
 """Kinds that are one message of the history each."""
 
-_STREAMING: frozenset[type[ev.EventBase]] = frozenset(
-    {ev.TextDelta, ev.ReasoningDelta, ev.ToolCallDelta}
-)
-
 
 class _Assistant:
     """The assistant message being assembled from one model call's events."""
@@ -496,37 +492,69 @@ class SessionFacts:
 
     def observe(self, event: LoopEvent) -> None:
         """Fold one more event in (the loop calls this for every event it logs)."""
-        if type(event) in _STREAMING:
-            return
-        if isinstance(event, ev.SessionInfo):
-            self.title = event.title
-        elif isinstance(event, ev.ModeChanged):
-            self.mode_id = event.mode_id
-        elif isinstance(event, ev.ConfigChanged):
-            self.config[event.option_id] = event.value
-        elif isinstance(event, ev.PermissionResolved):
-            key = event.approval_key or event.tool_name  # a command's key has its shape
-            if event.outcome == "allow_always":
-                self.always[key] = True
-            elif event.outcome == "reject_always":
-                self.always[key] = False
-        elif isinstance(event, ev.ToolCallEnd):
-            self.open_calls[event.call_id] = event
-        elif isinstance(event, ev.QuestionAsked):
-            self.open_questions[event.question_id] = event
-        elif isinstance(event, ev.QuestionAnswered):
-            self.open_questions.pop(event.question_id, None)
-        elif isinstance(event, ev.ToolFinished):
-            self.open_calls.pop(event.call_id, None)
-        elif isinstance(event, ev.RunStarted):
-            self.running = True
-            self.last_run_id = event.run_id
-        elif isinstance(event, ev.RunFinished | ev.RunFailed):
-            self.running = False
-        elif isinstance(event, ev.StateSnapshot):
-            self.state = json.loads(event.state_json)
-        elif isinstance(event, ev.StateDelta):
-            self.state = jsonpatch.apply_patch(self.state, json.loads(event.patch_json))
+        step = _FACT_STEPS.get(type(event))
+        if step is not None:  # most events (every streamed delta) carry no fact
+            step(self, event)
+
+    def _session_info(self, event: ev.SessionInfo) -> None:
+        self.title = event.title
+
+    def _mode(self, event: ev.ModeChanged) -> None:
+        self.mode_id = event.mode_id
+
+    def _config(self, event: ev.ConfigChanged) -> None:
+        self.config[event.option_id] = event.value
+
+    def _permission(self, event: ev.PermissionResolved) -> None:
+        key = event.approval_key or event.tool_name  # a command's key has its shape
+        if event.outcome == "allow_always":
+            self.always[key] = True
+        elif event.outcome == "reject_always":
+            self.always[key] = False
+
+    def _call(self, event: ev.ToolCallEnd) -> None:
+        self.open_calls[event.call_id] = event
+
+    def _asked(self, event: ev.QuestionAsked) -> None:
+        self.open_questions[event.question_id] = event
+
+    def _answered(self, event: ev.QuestionAnswered) -> None:
+        self.open_questions.pop(event.question_id, None)
+
+    def _result(self, event: ev.ToolFinished) -> None:
+        self.open_calls.pop(event.call_id, None)
+
+    def _run_started(self, event: ev.RunStarted) -> None:
+        self.running = True
+        self.last_run_id = event.run_id
+
+    def _run_ended(self, event: ev.RunFinished | ev.RunFailed) -> None:
+        self.running = False
+
+    def _snapshot(self, event: ev.StateSnapshot) -> None:
+        self.state = json.loads(event.state_json)
+
+    def _delta(self, event: ev.StateDelta) -> None:
+        self.state = jsonpatch.apply_patch(self.state, json.loads(event.patch_json))
+
+
+_FACT_STEPS: dict[type, Callable[[SessionFacts, Any], None]] = {
+    ev.SessionInfo: SessionFacts._session_info,
+    ev.ModeChanged: SessionFacts._mode,
+    ev.ConfigChanged: SessionFacts._config,
+    ev.PermissionResolved: SessionFacts._permission,
+    ev.ToolCallEnd: SessionFacts._call,
+    ev.QuestionAsked: SessionFacts._asked,
+    ev.QuestionAnswered: SessionFacts._answered,
+    ev.ToolFinished: SessionFacts._result,
+    ev.RunStarted: SessionFacts._run_started,
+    ev.RunFinished: SessionFacts._run_ended,
+    ev.RunFailed: SessionFacts._run_ended,
+    ev.StateSnapshot: SessionFacts._snapshot,
+    ev.StateDelta: SessionFacts._delta,
+}
+"""What `SessionFacts.observe` does with each kind of event that carries a fact (every
+other kind, the streamed deltas first among them, changes none)."""
 
 
 _FACT_KINDS: tuple[type[ev.EventBase], ...] = (
