@@ -148,26 +148,9 @@ class BridgeTurn:
             await self.emit(
                 ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
             )
-            parked = self.bridge.parked.pop(self.session_id, None)
-            if parked is not None:
-                if parked.question is not None:
-                    withdrawn = all(a.question_id != parked.question_id for a in turn.answers)
-                    end = await self.settle_question(parked, parked.question)
-                else:
-                    withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
-                    end = await self.settle(parked)
-                if self.stopped or ctx.cancel.cancelled or end not in ("end_turn", "cancelled"):
-                    return await self.end(end)
-                if end == "cancelled" and not withdrawn:
-                    return await self.end(end)  # a new message goes on after a withdrawn ask
-            elif ctx.facts.open_calls or ctx.facts.open_questions:
-                await self.drop_open_calls()
-                if (turn.resume or turn.answers) and not turn.content:
-                    return await self.fail(
-                        "acp_agent_request_lost",
-                        "the ACP agent's permission request is gone (the server or the agent"
-                        " restarted while it waited); send your message again",
-                    )
+            ended = await self._pick_up()
+            if ended is not None:
+                return ended
             if turn.state_json is not None:
                 await self.emit(ev.StateSnapshot, state_json=turn.state_json)
             if not turn.content:
@@ -179,23 +162,7 @@ class BridgeTurn:
             )
             if ctx.facts.title is None:
                 await self.emit(ev.SessionInfo, title=_title(turn.content))
-            content: tuple[ContentPart, ...] = earlier + turn.content
-            while True:
-                end = await self.stream(await self.start(content))
-                if end != "end_turn" or self.stopped:
-                    return await self.end(end)
-                steering, self.unforwarded = self.unforwarded + ctx.steering.take(), []
-                follow_ups = ctx.follow_ups.take() if not steering else []
-                if not steering and not follow_ups:
-                    return await self.end(end)
-                cls = ev.SteerApplied if steering else ev.FollowUpApplied
-                parts: list[ContentPart] = []
-                for queued, message_id in steering or follow_ups:
-                    await self.emit(
-                        cls, message_id=message_id or self.rec.new_id("steer"), content=queued
-                    )
-                    parts.extend(queued)
-                content = tuple(parts)
+            return await self._prompts(earlier + turn.content)
         except AgentUnavailable as error:
             return await self.fail(error.code, error.message)
         except RequestError as error:
@@ -206,6 +173,53 @@ class BridgeTurn:
         except Exception as error:
             log.exception("bridged run %s failed with an unexpected error", self.rec.run_id)
             return await self.fail("internal_error", f"{type(error).__name__}: {error}")
+
+    async def _pick_up(self) -> RunOutcome | None:
+        """Settle the request a previous run parked on (or drop the calls a restart left
+        open); the run's outcome when that ends it, None when the turn goes on."""
+        ctx, turn = self.ctx, self.turn
+        parked = self.bridge.parked.pop(self.session_id, None)
+        if parked is not None:
+            if parked.question is not None:
+                withdrawn = all(a.question_id != parked.question_id for a in turn.answers)
+                end = await self.settle_question(parked, parked.question)
+            else:
+                withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
+                end = await self.settle(parked)
+            if self.stopped or ctx.cancel.cancelled or end not in ("end_turn", "cancelled"):
+                return await self.end(end)
+            if end == "cancelled" and not withdrawn:
+                return await self.end(end)  # a new message goes on after a withdrawn ask
+        elif ctx.facts.open_calls or ctx.facts.open_questions:
+            await self.drop_open_calls()
+            if (turn.resume or turn.answers) and not turn.content:
+                return await self.fail(
+                    "acp_agent_request_lost",
+                    "the ACP agent's permission request is gone (the server or the agent"
+                    " restarted while it waited); send your message again",
+                )
+        return None
+
+    async def _prompts(self, content: tuple[ContentPart, ...]) -> RunOutcome:
+        """Prompt the agent with `content`, then with the steering or follow-ups queued by
+        the time each prompt ends, until one ends otherwise or nothing is queued."""
+        ctx = self.ctx
+        while True:
+            end = await self.stream(await self.start(content))
+            if end != "end_turn" or self.stopped:
+                return await self.end(end)
+            steering, self.unforwarded = self.unforwarded + ctx.steering.take(), []
+            follow_ups = ctx.follow_ups.take() if not steering else []
+            if not steering and not follow_ups:
+                return await self.end(end)
+            cls = ev.SteerApplied if steering else ev.FollowUpApplied
+            parts: list[ContentPart] = []
+            for queued, message_id in steering or follow_ups:
+                await self.emit(
+                    cls, message_id=message_id or self.rec.new_id("steer"), content=queued
+                )
+                parts.extend(queued)
+            content = tuple(parts)
 
     def unsent(self) -> tuple[ContentPart, ...]:
         """User messages logged since the last run, outside any (the earlier messages of
