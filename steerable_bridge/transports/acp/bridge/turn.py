@@ -103,6 +103,9 @@ class _Failed:
 _End = StopReason | _Failed
 """How streaming a prompt ended: a stop reason (`interrupted` when parked) or a failure."""
 
+_AGAIN = object()
+"""Nothing arrived from the prompt in one poll: look at the steering queue again."""
+
 
 class BridgeTurn:
     """One turn of a bridged conversation (see the module docstring)."""
@@ -270,55 +273,76 @@ class BridgeTurn:
             if len(ctx.steering) and not cancelled:
                 await self.forward_steering(prompt)
             if not ctx.cancel.cancelled:
-                try:  # what already arrived is taken without a trip through the event loop
-                    item = prompt.receive.receive_nowait()
-                except anyio.WouldBlock:
-                    with ctx.cancel.scope(), anyio.move_on_after(STEER_POLL_S):
-                        item = await self._next(prompt)
-                    if item is None and not ctx.cancel.cancelled:
-                        continue  # nothing yet: look at the steering queue again
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    item = await self._next(prompt)
+                item = await self._receive(prompt)
+                if item is _AGAIN:
+                    continue  # nothing yet: look at the steering queue again
             if item is None:
                 if not cancelled:
                     cancelled = True
                     grace_end = anyio.current_time() + self.bridge.cancel_grace_s
                     await self.bridge.cancel_child(prompt.live, prompt.child.session_id)
-                with anyio.move_on_after(max(0.0, grace_end - anyio.current_time())):
-                    item = await self._next(prompt)
-                if item is None:  # the agent did not end its prompt in time: let it go
-                    log.warning("the ACP agent did not end a cancelled prompt in time")
-                    prompt.child.close_prompt()
-                    await self.emit_all(prompt.mapper.close("cancelled"))
+                item = await self._within_grace(prompt, grace_end)
+                if item is None:
                     return "cancelled"
-            if isinstance(item, PromptDone):
-                prompt.child.close_prompt()
-                self.rec.usage = self.rec.usage + run_usage(item.response.usage)
-                stop = "cancelled" if cancelled else run_stop_reason(item.response.stop_reason)
-                await self.emit_all(prompt.mapper.close("cancelled" if cancelled else "end"))
-                return stop
-            if isinstance(item, PromptFailed):
-                prompt.child.close_prompt()
-                await self.emit_all(prompt.mapper.close("failed"))
-                return _Failed(item.code, item.message)
-            if isinstance(item, Asked):
-                if cancelled:
-                    item.reply(None)
-                    continue
-                if await self.permission(prompt, item):
-                    return "interrupted"
-                continue
-            if isinstance(item, Questioned):
-                if cancelled:
-                    item.reply(None)
-                    continue
-                if await self.question(prompt, item):
-                    return "interrupted"
-                continue
-            if isinstance(item, Completed):
-                await self.completed(prompt, item)
-                continue
-            await self.emit_all(prompt.mapper.update(item))
+            end = await self._take(prompt, item, cancelled=cancelled)
+            if end is not None:
+                return end
+
+    async def _receive(self, prompt: Prompt) -> object:
+        """The prompt's next item; `_AGAIN` when none came within `STEER_POLL_S`, None when
+        the turn was cancelled while waiting."""
+        ctx = self.ctx
+        try:  # what already arrived is taken without a trip through the event loop
+            return prompt.receive.receive_nowait()
+        except anyio.WouldBlock:
+            item = None
+            with ctx.cancel.scope(), anyio.move_on_after(STEER_POLL_S):
+                item = await self._next(prompt)
+            if item is None and not ctx.cancel.cancelled:
+                return _AGAIN
+            return item
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return await self._next(prompt)
+
+    async def _within_grace(self, prompt: Prompt, grace_end: float) -> object:
+        """The cancelled prompt's next item by `grace_end`; None (the prompt let go, its
+        open blocks closed) when the agent did not end it in time."""
+        item = None
+        with anyio.move_on_after(max(0.0, grace_end - anyio.current_time())):
+            item = await self._next(prompt)
+        if item is None:  # the agent did not end its prompt in time: let it go
+            log.warning("the ACP agent did not end a cancelled prompt in time")
+            prompt.child.close_prompt()
+            await self.emit_all(prompt.mapper.close("cancelled"))
+        return item
+
+    async def _take(self, prompt: Prompt, item: object, *, cancelled: bool) -> _End | None:
+        """Record one item of the prompt; how the prompt ended when the item ends it."""
+        if isinstance(item, PromptDone):
+            prompt.child.close_prompt()
+            self.rec.usage = self.rec.usage + run_usage(item.response.usage)
+            stop = "cancelled" if cancelled else run_stop_reason(item.response.stop_reason)
+            await self.emit_all(prompt.mapper.close("cancelled" if cancelled else "end"))
+            return stop
+        if isinstance(item, PromptFailed):
+            prompt.child.close_prompt()
+            await self.emit_all(prompt.mapper.close("failed"))
+            return _Failed(item.code, item.message)
+        if isinstance(item, Asked):
+            if cancelled:
+                item.reply(None)
+                return None
+            return "interrupted" if await self.permission(prompt, item) else None
+        if isinstance(item, Questioned):
+            if cancelled:
+                item.reply(None)
+                return None
+            return "interrupted" if await self.question(prompt, item) else None
+        if isinstance(item, Completed):
+            await self.completed(prompt, item)
+            return None
+        await self.emit_all(prompt.mapper.update(item))
+        return None
 
     async def forward_steering(self, prompt: Prompt) -> None:
         """Hand queued steering to an agent that takes it mid-turn (ours: `_steerable/steer`,
