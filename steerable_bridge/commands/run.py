@@ -26,7 +26,7 @@ import argparse
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from steerable_bridge.commands.common import (
     add_agent_options,
@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     import anyio
 
     from steerable_bridge.commands.approval_prompt import TerminalAsker
-    from steerable_bridge.runtime.events import ToolFinished
+    from steerable_bridge.runtime.events import LoopEvent, ToolFinished
     from steerable_bridge.runtime.port import AgentPort
+    from steerable_bridge.runtime.tools import Tool
 
 OUTPUT_LINES = 10
 """A command's output is shown on stderr up to its last this many lines."""
@@ -87,12 +88,10 @@ def main(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     import anyio
 
-    from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.approval_prompt import TerminalAsker
     from steerable_bridge.commands.pipes import CLOSED_PIPE_EXIT, silence_output
     from steerable_bridge.commands.startup import startup_line
-    from steerable_bridge.commands.terminal import json_printable, printable, say
-    from steerable_bridge.runtime import codec
+    from steerable_bridge.commands.terminal import say
     from steerable_bridge.runtime import events as ev
     from steerable_bridge.runtime.conversations import LocalPort
     from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
@@ -100,14 +99,7 @@ async def _run(args: argparse.Namespace) -> int:
     from steerable_bridge.runtime.turn import TurnInput
     from steerable_bridge.runtime.values import TextPart
 
-    tools = builtin_tools()
-    if not args.no_workspace:
-        from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
-
-        names = {tool.name for tool in tools}
-        offered = fixed_workspace_tools(args.cwd, policy=command_policy(args))
-        tools += tuple(t for t in offered if t.name not in names)
-    port = LocalPort(build_agent(args, tools=tools))
+    port = LocalPort(build_agent(args, tools=_tools(args)))
     workspace = None if args.no_workspace else args.cwd
     print(startup_line(args.model, args.storage, workspace), file=sys.stderr)
     from steerable_bridge.runtime.session import SessionBusy
@@ -146,39 +138,11 @@ async def _run(args: argparse.Namespace) -> int:
         if closed:
             return
         try:
-            show(event)
+            _show(event, jsonl=args.jsonl, out=out, err=err, kinds=kinds)
         except BrokenPipeError:  # `run ... | head` read enough: stop the turn, quietly
             closed = True
             silence_output()
             await port.cancel(session_id, "the reader of the output went away")
-
-    def show(event: ev.LoopEvent) -> None:
-        if args.jsonl:
-            out.write(json_printable(codec.event_to_json(event)) + "\n")
-            out.flush()
-            return
-        if isinstance(event, ev.TextDelta):
-            out.write(printable(event.delta))
-            out.flush()
-        elif isinstance(event, ev.TextEnd):
-            out.write("\n")
-        elif isinstance(event, ev.ReasoningDelta):
-            err.write(printable(event.delta))
-        elif isinstance(event, ev.ReasoningEnd):
-            err.write("\n")
-        elif isinstance(event, ev.ToolCallEnd):
-            kinds[event.call_id] = event.tool_kind
-            say(f"[tool] {event.title or event.name}", file=err)
-        elif isinstance(event, ev.ToolFinished):
-            detail = event.error.message if event.error else ""
-            say(f"[tool] {event.status} {detail}".rstrip(), file=err)
-            for line in shown_output(event, kinds.get(event.call_id, "other")):
-                say(f"  {line}", file=err)
-        elif isinstance(event, ev.PlanUpdated):
-            for entry in event.entries:
-                say(f"[plan] {entry.status:<11} {entry.content}", file=err)
-        elif isinstance(event, ev.RunFailed):
-            say(f"error [{event.code}]: {event.message}", file=err)
 
     turn = TurnInput(content=(TextPart(text=" ".join(args.prompt)),))
     outcome = None
@@ -205,6 +169,57 @@ async def _run(args: argparse.Namespace) -> int:
         print("[cancelled]", file=err)
         return 130
     return 1 if outcome.error_code else 0
+
+
+def _tools(args: argparse.Namespace) -> tuple[Tool, ...]:
+    """The built-in tools, and the workspace tools in `--cwd` unless `--no-workspace`."""
+    from steerable_bridge.adapters.tools.builtin import builtin_tools
+
+    tools = builtin_tools()
+    if not args.no_workspace:
+        from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
+
+        names = {tool.name for tool in tools}
+        offered = fixed_workspace_tools(args.cwd, policy=command_policy(args))
+        tools += tuple(t for t in offered if t.name not in names)
+    return tools
+
+
+def _show(
+    event: LoopEvent, *, jsonl: bool, out: TextIO, err: TextIO, kinds: dict[str, str]
+) -> None:
+    """Print one event of the turn: text on `out`, the rest compactly on `err` (every event
+    as a JSON line on `out` with `--jsonl`); `kinds` remembers each tool call's kind."""
+    from steerable_bridge.commands.terminal import json_printable, printable, say
+    from steerable_bridge.runtime import codec
+    from steerable_bridge.runtime import events as ev
+
+    if jsonl:
+        out.write(json_printable(codec.event_to_json(event)) + "\n")
+        out.flush()
+        return
+    if isinstance(event, ev.TextDelta):
+        out.write(printable(event.delta))
+        out.flush()
+    elif isinstance(event, ev.TextEnd):
+        out.write("\n")
+    elif isinstance(event, ev.ReasoningDelta):
+        err.write(printable(event.delta))
+    elif isinstance(event, ev.ReasoningEnd):
+        err.write("\n")
+    elif isinstance(event, ev.ToolCallEnd):
+        kinds[event.call_id] = event.tool_kind
+        say(f"[tool] {event.title or event.name}", file=err)
+    elif isinstance(event, ev.ToolFinished):
+        detail = event.error.message if event.error else ""
+        say(f"[tool] {event.status} {detail}".rstrip(), file=err)
+        for line in shown_output(event, kinds.get(event.call_id, "other")):
+            say(f"  {line}", file=err)
+    elif isinstance(event, ev.PlanUpdated):
+        for entry in event.entries:
+            say(f"[plan] {entry.status:<11} {entry.content}", file=err)
+    elif isinstance(event, ev.RunFailed):
+        say(f"error [{event.code}]: {event.message}", file=err)
 
 
 async def _close(port: AgentPort, asker: TerminalAsker | None) -> None:

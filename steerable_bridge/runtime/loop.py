@@ -69,41 +69,14 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
     t = _Turn(ctx, turn)
     rec = t.rec
     try:
-        await rec.emit(
-            ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
-        )
-        for advisory in ctx.advisories:
-            await rec.emit(
-                ev.Notice,
-                severity=advisory.severity,
-                title=advisory.title,
-                description=advisory.description,
-            )
-        await t.settle_open_calls()
-        if rec.batch.stopped:
-            return await t.finish("rejected")
-        if turn.state_json is not None:
-            await rec.emit(ev.StateSnapshot, state_json=turn.state_json)
-        if turn.content:
-            await rec.emit(
-                ev.UserMessage,
-                message_id=turn.message_id or rec.new_id("user"),
-                content=turn.content,
-            )
-            if ctx.facts.title is None:
-                await rec.emit(ev.SessionInfo, title=_title(turn.content))
-        if turn.compact and ctx.compactor is not None:
-            if not turn.content and not ctx.facts.open_calls:
-                await t.call.compact_now()
-                return await t.finish("cancelled" if ctx.cancel.cancelled else "end_turn")
-            ctx.compactor.request()
+        stop = await t.begin(turn)  # run_started, open calls settled, the user's message
+        if stop is not None:
+            return await t.finish(stop)
         step = 0
         while True:
             if ctx.cancel.cancelled:
                 return await t.finish("cancelled")
-            for content, message_id in ctx.steering.take():
-                message_id = message_id or rec.new_id("steer")
-                await rec.emit(ev.SteerApplied, message_id=message_id, content=content)
+            await t.apply_steering()
             stop = await rec.guard.at_boundary(step)  # budgets; soft timeout / dedup wrap-up
             if stop is not None:
                 return await t.finish(stop)
@@ -117,27 +90,11 @@ async def run_turn(ctx: TurnContext, turn: TurnInput) -> RunOutcome:
             if ctx.cancel.cancelled:
                 return await t.finish("cancelled")
             if calls:
-                await rec.batch.run(calls)
-                await t.end_step(finish_reason)
-                if ctx.cancel.cancelled:
-                    return await t.finish("cancelled")
-                if rec.batch.stopped:
-                    return await t.finish("rejected")
-                if rec.batch.waiting:
-                    return await t.finish("interrupted")
-                continue
-            await t.end_step(finish_reason)
-            if len(ctx.steering):
-                continue  # steering that arrived during the last step is applied, not dropped
-            follow_ups = ctx.follow_ups.take()
-            if follow_ups:
-                for content, message_id in follow_ups:
-                    message_id = message_id or rec.new_id("user")
-                    await rec.emit(ev.FollowUpApplied, message_id=message_id, content=content)
-                continue
-            if finish_reason == "end_turn" and await t.completion_needs_another_step():
-                continue
-            return await t.finish(_STOP_FOR_FINISH[finish_reason])
+                stop = await t.after_calls(calls, finish_reason)
+            else:
+                stop = await t.after_answer(finish_reason)
+            if stop is not None:
+                return await t.finish(stop)
     except StepRejected:
         return await t.finish("end_turn")
     except ProviderError as error:
@@ -158,6 +115,81 @@ class _Turn:
         self.ctx = ctx
         self.rec = TurnRecorder(ctx, turn)
         self.call = ModelStep(self.rec)
+
+    async def begin(self, turn: TurnInput) -> StopReason | None:
+        """Open the turn: `run_started` and the advisories, the calls an earlier run left
+        open settled, the client's state and the user's message (with a title on the first
+        prompt). A stop reason when the turn ends there (a rejected call, a compaction
+        alone), else None: the steps follow."""
+        ctx = self.ctx
+        await self.rec.emit(
+            ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
+        )
+        for advisory in ctx.advisories:
+            await self.rec.emit(
+                ev.Notice,
+                severity=advisory.severity,
+                title=advisory.title,
+                description=advisory.description,
+            )
+        await self.settle_open_calls()
+        if self.rec.batch.stopped:
+            return "rejected"
+        if turn.state_json is not None:
+            await self.rec.emit(ev.StateSnapshot, state_json=turn.state_json)
+        if turn.content:
+            await self.rec.emit(
+                ev.UserMessage,
+                message_id=turn.message_id or self.rec.new_id("user"),
+                content=turn.content,
+            )
+            if ctx.facts.title is None:
+                await self.rec.emit(ev.SessionInfo, title=_title(turn.content))
+        if turn.compact and ctx.compactor is not None:
+            if not turn.content and not ctx.facts.open_calls:
+                await self.call.compact_now()
+                return "cancelled" if ctx.cancel.cancelled else "end_turn"
+            ctx.compactor.request()
+        return None
+
+    async def apply_steering(self) -> None:
+        """Log the steering queued since the last step (`steer_applied`): the next model
+        request carries it."""
+        for content, message_id in self.ctx.steering.take():
+            message_id = message_id or self.rec.new_id("steer")
+            await self.rec.emit(ev.SteerApplied, message_id=message_id, content=content)
+
+    async def after_calls(
+        self, calls: list[ev.ToolCallEnd], finish_reason: FinishReason
+    ) -> StopReason | None:
+        """Run the step's tool calls and end the step; a stop reason when the turn ends
+        (cancelled, a rejected call, a call the client must answer), else None."""
+        await self.rec.batch.run(calls)
+        await self.end_step(finish_reason)
+        if self.ctx.cancel.cancelled:
+            return "cancelled"
+        if self.rec.batch.stopped:
+            return "rejected"
+        if self.rec.batch.waiting:
+            return "interrupted"
+        return None
+
+    async def after_answer(self, finish_reason: FinishReason) -> StopReason | None:
+        """End a step without tool calls; None when another step follows (steering or a
+        follow-up waits, or the `before_completion` hooks want one), else the stop reason."""
+        ctx = self.ctx
+        await self.end_step(finish_reason)
+        if len(ctx.steering):
+            return None  # steering that arrived during the last step is applied, not dropped
+        follow_ups = ctx.follow_ups.take()
+        if follow_ups:
+            for content, message_id in follow_ups:
+                message_id = message_id or self.rec.new_id("user")
+                await self.rec.emit(ev.FollowUpApplied, message_id=message_id, content=content)
+            return None
+        if finish_reason == "end_turn" and await self.completion_needs_another_step():
+            return None
+        return _STOP_FOR_FINISH[finish_reason]
 
     async def settle_open_calls(self) -> None:
         if self.ctx.facts.open_calls:

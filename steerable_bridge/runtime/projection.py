@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import jsonpatch
 from pydantic import JsonValue
@@ -89,10 +90,6 @@ _NO_HISTORY: tuple[type[ev.EventBase], ...] = (
 
 _OWN_MESSAGE = (ev.ToolFinished, ev.UserMessage, ev.SteerApplied, ev.FollowUpApplied)
 """Kinds that are one message of the history each."""
-
-_STREAMING: frozenset[type[ev.EventBase]] = frozenset(
-    {ev.TextDelta, ev.ReasoningDelta, ev.ToolCallDelta}
-)
 
 
 class _Assistant:
@@ -208,60 +205,78 @@ class History:
     def observe(self, event: LoopEvent) -> None:
         """Fold one more event in (the next one of the log)."""
         self.last_seq = event.seq
-        if isinstance(event, ev.TextDelta):  # the hot path: one per streamed token
+        if type(event) is ev.TextDelta:  # the hot path: one per streamed token
             self._begin(event.message_id, event.seq).text.append(event.delta)
             self._messages = None
             return
         if self._error is not None:
             return
-        if isinstance(event, BOUNDARIES):
-            if not self._open and event.seq - 1 > self.floor:
-                self._cuts.append((event.seq - 1, not isinstance(event, ev.StepStarted)))
-            if isinstance(event, ev.UserMessage):
-                self._users.append(event.seq)
-        if isinstance(event, ev.ReasoningDelta):
-            assistant = self._begin(event.message_id, event.seq)
-            assistant.reasoning.append(event.delta)
-            assistant.block.append(event.delta)
-        elif isinstance(event, ev.ReasoningEnd):
-            self._begin(event.message_id, event.seq).end_reasoning(event)
-        elif isinstance(event, ev.ToolCallEnd):
-            self._open.add(event.call_id)
-            self._begin(f"asst-{event.call_id}", event.seq).calls.append(
-                ToolCall(
-                    call_id=event.call_id, name=event.name, arguments_json=event.arguments_json
-                )
-            )
-        elif isinstance(event, ev.ModelResponseEvent | ev.RunFinished | ev.RunFailed):
-            self._flush()
-            return
-        elif isinstance(event, _OWN_MESSAGE):
-            if isinstance(event, ev.ToolFinished):
-                self._open.discard(event.call_id)
-            self._flush()
-            self._add(event.seq, _own_message(event))
-        elif isinstance(event, ev.HookAction):
-            if not event.message:
-                return
-            self._flush()
-            self._add(event.seq, _own_message(event))
-        elif isinstance(event, ev.Compaction):
-            self._flush()
-            self._entries = _compact(self._entries, event)
-            self._list = [message for _, message in self._entries]
-            if event.scope == "history" and event.through_seq > self.floor:
-                floor = self.floor = event.through_seq
-                self._cuts = [cut for cut in self._cuts if cut[0] > floor]
-                self._users = [seq for seq in self._users if seq > floor]
-        elif isinstance(event, _NO_HISTORY):
-            return
-        else:
-            self._error = ProjectionError(
-                f"cannot project event kind {getattr(event, 'kind', type(event).__name__)!r}"
-                f" (seq {getattr(event, 'seq', '?')}); upgrade steerable-bridge to read this log"
-            )
-            return
+        _HISTORY_STEPS.get(type(event), History._unknown)(self, event)
+
+    def _boundary(self, event: ev.EventBase) -> None:
+        if not self._open and event.seq - 1 > self.floor:
+            self._cuts.append((event.seq - 1, not isinstance(event, ev.StepStarted)))
+        if isinstance(event, ev.UserMessage):
+            self._users.append(event.seq)
+
+    def _reasoning_delta(self, event: ev.ReasoningDelta) -> None:
+        assistant = self._begin(event.message_id, event.seq)
+        assistant.reasoning.append(event.delta)
+        assistant.block.append(event.delta)
         self._messages = None
+
+    def _reasoning_end(self, event: ev.ReasoningEnd) -> None:
+        self._begin(event.message_id, event.seq).end_reasoning(event)
+        self._messages = None
+
+    def _tool_call_end(self, event: ev.ToolCallEnd) -> None:
+        self._open.add(event.call_id)
+        self._begin(f"asst-{event.call_id}", event.seq).calls.append(
+            ToolCall(call_id=event.call_id, name=event.name, arguments_json=event.arguments_json)
+        )
+        self._messages = None
+
+    def _end(self, event: ev.EventBase) -> None:
+        self._flush()
+
+    def _own(
+        self, event: ev.ToolFinished | ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied
+    ) -> None:
+        if isinstance(event, ev.ToolFinished):
+            self._open.discard(event.call_id)
+        self._flush()
+        self._add(event.seq, _own_message(event))
+        self._messages = None
+
+    def _boundary_own(self, event: ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied) -> None:
+        self._boundary(event)
+        self._own(event)
+
+    def _hook(self, event: ev.HookAction) -> None:
+        if not event.message:
+            return
+        self._flush()
+        self._add(event.seq, _own_message(event))
+        self._messages = None
+
+    def _compaction(self, event: ev.Compaction) -> None:
+        self._flush()
+        self._entries = _compact(self._entries, event)
+        self._list = [message for _, message in self._entries]
+        if event.scope == "history" and event.through_seq > self.floor:
+            floor = self.floor = event.through_seq
+            self._cuts = [cut for cut in self._cuts if cut[0] > floor]
+            self._users = [seq for seq in self._users if seq > floor]
+        self._messages = None
+
+    def _ignore(self, event: ev.EventBase) -> None:
+        pass
+
+    def _unknown(self, event: object) -> None:
+        self._error = ProjectionError(
+            f"cannot project event kind {getattr(event, 'kind', type(event).__name__)!r}"
+            f" (seq {getattr(event, 'seq', '?')}); upgrade steerable-bridge to read this log"
+        )
 
     def _begin(self, message_id: str, seq: int) -> _Assistant:
         current = self.current
@@ -326,6 +341,27 @@ class History:
         """How many user messages after the floor lie in `after < seq <= through`."""
         users = self._users
         return bisect.bisect_right(users, through) - bisect.bisect_right(users, after)
+
+
+_HISTORY_STEPS: dict[type, Callable[[History, Any], None]] = {
+    **dict.fromkeys(_NO_HISTORY, History._ignore),
+    ev.ReasoningDelta: History._reasoning_delta,
+    ev.ReasoningEnd: History._reasoning_end,
+    ev.ToolCallEnd: History._tool_call_end,
+    ev.ModelResponseEvent: History._end,
+    ev.RunFinished: History._end,
+    ev.RunFailed: History._end,
+    **dict.fromkeys(_OWN_MESSAGE, History._own),
+    ev.HookAction: History._hook,
+    ev.Compaction: History._compaction,
+    ev.UserMessage: History._boundary_own,
+    ev.SteerApplied: History._boundary_own,
+    ev.FollowUpApplied: History._boundary_own,
+    ev.StepStarted: History._boundary,
+    ev.RunStarted: History._boundary,
+}
+"""What `History.observe` does with each kind of event other than a text delta (any kind
+not here is one this build cannot project)."""
 
 
 def _compact(
@@ -456,37 +492,69 @@ class SessionFacts:
 
     def observe(self, event: LoopEvent) -> None:
         """Fold one more event in (the loop calls this for every event it logs)."""
-        if type(event) in _STREAMING:
-            return
-        if isinstance(event, ev.SessionInfo):
-            self.title = event.title
-        elif isinstance(event, ev.ModeChanged):
-            self.mode_id = event.mode_id
-        elif isinstance(event, ev.ConfigChanged):
-            self.config[event.option_id] = event.value
-        elif isinstance(event, ev.PermissionResolved):
-            key = event.approval_key or event.tool_name  # a command's key has its shape
-            if event.outcome == "allow_always":
-                self.always[key] = True
-            elif event.outcome == "reject_always":
-                self.always[key] = False
-        elif isinstance(event, ev.ToolCallEnd):
-            self.open_calls[event.call_id] = event
-        elif isinstance(event, ev.QuestionAsked):
-            self.open_questions[event.question_id] = event
-        elif isinstance(event, ev.QuestionAnswered):
-            self.open_questions.pop(event.question_id, None)
-        elif isinstance(event, ev.ToolFinished):
-            self.open_calls.pop(event.call_id, None)
-        elif isinstance(event, ev.RunStarted):
-            self.running = True
-            self.last_run_id = event.run_id
-        elif isinstance(event, ev.RunFinished | ev.RunFailed):
-            self.running = False
-        elif isinstance(event, ev.StateSnapshot):
-            self.state = json.loads(event.state_json)
-        elif isinstance(event, ev.StateDelta):
-            self.state = jsonpatch.apply_patch(self.state, json.loads(event.patch_json))
+        step = _FACT_STEPS.get(type(event))
+        if step is not None:  # most events (every streamed delta) carry no fact
+            step(self, event)
+
+    def _session_info(self, event: ev.SessionInfo) -> None:
+        self.title = event.title
+
+    def _mode(self, event: ev.ModeChanged) -> None:
+        self.mode_id = event.mode_id
+
+    def _config(self, event: ev.ConfigChanged) -> None:
+        self.config[event.option_id] = event.value
+
+    def _permission(self, event: ev.PermissionResolved) -> None:
+        key = event.approval_key or event.tool_name  # a command's key has its shape
+        if event.outcome == "allow_always":
+            self.always[key] = True
+        elif event.outcome == "reject_always":
+            self.always[key] = False
+
+    def _call(self, event: ev.ToolCallEnd) -> None:
+        self.open_calls[event.call_id] = event
+
+    def _asked(self, event: ev.QuestionAsked) -> None:
+        self.open_questions[event.question_id] = event
+
+    def _answered(self, event: ev.QuestionAnswered) -> None:
+        self.open_questions.pop(event.question_id, None)
+
+    def _result(self, event: ev.ToolFinished) -> None:
+        self.open_calls.pop(event.call_id, None)
+
+    def _run_started(self, event: ev.RunStarted) -> None:
+        self.running = True
+        self.last_run_id = event.run_id
+
+    def _run_ended(self, event: ev.RunFinished | ev.RunFailed) -> None:
+        self.running = False
+
+    def _snapshot(self, event: ev.StateSnapshot) -> None:
+        self.state = json.loads(event.state_json)
+
+    def _delta(self, event: ev.StateDelta) -> None:
+        self.state = jsonpatch.apply_patch(self.state, json.loads(event.patch_json))
+
+
+_FACT_STEPS: dict[type, Callable[[SessionFacts, Any], None]] = {
+    ev.SessionInfo: SessionFacts._session_info,
+    ev.ModeChanged: SessionFacts._mode,
+    ev.ConfigChanged: SessionFacts._config,
+    ev.PermissionResolved: SessionFacts._permission,
+    ev.ToolCallEnd: SessionFacts._call,
+    ev.QuestionAsked: SessionFacts._asked,
+    ev.QuestionAnswered: SessionFacts._answered,
+    ev.ToolFinished: SessionFacts._result,
+    ev.RunStarted: SessionFacts._run_started,
+    ev.RunFinished: SessionFacts._run_ended,
+    ev.RunFailed: SessionFacts._run_ended,
+    ev.StateSnapshot: SessionFacts._snapshot,
+    ev.StateDelta: SessionFacts._delta,
+}
+"""What `SessionFacts.observe` does with each kind of event that carries a fact (every
+other kind, the streamed deltas first among them, changes none)."""
 
 
 _FACT_KINDS: tuple[type[ev.EventBase], ...] = (

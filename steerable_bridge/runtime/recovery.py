@@ -25,37 +25,10 @@ def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopE
     if not facts.running or facts.last_run_id is None:
         return []
     run_id = facts.last_run_id
-    text: list[str] = []
-    reasoning: list[str] = []
-    calls: dict[str, tuple[str, list[str]]] = {}
-    step: int | None = None
-    compactions: list[str] = []
+    still = _Open()
     for event in log.view().folded():  # deltas joined: runs of them held folded read as one
-        if event.run_id != run_id:
-            continue
-        if isinstance(event, ev.CompactionStarted):
-            compactions.append(event.compaction_id)
-        elif isinstance(event, ev.Compaction | ev.CompactionDropped):
-            if event.compaction_id in compactions:
-                compactions.remove(event.compaction_id)
-        elif isinstance(event, ev.TextStart):
-            text.append(event.message_id)
-        elif isinstance(event, ev.TextEnd) and event.message_id in text:
-            text.remove(event.message_id)
-        elif isinstance(event, ev.ReasoningStart):
-            reasoning.append(event.message_id)
-        elif isinstance(event, ev.ReasoningEnd) and event.message_id in reasoning:
-            reasoning.remove(event.message_id)
-        elif isinstance(event, ev.ToolCallStart):
-            calls[event.call_id] = (event.name, [])
-        elif isinstance(event, ev.ToolCallDelta) and event.call_id in calls:
-            calls[event.call_id][1].append(event.delta)
-        elif isinstance(event, ev.ToolCallEnd):
-            calls.pop(event.call_id, None)
-        elif isinstance(event, ev.StepStarted):
-            step = event.step
-        elif isinstance(event, ev.StepFinished):
-            step = None
+        if event.run_id == run_id:
+            still.observe(event)
     added: list[ev.LoopEvent] = []
 
     def add(cls: type[ev.EventBase], **fields: object) -> None:
@@ -63,7 +36,7 @@ def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopE
         facts.observe(event)
         added.append(event)
 
-    for compaction_id in compactions:
+    for compaction_id in still.compactions:
         add(
             ev.CompactionDropped,
             compaction_id=compaction_id,
@@ -71,11 +44,11 @@ def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopE
             detail="the agent process stopped while the summary was being written; the"
             " conversation is unchanged",
         )
-    for message_id in reasoning:
+    for message_id in still.reasoning:
         add(ev.ReasoningEnd, message_id=message_id)
-    for message_id in text:
+    for message_id in still.text:
         add(ev.TextEnd, message_id=message_id)
-    for call_id, (name, parts) in calls.items():
+    for call_id, (name, parts) in still.calls.items():
         add(ev.ToolCallEnd, call_id=call_id, name=name, arguments_json="".join(parts))
     for call_id in list(facts.open_calls):
         add(
@@ -86,8 +59,8 @@ def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopE
                 code="interrupted", message="the agent process stopped during this call"
             ),
         )
-    if step is not None:
-        add(ev.StepFinished, step=step, finish_reason="error")
+    if still.step is not None:
+        add(ev.StepFinished, step=still.step, finish_reason="error")
     add(
         ev.RunFailed,
         code="interrupted",
@@ -95,3 +68,46 @@ def close_interrupted_run(log: SessionLog, facts: SessionFacts) -> list[ev.LoopE
         " next loaded. Send the prompt again to continue.",
     )
     return added
+
+
+class _Open:
+    """What one run's events left open: compactions, text and reasoning blocks, tool calls
+    still streaming their arguments, and the step."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[str, tuple[str, list[str]]] = {}
+        self.step: int | None = None
+        self.compactions: list[str] = []
+
+    def observe(self, event: ev.LoopEvent) -> None:
+        self._blocks(event)
+        self._calls(event)
+
+    def _blocks(self, event: ev.LoopEvent) -> None:
+        if isinstance(event, ev.CompactionStarted):
+            self.compactions.append(event.compaction_id)
+        elif isinstance(event, ev.Compaction | ev.CompactionDropped):
+            if event.compaction_id in self.compactions:
+                self.compactions.remove(event.compaction_id)
+        elif isinstance(event, ev.TextStart):
+            self.text.append(event.message_id)
+        elif isinstance(event, ev.TextEnd) and event.message_id in self.text:
+            self.text.remove(event.message_id)
+        elif isinstance(event, ev.ReasoningStart):
+            self.reasoning.append(event.message_id)
+        elif isinstance(event, ev.ReasoningEnd) and event.message_id in self.reasoning:
+            self.reasoning.remove(event.message_id)
+
+    def _calls(self, event: ev.LoopEvent) -> None:
+        if isinstance(event, ev.ToolCallStart):
+            self.calls[event.call_id] = (event.name, [])
+        elif isinstance(event, ev.ToolCallDelta) and event.call_id in self.calls:
+            self.calls[event.call_id][1].append(event.delta)
+        elif isinstance(event, ev.ToolCallEnd):
+            self.calls.pop(event.call_id, None)
+        elif isinstance(event, ev.StepStarted):
+            self.step = event.step
+        elif isinstance(event, ev.StepFinished):
+            self.step = None

@@ -220,62 +220,11 @@ class RequestWriter:
     def _request(self, event: ModelRequestEvent) -> str:
         new = event.request
         old = self.previous.request if self.previous is not None else None
-        items: list[Any] = []
-        literal: list[Message] = []
-        refs: dict[str, Any] = {}
-        start = 0
-        if old is not None and old.messages and new.messages[: len(old.messages)] == old.messages:
-            items.append([0, len(old.messages)])
-            start = len(old.messages)
-        index: dict[Message, int] | None = None
-        for message in new.messages[start:]:
-            last = items[-1] if items else None
-            if (
-                old is not None
-                and isinstance(last, list)
-                and len(last) == 2
-                and last[1] < len(old.messages)
-                and old.messages[last[1]] == message
-            ):
-                last[1] += 1
-                continue
-            key = _key(message)
-            source = self.sources.get(key) if key is not None else None
-            if isinstance(source, tuple):
-                items.append([STEP, *source])
-                continue
-            if source is not None:
-                items.append(source)
-                continue
-            if old is not None and key is not None:
-                if index is None:
-                    index = {}
-                    for i, m in enumerate(old.messages):
-                        if _key(m) is not None:
-                            index.setdefault(m, i)
-                j = index.get(key)
-                if j is not None:
-                    items.append([j, j + 1])
-                    continue
-            items.append(None)
-            literal.append(message)
+        items, literal = self._items(new, old)
         slim = dataclasses.replace(new, messages=tuple(literal))
-        if old is not None and new.system == old.system:
-            slim = dataclasses.replace(slim, system="")
-            refs["system"] = _digest(new.system)
-        elif self.system_at is not None and self.system_at[1] == new.system and new.system:
-            slim = dataclasses.replace(slim, system="")
-            refs["system_at"] = [self.system_at[0], _digest(new.system)]
-        else:
-            self.system_at = (event.seq, new.system)
-        if old is not None and new.tools == old.tools:
-            slim = dataclasses.replace(slim, tools=())
-            refs["tools"] = _tools_digest(new.tools)
-        elif self.tools_at is not None and self.tools_at[1] == new.tools and new.tools:
-            slim = dataclasses.replace(slim, tools=())
-            refs["tools_at"] = [self.tools_at[0], _tools_digest(new.tools)]
-        else:
-            self.tools_at = (event.seq, new.tools)
+        refs: dict[str, Any] = {}
+        slim = self._system_ref(event, old, slim, refs)
+        slim = self._tools_ref(event, old, slim, refs)
         if self.previous is not None and (
             "system" in refs
             or "tools" in refs
@@ -289,6 +238,95 @@ class RequestWriter:
         body["request"]["messages"] = [next(written) if i is None else i for i in items]
         body[REF_KEYS[FORMAT]] = refs
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+    def _items(
+        self, new: ModelRequest, old: ModelRequest | None
+    ) -> tuple[list[Any], list[Message]]:
+        """The message items of `new` (a reference, or None where the message is written
+        out) and the messages written out, in order."""
+        items: list[Any] = []
+        literal: list[Message] = []
+        start = 0
+        if old is not None and old.messages and new.messages[: len(old.messages)] == old.messages:
+            items.append([0, len(old.messages)])
+            start = len(old.messages)
+        index: dict[Message, int] | None = None
+        for message in new.messages[start:]:
+            if old is not None and _extends(items, old, message):
+                items[-1][1] += 1
+                continue
+            key = _key(message)
+            source = self.sources.get(key) if key is not None else None
+            if isinstance(source, tuple):
+                items.append([STEP, *source])
+                continue
+            if source is not None:
+                items.append(source)
+                continue
+            if old is not None and key is not None:
+                if index is None:
+                    index = _index(old)
+                j = index.get(key)
+                if j is not None:
+                    items.append([j, j + 1])
+                    continue
+            items.append(None)
+            literal.append(message)
+        return items, literal
+
+    def _system_ref(
+        self,
+        event: ModelRequestEvent,
+        old: ModelRequest | None,
+        slim: ModelRequest,
+        refs: dict[str, Any],
+    ) -> ModelRequest:
+        new = event.request
+        if old is not None and new.system == old.system:
+            refs["system"] = _digest(new.system)
+            return dataclasses.replace(slim, system="")
+        if self.system_at is not None and self.system_at[1] == new.system and new.system:
+            refs["system_at"] = [self.system_at[0], _digest(new.system)]
+            return dataclasses.replace(slim, system="")
+        self.system_at = (event.seq, new.system)
+        return slim
+
+    def _tools_ref(
+        self,
+        event: ModelRequestEvent,
+        old: ModelRequest | None,
+        slim: ModelRequest,
+        refs: dict[str, Any],
+    ) -> ModelRequest:
+        new = event.request
+        if old is not None and new.tools == old.tools:
+            refs["tools"] = _tools_digest(new.tools)
+            return dataclasses.replace(slim, tools=())
+        if self.tools_at is not None and self.tools_at[1] == new.tools and new.tools:
+            refs["tools_at"] = [self.tools_at[0], _tools_digest(new.tools)]
+            return dataclasses.replace(slim, tools=())
+        self.tools_at = (event.seq, new.tools)
+        return slim
+
+
+def _extends(items: list[Any], old: ModelRequest, message: Message) -> bool:
+    """Whether `message` continues the range of `old`'s messages the last item names."""
+    last = items[-1] if items else None
+    return (
+        isinstance(last, list)
+        and len(last) == 2
+        and last[1] < len(old.messages)
+        and old.messages[last[1]] == message
+    )
+
+
+def _index(old: ModelRequest) -> dict[Message, int]:
+    """The first position of each hashable message of `old`."""
+    index: dict[Message, int] = {}
+    for i, m in enumerate(old.messages):
+        if _key(m) is not None:
+            index.setdefault(m, i)
+    return index
 
 
 def resume_writer(
@@ -485,25 +523,7 @@ class Resolver:
         stored: dict[str, Any] | None = parsed.pop(REF_KEYS[found], None)
         ref = stored or {}
         try:
-            old = found < BODY_FORMAT
-            base_seq = ref.get("base_seq" if old else "base")
-            base = self._base(seq, base_seq) if base_seq is not None else None
-            items = None
-            if stored is not None and not old:
-                items = parsed["request"].get("messages", [])
-            if items is not None:
-                parsed["request"]["messages"] = [i for i in items if isinstance(i, dict)]
-            slim = event_from_jsonable(parsed)
-            if not isinstance(slim, ModelRequestEvent):
-                raise ValueError("it is not a model request")
-            messages = slim.request.messages
-            if items is not None:
-                messages = self._messages(seq, items, messages, base)
-            elif stored is not None:  # format 2: a prefix of the base, then what is new
-                prefix = int(ref["prefix"])
-                if base is None or not 0 <= prefix <= len(base.messages):
-                    raise ValueError("its prefix does not fit the request it extends")
-                messages = base.messages[:prefix] + messages
+            slim, messages, base = self._slim(seq, found, parsed, stored, ref)
         except KeyError as err:
             raise corrupt(what, f"it refers to {err}, which cannot be read") from None
         except (ValidationError, ValueError, TypeError, AttributeError) as err:
@@ -511,6 +531,49 @@ class Resolver:
         if slim.seq != seq or slim.session_id != self.session_id:
             raise corrupt(what, f"its JSON says session {slim.session_id} seq {slim.seq}")
         request = slim.request
+        system, tools = self._header(seq, ref, base, request)
+        full = dataclasses.replace(request, messages=messages, system=system, tools=tools)
+        return dataclasses.replace(slim, request=full)
+
+    def _slim(
+        self,
+        seq: int,
+        found: int,
+        parsed: dict[str, Any],
+        stored: dict[str, Any] | None,
+        ref: dict[str, Any],
+    ) -> tuple[ModelRequestEvent, tuple[Message, ...], ModelRequest | None]:
+        """The request event as its row holds it, its messages in full, and its base."""
+        old = found < BODY_FORMAT
+        base_seq = ref.get("base_seq" if old else "base")
+        base = self._base(seq, base_seq) if base_seq is not None else None
+        items = None
+        if stored is not None and not old:
+            items = parsed["request"].get("messages", [])
+        if items is not None:
+            parsed["request"]["messages"] = [i for i in items if isinstance(i, dict)]
+        slim = event_from_jsonable(parsed)
+        if not isinstance(slim, ModelRequestEvent):
+            raise ValueError("it is not a model request")
+        messages = slim.request.messages
+        if items is not None:
+            messages = self._messages(seq, items, messages, base)
+        elif stored is not None:  # format 2: a prefix of the base, then what is new
+            prefix = int(ref["prefix"])
+            if base is None or not 0 <= prefix <= len(base.messages):
+                raise ValueError("its prefix does not fit the request it extends")
+            messages = base.messages[:prefix] + messages
+        return slim, messages, base
+
+    def _header(
+        self,
+        seq: int,
+        ref: dict[str, Any],
+        base: ModelRequest | None,
+        request: ModelRequest,
+    ) -> tuple[str, tuple[ToolSpec, ...]]:
+        """The system prompt and tools of the request `ref` (its row's references) names."""
+        what = self._what(seq)
         system = base.system if base is not None and "system" in ref else request.system
         tools = base.tools if base is not None and "tools" in ref else request.tools
         if base is None and ("system" in ref or "tools" in ref):
@@ -531,8 +594,7 @@ class Resolver:
             or ("tools_at" in ref and ref["tools_at"][1] != _tools_digest(tools))
         ):
             raise corrupt(what, "the system prompt or tools it refers to do not match")
-        full = dataclasses.replace(request, messages=messages, system=system, tools=tools)
-        return dataclasses.replace(slim, request=full)
+        return system, tools
 
     def _step(self, seq: int, first: object, last: object) -> Message:
         """The one assistant message the events first..last make (a `STEP` item)."""

@@ -74,7 +74,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from steerable_bridge import __version__
-from steerable_bridge.runtime.port import AgentPort
+from steerable_bridge.runtime.port import AgentPort, Reservation
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionOwned, StoreError
 from steerable_bridge.transports.agui.body import BodyError, read_json
@@ -98,6 +98,8 @@ from steerable_bridge.transports.agui.thread_routes import ThreadRoutes, not_fou
 from steerable_bridge.transports.agui.threads import (
     DEFAULT_MAX_THREADS,
     DEFAULT_THREAD_TTL_S,
+    Run,
+    Thread,
     Threads,
 )
 
@@ -258,21 +260,9 @@ class _Server:
         user = await self.routes.who(request)
         if isinstance(user, Response):
             return user
-        try:
-            data = await read_json(request, self.max_body)
-        except ClientDisconnect:
-            return Response(status_code=400)
-        except BodyError as err:
-            return error(err.status, err.code, err.message, **err.extra)
-        try:
-            run = RunAgentInput.model_validate(data)
-        except ValidationError as err:
-            return error(
-                422,
-                "invalid_input",
-                "the body is not a valid AG-UI RunAgentInput; fix the fields listed in 'details'",
-                details=json.loads(err.json(include_url=False, include_input=False)),
-            )
+        run = await self._read_run(request)
+        if isinstance(run, Response):
+            return run
         routes = self.routes
         if await routes.owned_by_other(user, run.thread_id):
             return not_found(error, run.thread_id)
@@ -295,10 +285,42 @@ class _Server:
             if isinstance(forwarded, EventStream):
                 return forwarded
             return self._full()
+        prepared = await self._prepare(request, thread, hold, run, user)
+        if isinstance(prepared, Response):
+            return prepared
+        return self._stream(run, prepared, started)
+
+    async def _read_run(self, request: Request) -> RunAgentInput | Response:
+        """The request's body as a `RunAgentInput`, or the error response that refuses it."""
+        try:
+            data = await read_json(request, self.max_body)
+        except ClientDisconnect:
+            return Response(status_code=400)
+        except BodyError as err:
+            return error(err.status, err.code, err.message, **err.extra)
+        try:
+            return RunAgentInput.model_validate(data)
+        except ValidationError as err:
+            return error(
+                422,
+                "invalid_input",
+                "the body is not a valid AG-UI RunAgentInput; fix the fields listed in 'details'",
+                details=json.loads(err.json(include_url=False, include_input=False)),
+            )
+
+    async def _prepare(
+        self,
+        request: Request,
+        thread: Thread,
+        hold: Reservation,
+        run: RunAgentInput,
+        user: str | None,
+    ) -> Run | Response:
+        """The run of the claimed thread, or the error response (and `hold` let go)."""
         try:
             traceparent = request.headers.get("traceparent")
             defer = self.threads.loading > 0  # a burst: its first event waits for no load
-            prepared = await self.threads.prepare(
+            return await self.threads.prepare(
                 thread, hold, run, traceparent=traceparent, user=user, defer=defer
             )
         except InputError as err:
@@ -311,6 +333,8 @@ class _Server:
             hold.release()
             raise
 
+    def _stream(self, run: RunAgentInput, prepared: Run, started: float) -> EventStream:
+        """The response that streams `prepared`, counted in `running` until it closes."""
         self.running += 1
         self.peak = max(self.peak, self.running)
 

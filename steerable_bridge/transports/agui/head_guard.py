@@ -39,7 +39,7 @@ import logging
 import os
 import resource
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["ConnectionBudget", "ConnectionLimits", "connection_budget", "guarded"]
 
@@ -137,192 +137,254 @@ class HeadTooLarge(Exception):
     """Raised inside httptools' callbacks to stop parsing an oversized head."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """One process's guard: its limits, the answers it refuses with, and the connections
+    waiting for a head, oldest first (a dict keeps insertion order)."""
+
+    limits: ConnectionLimits
+    budget: ConnectionBudget
+    too_large: bytes
+    slow_head: bytes
+    slow_body: bytes
+    shed: bytes
+    busy: bytes
+    waiting: dict[Any, None]
+
+
 def guarded(base: type[Any], limits: ConnectionLimits, budget: ConnectionBudget) -> type[Any]:
     """`base` (a uvicorn HTTP protocol class) behind the guard of the module docstring."""
     max_head = limits.max_head_bytes
-    too_large = _answer(
-        431,
-        "Request Header Fields Too Large",
-        "head_too_large",
-        f"the request line and headers are larger than {max_head} bytes; send smaller"
-        " headers (the server's limit is serve --max-head)",
+    rules = _Rules(
+        limits=limits,
+        budget=budget,
+        too_large=_answer(
+            431,
+            "Request Header Fields Too Large",
+            "head_too_large",
+            f"the request line and headers are larger than {max_head} bytes; send smaller"
+            " headers (the server's limit is serve --max-head)",
+        ),
+        slow_head=_answer(
+            408,
+            "Request Timeout",
+            "request_timeout",
+            f"the request head did not arrive within {limits.head_timeout_s:g}s; send the"
+            " whole head at once (the server's limit is serve --head-timeout)",
+        ),
+        slow_body=_answer(
+            408,
+            "Request Timeout",
+            "request_timeout",
+            f"the request body did not arrive within {limits.body_timeout_s:g}s of its head;"
+            " send the whole body (the server's limit is serve --body-timeout)",
+        ),
+        shed=_answer(
+            408,
+            "Request Timeout",
+            "request_timeout",
+            "the server is at its connection limit and this connection had not sent its"
+            " request head; connect again and send the request at once",
+        ),
+        busy=_answer(
+            503,
+            "Service Unavailable",
+            "server_busy",
+            f"the server is serving its limit of {budget.max_connections} connections; try"
+            " again shortly",
+            b"retry-after: 1\r\n",
+        ),
+        waiting={},
     )
-    slow_head = _answer(
-        408,
-        "Request Timeout",
-        "request_timeout",
-        f"the request head did not arrive within {limits.head_timeout_s:g}s; send the whole"
-        " head at once (the server's limit is serve --head-timeout)",
-    )
-    slow_body = _answer(
-        408,
-        "Request Timeout",
-        "request_timeout",
-        f"the request body did not arrive within {limits.body_timeout_s:g}s of its head;"
-        " send the whole body (the server's limit is serve --body-timeout)",
-    )
-    shed = _answer(
-        408,
-        "Request Timeout",
-        "request_timeout",
-        "the server is at its connection limit and this connection had not sent its request"
-        " head; connect again and send the request at once",
-    )
-    busy = _answer(
-        503,
-        "Service Unavailable",
-        "server_busy",
-        f"the server is serving its limit of {budget.max_connections} connections; try again"
-        " shortly",
-        b"retry-after: 1\r\n",
-    )
-    waiting: dict[Any, None] = {}
-    """Connections waiting for a head, oldest first (a dict keeps insertion order)."""
+    return type(f"Guarded{base.__name__}", (_Guard, base), {"_rules": rules})
 
-    class Guarded(base):  # type: ignore[misc]
-        _head_timer: asyncio.TimerHandle | None = None
-        _body_timer: asyncio.TimerHandle | None = None
-        _in_head = False
-        _head_bytes = 0
-        _tail = b""
-        _parsed = 0
-        _oversized = False
-        _lingering = False
-        _head_cycle: Any = None
 
-        def connection_made(self, transport: asyncio.Transport) -> None:
-            super().connection_made(transport)
+if TYPE_CHECKING:
+
+    class _Uvicorn:
+        """What the guard uses of a uvicorn HTTP protocol (h11 or httptools)."""
+
+        connections: set[Any]
+        transport: asyncio.Transport
+        loop: asyncio.AbstractEventLoop
+        cycle: Any
+
+        def connection_made(self, transport: asyncio.Transport) -> None: ...
+        def connection_lost(self, exc: Exception | None) -> None: ...
+        def data_received(self, data: bytes) -> None: ...
+        def on_response_complete(self) -> None: ...
+        def on_message_complete(self) -> None: ...
+        def on_message_begin(self) -> None: ...
+        def on_url(self, url: bytes) -> None: ...
+        def on_header(self, name: bytes, value: bytes) -> None: ...
+        def send_400_response(self, msg: str) -> None: ...
+
+else:
+    _Uvicorn = object
+
+
+class _Guard(_Uvicorn):
+    """The guard, put in front of a uvicorn protocol class by `guarded` (which sets
+    `_rules`): connection count, then per request the head phase (size and time) and the
+    body phase (time), and the refusal that ends either."""
+
+    _rules: _Rules
+    _head_timer: asyncio.TimerHandle | None = None
+    _body_timer: asyncio.TimerHandle | None = None
+    _in_head = False
+    _head_bytes = 0
+    _tail = b""
+    _parsed = 0
+    _oversized = False
+    _lingering = False
+    _head_cycle: Any = None
+
+    # -- connections -------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)
+        self._start_head()
+        rules = self._rules
+        if len(self.connections) <= rules.budget.max_connections:
+            return
+        victim = next((c for c in rules.waiting if c is not self), None)
+        if victim is not None:
+            victim._refuse(rules.shed)
+        else:
+            self._refuse(rules.busy)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_timers()
+        self._rules.waiting.pop(self, None)
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering or self.transport.is_closing():
+            return  # a refused connection's input is dropped
+        if self._in_head and not self._head_fits(data):
+            self._refuse(self._rules.too_large, linger=True)
+            return
+        super().data_received(data)
+        if self._in_head and self.cycle is not self._head_cycle:  # a request began
+            self._end_head()
+            if not self.transport.is_closing():
+                self._body_timer = self.loop.call_later(
+                    self._rules.limits.body_timeout_s, self._body_late
+                )
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        cycle = self.cycle
+        if self.transport.is_closing() or cycle is None:
+            return
+        if cycle.response_complete and not cycle.more_body:
+            self._start_head()  # else a pipelined request runs, or its body is still due
+
+    def on_message_complete(self) -> None:  # httptools: a body read after its response
+        super().on_message_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.response_complete and not self.transport.is_closing():
             self._start_head()
-            if len(self.connections) <= budget.max_connections:
-                return
-            victim = next((c for c in waiting if c is not self), None)
-            if victim is not None:
-                victim._refuse(shed)
-            else:
-                self._refuse(busy)
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._stop_timers()
-            waiting.pop(self, None)
-            super().connection_lost(exc)
+    # httptools only: count what is parsed, which also bounds a pipelined head
+    def on_message_begin(self) -> None:
+        self._parsed = 0
+        super().on_message_begin()
 
-        def data_received(self, data: bytes) -> None:
-            if self._lingering or self.transport.is_closing():
-                return  # a refused connection's input is dropped
-            if self._in_head:
-                window = self._tail + data
-                end = _head_end(window)
-                size = self._head_bytes + (len(data) if end < 0 else end - len(self._tail))
-                if size > max_head:
-                    self._refuse(too_large, linger=True)
-                    return
-                self._head_bytes = size
-                self._tail = window[-2:]
-            super().data_received(data)
-            if self._in_head and self.cycle is not self._head_cycle:  # a request began
-                self._end_head()
-                if not self.transport.is_closing():
-                    self._body_timer = self.loop.call_later(limits.body_timeout_s, self._body_late)
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
 
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            cycle = self.cycle
-            if self.transport.is_closing() or cycle is None:
-                return
-            if cycle.response_complete and not cycle.more_body:
-                self._start_head()  # else a pipelined request runs, or its body is still due
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
 
-        def on_message_complete(self) -> None:  # httptools: a body read after its response
-            super().on_message_complete()
-            cycle = self.cycle
-            if cycle is not None and cycle.response_complete and not self.transport.is_closing():
-                self._start_head()
+    def send_400_response(self, msg: str) -> None:
+        if self._oversized:
+            self._refuse(self._rules.too_large, linger=True)
+        else:
+            super().send_400_response(msg)
 
-        # httptools only: count what is parsed, which also bounds a pipelined head
-        def on_message_begin(self) -> None:
-            self._parsed = 0
-            super().on_message_begin()
+    # -- the head phase ----------------------------------------------------------------------
 
-        def on_url(self, url: bytes) -> None:
-            self._count(len(url))
-            super().on_url(url)
+    def _head_fits(self, data: bytes) -> bool:
+        """Count the head bytes in `data` (up to the blank line ending the head); False
+        when the head has grown past `max_head_bytes`."""
+        window = self._tail + data
+        end = _head_end(window)
+        size = self._head_bytes + (len(data) if end < 0 else end - len(self._tail))
+        if size > self._rules.limits.max_head_bytes:
+            return False
+        self._head_bytes = size
+        self._tail = window[-2:]
+        return True
 
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._count(len(name) + len(value) + 4)
-            super().on_header(name, value)
+    def _count(self, size: int) -> None:
+        self._parsed += size
+        if self._parsed > self._rules.limits.max_head_bytes:
+            self._oversized = True
+            raise HeadTooLarge  # httptools stops; uvicorn answers via send_400_response
 
-        def send_400_response(self, msg: str) -> None:
-            if self._oversized:
-                self._refuse(too_large, linger=True)
-            else:
-                super().send_400_response(msg)
+    def _start_head(self) -> None:
+        self._stop_timers()
+        self._in_head = True
+        self._head_bytes = 0
+        self._tail = b""
+        self._head_cycle = self.cycle
+        waiting = self._rules.waiting
+        waiting.pop(self, None)
+        waiting[self] = None  # the newest waits last
+        self._head_timer = self.loop.call_later(self._rules.limits.head_timeout_s, self._head_late)
 
-        # -- the guard ---------------------------------------------------------------------
-
-        def _count(self, size: int) -> None:
-            self._parsed += size
-            if self._parsed > max_head:
-                self._oversized = True
-                raise HeadTooLarge  # httptools stops; uvicorn answers via send_400_response
-
-        def _start_head(self) -> None:
-            self._stop_timers()
-            self._in_head = True
-            self._head_bytes = 0
-            self._tail = b""
-            self._head_cycle = self.cycle
-            waiting.pop(self, None)
-            waiting[self] = None  # the newest waits last
-            self._head_timer = self.loop.call_later(limits.head_timeout_s, self._head_late)
-
-        def _end_head(self) -> None:
-            self._in_head = False
-            waiting.pop(self, None)
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _stop_timers(self) -> None:
-            for timer in (self._head_timer, self._body_timer):
-                if timer is not None:
-                    timer.cancel()
-            self._head_timer = self._body_timer = None
-
-        def _head_late(self) -> None:
+    def _end_head(self) -> None:
+        self._in_head = False
+        self._rules.waiting.pop(self, None)
+        if self._head_timer is not None:
+            self._head_timer.cancel()
             self._head_timer = None
-            if not self._in_head:
-                return
-            if self._head_bytes:
-                self._refuse(slow_head)
-            else:  # nothing of a request came: an idle connection, closed without a word
-                self._refuse(b"")
 
-        def _body_late(self) -> None:
-            self._body_timer = None
-            cycle = self.cycle
-            if cycle is None or not cycle.more_body or self.transport.is_closing():
-                return
-            if cycle.response_started:
-                self.transport.close()
-            else:
-                self._refuse(slow_body)
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if not self._in_head:
+            return
+        if self._head_bytes:
+            self._refuse(self._rules.slow_head)
+        else:  # nothing of a request came: an idle connection, closed without a word
+            self._refuse(b"")
 
-        def _refuse(self, answer: bytes, *, linger: bool = False) -> None:
-            self._stop_timers()
-            self._in_head = False
-            waiting.pop(self, None)
-            transport = self.transport
-            if transport.is_closing() or self._lingering:
-                return
-            if answer:
-                transport.write(answer)
-            roomy = len(self.connections) < budget.max_connections // 2
-            if linger and roomy and transport.can_write_eof():
-                self._lingering = True  # input still read, and dropped, until closed
-                transport.write_eof()
-                self.loop.call_later(LINGER_S, transport.close)
-            else:
-                transport.close()
+    # -- the body phase ----------------------------------------------------------------------
 
-    Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
-    return Guarded
+    def _body_late(self) -> None:
+        self._body_timer = None
+        cycle = self.cycle
+        if cycle is None or not cycle.more_body or self.transport.is_closing():
+            return
+        if cycle.response_started:
+            self.transport.close()
+        else:
+            self._refuse(self._rules.slow_body)
+
+    # -- refusal -----------------------------------------------------------------------------
+
+    def _stop_timers(self) -> None:
+        for timer in (self._head_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._body_timer = None
+
+    def _refuse(self, answer: bytes, *, linger: bool = False) -> None:
+        self._stop_timers()
+        self._in_head = False
+        self._rules.waiting.pop(self, None)
+        transport = self.transport
+        if transport.is_closing() or self._lingering:
+            return
+        if answer:
+            transport.write(answer)
+        roomy = len(self.connections) < self._rules.budget.max_connections // 2
+        if linger and roomy and transport.can_write_eof():
+            self._lingering = True  # input still read, and dropped, until closed
+            transport.write_eof()
+            self.loop.call_later(LINGER_S, transport.close)
+        else:
+            transport.close()

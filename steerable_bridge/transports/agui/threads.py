@@ -482,97 +482,35 @@ class Run:
         started = time.monotonic()
         thread = self.thread
         recorded: set[str] = set()
-        final = (ev.RunFinished, ev.RunFailed)
-
-        async def sink(event: LoopEvent) -> None:
-            if isinstance(event, final):
-                self.stop_reason = (
-                    event.stop_reason
-                    if isinstance(event, ev.RunFinished)
-                    else f"failed ({event.code})"
-                )
-                await self._snapshot_ready()
-            elif isinstance(event, ev.RunStarted):
-                thread.unsent.clear()  # the renderer sends them right after it
-            try:
-                data = self.encoder.encode(event)
-            except Exception:  # an unencodable event must not end the turn; it stays logged
-                log.exception("thread %s: could not encode seq %s", event.session_id, event.seq)
-                return
-            if self.starting:
-                self.wrote = True
-                await write(data)
-                self._first_frame()
-                return
-            if self.threads.starting:  # new runs wait for their first frame: they go first
-                await self.threads.give_way()
-            await write(data)
-            changed = thread.changed
-            if changed is not None:  # a resumed stream follows this run
-                thread.changed = None
-                changed.set()
-
         self.starting = True
         self.threads.run_starting()
         try:
-            if self.deferred:
-                await self._open_deferred(write)
-            thread.known |= self.parsed.new_ids
-            for message_id, content in self.parsed.earlier:
-                said = ev.UserMessage(
-                    session_id="", run_id="", seq=-1, ts=0, message_id=message_id, content=content
-                )
-                thread.unsent.append(await self.port.record(thread.thread_id, said))
-                recorded.add(message_id)
-            for event in thread.unsent:  # logged between runs: sent after RUN_STARTED
-                await write(self.encoder.encode(event))  # held until then (b"") if not open
-            if not self.disconnected:  # a client gone already gets no turn
-                self.prompting = True
-                try:
-                    await self.port.prompt(
-                        thread.thread_id,
-                        self.parsed.turn,
-                        sink,
-                        cancel=self.cancel,
-                        reservation=self.hold,
-                    )
-                finally:
-                    self.prompting = False
-        except InputError as err:  # a deferred run's input, read against its thread
-            await write(
-                self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
-            )
-        except (RouteError, ProviderError) as err:  # the model could not even be reached
-            await write(
-                self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
-            )
+            await self._turn(write, recorded)
+        except (InputError, RouteError, ProviderError) as err:
+            # a deferred run's input, read against its thread; or the model could not even
+            # be reached
+            await self._error(write, err.code, err.message)
         except SessionBusy as err:
             if not self.wrote:  # another process took the session since the check: a 409
                 thread.known -= self.parsed.new_ids - recorded
                 raise
-            await write(self.encoder.encode_models(self.renderer.derived_error(err.code, str(err))))
+            await self._error(write, err.code, str(err))
         except StoreError as err:  # the store refused before the turn began (disk still full)
             log.warning("thread %s: the session store failed: %s", thread.thread_id, err)
-            await write(
-                self.encoder.encode_models(self.renderer.derived_error(err.code, err.message))
-            )
+            await self._error(write, err.code, err.message)
         except Exception as err:
             log.exception("thread %s run %s failed", thread.thread_id, self.input.run_id)
             message = f"the server failed: {type(err).__name__}: {err}; see the server log"
-            await write(
-                self.encoder.encode_models(self.renderer.derived_error("internal_error", message))
-            )
+            await self._error(write, "internal_error", message)
         finally:
             self._first_frame()  # (if none went out: counted no longer, whatever happened)
             self.ended = True
             self.hold.release()
         if not self.renderer.finished:
-            await write(
-                self.encoder.encode_models(
-                    self.renderer.derived_error(
-                        "incomplete_run", "the turn ended without a final event; see the server log"
-                    )
-                )
+            await self._error(
+                write,
+                "incomplete_run",
+                "the turn ended without a final event; see the server log",
             )
         log.info(
             "thread %s run %s: ended %s after %.0f ms%s",
@@ -585,6 +523,71 @@ class Run:
         if self.disconnected:  # nobody watches it: give its memory back, then let go
             await self._release_memory()
             self._settled()
+
+    async def _error(self, write: Write, code: str, message: str) -> None:
+        await write(self.encoder.encode_models(self.renderer.derived_error(code, message)))
+
+    async def _turn(self, write: Write, recorded: set[str]) -> None:
+        """Open the stream (a deferred run), send what was logged between runs, then run
+        the turn unless the client is gone already; `recorded` gets the ids of the earlier
+        user messages this run logged."""
+        thread = self.thread
+        if self.deferred:
+            await self._open_deferred(write)
+        thread.known |= self.parsed.new_ids
+        for message_id, content in self.parsed.earlier:
+            said = ev.UserMessage(
+                session_id="", run_id="", seq=-1, ts=0, message_id=message_id, content=content
+            )
+            thread.unsent.append(await self.port.record(thread.thread_id, said))
+            recorded.add(message_id)
+        for event in thread.unsent:  # logged between runs: sent after RUN_STARTED
+            await write(self.encoder.encode(event))  # held until then (b"") if not open
+        if self.disconnected:  # a client gone already gets no turn
+            return
+
+        async def sink(event: LoopEvent) -> None:
+            await self._send(write, event)
+
+        self.prompting = True
+        try:
+            await self.port.prompt(
+                thread.thread_id,
+                self.parsed.turn,
+                sink,
+                cancel=self.cancel,
+                reservation=self.hold,
+            )
+        finally:
+            self.prompting = False
+
+    async def _send(self, write: Write, event: LoopEvent) -> None:
+        """Render and write one event of the turn (the port's sink)."""
+        thread = self.thread
+        if isinstance(event, ev.RunFinished | ev.RunFailed):
+            self.stop_reason = (
+                event.stop_reason if isinstance(event, ev.RunFinished) else f"failed ({event.code})"
+            )
+            await self._snapshot_ready()
+        elif isinstance(event, ev.RunStarted):
+            thread.unsent.clear()  # the renderer sends them right after it
+        try:
+            data = self.encoder.encode(event)
+        except Exception:  # an unencodable event must not end the turn; it stays logged
+            log.exception("thread %s: could not encode seq %s", event.session_id, event.seq)
+            return
+        if self.starting:
+            self.wrote = True
+            await write(data)
+            self._first_frame()
+            return
+        if self.threads.starting:  # new runs wait for their first frame: they go first
+            await self.threads.give_way()
+        await write(data)
+        changed = thread.changed
+        if changed is not None:  # a resumed stream follows this run
+            thread.changed = None
+            changed.set()
 
     async def _release_memory(self) -> None:
         """Close the conversation in the port's memory (its log stays) and forget the

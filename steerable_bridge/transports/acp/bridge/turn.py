@@ -103,6 +103,9 @@ class _Failed:
 _End = StopReason | _Failed
 """How streaming a prompt ended: a stop reason (`interrupted` when parked) or a failure."""
 
+_AGAIN = object()
+"""Nothing arrived from the prompt in one poll: look at the steering queue again."""
+
 
 class BridgeTurn:
     """One turn of a bridged conversation (see the module docstring)."""
@@ -148,26 +151,9 @@ class BridgeTurn:
             await self.emit(
                 ev.RunStarted, model=ctx.model, trace_id=ctx.trace_id, **turn.run_started_fields()
             )
-            parked = self.bridge.parked.pop(self.session_id, None)
-            if parked is not None:
-                if parked.question is not None:
-                    withdrawn = all(a.question_id != parked.question_id for a in turn.answers)
-                    end = await self.settle_question(parked, parked.question)
-                else:
-                    withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
-                    end = await self.settle(parked)
-                if self.stopped or ctx.cancel.cancelled or end not in ("end_turn", "cancelled"):
-                    return await self.end(end)
-                if end == "cancelled" and not withdrawn:
-                    return await self.end(end)  # a new message goes on after a withdrawn ask
-            elif ctx.facts.open_calls or ctx.facts.open_questions:
-                await self.drop_open_calls()
-                if (turn.resume or turn.answers) and not turn.content:
-                    return await self.fail(
-                        "acp_agent_request_lost",
-                        "the ACP agent's permission request is gone (the server or the agent"
-                        " restarted while it waited); send your message again",
-                    )
+            ended = await self._pick_up()
+            if ended is not None:
+                return ended
             if turn.state_json is not None:
                 await self.emit(ev.StateSnapshot, state_json=turn.state_json)
             if not turn.content:
@@ -179,23 +165,7 @@ class BridgeTurn:
             )
             if ctx.facts.title is None:
                 await self.emit(ev.SessionInfo, title=_title(turn.content))
-            content: tuple[ContentPart, ...] = earlier + turn.content
-            while True:
-                end = await self.stream(await self.start(content))
-                if end != "end_turn" or self.stopped:
-                    return await self.end(end)
-                steering, self.unforwarded = self.unforwarded + ctx.steering.take(), []
-                follow_ups = ctx.follow_ups.take() if not steering else []
-                if not steering and not follow_ups:
-                    return await self.end(end)
-                cls = ev.SteerApplied if steering else ev.FollowUpApplied
-                parts: list[ContentPart] = []
-                for queued, message_id in steering or follow_ups:
-                    await self.emit(
-                        cls, message_id=message_id or self.rec.new_id("steer"), content=queued
-                    )
-                    parts.extend(queued)
-                content = tuple(parts)
+            return await self._prompts(earlier + turn.content)
         except AgentUnavailable as error:
             return await self.fail(error.code, error.message)
         except RequestError as error:
@@ -206,6 +176,53 @@ class BridgeTurn:
         except Exception as error:
             log.exception("bridged run %s failed with an unexpected error", self.rec.run_id)
             return await self.fail("internal_error", f"{type(error).__name__}: {error}")
+
+    async def _pick_up(self) -> RunOutcome | None:
+        """Settle the request a previous run parked on (or drop the calls a restart left
+        open); the run's outcome when that ends it, None when the turn goes on."""
+        ctx, turn = self.ctx, self.turn
+        parked = self.bridge.parked.pop(self.session_id, None)
+        if parked is not None:
+            if parked.question is not None:
+                withdrawn = all(a.question_id != parked.question_id for a in turn.answers)
+                end = await self.settle_question(parked, parked.question)
+            else:
+                withdrawn = all(d.call_id != parked.call_id for d in turn.resume)
+                end = await self.settle(parked)
+            if self.stopped or ctx.cancel.cancelled or end not in ("end_turn", "cancelled"):
+                return await self.end(end)
+            if end == "cancelled" and not withdrawn:
+                return await self.end(end)  # a new message goes on after a withdrawn ask
+        elif ctx.facts.open_calls or ctx.facts.open_questions:
+            await self.drop_open_calls()
+            if (turn.resume or turn.answers) and not turn.content:
+                return await self.fail(
+                    "acp_agent_request_lost",
+                    "the ACP agent's permission request is gone (the server or the agent"
+                    " restarted while it waited); send your message again",
+                )
+        return None
+
+    async def _prompts(self, content: tuple[ContentPart, ...]) -> RunOutcome:
+        """Prompt the agent with `content`, then with the steering or follow-ups queued by
+        the time each prompt ends, until one ends otherwise or nothing is queued."""
+        ctx = self.ctx
+        while True:
+            end = await self.stream(await self.start(content))
+            if end != "end_turn" or self.stopped:
+                return await self.end(end)
+            steering, self.unforwarded = self.unforwarded + ctx.steering.take(), []
+            follow_ups = ctx.follow_ups.take() if not steering else []
+            if not steering and not follow_ups:
+                return await self.end(end)
+            cls = ev.SteerApplied if steering else ev.FollowUpApplied
+            parts: list[ContentPart] = []
+            for queued, message_id in steering or follow_ups:
+                await self.emit(
+                    cls, message_id=message_id or self.rec.new_id("steer"), content=queued
+                )
+                parts.extend(queued)
+            content = tuple(parts)
 
     def unsent(self) -> tuple[ContentPart, ...]:
         """User messages logged since the last run, outside any (the earlier messages of
@@ -256,55 +273,76 @@ class BridgeTurn:
             if len(ctx.steering) and not cancelled:
                 await self.forward_steering(prompt)
             if not ctx.cancel.cancelled:
-                try:  # what already arrived is taken without a trip through the event loop
-                    item = prompt.receive.receive_nowait()
-                except anyio.WouldBlock:
-                    with ctx.cancel.scope(), anyio.move_on_after(STEER_POLL_S):
-                        item = await self._next(prompt)
-                    if item is None and not ctx.cancel.cancelled:
-                        continue  # nothing yet: look at the steering queue again
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    item = await self._next(prompt)
+                item = await self._receive(prompt)
+                if item is _AGAIN:
+                    continue  # nothing yet: look at the steering queue again
             if item is None:
                 if not cancelled:
                     cancelled = True
                     grace_end = anyio.current_time() + self.bridge.cancel_grace_s
                     await self.bridge.cancel_child(prompt.live, prompt.child.session_id)
-                with anyio.move_on_after(max(0.0, grace_end - anyio.current_time())):
-                    item = await self._next(prompt)
-                if item is None:  # the agent did not end its prompt in time: let it go
-                    log.warning("the ACP agent did not end a cancelled prompt in time")
-                    prompt.child.close_prompt()
-                    await self.emit_all(prompt.mapper.close("cancelled"))
+                item = await self._within_grace(prompt, grace_end)
+                if item is None:
                     return "cancelled"
-            if isinstance(item, PromptDone):
-                prompt.child.close_prompt()
-                self.rec.usage = self.rec.usage + run_usage(item.response.usage)
-                stop = "cancelled" if cancelled else run_stop_reason(item.response.stop_reason)
-                await self.emit_all(prompt.mapper.close("cancelled" if cancelled else "end"))
-                return stop
-            if isinstance(item, PromptFailed):
-                prompt.child.close_prompt()
-                await self.emit_all(prompt.mapper.close("failed"))
-                return _Failed(item.code, item.message)
-            if isinstance(item, Asked):
-                if cancelled:
-                    item.reply(None)
-                    continue
-                if await self.permission(prompt, item):
-                    return "interrupted"
-                continue
-            if isinstance(item, Questioned):
-                if cancelled:
-                    item.reply(None)
-                    continue
-                if await self.question(prompt, item):
-                    return "interrupted"
-                continue
-            if isinstance(item, Completed):
-                await self.completed(prompt, item)
-                continue
-            await self.emit_all(prompt.mapper.update(item))
+            end = await self._take(prompt, item, cancelled=cancelled)
+            if end is not None:
+                return end
+
+    async def _receive(self, prompt: Prompt) -> object:
+        """The prompt's next item; `_AGAIN` when none came within `STEER_POLL_S`, None when
+        the turn was cancelled while waiting."""
+        ctx = self.ctx
+        try:  # what already arrived is taken without a trip through the event loop
+            return prompt.receive.receive_nowait()
+        except anyio.WouldBlock:
+            item = None
+            with ctx.cancel.scope(), anyio.move_on_after(STEER_POLL_S):
+                item = await self._next(prompt)
+            if item is None and not ctx.cancel.cancelled:
+                return _AGAIN
+            return item
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return await self._next(prompt)
+
+    async def _within_grace(self, prompt: Prompt, grace_end: float) -> object:
+        """The cancelled prompt's next item by `grace_end`; None (the prompt let go, its
+        open blocks closed) when the agent did not end it in time."""
+        item = None
+        with anyio.move_on_after(max(0.0, grace_end - anyio.current_time())):
+            item = await self._next(prompt)
+        if item is None:  # the agent did not end its prompt in time: let it go
+            log.warning("the ACP agent did not end a cancelled prompt in time")
+            prompt.child.close_prompt()
+            await self.emit_all(prompt.mapper.close("cancelled"))
+        return item
+
+    async def _take(self, prompt: Prompt, item: object, *, cancelled: bool) -> _End | None:
+        """Record one item of the prompt; how the prompt ended when the item ends it."""
+        if isinstance(item, PromptDone):
+            prompt.child.close_prompt()
+            self.rec.usage = self.rec.usage + run_usage(item.response.usage)
+            stop = "cancelled" if cancelled else run_stop_reason(item.response.stop_reason)
+            await self.emit_all(prompt.mapper.close("cancelled" if cancelled else "end"))
+            return stop
+        if isinstance(item, PromptFailed):
+            prompt.child.close_prompt()
+            await self.emit_all(prompt.mapper.close("failed"))
+            return _Failed(item.code, item.message)
+        if isinstance(item, Asked):
+            if cancelled:
+                item.reply(None)
+                return None
+            return "interrupted" if await self.permission(prompt, item) else None
+        if isinstance(item, Questioned):
+            if cancelled:
+                item.reply(None)
+                return None
+            return "interrupted" if await self.question(prompt, item) else None
+        if isinstance(item, Completed):
+            await self.completed(prompt, item)
+            return None
+        await self.emit_all(prompt.mapper.update(item))
+        return None
 
     async def forward_steering(self, prompt: Prompt) -> None:
         """Hand queued steering to an agent that takes it mid-turn (ours: `_steerable/steer`,
