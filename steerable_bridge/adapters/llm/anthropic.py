@@ -47,7 +47,7 @@ from steerable_bridge.adapters.llm.http_stream import (
 )
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.retrying import RetryableError
-from steerable_bridge.adapters.llm.window import window_from_env
+from steerable_bridge.adapters.llm.window import tokens_from_env, window_from_env
 from steerable_bridge.runtime.model import CONTEXT_OVERFLOW, ModelChunk, ModelRequest, ProviderError
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.surrogates import scrub
@@ -89,22 +89,6 @@ class AnthropicConfig(HttpConfig):
     cache: CachePolicy = field(default_factory=CachePolicy)
 
 
-def _positive(env: Mapping[str, str], name: str, *, minimum: int = 1) -> int | None:
-    text = env.get(name, "").strip()
-    if not text:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise RouteError(
-            "invalid_setting",
-            f"{name}={text!r} must be a whole number of tokens, at least {minimum}",
-        )
-    return value
-
-
 def config_from_env(model: str, env: Mapping[str, str] | None = None) -> AnthropicConfig:
     """The config for `anthropic:MODEL` from environment variables; RouteError on a bad value."""
     env = os.environ if env is None else env
@@ -124,8 +108,8 @@ def config_from_env(model: str, env: Mapping[str, str] | None = None) -> Anthrop
         base_url=base_url,
         api_key=env.get("ANTHROPIC_API_KEY") or env.get("STEERABLE_API_KEY") or None,
         context_window=window_from_env(env) or 200_000,
-        max_tokens=_positive(env, "STEERABLE_MAX_OUTPUT_TOKENS") or 8192,
-        thinking_budget=_positive(env, "STEERABLE_THINKING_BUDGET", minimum=1024),
+        max_tokens=tokens_from_env(env, "STEERABLE_MAX_OUTPUT_TOKENS") or 8192,
+        thinking_budget=tokens_from_env(env, "STEERABLE_THINKING_BUDGET", minimum=1024),
         cache=cache_policy_from_env(env),
     )
 

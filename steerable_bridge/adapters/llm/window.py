@@ -83,25 +83,35 @@ WINDOW_ENV = "STEERABLE_CONTEXT_WINDOW"
 """The variable that sets a route's context window in tokens, over anything discovered."""
 
 
-def window_from_env(env: Mapping[str, str]) -> int | None:
-    """`STEERABLE_CONTEXT_WINDOW` from `env` as a number of tokens, or None when unset or
-    blank; RouteError `invalid_setting` (one line naming the variable and the fix) when it
-    is not a whole number above zero."""
-    text = env.get(WINDOW_ENV, "").strip()
+def tokens_from_env(
+    env: Mapping[str, str], name: str, *, minimum: int = 1, remedy: str | None = None
+) -> int | None:
+    """A token count from the variable `name` in `env`, or None when unset or blank;
+    RouteError `invalid_setting` (one line naming the variable, and `remedy` when given) when
+    it is not a whole number of at least `minimum`."""
+    text = env.get(name, "").strip()
     if not text:
         return None
     try:
-        window = int(text)
+        value = int(text)
     except ValueError:
-        window = 0
-    if window <= 0:
+        value = minimum - 1
+    if value < minimum:
+        bound = "above zero" if minimum == 1 else f"of at least {minimum}"
         raise RouteError(
-            "invalid_setting",
-            f"{WINDOW_ENV}={text!r} is not a whole number of tokens above zero",
-            f"set {WINDOW_ENV} to the model's context window (such as 131072), or unset it for"
-            " the provider's default",
+            "invalid_setting", f"{name}={text!r} is not a whole number of tokens {bound}", remedy
         )
-    return window
+    return value
+
+
+def window_from_env(env: Mapping[str, str]) -> int | None:
+    """`STEERABLE_CONTEXT_WINDOW` from `env` as a number of tokens (`tokens_from_env`)."""
+    return tokens_from_env(
+        env,
+        WINDOW_ENV,
+        remedy=f"set {WINDOW_ENV} to the model's context window (such as 131072), or unset it"
+        " for the provider's default",
+    )
 
 
 def known_window(model: str) -> int | None:
