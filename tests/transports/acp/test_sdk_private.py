@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import importlib
 import importlib.metadata
 import inspect
@@ -190,10 +191,12 @@ async def test_pumped_state_sets_what_the_sdk_state_sets_and_routes_through_the_
     sdk_state = ConnectionState("sdk", lambda conn: object())  # type: ignore[arg-type, return-value]
     server_side, pump_side = sdk_private.memory_transport_pair()
     seen: list[dict[str, Any]] = []
+    pumped = asyncio.Event()
 
     class Recording(sdk_private.PumpedConnectionState):
         async def route_outbound(self, message: dict[str, Any]) -> None:
             seen.append(message)
+            pumped.set()
 
     agent = AgentSideConnection(object(), server_side, listening=False)  # type: ignore[arg-type]
     ours = Recording("ours", pump_side=pump_side, agent_conn=agent, multiplex=False)
@@ -205,10 +208,8 @@ async def test_pumped_state_sets_what_the_sdk_state_sets_and_routes_through_the_
             moved("acp.http.server.ConnectionState._route_outbound", "is no longer a coroutine")
         ours.start()
         await server_side.send({"jsonrpc": "2.0", "method": "x"})
-        for _ in range(100):
-            if seen:
-                break
-            await asyncio.sleep(0.01)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(pumped.wait(), 10)
         if seen != [{"jsonrpc": "2.0", "method": "x"}]:
             moved(
                 "acp.http.server.ConnectionState._route_outbound", "is no longer what it pumps to"
