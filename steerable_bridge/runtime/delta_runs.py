@@ -26,7 +26,15 @@ from dataclasses import dataclass
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 
-__all__ = ["Delta", "DeltaRun", "Entry", "entry_event", "entry_last_seq", "fold_entries"]
+__all__ = [
+    "Delta",
+    "DeltaRun",
+    "Entry",
+    "entry_event",
+    "entry_last_seq",
+    "fold_entries",
+    "run_key",
+]
 
 Delta = ev.TextDelta | ev.ReasoningDelta | ev.ToolCallDelta | ev.CompactionSummaryDelta
 
@@ -179,7 +187,9 @@ def _joined(stretch: list[Entry]) -> DeltaRun | None:
     return DeltaRun.packed(dataclasses.replace(first, delta="".join(texts)), cuts, gaps)  # type: ignore[arg-type]
 
 
-def _run_key(event: LoopEvent) -> tuple[type, str, str] | None:
+def run_key(event: LoopEvent) -> tuple[type, str, str] | None:
+    """What makes consecutive deltas one run: the delta's class, run id and message (or
+    call) id; None for an event that never folds."""
     key = _KEYS.get(type(event))
     if key is None:
         return None
@@ -207,7 +217,7 @@ def fold_entries(entries: Iterable[Entry]) -> Iterator[Entry]:
 
     for entry in entries:
         event = entry_event(entry)
-        entry_key = _run_key(event)
+        entry_key = run_key(event)
         if entry_key is None or entry_key != key or event.seq != last + 1:
             yield from flush()
             key = entry_key

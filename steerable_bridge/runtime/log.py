@@ -9,10 +9,11 @@ commits at structural events and at least every `commit_interval_s` during strea
 A model request is logged sharing what it has in common with the one before (`_shared`):
 each step's request repeats the whole history, freshly projected, so a log that kept each
 copy would hold the conversation once per step; it holds it once. Likewise, streamed
-deltas the store already holds are kept folded (`fold`, at the end of each turn and on
-load: one `DeltaRun` per message, `delta_runs.py`), so an idle session holds about its
-text, not an object per token; `view()` still reads every event as logged, and
-`view().folded()` reads each run as one coalesced event for projections.
+deltas the store already holds are kept folded (`fold`, after each commit, and merged to
+one `DeltaRun` per message at the end of each turn and on load, `delta_runs.py`), so a
+session holds about its text, not an object per token, even while it streams; `view()`
+still reads every event as logged, and `view().folded()` reads each run as one coalesced
+event for projections.
 When the store refuses a batch because an event in it cannot be encoded (text with a lone
 UTF-16 surrogate that slipped past the edges, `surrogates.py`), `commit` stores that event
 repaired instead of retrying it forever, and notes it in `repairs`; the running turn then
@@ -163,6 +164,8 @@ class SessionLog:
         """Cumulative event counts of the first `_folded` entries (`LogView`)."""
         self._folded = 0
         """How many leading entries `fold` has gone over (runs of deltas only there)."""
+        self._unmerged: int | None = None
+        """Where the folds since the last merging one began (their runs may split a message)."""
         self._pending: list[LoopEvent] = []
         self._store = store
         self._next_seq = 0
@@ -210,14 +213,23 @@ class SessionLog:
         """A read-only snapshot of the log as it is now."""
         return LogView(self._events, len(self._events), self._ends, self._folded)
 
-    def fold(self) -> None:
+    def fold(self, *, merge: bool = True) -> None:
         """Hold each stretch of consecutive deltas of one message the store already has as
         one folded run (`delta_runs.py`): views read the same events, memory holds a fraction.
         Views taken before keep the list they had (a fold builds a new one). A log with no
-        store keeps every event as it is (nothing else holds them exactly)."""
+        store keeps every event as it is (nothing else holds them exactly).
+
+        `commit` folds with `merge` off, after every write: what is stored leaves memory
+        within a commit interval, not at the end of the turn, and a message still streaming
+        is held as one run per commit, so the text is never joined again and again. A fold
+        with `merge` (the end of a turn) goes back over those and makes each message one run."""
         if self._store is None:
             return
         start, stop = self._folded, len(self._events) - len(self._pending)
+        if merge and self._unmerged is not None:
+            start, self._unmerged = self._unmerged, None
+        elif not merge and self._unmerged is None:
+            self._unmerged = start
         if stop - start < 2:
             return
         folded = list(fold_entries(self._events[start:stop]))
@@ -305,6 +317,7 @@ class SessionLog:
             self._commit_lock = anyio.Lock(fast_acquire=True)
         async with self._commit_lock:
             await self._write_pending()
+            self.fold(merge=False)
 
     async def _write_pending(self) -> None:
         count = len(self._pending)

@@ -97,3 +97,42 @@ def test_a_turn_s_deltas_are_held_as_one_run_once_stored_and_read_back_exactly()
         assert [e.kind for e in log.view()][-2:] == ["text_end", "run_finished"]
 
     anyio.run(main)
+
+
+def test_each_commit_folds_what_it_stored_and_the_turn_end_fold_makes_one_run_per_message() -> None:
+    async def main() -> None:
+        store = MemoryStore()
+        await store.create(SessionRecord(session_id="s", cwd="/w", created_at=0, updated_at=0))
+        log = SessionLog("s", store=store)
+        log.record(ev.TextStart, "r1", message_id="m")
+        for word in ("Hel", "lo"):
+            log.record(ev.TextDelta, "r1", message_id="m", delta=word)
+        await log.commit()  # mid-turn: what is stored is folded at once
+        early = log.view()
+        assert [type(e).__name__ for e in early.entries()] == ["TextStart", "DeltaRun"]
+        for word in (", ", "wor", "ld"):
+            log.record(ev.TextDelta, "r1", message_id="m", delta=word)
+        await log.commit()  # the message goes on streaming: a second run, its text not rejoined
+        names = [type(e).__name__ for e in log.view().entries()]
+        assert names == ["TextStart", "DeltaRun", "DeltaRun"]
+        log.record(ev.TextEnd, "r1", message_id="m")
+        await log.commit()
+        exact = [(e.seq, getattr(e, "delta", None)) for e in log.view()]
+        assert exact == [
+            (0, None),
+            (1, "Hel"),
+            (2, "lo"),
+            (3, ", "),
+            (4, "wor"),
+            (5, "ld"),
+            (6, None),
+        ]
+        log.fold()  # the turn's end: one run per message
+        entries = log.view().entries()
+        assert [type(e).__name__ for e in entries] == ["TextStart", "DeltaRun", "TextEnd"]
+        assert entries[1].event.delta == "Hello, world"  # type: ignore[union-attr]
+        assert [(e.seq, getattr(e, "delta", None)) for e in log.view()] == exact
+        assert [e.seq for e in early] == [0, 1, 2]  # a view taken before keeps what it read
+        assert log.exact_after(3) == list(log.view())[4:]
+
+    anyio.run(main)

@@ -56,6 +56,7 @@ from steerable_bridge.adapters.storage.formats import (
     with_envelope,
 )
 from steerable_bridge.adapters.storage.runs import as_run, unfold
+from steerable_bridge.adapters.storage.step_events import StepEvents
 from steerable_bridge.runtime.codec import event_from_jsonable
 from steerable_bridge.runtime.delta_runs import DeltaRun, Entry, entry_event, entry_last_seq
 from steerable_bridge.runtime.events import (
@@ -126,8 +127,9 @@ class RequestWriter:
         """Messages that events after the newest history compaction added, by value: the
         seq of the event whose own message it is, or the (first, last) seqs of the events
         after a request that make one assistant message (`STEP`)."""
-        self._step: list[LoopEvent] | None = None
-        """The events since the last request seen (None: no request seen since a gap)."""
+        self._step: StepEvents | None = None
+        """The events since the last request seen, deltas held as text (None: no request
+        seen since a gap)."""
         self.system_at: tuple[int, str] | None = None
         self.tools_at: tuple[int, tuple[ToolSpec, ...]] | None = None
         """The newest request whose row holds its system prompt / tools written out: a
@@ -156,7 +158,7 @@ class RequestWriter:
     @property
     def step_events(self) -> int:
         """Events of the current model call kept to name its message (0 between calls)."""
-        return len(self._step) if self._step is not None else 0
+        return self._step.count if self._step is not None else 0
 
     def note(self, event: LoopEvent) -> None:
         """Take in an event stored without `body` (a delta folded into a run, or one read
@@ -182,24 +184,24 @@ class RequestWriter:
             self._step = None
         self.next_seq = event.seq + 1
         if isinstance(event, ModelRequestEvent):
-            self._step = []
+            self._step = StepEvents()
         elif self._step is not None:
-            self._step.append(event)
+            self._step.add(event)
             if isinstance(event, ModelResponseEvent):
                 self._end_step(self._step)
                 self._step = None
-            elif isinstance(event, _UNANSWERED) or len(self._step) > MAX_STEP:
+            elif isinstance(event, _UNANSWERED) or self._step.count > MAX_STEP:
                 self._step = None
 
-    def _end_step(self, events: list[LoopEvent]) -> None:
+    def _end_step(self, step: StepEvents) -> None:
         """Remember the assistant message the events of one model call make (when they make
         exactly one), as a `STEP` reference."""
         try:
-            entries = history_entries(events)
+            entries = history_entries(step.events())
         except ProjectionError:
             return
         if len(entries) == 1 and _key(entries[0][1]) is not None:
-            self._add(entries[0][1], (events[0].seq, events[-1].seq))
+            self._add(entries[0][1], (step.first_seq, step.last_seq))
 
     def _add(self, message: Message, source: int | tuple[int, int]) -> None:
         self.sources.pop(message, None)

@@ -312,10 +312,11 @@ def violations(source: str, members: frozenset[str]) -> Iterator[str]:
             and node.args[1].value in members
         ):
             yield f"{node.lineno}: {node.func.id}(..., {node.args[1].value!r})"
+    bases = sdk_bases(tree)  # once per module: it resolves each class's SDK bases
     for cls_node in ast.walk(tree):
         if not isinstance(cls_node, ast.ClassDef):
             continue
-        inherited = sdk_bases(tree).get(cls_node.name, set())
+        inherited = bases.get(cls_node.name, set())
         for node in ast.walk(cls_node):
             if isinstance(node, ast.Attribute) and node.attr in inherited:
                 yield f"{node.lineno}: {cls_node.name} uses the SDK's {node.attr}"
