@@ -10,8 +10,10 @@ any depth, lazy ones included, that break the layer rule of DESIGN.md (runtime <
 transports < conformance < commands, and the two transports never import each other).
 Complexity is ruff's C901 over 15, run on the package. A coded error is an exception class
 that sets `code` itself or inherits it from one that does; it should derive from
-`runtime.errors.CodedError`. The tool only reads the tree and prints; it never edits a file,
-and it exits 0 whatever it finds.
+`runtime.errors.CodedError`. With `--prompt-path` it also serves one text prompt on each
+wire and counts the package files that ran for it (`tools/prompt_path.py`, run on ROOT's
+package in a child process), in a section of its own and the summary. The tool only reads the
+tree and prints; it never edits a file, and it exits 0 whatever it finds.
 """
 
 from __future__ import annotations
@@ -384,9 +386,42 @@ def report(root: Path) -> list[str]:
     return out
 
 
+def prompt_path(root: Path) -> dict[str, list[str]]:
+    """`tools/prompt_path.py`'s files per transport, measured on ROOT's package."""
+    import os
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [sys.executable, str(Path(__file__).with_name("prompt_path.py")), "--json"]
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"tools/prompt_path.py failed:\n{done.stderr.strip()}")
+    found: dict[str, list[str]] = json.loads(done.stdout)
+    return found
+
+
+def with_prompt_path(out: list[str], found: dict[str, list[str]]) -> list[str]:
+    """`report`'s lines with the prompt-path counts as a section and in the summary."""
+    *body, summary = out
+    rows = [f"  {transport}: {len(files)} files" for transport, files in found.items()]
+    counts = ", ".join(f"{transport} {len(files)}" for transport, files in found.items())
+    return [
+        *body,
+        f"\nprompt path (files run by one text prompt, tools/prompt_path.py): {len(found)}",
+        *rows,
+        f"{summary}; prompt path files {counts}",
+    ]
+
+
 def main(argv: list[str]) -> int:
-    root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent
-    print("\n".join(report(root)))
+    rest = [arg for arg in argv[1:] if arg != "--prompt-path"]
+    root = Path(rest[0]) if rest else Path(__file__).resolve().parent.parent
+    out = report(root)
+    if "--prompt-path" in argv[1:]:
+        out = with_prompt_path(out, prompt_path(root))
+    print("\n".join(out))
     return 0
 
 

@@ -16,7 +16,7 @@ option, add it in `register` and read it in `main`.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.commands.acp_agui import add_bridge_options, run_agui_bridge
 from steerable_bridge.commands.acp_remote import add_remote_options
@@ -30,6 +30,9 @@ from steerable_bridge.commands.common import (
 )
 from steerable_bridge.commands.logs import add_log_options, configure_logging
 from steerable_bridge.commands.relay import relay_signals
+
+if TYPE_CHECKING:
+    from steerable_bridge.runtime.model import ModelInfo
 
 EDITOR_WORKSPACE = "each session's folder, as the editor opens it"
 """What the start-up line names as the workspace: the editor picks it per session."""
@@ -103,25 +106,10 @@ def main(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from steerable_bridge.commands.common import build_router
-    from steerable_bridge.commands.credentials import ModelEnv
-    from steerable_bridge.runtime.model import ProviderError
-    from steerable_bridge.runtime.routing import RouteError
     from steerable_bridge.transports.acp.server import serve
 
     configure_logging(args)
-    if args.permission_timeout <= 0:
-        raise ConfigError("--permission-timeout must be a positive number of seconds")
-    if args.max_steps < 1:
-        raise ConfigError("--max-steps must be at least 1")
-    extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
-    _check_quality(args)
-    check_storage(args.storage)  # before answering anything: one line on stderr, exit 2
-    args.model_env = ModelEnv()  # the environment plus stored credentials, read once
-    try:  # what `initialize` needs; the rest is built right after it is answered
-        info = build_router(args.model, env=args.model_env).resolve(args.model).info
-    except (RouteError, ProviderError) as error:
-        raise ConfigError(error.message) from None
+    extra, info = prepare(args)
     from steerable_bridge.commands.startup import announce, startup_line
 
     announce(startup_line(args.model, args.storage, EDITOR_WORKSPACE), args.log_format)
@@ -134,18 +122,49 @@ def main(args: argparse.Namespace) -> int:
             workspaces=functools.partial(_workspaces, args),
             info=info,
         )
-    anyio.run(
-        functools.partial(
-            serve,
-            functools.partial(_build_port, args, extra),
-            info=info,
-            model=args.model,
-            workspaces=functools.partial(_workspaces, args),
-            permission_timeout_s=args.permission_timeout,
-            background=relay_signals,
-        )
-    )
+    anyio.run(functools.partial(serve, **serve_options(args, extra, info)))
     return 0
+
+
+def prepare(args: argparse.Namespace) -> tuple[list[Any], ModelInfo | None]:
+    """Check the options and read what `initialize` needs, before anything is served: the
+    `--tools-module` tools and the default model's `ModelInfo`. Sets `args.model_env` (the
+    environment plus stored credentials, read once). A mistake is a `ConfigError`."""
+    from steerable_bridge.commands.common import build_router
+    from steerable_bridge.commands.credentials import ModelEnv
+    from steerable_bridge.runtime.model import ProviderError
+    from steerable_bridge.runtime.routing import RouteError
+
+    if args.permission_timeout <= 0:
+        raise ConfigError("--permission-timeout must be a positive number of seconds")
+    if args.max_steps < 1:
+        raise ConfigError("--max-steps must be at least 1")
+    extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
+    _check_quality(args)
+    check_storage(args.storage)  # before answering anything: one line on stderr, exit 2
+    args.model_env = ModelEnv()  # the environment plus stored credentials, read once
+    try:  # what `initialize` needs; the rest is built right after it is answered
+        info = build_router(args.model, env=args.model_env).resolve(args.model).info
+    except (RouteError, ProviderError) as error:
+        raise ConfigError(error.message) from None
+    return extra, info
+
+
+def serve_options(
+    args: argparse.Namespace, extra: list[Any], info: ModelInfo | None
+) -> dict[str, Any]:
+    """What `transports.acp.server.serve` takes for these options (after `prepare`): our
+    agent port, the editor's workspaces, the permission bound and the signal relay."""
+    import functools
+
+    return {
+        "build": functools.partial(_build_port, args, extra),
+        "info": info,
+        "model": args.model,
+        "workspaces": functools.partial(_workspaces, args),
+        "permission_timeout_s": args.permission_timeout,
+        "background": relay_signals,
+    }
 
 
 def _check_quality(args: argparse.Namespace) -> None:

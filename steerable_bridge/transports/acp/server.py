@@ -242,6 +242,7 @@ async def serve(
     choose_environment: EnvironmentChooser | None = None,
     permission_timeout_s: float = 300.0,
     background: Callable[[AgentPort], Awaitable[None]] | None = None,
+    streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None,
 ) -> None:
     """Serve one ACP client on stdin / stdout until it closes stdin.
 
@@ -249,9 +250,11 @@ async def serve(
     (the agent port) and `workspaces` (per-session workspace mounting) are called right
     after, so their imports never delay the handshake (see `front.py`). `background(port)`
     then runs for as long as the connection serves and is cancelled before the port is
-    shut down; `permission_timeout_s` bounds each `session/request_permission`.
+    shut down; `permission_timeout_s` bounds each `session/request_permission`. `streams`
+    replaces stdin / stdout with a client's (reader, writer) pair, for a client in this
+    process (`tools/prompt_path.py`); stdio is then left as it is.
     """
-    reader, writer = await _protocol_streams()
+    reader, writer = streams if streams is not None else await _protocol_streams()
     transport = GuardedTransport(reader, cast(MessageSender, BatchingSender(writer)))
     mounted: list[AcpWorkspaces] = []
     relaying = anyio.CancelScope()
