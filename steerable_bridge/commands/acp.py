@@ -103,8 +103,7 @@ def main(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from steerable_bridge.commands.common import build_router
-    from steerable_bridge.commands.credentials import ModelEnv
+    from steerable_bridge.commands.common import build_router, current_settings, model_env
     from steerable_bridge.runtime.model import ProviderError
     from steerable_bridge.runtime.routing import RouteError
     from steerable_bridge.transports.acp.server import serve
@@ -117,9 +116,12 @@ def main(args: argparse.Namespace) -> int:
     extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
     _check_quality(args)
     check_storage(args.storage)  # before answering anything: one line on stderr, exit 2
-    args.model_env = ModelEnv()  # the environment plus stored credentials, read once
+    settings = current_settings(args)
+    args.model_env = model_env(settings)  # the provider settings plus stored credentials
     try:  # what `initialize` needs; the rest is built right after it is answered
-        info = build_router(args.model, env=args.model_env).resolve(args.model).info
+        info = (
+            build_router(args.model, env=args.model_env, settings=settings).resolve(args.model).info
+        )
     except (RouteError, ProviderError) as error:
         raise ConfigError(error.message) from None
     from steerable_bridge.commands.startup import announce, startup_line
