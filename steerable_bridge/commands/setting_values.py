@@ -54,7 +54,7 @@ def text(name: str, raw: str) -> str:
 
 
 def optional_text(name: str, raw: str) -> str | None:
-    """The text, or None when blank (the old `os.environ.get(...) or default`)."""
+    """The text, or None when blank (as the old readers' `get(NAME) or default` had it)."""
     return raw or None
 
 
