@@ -82,7 +82,7 @@ def model_env(settings: Settings) -> ModelEnv:
     overlaid with the credentials `login` stored (`credentials.ModelEnv`)."""
     from steerable_bridge.commands.credentials import ModelEnv, credentials_path
 
-    return ModelEnv(settings.providers.environ(), path=credentials_path())
+    return ModelEnv(settings.providers.environ(), path=credentials_path(settings.paths.environ()))
 
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
@@ -368,12 +368,10 @@ STORAGE_SCHEMES = ("postgresql", "postgres")
 
 def state_dir() -> str:
     """The agent's state folder: `$XDG_STATE_HOME/steerable-bridge` (`~/.local/state/...`
-    when XDG_STATE_HOME is unset or not absolute)."""
-    state = os.environ.get("XDG_STATE_HOME", "")
-    base = (
-        state if os.path.isabs(state) else os.path.join(os.path.expanduser("~"), ".local", "state")
-    )
-    return os.path.join(base, "steerable-bridge")
+    when XDG_STATE_HOME is unset or not absolute; `settings.PathSettings`)."""
+    from steerable_bridge.commands.settings import PathSettings
+
+    return PathSettings.lenient().state_dir()
 
 
 def approvals_path(spec: str) -> str | None:

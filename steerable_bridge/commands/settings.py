@@ -1,18 +1,18 @@
-"""Every environment variable the product reads, as one typed and validated settings model.
+"""Every environment variable the product reads itself, as one typed, validated settings model.
 
-`load_settings(env)` reads the process environment (or `env`) once and returns `Settings`,
-six groups of `pydantic-settings` fields — the agent, the model providers, sessions, the
-processes tools start, `serve`, and logs — one field per variable with its type, default
-and a one-line description. A bad value is a `SettingsError` holding one line per bad
-variable (the variable, the value, what to set instead; the parsers are in
-`setting_values.py`), which the CLI prints line by line with exit code 2 before a command
-does anything. The commands hand each group, or the typed objects it makes, down to what
-it configures; the HTTP model adapters get the provider group as the mapping they
-configure from (`ProviderSettings.environ()`, overlaid with stored credentials by
-`credentials.ModelEnv`). Flags still win over variables: a command's option defaults come
-from `lenient_settings()`, which never raises (a bad value falls back to its default, and
-the strict load reports it). `readme_table()` renders README.md's Configuration table
-from the fields; `python -m steerable_bridge.commands.settings --readme` prints it.
+`load_settings(env)` reads the process environment (or `env`) once and returns `Settings`:
+seven groups of `pydantic-settings` fields (the agent, the model providers, sessions, the
+processes tools start, `serve`, logs, the agent's folders), one field per variable with its
+type, default and a one-line description. A bad value is a `SettingsError` with one line
+per bad variable (the variable, the value, what to set instead; the parsers are in
+`setting_values.py`); the CLI prints them and exits 2 before a command does anything. The
+commands hand each group, or the typed objects made of it, down to what it configures; the
+HTTP model adapters get the provider group as the mapping they configure from
+(`ProviderSettings.environ()`, overlaid with stored credentials by `credentials.ModelEnv`).
+Flags win over variables: option defaults come from `lenient()`, which never raises (a bad
+value falls back to its default; the strict load reports it). `readme_table()` renders
+README.md's Configuration table from the fields (`python -m steerable_bridge.commands.settings
+--readme` prints it, `--write-readme` rewrites it). Never imports the runtime or an adapter.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from steerable_bridge.commands.setting_values import Parse
 __all__ = [
     "AgentSettings",
     "LogSettings",
+    "PathSettings",
     "ProviderSettings",
     "ServeSettings",
     "SessionSettings",
@@ -550,6 +551,35 @@ class LogSettings(EnvGroup):
     )
 
 
+class PathSettings(EnvGroup):
+    """Where the agent keeps its own files (the XDG base directories)."""
+
+    state_home: Annotated[str | None, Parse(v.optional_text)] = setting(
+        "XDG_STATE_HOME",
+        None,
+        "base of the state folder `steerable-bridge/` (session store, approvals, bridge"
+        " stores, full tool outputs); a relative path is ignored",
+        shown="`~/.local/state`",
+    )
+    config_home: Annotated[str | None, Parse(v.optional_text)] = setting(
+        "XDG_CONFIG_HOME",
+        None,
+        "base of the credentials `login` saves (`steerable-bridge/credentials.json`); a"
+        " relative path is ignored",
+        shown="`~/.config`",
+    )
+
+    def state_dir(self) -> str:
+        """`$XDG_STATE_HOME/steerable-bridge`, else `~/.local/state/steerable-bridge`."""
+        state = self.state_home or ""
+        base = (
+            state
+            if os.path.isabs(state)
+            else os.path.join(os.path.expanduser("~"), ".local", "state")
+        )
+        return os.path.join(base, "steerable-bridge")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Every group, read from one environment."""
@@ -560,6 +590,7 @@ class Settings:
     tools: ToolProcessSettings
     serve: ServeSettings
     logs: LogSettings
+    paths: PathSettings
 
 
 GROUPS: tuple[type[EnvGroup], ...] = (
@@ -569,6 +600,7 @@ GROUPS: tuple[type[EnvGroup], ...] = (
     ToolProcessSettings,
     ServeSettings,
     LogSettings,
+    PathSettings,
 )
 
 

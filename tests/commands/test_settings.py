@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from steerable_bridge import cli
 from steerable_bridge.commands import settings as s
 from steerable_bridge.commands.settings import (
     REGENERATE,
+    PathSettings,
     ProviderSettings,
     SessionSettings,
     SettingsError,
@@ -269,3 +271,12 @@ def test_readme_configuration_table_is_the_generated_one() -> None:
         f"README.md's configuration table differs from the settings model; run `{REGENERATE}`"
     )
     assert s.with_table(readme) == readme
+
+
+def test_the_state_folder_follows_an_absolute_xdg_state_home_only(tmp_path: Path) -> None:
+    home = os.path.join(os.path.expanduser("~"), ".local", "state", "steerable-bridge")
+    assert PathSettings.load({"XDG_STATE_HOME": str(tmp_path)}).state_dir() == str(
+        tmp_path / "steerable-bridge"
+    )
+    assert PathSettings.load({"XDG_STATE_HOME": "relative/dir"}).state_dir() == home
+    assert PathSettings.load({}).state_dir() == home
