@@ -1,9 +1,11 @@
 """What every command that holds sessions shares: model, storage and approval options.
 
 `add_agent_options(parser)` adds `--model`, `--storage`, `--approve`, `--max-steps`,
-`--quality`, `--hooks-module` and the model-call deadlines (`model_deadlines.py`) with their
-environment fallbacks; `build_agent(args)` turns
-them into an `Agent` with the configured providers, store, quality settings and hooks.
+`--quality`, `--hooks-module` and the model-call deadlines (`model_deadlines.py`), their
+defaults from the settings model (`settings.py`); `build_agent(args)` turns them and the
+settings the CLI validated (`current_settings`) into an `Agent` with the configured
+providers, store, limits, compaction, quality settings and hooks; `model_env` is what the
+HTTP model adapters configure from.
 `add_tool_process_options(parser)` adds what governs the processes tools start
 (`--pass-env`, `--sandbox`, `--sandbox-net`, `--mcp-net`); `command_policy(args)` turns
 them into the adapters' policy and warns on stderr when the sandbox does not work here.
