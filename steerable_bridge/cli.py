@@ -3,7 +3,9 @@
 Each subcommand lives in its own module with `register(subparsers)`; modules import their
 heavy dependencies inside the command function, so `steerable-bridge acp` starts without
 loading the AG-UI server and vice versa. Configuration errors print one line with the
-remedy and exit 2; a bare `steerable-bridge` prints the help and exits 0.
+remedy and exit 2; a bare `steerable-bridge` prints the help and exits 0. The commands
+that read settings from the environment (`SETTINGS_COMMANDS`) get them validated once,
+before they run (`args.settings`, `commands/settings.py`): every bad variable is one line.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ COMMANDS: tuple[str, ...] = (
 )
 """Modules under steerable_bridge.commands, in the order `--help` lists them."""
 
+SETTINGS_COMMANDS = frozenset({"run", "acp", "serve", "sessions", "login"})
+"""The commands that read the environment's settings; the others (schema, check, ...) run
+whatever it holds."""
+
 
 class _ShowVersion(argparse.Action):
     """`--version`, reading the metadata only when asked (it costs the cold start ms)."""
@@ -67,7 +73,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from steerable_bridge.commands.common import ConfigError
+    from steerable_bridge.commands.errors import ConfigError
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(arguments[0] if arguments else None)
@@ -76,11 +82,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = parser.parse_args(arguments)
     try:
+        if args.command in SETTINGS_COMMANDS:
+            from steerable_bridge.commands.settings import load_settings
+
+            args.settings = load_settings()
         code: int = args.func(args)
-    except ConfigError as error:
+    except ConfigError as error:  # a SettingsError too: one line per bad variable
         from steerable_bridge.commands.terminal import printable
 
-        print(f"steerable-bridge: {printable(str(error), layout=False)}", file=sys.stderr)
+        for line in str(error).splitlines() or [""]:  # one line per bad value
+            print(f"steerable-bridge: {printable(line, layout=False)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

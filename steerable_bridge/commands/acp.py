@@ -129,9 +129,8 @@ def main(args: argparse.Namespace) -> int:
 def prepare(args: argparse.Namespace) -> tuple[list[Any], ModelInfo | None]:
     """Check the options and read what `initialize` needs, before anything is served: the
     `--tools-module` tools and the default model's `ModelInfo`. Sets `args.model_env` (the
-    environment plus stored credentials, read once). A mistake is a `ConfigError`."""
-    from steerable_bridge.commands.common import build_router
-    from steerable_bridge.commands.credentials import ModelEnv
+    provider settings plus stored credentials, read once). A mistake is a `ConfigError`."""
+    from steerable_bridge.commands.common import build_router, current_settings, model_env
     from steerable_bridge.runtime.model import ProviderError
     from steerable_bridge.runtime.routing import RouteError
 
@@ -142,9 +141,11 @@ def prepare(args: argparse.Namespace) -> tuple[list[Any], ModelInfo | None]:
     extra = [tool for spec in args.tools_module for tool in load_tools(spec)]
     _check_quality(args)
     check_storage(args.storage)  # before answering anything: one line on stderr, exit 2
-    args.model_env = ModelEnv()  # the environment plus stored credentials, read once
+    settings = current_settings(args)
+    args.model_env = model_env(settings)  # the provider settings plus stored credentials
     try:  # what `initialize` needs; the rest is built right after it is answered
-        info = build_router(args.model, env=args.model_env).resolve(args.model).info
+        router = build_router(args.model, env=args.model_env, settings=settings)
+        info = router.resolve(args.model).info
     except (RouteError, ProviderError) as error:
         raise ConfigError(error.message) from None
     return extra, info

@@ -13,7 +13,6 @@ port of 0 can be found. To add an option, add it in `add_remote_options` and rea
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 from typing import Any
 
@@ -26,6 +25,8 @@ SHUTDOWN_GRACE_S = 2
 
 
 def add_remote_options(parser: argparse.ArgumentParser) -> None:
+    from steerable_bridge.commands.settings import ServeSettings
+
     parser.add_argument(
         "--listen",
         default=None,
@@ -35,7 +36,7 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get("STEERABLE_TOKEN"),
+        default=ServeSettings.lenient().token,
         help="with --listen: require 'Authorization: Bearer TOKEN' (default: $STEERABLE_TOKEN)",
     )
     parser.add_argument(

@@ -1,9 +1,11 @@
 """What every command that holds sessions shares: model, storage and approval options.
 
 `add_agent_options(parser)` adds `--model`, `--storage`, `--approve`, `--max-steps`,
-`--quality`, `--hooks-module` and the model-call deadlines (`model_deadlines.py`) with their
-environment fallbacks; `build_agent(args)` turns
-them into an `Agent` with the configured providers, store, quality settings and hooks.
+`--quality`, `--hooks-module` and the model-call deadlines (`model_deadlines.py`), their
+defaults from the settings model (`settings.py`); `build_agent(args)` turns them and the
+settings the CLI validated (`current_settings`) into an `Agent` with the configured
+providers, store, limits, compaction, quality settings and hooks; `model_env` is what the
+HTTP model adapters configure from.
 `add_tool_process_options(parser)` adds what governs the processes tools start
 (`--pass-env`, `--sandbox`, `--sandbox-net`, `--mcp-net`); `command_policy(args)` turns
 them into the adapters' policy and warns on stderr when the sandbox does not work here.
@@ -23,6 +25,7 @@ from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from steerable_bridge.commands.errors import ConfigError
 from steerable_bridge.commands.model_deadlines import (
     STEP_GRACE_S,
     add_deadline_options,
@@ -35,6 +38,7 @@ if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers
     from steerable_bridge.adapters.llm.deadlines import CallDeadlines
     from steerable_bridge.adapters.tools.confinement import CommandPolicy
     from steerable_bridge.commands.credentials import ModelEnv
+    from steerable_bridge.commands.settings import Settings
     from steerable_bridge.runtime.agent import Agent
     from steerable_bridge.runtime.approvals import ApprovalMemory
     from steerable_bridge.runtime.hooks import Hook
@@ -66,14 +70,30 @@ __all__ = [
 DEFAULT_MODEL = "demo:default"
 
 
-class ConfigError(Exception):
-    """A configuration mistake; the message names the remedy."""
+def current_settings(args: argparse.Namespace | None = None) -> Settings:
+    """The settings the CLI validated for this command (`args.settings`), else read from
+    the environment now; a bad value is a `SettingsError` (a `ConfigError`, one line each)."""
+    from steerable_bridge.commands.settings import load_settings
+
+    found = getattr(args, "settings", None)
+    return found if found is not None else load_settings()
+
+
+def model_env(settings: Settings) -> ModelEnv:
+    """What the HTTP model adapters configure from: the provider settings as variables,
+    overlaid with the credentials `login` stored (`credentials.ModelEnv`)."""
+    from steerable_bridge.commands.credentials import ModelEnv, credentials_path
+
+    return ModelEnv(settings.providers.environ(), path=credentials_path(settings.paths.environ()))
 
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    from steerable_bridge.commands.settings import AgentSettings
+
+    settings = AgentSettings.lenient()  # the defaults; a bad value is reported at start-up
     parser.add_argument(
         "--model",
-        default=os.environ.get("STEERABLE_MODEL", DEFAULT_MODEL),
+        default=settings.model,
         help="model route provider:model — demo:default (built in, no key), scripted:PATH,"
         " openai:NAME, anthropic:NAME (default: $STEERABLE_MODEL or demo:default)",
     )
@@ -81,7 +101,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--approve",
         choices=("ask", "all", "none"),
-        default=os.environ.get("STEERABLE_APPROVE", "ask"),
+        default=settings.approve,
         help="tools that change things: ask first (default), allow all, or allow none",
     )
     parser.add_argument(
@@ -89,7 +109,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--quality",
-        default=os.environ.get("STEERABLE_QUALITY", "auto"),
+        default=settings.quality,
         metavar="SPEC",
         help="model-quality layer: auto (on for openai: routes), on, off, and NAME=VALUE"
         " items, comma separated: recover, dedup, dedup_limit, breaker, soft_timeout,"
@@ -103,7 +123,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH_OR_MODULE",
         help="load hooks from a Python file or module exposing HOOKS or hooks()",
     )
-    add_deadline_options(parser)
+    add_deadline_options(parser, settings)
 
 
 def load_user_module(spec: str, flag: str) -> ModuleType:
@@ -147,9 +167,12 @@ def load_hooks(spec: str) -> list[Hook]:
 
 def add_tool_process_options(parser: argparse.ArgumentParser) -> None:
     """Options for the processes tools start: commands and stdio MCP servers."""
+    from steerable_bridge.commands.settings import ToolProcessSettings
+
+    settings = ToolProcessSettings.lenient()
     parser.add_argument(
         "--pass-env",
-        default=os.environ.get("STEERABLE_PASS_ENV", ""),
+        default=",".join(settings.pass_env),
         metavar="NAME,...",
         help="secret-looking variables (*_KEY, *_TOKEN, *_SECRET, *PASSWORD*, ...) that"
         " commands and MCP servers may still see; every other such variable is removed"
@@ -158,7 +181,7 @@ def add_tool_process_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sandbox",
         choices=("auto", "require", "off"),
-        default=os.environ.get("STEERABLE_SANDBOX", "auto"),
+        default=settings.sandbox,
         help="run commands and stdio MCP servers in a bubblewrap sandbox (read-only system,"
         " writable workspace, private /tmp and /proc, home hidden): auto = when bwrap works"
         " here, else unconfined with a warning (default), require = refuse them without it,"
@@ -167,13 +190,13 @@ def add_tool_process_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sandbox-net",
         choices=("deny", "allow"),
-        default=os.environ.get("STEERABLE_SANDBOX_NET", "deny"),
+        default=settings.sandbox_net,
         help="may sandboxed commands use the network? (default deny; $STEERABLE_SANDBOX_NET)",
     )
     parser.add_argument(
         "--mcp-net",
         choices=("deny", "allow"),
-        default=os.environ.get("STEERABLE_MCP_NET", "allow"),
+        default=settings.mcp_net,
         help="may sandboxed stdio MCP servers use the network? A server's"
         " _meta.steerable.network (true/false) overrides it (default allow; $STEERABLE_MCP_NET)",
     )
@@ -229,33 +252,24 @@ def sandbox_advisories(args: argparse.Namespace) -> tuple[Advisory, ...]:
     return (Advisory(severity="warning", title=title, description=text.removeprefix("warning: ")),)
 
 
-def _pace_ms() -> float:
-    raw = os.environ.get("STEERABLE_DEMO_PACE_MS", "15")
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(
-            f"STEERABLE_DEMO_PACE_MS={raw!r} is not a number of milliseconds"
-        ) from None
-
-
 def build_router(
     model: str,
     deadlines: CallDeadlines | None = None,
     env: ModelEnv | None = None,
     providers: Mapping[str, ProviderFactory] | None = None,
+    settings: Settings | None = None,
 ) -> ModelRouter:
     """A router with every provider this build ships, offering `model` first; HTTP providers
     bound each call by `deadlines` (the defaults of `CallDeadlines` when None) and configure
-    from `env` (the environment plus stored credentials, read here when None), which
-    `router.refresh()` re-reads. `providers` adds factories by provider name (a bridged
-    agent's route)."""
-    from steerable_bridge.commands.credentials import ModelEnv
-
-    env = ModelEnv() if env is None else env
+    from `env` (the provider settings plus stored credentials, `model_env`, when None),
+    which `router.refresh()` re-reads. `providers` adds factories by provider name (a
+    bridged agent's route). `settings` (read from the environment when None) sets the demo
+    model's pace."""
+    settings = current_settings() if settings is None else settings
+    env = model_env(settings) if env is None else env
     router = ModelRouter()
     router.on_refresh = env.reload
-    pace = _pace_ms()
+    pace = settings.agent.demo_pace_ms
 
     def demo(name: str) -> ModelProvider:
         from steerable_bridge.adapters.llm.demo import DemoProvider
@@ -331,7 +345,9 @@ def _register_adapter(
 def default_storage() -> str:
     """`$STEERABLE_STORAGE`, else `$XDG_STATE_HOME/steerable-bridge/sessions.db`
     (`~/.local/state/...` when XDG_STATE_HOME is unset or not absolute)."""
-    configured = os.environ.get("STEERABLE_STORAGE")
+    from steerable_bridge.commands.settings import SessionSettings
+
+    configured = SessionSettings.lenient().storage
     if configured:
         return configured
     return os.path.join(state_dir(), "sessions.db")
@@ -354,12 +370,10 @@ STORAGE_SCHEMES = ("postgresql", "postgres")
 
 def state_dir() -> str:
     """The agent's state folder: `$XDG_STATE_HOME/steerable-bridge` (`~/.local/state/...`
-    when XDG_STATE_HOME is unset or not absolute)."""
-    state = os.environ.get("XDG_STATE_HOME", "")
-    base = (
-        state if os.path.isabs(state) else os.path.join(os.path.expanduser("~"), ".local", "state")
-    )
-    return os.path.join(base, "steerable-bridge")
+    when XDG_STATE_HOME is unset or not absolute; `settings.PathSettings`)."""
+    from steerable_bridge.commands.settings import PathSettings
+
+    return PathSettings.lenient().state_dir()
 
 
 def approvals_path(spec: str) -> str | None:
@@ -481,12 +495,13 @@ def build_agent(
     watched by `observers`, and its store passed through `wrap_store` (e.g. to time it).
     `engine` runs its turns instead of our model loop (a bridge) and `providers` adds model
     providers by name (the bridged agent's route)."""
-    from steerable_bridge.commands.compaction_env import compaction_from_env
-    from steerable_bridge.commands.limits_env import limits_from_env
+    from steerable_bridge.commands.compaction_env import compaction_from_settings
+    from steerable_bridge.commands.limits_env import limits_from_settings
     from steerable_bridge.commands.quality_flag import parse_quality
     from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
     from steerable_bridge.runtime.turn import LoopSettings
 
+    settings = current_settings(args)
     if args.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1")
     try:
@@ -498,16 +513,15 @@ def build_agent(
         deadlines = deadlines_from_args(args)
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    router = build_router(args.model, deadlines, getattr(args, "model_env", None), providers)
+    router = build_router(
+        args.model, deadlines, getattr(args, "model_env", None), providers, settings
+    )
     try:
         router.resolve(args.model)
     except RouteError as err:
         raise ConfigError(err.message) from None
-    try:
-        compaction = compaction_from_env()
-        limits = limits_from_env()
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
+    compaction = compaction_from_settings(settings.sessions)
+    limits = limits_from_settings(settings.sessions)
     config = AgentConfig(
         model=args.model,
         approval=approval or args.approve,  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 
 from steerable_bridge.commands.common import state_dir
+from steerable_bridge.commands.settings import SessionSettings
 
 __all__ = ["BRIDGE_PROVIDERS", "bridge_storage", "family_filter"]
 
@@ -44,7 +45,7 @@ def bridge_storage(spec: str, route: str) -> str:
     """The store of a bridge serving `route`: its own file under the state folder when
     `spec` is the built-in default (no `--storage`, no `$STEERABLE_STORAGE`), else `spec`."""
     builtin = os.path.join(state_dir(), "sessions.db")
-    if spec != builtin or os.environ.get("STEERABLE_STORAGE"):
+    if spec != builtin or SessionSettings.lenient().storage:
         return spec
     folder = _UNSAFE.sub("_", route).strip("._") or "bridge"
     return os.path.join(state_dir(), "bridges", folder, "sessions.db")

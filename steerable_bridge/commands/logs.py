@@ -1,7 +1,8 @@
 """Logging for the long-running commands (`acp`, `serve`): level, file, and text or JSON lines.
 
 `add_log_options(parser, default_level)` adds `--log-level` (`STEERABLE_LOG`), `--log-file`
-(`STEERABLE_LOG_FILE`) and `--log-format text|json` (`STEERABLE_LOG_FORMAT`);
+(`STEERABLE_LOG_FILE`) and `--log-format text|json` (`STEERABLE_LOG_FORMAT`), the variables
+read by `settings.LogSettings`;
 `configure_logging(args)` installs one handler on stderr (never stdout: ACP owns it) and one
 on the file when given. Every record carries the session, run and trace id of the turn that
 wrote it (`runtime.logcontext.ContextFilter`); the text format shows them in brackets when
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from datetime import UTC, datetime
 
@@ -28,21 +28,24 @@ _IDS = ("session_id", "run_id", "trace_id")
 
 
 def add_log_options(parser: argparse.ArgumentParser, *, default_level: str = "warning") -> None:
+    from steerable_bridge.commands.settings import LogSettings
+
+    settings = LogSettings.lenient()  # the defaults; a bad value is reported at start-up
     parser.add_argument(
         "--log-level",
-        default=os.environ.get("STEERABLE_LOG", default_level).lower(),
+        default=settings.level or default_level,
         type=str.lower,
         choices=("debug", "info", "warning", "error"),
         help=f"how much to log on stderr (default: $STEERABLE_LOG or {default_level})",
     )
     parser.add_argument(
         "--log-file",
-        default=os.environ.get("STEERABLE_LOG_FILE"),
+        default=settings.file,
         help="also write the log to this file (default: $STEERABLE_LOG_FILE)",
     )
     parser.add_argument(
         "--log-format",
-        default=os.environ.get("STEERABLE_LOG_FORMAT", "text").lower(),
+        default=settings.format,
         type=str.lower,
         choices=("text", "json"),
         help="text lines for people, or one JSON object per line for machines"

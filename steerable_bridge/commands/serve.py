@@ -57,6 +57,9 @@ from steerable_bridge.commands.serve_limits import add_limit_options, limits_fro
 
 
 def register(subparsers: Any) -> None:
+    from steerable_bridge.commands.settings import ServeSettings
+
+    settings = ServeSettings.lenient()  # the defaults; a bad value is reported at start-up
     parser = subparsers.add_parser("serve", help="serve the AG-UI endpoint and a chat page")
     add_agent_options(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
@@ -69,7 +72,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get("STEERABLE_TOKEN"),
+        default=settings.token,
         help="require 'Authorization: Bearer TOKEN' on POST /agent (default: $STEERABLE_TOKEN)",
     )
     parser.add_argument(
@@ -113,11 +116,11 @@ def register(subparsers: Any) -> None:
         " --workspace (refused without one), and its permission requests become AG-UI"
         " interrupts",
     )
-    add_limit_options(parser)
-    add_auth_options(parser)
+    add_limit_options(parser, settings)
+    add_auth_options(parser, settings)
     parser.add_argument(
         "--max-runs",
-        default=os.environ.get("STEERABLE_MAX_RUNS", str(DEFAULT_MAX_RUNS)),
+        default=str(settings.max_runs),
         metavar="N",
         help="runs one process streams at once; beyond, POST /agent answers 503 with"
         f" Retry-After (default: $STEERABLE_MAX_RUNS or {DEFAULT_MAX_RUNS}; 0 = no limit)",
@@ -127,7 +130,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=int(os.environ.get("STEERABLE_WORKERS", "1") or "1"),
+        default=settings.workers,
         help="processes serving the port, sharing the store (default: $STEERABLE_WORKERS or 1)",
     )
     parser.set_defaults(func=main)
@@ -441,8 +444,11 @@ def _server_class() -> type[Any]:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options as JSON-able values (the command's function is not an option)."""
-    return {key: value for key, value in vars(args).items() if not callable(value)}
+    """The options as JSON-able values (the command's function is not an option, and each
+    worker reads the settings from the environment it inherits)."""
+    return {
+        key: value for key, value in vars(args).items() if not callable(value) and key != "settings"
+    }
 
 
 def _bind(args: argparse.Namespace, backlog: int) -> socket.socket:

@@ -13,15 +13,23 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.commands.common import ConfigError
+
+if TYPE_CHECKING:
+    from steerable_bridge.commands.settings import ServeSettings
 
 __all__ = ["add_auth_options", "identity_from_args"]
 
 
-def add_auth_options(parser: Any) -> None:
+def add_auth_options(parser: Any, settings: ServeSettings | None = None) -> None:
+    """The identity options; `--metrics-token`'s default from `settings` (read leniently
+    when None)."""
+    if settings is None:
+        from steerable_bridge.commands.settings import ServeSettings
+
+        settings = ServeSettings.lenient()
     parser.add_argument(
         "--auth",
         choices=("token", "jwt", "header"),
@@ -46,7 +54,7 @@ def add_auth_options(parser: Any) -> None:
     )
     parser.add_argument(
         "--metrics-token",
-        default=os.environ.get("STEERABLE_METRICS_TOKEN"),
+        default=settings.metrics_token,
         help="bearer token for /metrics (default: $STEERABLE_METRICS_TOKEN; single-user"
         " mode falls back to --token)",
     )

@@ -5,18 +5,22 @@ beyond), `--head-timeout SECONDS` (`STEERABLE_HEAD_TIMEOUT`, default 10: 408 whe
 takes longer), `--body-timeout SECONDS` (`STEERABLE_BODY_TIMEOUT`, default 30: 408 when a
 body takes longer after its head) and `--max-connections N` (`STEERABLE_MAX_CONNECTIONS`,
 default: what the file-descriptor limit leaves room for) become the
-`transports/agui/head_guard.ConnectionLimits` the HTTP protocol enforces. A bad value is a
-`ConfigError` naming the option and what it accepts.
+`transports/agui/head_guard.ConnectionLimits` the HTTP protocol enforces. The variables are
+fields of `settings.ServeSettings`; a bad value is a `ConfigError` naming the option, the
+variable and what it accepts.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+from typing import TYPE_CHECKING
 
 from steerable_bridge.commands.common import ConfigError
-from steerable_bridge.commands.model_deadlines import positive_seconds
+from steerable_bridge.commands.model_deadlines import positive_seconds, seconds_text
 from steerable_bridge.transports.agui.head_guard import ConnectionLimits
+
+if TYPE_CHECKING:
+    from steerable_bridge.commands.settings import ServeSettings
 
 __all__ = ["add_limit_options", "limits_from_args"]
 
@@ -24,33 +28,39 @@ MIN_HEAD = 1024
 """Below this, ordinary browser requests (cookies, user agent) would not fit."""
 
 
-def add_limit_options(parser: argparse.ArgumentParser) -> None:
+def add_limit_options(
+    parser: argparse.ArgumentParser, settings: ServeSettings | None = None
+) -> None:
+    """The four options, their defaults from `settings` (read leniently when None)."""
+    if settings is None:
+        from steerable_bridge.commands.settings import ServeSettings
+
+        settings = ServeSettings.lenient()
     default = ConnectionLimits()
-    env = os.environ.get
     parser.add_argument(
         "--max-head",
-        default=env("STEERABLE_MAX_HEAD", str(default.max_head_bytes)),
+        default=str(settings.max_head),
         metavar="BYTES",
         help="largest request line plus headers; larger get 431 (default: $STEERABLE_MAX_HEAD"
         f" or {default.max_head_bytes})",
     )
     parser.add_argument(
         "--head-timeout",
-        default=env("STEERABLE_HEAD_TIMEOUT", f"{default.head_timeout_s:g}"),
+        default=seconds_text(settings.head_timeout),
         metavar="SECONDS",
         help="time a connection has to send its request head; slower get 408 (default:"
         f" $STEERABLE_HEAD_TIMEOUT or {default.head_timeout_s:g})",
     )
     parser.add_argument(
         "--body-timeout",
-        default=env("STEERABLE_BODY_TIMEOUT", f"{default.body_timeout_s:g}"),
+        default=seconds_text(settings.body_timeout),
         metavar="SECONDS",
         help="time a request has to send its body after the head; slower get 408 (default:"
         f" $STEERABLE_BODY_TIMEOUT or {default.body_timeout_s:g})",
     )
     parser.add_argument(
         "--max-connections",
-        default=env("STEERABLE_MAX_CONNECTIONS", ""),
+        default="" if settings.max_connections is None else str(settings.max_connections),
         metavar="N",
         help="connections open at once; past it the longest-waiting idle one is dropped"
         " (default: $STEERABLE_MAX_CONNECTIONS, else what the file-descriptor limit allows)",
