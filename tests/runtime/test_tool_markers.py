@@ -144,6 +144,7 @@ def test_list_viable_wants_a_call_object_or_a_pythonic_call(
         (">>>", "name\n{", True),
         (">>>", "name\nx", False),
         (">>>", "name x", False),
+        (">>>", "name {", False),  # the object must start on the next line
         (">>>", "\n{", False),
         ("<invoke name=", '"x"', True),
         ("<invoke name=", "x", False),
