@@ -23,6 +23,7 @@ from steerable_bridge.runtime.strict_json import (
     scrub,
     writable,
 )
+from tests.lanes import examples
 
 
 def refusal(data: bytes | str, **options: Any) -> JsonRefused:
@@ -130,7 +131,7 @@ _ANY = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(_ANY)
 def test_any_scrubbed_value_is_writable_and_reads_back_strictly(value: Any) -> None:
     clean = scrub(value)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steerable_bridge.runtime.tool_text import Markup, MarkupStripper, Piece, Reasoning
+from tests.lanes import examples
 
 CALL = '<tool_call>{"name": "x"}</tool_call>'
 
@@ -173,7 +174,7 @@ _DOCUMENTS = [
 ]
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(st.sampled_from(_DOCUMENTS), st.lists(st.integers(min_value=0), max_size=30))
 def test_the_result_does_not_depend_on_where_the_text_is_split(
     document: str, cuts: list[int]

@@ -23,6 +23,7 @@ from steerable_bridge.runtime.values import (
     Usage,
     canonical_json,
 )
+from tests.lanes import examples
 
 
 def test_canonical_json_is_compact_keeps_key_order_and_non_ascii() -> None:
@@ -46,7 +47,7 @@ _JSON = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(_JSON)
 def test_canonical_json_is_a_fixed_point_of_parsing(value: Any) -> None:
     text = canonical_json(value)
