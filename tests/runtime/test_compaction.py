@@ -243,20 +243,3 @@ async def test_a_summary_request_is_one_off_and_offers_no_tools() -> None:
     text = summaries[0].messages[0].text  # the folded turns as plain text, within budget
     assert text.startswith("Conversation to summarize:") and "[user]\nturn 2" in text
     assert estimate_request_tokens(summaries[0]) + (summaries[0].max_tokens or 0) <= 600
-
-
-def test_the_headline_says_what_was_folded_and_what_it_saved() -> None:
-    def fold(**fields: object) -> ev.Compaction:
-        base: dict[str, object] = {"summary": "s", "through_seq": 9, "pre_tokens": 6120}
-        return ev.Compaction(session_id="s", run_id="r", seq=10, ts=1, **(base | fields))  # type: ignore[arg-type]
-
-    assert fold(turns=3, post_tokens=1450).headline == "Compacted 3 turns: 6,120 → 1,450 tokens."
-    assert fold(turns=1, post_tokens=9).headline == "Compacted 1 turn: 6,120 → 9 tokens."
-    pressure = fold(trigger="pressure", post_tokens=900, fallback=True, notice="Breaker open.")
-    assert pressure.headline == (
-        "The context window was nearly full: compacted the conversation so far: 6,120 → 900"
-        " tokens. The summary is a digest of those turns (the model could not write one)."
-        "\n\nBreaker open."
-    )
-    micro = fold(trigger="micro", scope="tool_results", post_tokens=3000)
-    assert micro.headline == "Folded old tool results: 6,120 → 3,000 tokens."
