@@ -66,10 +66,10 @@ class RequestChain:
 
     base: ModelRequestEvent | None = None
     """The newest request of the thread taken in: the base of the next one."""
-    _estimator: RequestEstimator = field(default_factory=RequestEstimator)
-    _digests: dict[str, tuple[object, str]] = field(default_factory=dict)
+    _estimator: RequestEstimator = field(default_factory=RequestEstimator, init=False)
+    _digests: dict[str, tuple[object, str]] = field(default_factory=dict, init=False)
     """The last system prompt / tools digested, and its digest (they rarely change)."""
-    _last: tuple[ModelRequestEvent, bool, str] | None = None
+    _last: tuple[ModelRequestEvent, bool, str] | None = field(default=None, init=False)
     """The last request rendered, how, and its value's JSON (renderer and fast path agree)."""
 
     def note(self, event: LoopEvent) -> None:
