@@ -14,8 +14,10 @@
 3. Prints, per N: p50 / p99 / min / max time from sending the request to its first SSE
    event, p99 to RUN_FINISHED, the server's CPU per cold run (from /proc, over the burst),
    its RSS growth per thread once the runs are over and the threads idle, and the bytes
-   per run received (for a 100-turn thread about half is the MESSAGES_SNAPSHOT, ~256 KB,
-   and half the run's CUSTOM `steerable.model_request`, which holds the whole request).
+   per run received (for a 100-turn thread almost all of it is the MESSAGES_SNAPSHOT,
+   ~256 KB; the run's CUSTOM `steerable.model_request` carries only what changed since the
+   thread's previous request — it held the whole request, another ~270 KB, before — so a
+   run with `--no-snapshot` is ~9 KB).
 
 Every wait is bounded (`--timeout` per run, 30 s for the server to start). `--src DIR`
 runs the server from another checkout (PYTHONPATH), to compare builds on the same store.

@@ -5,14 +5,17 @@ so a `null` the TypeScript client would reject is still visible — and returns 
 per broken rule. It enforces what the official `@ag-ui/client` `verifyEvents` enforces
 (RUN_STARTED first; nothing after RUN_FINISHED / RUN_ERROR but a new RUN_STARTED; CONTENT /
 END / ARGS only inside an open message, call or reasoning span of the same id; steps paired;
-nothing open at RUN_FINISHED) and what it lets through but UIs trip over (exactly one terminal
-event per run, run ids that match, results for calls that were started, unique result message
-ids, no `null` in optional fields, no unknown fields), plus the url questions of
-`docs/agui-routes.md`: an interrupt whose `metadata.mode` is `url` names an http(s) page,
+nothing open at RUN_FINISHED) and what it lets through but UIs trip over (exactly one
+terminal event per run, run ids that match, results for calls that were started, unique
+result message ids, no `null` in optional fields, no unknown fields), plus the url questions
+of `docs/agui-routes.md`: an interrupt whose `metadata.mode` is `url` names an http(s) page,
 and CUSTOM `steerable.question_completed` completes a url question the stream holds (its
 interrupt, or its CUSTOM `steerable.question_asked` in url mode) or the run's `resume[]`
-answers, once. Each event is also validated against the SDK's models
-(`ag_ui.core.Event`). This module never repairs a stream; it only reports.
+answers, once; a CUSTOM `steerable.model_request` sent by reference (`agui_requests.py`) has
+the documented shape and, when the stream carried the thread's request before it, names that
+one and rebuilds to a request whose message count and digests match. Each event is also
+validated against the SDK's models (`ag_ui.core.Event`). This module never repairs a stream;
+it only reports.
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ from urllib.parse import urlsplit
 from ag_ui.core import Event, RunAgentInput
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from steerable_bridge.conformance.agui_requests import (
+    REQUEST,
+    check_reference,
+    is_by_reference,
+    rebuild,
+)
 from steerable_bridge.conformance.findings import Finding, Rule
 
 __all__ = ["AGUI_RULES", "check_agui_stream", "event_as_json"]
@@ -74,6 +83,12 @@ AGUI_RULES: tuple[Rule, ...] = (
         id="agui.question-completed",
         requires="CUSTOM steerable.question_completed names a url question of the stream"
         " (interrupt or steerable.question_asked) or one the run's input resumes, once",
+    ),
+    Rule(
+        id="agui.model-request",
+        requires="a model request sent by reference names the stream's previous request of"
+        " the thread (when the stream carried one) and rebuilds from it to its count and"
+        " digests",
     ),
 )
 
@@ -145,6 +160,8 @@ class _Checker:
         self.result_ids: set[str] = set()
         self.url_questions: dict[str, bool] = {}
         """Interrupt id of each url question → whether it was completed."""
+        self.requests: dict[str | None, Mapping[str, Any]] = {}
+        """Each thread's last model request the stream carried, whole (JSON)."""
         self.where = ""
 
     def report(self, rule_id: str, message: str) -> None:
@@ -259,6 +276,9 @@ class _Checker:
 
     def on_custom(self, run: _Run, raw: Mapping[str, Any]) -> None:
         value = raw.get("value")
+        if raw.get("name") == REQUEST and isinstance(value, Mapping):
+            self.on_request(run, value)
+            return
         if raw.get("name") == QUESTION_ASKED and isinstance(value, Mapping):
             if value.get("mode") == "url" and isinstance(value.get("question_id"), str):
                 self.url_questions.setdefault(value["question_id"], False)
@@ -276,6 +296,24 @@ class _Checker:
             self.report("agui.question-completed", f"question {question_id!r} completed twice")
         else:
             self.url_questions[str(question_id)] = True
+
+    def on_request(self, run: _Run, value: Mapping[str, Any]) -> None:
+        whole: Mapping[str, Any] | None = value
+        try:
+            if is_by_reference(value):
+                base = self.requests.get(run.thread_id)
+                if base is None:
+                    check_reference(value)  # its base came before the stream
+                    whole = None
+                else:
+                    whole = rebuild(value, base)
+        except (ValueError, KeyError, TypeError) as err:
+            self.report("agui.model-request", f"a model request by reference: {err}")
+            whole = None
+        if whole is None:
+            self.requests.pop(run.thread_id, None)  # what comes next cannot be rebuilt
+        else:
+            self.requests[run.thread_id] = whole
 
     def on_run_error(self, run: _Run, raw: Mapping[str, Any]) -> None:
         self.ends(run, "RUN_ERROR", raw)

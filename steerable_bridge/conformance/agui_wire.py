@@ -2,7 +2,9 @@
 
 `render_agui_stream(events)` renders a log run by run the way `steerable-bridge serve` does —
 one `AguiRenderer` per run (threadId = the session, runId = the run), the thread's
-MESSAGES_SNAPSHOT before each run's end (`history.thread_messages`) — and returns the AG-UI
+MESSAGES_SNAPSHOT before each run's end (`history.thread_messages`), each model request by
+reference to the session's previous one (one `RequestChain` per session, across its runs)
+— and returns the AG-UI
 events as JSON objects, exactly as `model_dump_json(by_alias=True)` puts them on the wire.
 Session-level events between runs travel in the next run's stream (an AG-UI stream starts
 with RUN_STARTED); those after the last run have no stream to go in and are left out.
@@ -21,6 +23,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.transports.agui.history import thread_messages
 from steerable_bridge.transports.agui.renderer import AguiRenderer
+from steerable_bridge.transports.agui.requests import RequestChain
 
 __all__ = ["AguiRendering", "RendererFactory", "render_agui_stream"]
 
@@ -32,7 +35,7 @@ class AguiRendering(Protocol):
 
 
 RendererFactory = Callable[..., AguiRendering]
-"""Called like `AguiRenderer(thread_id=..., run_id=..., messages=...)`."""
+"""Called like `AguiRenderer(thread_id=..., run_id=..., messages=..., requests=...)`."""
 
 
 def render_agui_stream(
@@ -43,6 +46,7 @@ def render_agui_stream(
     held: list[LoopEvent] = []
     seen: list[LoopEvent] = []
     current: AguiRendering | None = None
+    chains: dict[str, RequestChain] = {}
     for event in events:
         seen.append(event)
         if isinstance(event, ev.RunStarted):
@@ -51,6 +55,7 @@ def render_agui_stream(
                 thread_id=sid,
                 run_id=event.run_id,
                 messages=lambda sid=sid: thread_messages(sid, tuple(seen)),
+                requests=chains.setdefault(sid, RequestChain()),
             )
             batch, held = [*held, event], []
         elif current is None:

@@ -35,7 +35,7 @@ from acp import spawn_agent_process
 from httpx_sse import aconnect_sse
 
 from steerable_bridge.conformance import scenario_tools
-from steerable_bridge.conformance.decode_agui import decode_event
+from steerable_bridge.conformance.decode_agui import AguiDecoder
 from steerable_bridge.conformance.scenarios import Scenario, Turn, TurnActions, scenario_agent
 from steerable_bridge.conformance.transcript import TranscriptRecorder, WireMessage
 from steerable_bridge.runtime.agent import Agent
@@ -340,8 +340,9 @@ async def run_agui(scenario: Scenario, *, timeout_s: float = 60.0) -> AguiRun:
             agui_server(scenario) as served,
             httpx.AsyncClient(timeout=httpx.Timeout(timeout_s)) as client,
         ):
+            decoder = AguiDecoder()  # the thread's streams, in order: what requests refer to
             for index, turn in enumerate(scenario.turns):
-                await _turn(client, served.url, thread_id, index, turn, exchanges)
+                await _turn(client, served.url, thread_id, index, turn, exchanges, decoder)
             log = await served.log(thread_id)
     return AguiRun(exchanges=exchanges, log=log)
 
@@ -353,6 +354,7 @@ async def _turn(
     index: int,
     turn: Turn,
     exchanges: list[AguiExchange],
+    decoder: AguiDecoder,
 ) -> None:
     exchange = AguiExchange(run_input=_run_input(thread_id, index, turn, _thread(exchanges)))
     exchanges.append(exchange)
@@ -382,7 +384,7 @@ async def _turn(
             async for sse in source.aiter_sse():
                 raw = json.loads(sse.data)
                 exchange.events.append(raw)
-                event = decode_event(raw, thread_id)
+                event = decoder.decode(raw, thread_id)
                 if event is not None:
                     for name, text in actions.due(event.kind):
                         act(name, text)

@@ -118,12 +118,30 @@ def markdown() -> str:
         " in `initialize`; with it, every kind is exact.",
         "",
         "AG-UI is lossless: native events carry missing fields in `metadata.steerable`; other"
-        " kinds are `CUSTOM` events named `steerable.<kind>` whose value is the whole event."
+        " kinds are `CUSTOM` events named `steerable.<kind>` whose value is the whole event"
+        " (a `model_request` after the thread's first: what changed since the one before)."
         " Each run also ends with a derived `MESSAGES_SNAPSHOT` of the whole thread — left out"
         " when the client sent back every message of the thread, and when its `RunAgentInput`"
         " has `forwardedProps.steerable.snapshot: false` (a client that keeps its own history,"
         " or shows none, is spared the thread on every run; any value but true / false is"
         " refused with 422 `invalid_input`).",
+        "",
+        "AG-UI model requests: a thread's first `model_request` is the whole event; each later"
+        " one carries what changed since the request before it in the thread's log (of this"
+        " run or an earlier one, also after a server restart), so a run costs what it adds,"
+        " not the whole thread again. Its value is the event with `request.messages` holding"
+        " only the messages after the first `prefix` ones it shares with that request,"
+        " `request.system` and `request.tools` left out when unchanged, and `request_ref` ="
+        " `{base, prefix, messages, tokens, system, tools}`: the seq of the request it"
+        " extends, the shared prefix, how many messages the whole request holds, its"
+        " prompt-token estimate, and digests of its system prompt and tools (the first 16 hex"
+        " digits of a SHA-256: of the prompt's UTF-8 bytes, and of the compact JSON"
+        " `[[name, description, parameters_json], ...]`). A client rebuilds the request from"
+        " the one it was sent before (`base`: the thread's previous request); one that"
+        " joined mid-thread, or wants each request whole, sends"
+        " `forwardedProps.steerable.full_requests: true` (any value but true / false is"
+        " refused with 422 `invalid_input`). A stream resumed from an event id"
+        " (`GET /agent/threads/{id}/events`) sends them by reference too.",
         "",
         "AG-UI client versions: a request whose `RunAgentInput.protocolVersion` is `1.0` or"
         " later (what `HttpAgent` from `@ag-ui/client` 1.0 sends) gets the 1.0 `RUN_FINISHED`"

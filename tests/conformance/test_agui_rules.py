@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -14,11 +15,33 @@ from steerable_bridge.conformance import (
     check_agui_stream,
 )
 from steerable_bridge.conformance.agui_rules import AGUI_RULES
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.values import Message, TextPart
+from steerable_bridge.transports.agui.requests import RequestChain
 
 Stream = list[dict[str, Any]]
 
 
+def _requests() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two CUSTOM model requests of thread t1 as the renderer sends them: the first whole,
+    the next by reference to it."""
+    said = [Message(id=f"u{i}", role="user", content=(TextPart(text=f"m{i}"),)) for i in (1, 2)]
+    tools = (ToolSpec(name="calc", description="adds", parameters_json="{}"),)
+    chain = RequestChain()
+    out = []
+    for seq, messages in ((1, said[:1]), (9, said)):
+        request = ModelRequest(model="m", system="be brief", messages=tuple(messages), tools=tools)
+        event = ev.ModelRequestEvent(
+            session_id="t1", run_id="r", seq=seq, ts=1, step=1, request=request
+        )
+        value = json.loads(chain.value_json(event))
+        out.append({"type": "CUSTOM", "name": "steerable.model_request", "value": value})
+    return out[0], out[1]
+
+
 def valid_stream() -> Stream:
+    first, second = _requests()
     return [
         {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "timestamp": 1},
         {"type": "STEP_STARTED", "stepName": "step-1"},
@@ -35,6 +58,7 @@ def valid_stream() -> Stream:
         {"type": "TOOL_CALL_END", "toolCallId": "c1"},
         {"type": "TOOL_CALL_RESULT", "messageId": "res-c1", "toolCallId": "c1", "content": "4"},
         {"type": "STEP_FINISHED", "stepName": "step-1"},
+        first,
         {"type": "CUSTOM", "name": "steerable.x", "value": None},
         {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1", "outcome": {"type": "success"}},
         {"type": "RUN_STARTED", "threadId": "t1", "runId": "q1"},
@@ -61,8 +85,15 @@ def valid_stream() -> Stream:
         },
         {"type": "RUN_FINISHED", "threadId": "t1", "runId": "q2", "outcome": {"type": "success"}},
         {"type": "RUN_STARTED", "threadId": "t1", "runId": "r2"},
+        second,
         {"type": "RUN_ERROR", "message": "boom", "code": "provider_error"},
     ]
+
+
+def _by_reference(stream: Stream) -> dict[str, Any]:
+    event = next(e for e in stream if "request_ref" in (e.get("value") or {}))
+    ref: dict[str, Any] = event["value"]["request_ref"]
+    return ref
 
 
 def _index(stream: Stream, kind: str) -> int:
@@ -136,6 +167,8 @@ BREAKS: dict[str, Callable[[Stream], None]] = {
             "value": {"question_id": "question-c2"},
         },
     ),
+    # the tools it names are not the ones the request it refers to held
+    "agui.model-request": lambda s: _by_reference(s).update(tools="0" * 16),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,8 +13,10 @@ from ag_ui.core import BaseEvent, TextMessageEndEvent, ToolCallResultEvent
 from steerable_bridge.conformance import check_acp_transcript, check_agui_stream
 from steerable_bridge.conformance.acp_wire import render_acp_transcript
 from steerable_bridge.conformance.agui_wire import render_agui_stream
+from steerable_bridge.conformance.decode_acp import DecodeError
 from steerable_bridge.conformance.decode_agui import decode_agui
 from steerable_bridge.conformance.scenarios import load_scenarios, run_in_process
+from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent, StopReason
 from steerable_bridge.transports.acp.renderer import AcpRenderer, stop_reason
 from steerable_bridge.transports.agui.renderer import AguiRenderer
@@ -36,6 +39,16 @@ class SharesResultIds(AguiRenderer):
             if isinstance(item, ToolCallResultEvent):
                 item.message_id = "result"
         return out
+
+
+class DropsANewMessage(AguiRenderer):
+    """Sends a request by reference without the first message it adds."""
+
+    def request_value(self, event: ev.ModelRequestEvent) -> str:
+        value = json.loads(super().request_value(event))
+        if "request_ref" in value and value["request"]["messages"]:
+            del value["request"]["messages"][0]
+        return json.dumps(value)
 
 
 class DropsToolCall(AcpRenderer):
@@ -68,6 +81,13 @@ def test_dropping_text_message_end_is_caught() -> None:
 def test_shared_result_message_ids_are_caught() -> None:
     stream = render_agui_stream(events_of("parallel_tools"), renderer=SharesResultIds)
     assert "agui.result-id-reused" in rule_ids(check_agui_stream(stream))
+
+
+def test_a_request_by_reference_that_lost_a_message_is_caught() -> None:
+    stream = render_agui_stream(events_of("parallel_tools"), renderer=DropsANewMessage)
+    assert "agui.model-request" in rule_ids(check_agui_stream(stream))
+    with pytest.raises(DecodeError, match="make no"):
+        decode_agui(stream)
 
 
 def test_end_turn_after_a_cancel_is_caught() -> None:

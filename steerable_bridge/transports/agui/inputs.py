@@ -1,13 +1,13 @@
 """RunAgentInput → what the runtime needs for one turn: the AG-UI request as a `TurnInput`.
 
 `to_turn(run, known, open_calls)` reads an already validated `RunAgentInput` against what
-the server holds for the thread. Messages whose ids the server already has are skipped, so
-a client that resends the whole thread (as `HttpAgent` does) adds nothing twice. Of the new
+the server holds for the thread. Messages whose ids the server already has are skipped, so a
+client that resends the whole thread (as `HttpAgent` does) adds nothing twice. Of the new
 ones: user messages become the turn's input (the last one) or `earlier` messages logged
 before it; tool messages answering an open frontend call become `ClientToolResult`s (others
 are stale and ignored); assistant, system, developer, reasoning and activity messages are
-ignored — the server's log is the record of its own side. `tools` become frontend
-`Tool`s, `resume[]` entries `ResumeDecision`s (interrupt id `approval-<call_id>`, payload
+ignored — the server's log is the record of its own side. `tools` become frontend `Tool`s,
+`resume[]` entries `ResumeDecision`s (interrupt id `approval-<call_id>`, payload
 `{"approved": bool, "stop"?: bool, "always"?: bool}` — `stop: true` with `approved: false`
 rejects the call and ends the turn, stop reason `rejected`; `always: true` keeps the answer
 for calls of that kind, as ACP's "always" options do — status `cancelled` = refused) or, for
@@ -16,8 +16,9 @@ a question the model asked (`ask_user`, interrupt id `question-<call_id>`), `Que
 `cancelled` = cancel), `state` the canonical `state_json`; `forwardedProps.steerable.mode` /
 `.config` the settings switched before the turn (`settings_requested`), `.model` the model
 route the run switches the thread to (`model_requested`), `.snapshot: false` that the run
-sends no MESSAGES_SNAPSHOT (`snapshot_requested`). Mistakes raise `InputError`
-(answered with 422). Pure; no I/O.
+sends no MESSAGES_SNAPSHOT (`snapshot_requested`), `.full_requests: true` that its
+`model_request`s are sent whole, not by reference (`full_requests_requested`). Mistakes
+raise `InputError` (answered with 422). Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ __all__ = [
     "command_requested",
     "content_parts",
     "follow_up_requested",
+    "full_requests_requested",
     "model_requested",
     "settings_requested",
     "snapshot_requested",
@@ -178,6 +180,22 @@ def snapshot_requested(run: RunAgentInput) -> bool:
             " leave it out to get one",
         )
     return snapshot
+
+
+def full_requests_requested(run: RunAgentInput) -> bool:
+    """True when `forwardedProps.steerable.full_requests` is true: every CUSTOM
+    `steerable.model_request` of the run holds the whole request, not what changed since the
+    thread's previous one (`requests.py`); false when absent or false. Raises `InputError`
+    for any other value."""
+    full = _own_props(run).get("full_requests", False)
+    if not isinstance(full, bool):
+        raise InputError(
+            "invalid_input",
+            "forwardedProps.steerable.full_requests must be true or false (a JSON boolean, not"
+            f" {_json_kind(full)}); send true to get each model request whole, or leave it out"
+            " to get what changed since the previous one",
+        )
+    return full
 
 
 def _json_kind(value: object) -> str:

@@ -5,7 +5,8 @@ rest are derived), the carrier's native wire fields and the LoopEvent fields the
 function of `native.py` that builds it (None: the renderer's own bracket — run start and
 end, the thread's plan) and a note for `docs/mapping.md`. Every other kind travels as CUSTOM
 `steerable.<kind>` with the whole event as its value (`CUSTOM_NOTES` adds what the docs say
-about some of them). The renderer's handlers, the byte fast path's CUSTOM kinds, the
+about some of them; a `model_request` after the thread's first carries what changed since
+the previous one, `requests.py`). The renderer's handlers, the byte fast path's CUSTOM kinds, the
 conformance decoder and the conformance table all read this table, so adding a native event
 means one row here and one test. Every carrier but CUSTOM has `metadata.steerable` =
 `{kind, seq, run_id, ...}` with what the native event lacks (see `native.meta`).
@@ -110,6 +111,10 @@ CUSTOM_NOTES: Mapping[str, str] = {
     "question_answered": "the client answers the interrupt with resume[] {interruptId, status"
     " resolved, payload {action, content}} (status cancelled = cancel)",
     "notice": "live only: not in MESSAGES_SNAPSHOT",
+    "model_request": "the thread's first request whole; each later one by reference to the"
+    " previous (value.request holds the messages after the prefix it shares, system / tools"
+    " only when changed; value.request_ref {base, prefix, messages, tokens, system, tools});"
+    " whole with forwardedProps.steerable.full_requests: true",
 }
 """Doc notes for kinds that travel as CUSTOM `steerable.<kind>`."""
 

@@ -14,13 +14,17 @@ the client holds the thread, the second half of the reasoning pairs, the server'
 streams) have `metadata.steerable` = `{"derived": true}`. A LoopEvent whose native form is
 impossible (an empty delta, a patch the SDK rejects) goes as CUSTOM instead, and so does
 `run_started` after `open`. With `legacy_outcomes=True` (a client that did not declare AG-UI
-1.0) a cancelled run has no `outcome` and a success outcome no `pendingToolCallIds`. Nothing
+1.0) a cancelled run has no `outcome` and a success outcome no `pendingToolCallIds`. A
+`model_request` is sent by reference to the thread's previous request (`requests.py`; the
+`requests` chain is the thread's, so it knows the requests of earlier runs), whole with
+`full_requests=True` or when it is the thread's first. Nothing
 is rendered after the run ends (counted in `dropped`); events before `run_started` are held
 and sent right after it, so sort decoded events by `seq` to get log order.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -47,6 +51,7 @@ from steerable_bridge.runtime.values import Usage
 from steerable_bridge.transports.agui import native
 from steerable_bridge.transports.agui.mapping import NATIVE, TABLE
 from steerable_bridge.transports.agui.native import DERIVED, custom, fields_of, meta
+from steerable_bridge.transports.agui.requests import RequestChain
 
 __all__ = ["AguiRenderer", "plan_message_id"]
 
@@ -91,8 +96,13 @@ class AguiRenderer:
         parent_run_id: str | None = None,
         messages: MessagesSource | None = None,
         legacy_outcomes: bool = False,
+        requests: RequestChain | None = None,
+        full_requests: bool = False,
     ) -> None:
         self.thread_id = thread_id
+        self.requests = requests if requests is not None else RequestChain()
+        """The thread's requests so far: the base each `model_request` refers to."""
+        self.full_requests = full_requests
         self.legacy_outcomes = legacy_outcomes
         self.run_id = run_id
         self.parent_run_id = parent_run_id
@@ -161,6 +171,8 @@ class AguiRenderer:
         return out
 
     def _one(self, event: LoopEvent) -> list[BaseEvent]:
+        if isinstance(event, ev.ModelRequestEvent):  # CUSTOM, but by reference
+            return self._model_request(event)
         handler = self._handlers.get(type(event))
         if handler is not None:
             try:
@@ -188,6 +200,14 @@ class AguiRenderer:
 
     custom = staticmethod(custom)
     """The CUSTOM form every kind can take: the whole event as its value."""
+
+    def request_value(self, event: ev.ModelRequestEvent) -> str:
+        """The JSON text of CUSTOM `steerable.model_request`'s value (`requests.py`)."""
+        return self.requests.value_json(event, full=self.full_requests)
+
+    def _model_request(self, event: ev.ModelRequestEvent) -> list[BaseEvent]:
+        value = json.loads(self.request_value(event))
+        return [CustomEvent(name=f"steerable.{event.kind}", value=value, timestamp=event.ts)]
 
     # -- run --------------------------------------------------------------------------------
 

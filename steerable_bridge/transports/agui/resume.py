@@ -5,15 +5,16 @@ it (`<seq>`, or `<seq>.<i>` for all but the last of several frames of one event)
 names an exact place in the thread's log. `Restream` renders a thread's log again the way
 the runs rendered it live: each run from its `run_started` with a renderer of its own (the
 client's run id and parent from `run_started`, the MESSAGES_SNAPSHOT folded from the log up
-to the run's end exactly as `Threads` folds it), the events logged between runs held and sent
-right after the next RUN_STARTED, nothing outside a run — and keeps only the frames after
-the id, byte for byte what the original stream carried. `resume(...)` is the producer of
-`GET /agent/threads/{threadId}/events`: it writes what the log holds after the id, then,
-while a turn runs (here or in another process), what it logs as it logs it — woken by the
-thread's run in this process, else reading the log every `POLL_S` — and returns once the
-run that was going on has ended (at once when none was). Frames the server made up without
-a log event (a RUN_ERROR for a model that could not be reached) are not in the log and are
-not sent again. No SSE framing of its own: the bytes are `wire.SseEncoder`'s.
+to the run's end exactly as `Threads` folds it, each `model_request` by reference to the
+request before it in the log, as `requests.py` sends it live), the events logged between
+runs held and sent right after the next RUN_STARTED, nothing outside a run — and keeps only
+the frames after the id, byte for byte what the original stream carried. `resume(...)` is
+the producer of `GET /agent/threads/{threadId}/events`: it writes what the log holds after
+the id, then, while a turn runs (here or in another process), what it logs as it logs it —
+woken by the thread's run in this process, else reading the log every `POLL_S` — and returns
+once the run that was going on has ended (at once when none was). Frames the server made up
+without a log event (a RUN_ERROR for a model that could not be reached) are not in the log
+and are not sent again. No SSE framing of its own: the bytes are `wire.SseEncoder`'s.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.port import AgentPort
 from steerable_bridge.transports.agui.renderer import AguiRenderer
+from steerable_bridge.transports.agui.requests import RequestChain
 from steerable_bridge.transports.agui.stream import Write
 from steerable_bridge.transports.agui.threads import Thread
 from steerable_bridge.transports.agui.wire import SseEncoder
@@ -76,6 +78,9 @@ class Restream:
         self.seq = -1
         """The last log event taken."""
         self.between: list[LoopEvent] = []
+        self.requests = RequestChain()
+        """The log's requests so far, as the runs' renderers sent them (the history's own
+        chain has taken each event before it is rendered)."""
         self.encoder: SseEncoder | None = None
         """The open run's encoder (None between runs)."""
 
@@ -104,6 +109,7 @@ class Restream:
                     parent_run_id=event.parent_run_id,
                     messages=self.history.messages,
                     legacy_outcomes=self.legacy_outcomes,
+                    requests=self.requests,
                 )
                 for held in self.between:  # logged between runs: sent after RUN_STARTED
                     renderer.render(held)
@@ -117,6 +123,7 @@ class Restream:
             if event.seq < after.seq:  # sent already: only a run's start sets up its renderer
                 if isinstance(event, ev.RunStarted):
                     encoder.encode(event)
+                self.requests.note(event)  # what a request after the id refers to
                 continue
             data = encoder.encode(event)
             if event.seq == after.seq:

@@ -54,6 +54,7 @@ from steerable_bridge.transports.agui.inputs import (
     Settings,
     command_requested,
     follow_up_requested,
+    full_requests_requested,
     model_requested,
     settings_requested,
     snapshot_requested,
@@ -62,6 +63,7 @@ from steerable_bridge.transports.agui.inputs import (
     to_turn,
 )
 from steerable_bridge.transports.agui.renderer import AguiRenderer
+from steerable_bridge.transports.agui.requests import RequestChain
 from steerable_bridge.transports.agui.stream import Write
 from steerable_bridge.transports.agui.wire import SseEncoder
 
@@ -108,6 +110,9 @@ class Thread:
     """Set (and cleared) when a run here wrote a frame: wakes streams resuming the thread."""
     streams: int = 0
     """Runs of this thread being served now (memory keeps the thread while any is)."""
+    requests: RequestChain = field(default_factory=RequestChain)
+    """The thread's newest request, folded from its log and its runs: what the next
+    `model_request` is sent by reference to (`requests.py`)."""
 
     def take(self, events: Sequence[LoopEvent]) -> None:
         """Fold the events not folded yet (two readers of one tail never fold it twice)."""
@@ -122,9 +127,11 @@ class Thread:
         if fold is None:
             fold = self.fold = MessageFold(self.thread_id)
         seq = self.seq
+        requests = self.requests
         for event, last in events:
             if last > seq:
                 fold.event(event)
+                requests.note(event)
                 seq = last
         self.seq = seq
 
@@ -151,6 +158,7 @@ class Thread:
         self.seq = -1
         self.known.clear()
         self.unsent.clear()
+        self.requests.forget()
 
 
 class Threads:
@@ -295,6 +303,7 @@ class Threads:
         load; a failure to read it or a lost claim then ends the stream with RUN_ERROR (its
         code) instead of 503/409."""
         snapshot = snapshot_requested(run)
+        full_requests_requested(run)  # its mistake is a 422 before anything is sent
         if defer and self.can_defer(thread, run):
             to_turn(run, frozenset(), ())  # its mistakes are the 422s of a read thread's
             return Run(
@@ -377,6 +386,8 @@ class Run:
             parent_run_id=run.parent_run_id,
             messages=self._snapshot,
             legacy_outcomes=not speaks_1_0(run),
+            requests=thread.requests,
+            full_requests=full_requests_requested(run),
         )
         self.encoder = SseEncoder(self.renderer)
         self.cancel = CancelToken()

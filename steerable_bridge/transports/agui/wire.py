@@ -6,7 +6,9 @@ models is slow (`bench/agui_throughput.py` prints both paths); the kinds a run i
 made of (text, reasoning and tool-argument deltas, text and tool-call starts, text
 ends, step starts and ends, and every CUSTOM kind) are instead written from byte templates
 in the exact field order and escaping the SDK uses (`json.encoder.encode_basestring`
-escapes as pydantic does; a CUSTOM value is `codec.event_to_json`, pydantic's own bytes).
+escapes as pydantic does; a CUSTOM value is `codec.event_to_json`, pydantic's own bytes, and
+a `model_request`'s the renderer's `request_value`, by reference to the thread's previous
+request).
 `tests/transports/agui/test_wire.py` proves the bytes identical for every kind. Anything
 else, and every event while the run is not open, goes through the SDK models. Should an
 event still hold text UTF-8 cannot encode (text is repaired where it enters, so this is a
@@ -164,11 +166,24 @@ class SseEncoder:
         self._encoder = EventEncoder()
         self._run_id = ""
         self._rid = _esc("")
+        self._fast: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
+            **_FAST,
+            ev.ModelRequestEvent: self._model_request,
+        }
+
+    def _model_request(self, event: ev.ModelRequestEvent, rid: str) -> bytes | None:
+        if not _MIN_TS <= event.ts <= _MAX_TS:
+            return None  # the SDK model refuses it; let the renderer decide
+        return (
+            f'id: {event.seq}\ndata: {{"type":"CUSTOM","timestamp":{event.ts},'
+            f'"name":"steerable.model_request",'
+            f'"value":{self.renderer.request_value(event)}}}\n\n'
+        ).encode()
 
     def encode(self, event: LoopEvent) -> bytes:
         renderer = self.renderer
         if renderer.started and not renderer.finished:
-            fast = _FAST.get(type(event))
+            fast = self._fast.get(type(event))
             if fast is not None:
                 if event.run_id != self._run_id:
                     self._run_id, self._rid = event.run_id, _esc(event.run_id)

@@ -437,7 +437,7 @@ async def test_forwarded_command_compact_compacts_the_thread() -> None:
     app = create_app(LocalPort(agent_for(provider)))
     compact = {"steerable": {"command": "compact"}}
     async with asgi_client(app) as client:
-        await post(client, run_input("t1", "r1", [user("u1", "hello")]))
+        _, first = await post(client, run_input("t1", "r1", [user("u1", "hello")]))
         _, wire = await post(client, run_input("t1", "r2", [], forwardedProps=compact))
         _, after = await post(client, run_input("t1", "r3", [user("u2", "and now?")]))
         bad = await client.post(
@@ -460,7 +460,8 @@ async def test_forwarded_command_compact_compacts_the_thread() -> None:
     assert "".join(p.delta for p in pieces) == folds[0].summary
     assert {p.compaction_id for p in pieces} == {folds[0].compaction_id}
     assert not any(isinstance(e, ev.ModelRequestEvent) for e in events)
-    request = next(e for e in decode(after) if isinstance(e, ev.ModelRequestEvent)).request
+    thread = decode([*first, *wire, *after])  # its request refers to the first run's
+    request = [e for e in thread if isinstance(e, ev.ModelRequestEvent)][-1].request
     assert request.messages[0].text.endswith("SUMMARY of the thread")
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "unknown_command"
 

@@ -65,6 +65,7 @@ async def test_a_cold_thread_in_a_burst_starts_before_its_history_is_read() -> N
             _, wire = await post(client, run_input(thread, "r1", [user(f"{thread}-u1", "hi")]))
             assert types(wire)[-1] == "RUN_FINISHED"
     await first.aclose()
+    before = wire  # the cold thread's first run, as its client holds it
 
     store.held = {"slow": anyio.Event(), "cold": anyio.Event()}
     restarted = make_agent(scripted({"text": "three"}, {"text": "four"}), store=store)
@@ -101,8 +102,16 @@ async def test_a_cold_thread_in_a_burst_starts_before_its_history_is_read() -> N
     assert kinds[-1] == "RUN_FINISHED" and "RUN_ERROR" not in kinds
     assert next(f["name"] for f in wire if f["type"] == "CUSTOM") == "steerable.run_started"
     logged = await store.read("cold")
-    run_id = next(e.run_id for e in decode(wire) if isinstance(e, ev.RunStarted))
-    assert decode(wire) == [e for e in logged if e.run_id == run_id]  # nothing lost
+    # its request went by reference to the one before the restart (read from the log)
+    request = next(f["value"] for f in wire if f.get("name") == "steerable.model_request")
+    assert request["request_ref"]["base"] == next(
+        f["value"]["seq"] for f in before if f.get("name") == "steerable.model_request"
+    )
+    decoded = decode([*before, *wire])
+    run_id = next(e.run_id for e in decoded[::-1] if isinstance(e, ev.RunStarted))
+    assert [e for e in decoded if e.run_id == run_id] == [
+        e for e in logged if e.run_id == run_id
+    ]  # nothing lost
     snapshot = next(f for f in wire if f["type"] == "MESSAGES_SNAPSHOT")["messages"]
     users = [m["id"] for m in snapshot if m["role"] == "user"]
     assert users == ["cold-u1", "cold-u2"]  # the client lacked the thread: it gets all of it

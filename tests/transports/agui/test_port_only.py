@@ -4,13 +4,15 @@ Every module under `transports/agui` is parsed with `ast`, and each import of a 
 module must be on the list below. Allowed whole: the port itself, and the plain values and
 helpers a transport needs to speak about a conversation without touching one — the event
 taxonomy (`events`, `codec` for its JSON form), content values (`values`), a turn's input
-(`turn`, `tools` for the client's frontend tools), the cancel token a run hands to
-`prompt` (`cancel`), and pure utilities with no agent state (`idle`: the bounded map of
-threads; `strict_json`: request bodies; `surrogates`: text repair for the wire; `errors`:
-the coded-error base). Allowed by name only: the errors the port documents and its page
-type. Everything that holds or runs a conversation — `agent`, `session`, `log`,
-`conversations`, `loop`, `projection`, `replay`, `permissions`, the store itself — is out:
-the transport never mutates runtime objects and never reads the log directly.
+(`turn`, `tools` for the client's frontend tools), the cancel token a run hands to `prompt`
+(`cancel`), and pure utilities with no agent state (`idle`: the bounded map of threads;
+`strict_json`: request bodies; `surrogates`: text repair for the wire; `errors`: the
+coded-error base; `tokens`: the prompt-token estimate a model request sent by reference
+carries). Allowed by name only: the errors the port documents and its page type, and
+`ToolSpec`, the plain value a request's tools are. Everything that holds or runs a
+conversation — `agent`, `session`, `log`, `conversations`, `loop`, `projection`, `replay`,
+`permissions`, the store itself — is out: the transport never mutates runtime objects and
+never reads the log directly.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ RUNTIME = "steerable_bridge.runtime"
 
 WHOLE = frozenset(
     {"port", "events", "codec", "values", "turn", "tools", "cancel", "idle", "strict_json"}
-    | {"surrogates", "errors"}
+    | {"surrogates", "errors", "tokens"}
 )
 """Runtime modules the transport may import anything from (see the module docstring)."""
 
@@ -33,7 +35,7 @@ BY_NAME = {
         | {"SessionPage"}
     ),
     "routing": frozenset({"RouteError"}),
-    "model": frozenset({"ProviderError"}),
+    "model": frozenset({"ProviderError", "ToolSpec"}),
     "questions": frozenset({"ANSWER_PREFIX", "QuestionAnswer"}),  # a resume's answer value
 }
 """Runtime modules the transport may import only these names from: errors, the page, and
