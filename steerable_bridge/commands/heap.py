@@ -64,6 +64,7 @@ so it is the operator's choice, not the default.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import ctypes.util
 import gc
@@ -74,7 +75,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import anyio
-import anyio.to_thread
 from anyio.abc import TaskStatus
 
 from steerable_bridge.commands.timer_sweep import drop_cancelled_timers
@@ -96,10 +96,6 @@ YOUNG_THRESHOLD = 20_000
 RELEASE_EVERY_S = 10.0
 SETTLE_S = 3.0
 """How long after a burst's release it is repeated, once things have settled."""
-WATCH_S = 3600.0
-"""How long `IdleRelease.run` waits for a burst's end before waiting again."""
-SHED_TIMEOUT_S = 30.0
-"""The longest the follow-up release waits for the caches to be dropped."""
 _trimmer: list[Callable[[], object] | None] = []
 """`malloc_trimmer()`'s answer, once looked up (empty until then)."""
 
@@ -166,19 +162,23 @@ class IdleRelease:
     """`serve`'s `on_idle`: give a burst's memory back once its last run ended (see the module).
 
     Called (on the event loop) when the last run of a burst ends, at most every
-    `RELEASE_EVERY_S`, it releases at once (`release_now`); and `run`, a service the app's
-    lifespan task group owns (started there, cancelled at shutdown), releases once more
-    `SETTLE_S` later, after each `shed` callable (the store's `shed_idle`: the connections a
-    burst used) has run in a worker thread: the last run of a burst calls this before its
+    `RELEASE_EVERY_S`, it releases at once (`release_now`) and sets a timer for `SETTLE_S`
+    later, when it calls each `shed` callable (the store's `shed_idle`: the connections a
+    burst used) and releases once more: the last run of a burst calls this before its
     stream, connection and buffers are gone, and what they free after it would otherwise
-    stay with malloc."""
+    stay with malloc. `run` is the service the app's lifespan task group owns (started
+    there, cancelled at shutdown): while it runs the timer may be set, and it cancels the
+    timer when it ends. The follow-up makes nothing that outlives it — no task waiting for
+    the next burst, no worker thread for the shed (closing idle connections takes a few
+    milliseconds, on the loop): anything made then and kept would sit in the memory the
+    burst used and keep it from going back."""
 
     def __init__(self, shed: Sequence[Callable[[], object]] = ()) -> None:
         self.shed = tuple(shed)
         self._released_at = float("-inf")
-        self._due: float | None = None
-        """When the follow-up release is due (None: none is)."""
-        self._wake: anyio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._due: asyncio.TimerHandle | None = None
+        """The follow-up release, while one is due."""
 
     def __call__(self) -> None:
         now = time.monotonic()
@@ -186,34 +186,31 @@ class IdleRelease:
             return
         self._released_at = now
         release_now()
-        self._due = now + SETTLE_S
-        if self._wake is not None:
-            self._wake.set()
+        if self._loop is None:
+            return
+        if self._due is not None:
+            self._due.cancel()
+        self._due = self._loop.call_later(SETTLE_S, self._follow_up)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Wait for a burst's end, then release once it settled; for ever (until cancelled)."""
-        self._wake = anyio.Event()
+        """Let burst ends set the follow-up timer, until cancelled (then cancel it)."""
+        self._loop = asyncio.get_running_loop()
         task_status.started()
-        while True:
-            with anyio.move_on_after(WATCH_S):  # a bounded wait, renewed while none comes
-                await self._wake.wait()
-            self._wake = anyio.Event()
-            if self._due is None:
-                continue
-            await anyio.sleep(max(0.0, self._due - time.monotonic()))
-            if self._due is None or self._due > time.monotonic():
-                continue  # a later burst's end moved it: its wake is set already
-            self._due = None
-            with anyio.move_on_after(SHED_TIMEOUT_S):
-                await anyio.to_thread.run_sync(self._shed, abandon_on_cancel=True)
-            release_now()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if self._due is not None:
+                self._due.cancel()
+            self._due, self._loop = None, None
 
-    def _shed(self) -> None:
+    def _follow_up(self) -> None:
+        self._due = None
         for shed in self.shed:
             try:
                 shed()
             except Exception:  # a cache that cannot be dropped now is kept, not fatal
                 log.warning("could not drop an idle cache after a burst", exc_info=True)
+        release_now()
 
 
 def release_now() -> None:

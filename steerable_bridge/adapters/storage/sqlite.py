@@ -9,8 +9,9 @@ beside the indexed columns that listing, paging and the resume tail-scan read (s
 seq, kind, run id, times, cwd, title). Appends check seq inside a `BEGIN IMMEDIATE`
 transaction, so two writers can never interleave one session's log.
 
-Threading: the stdlib `sqlite3` module blocks, so every call runs in a worker thread
-(`anyio.to_thread`). Writes go through one connection behind a capacity limiter of one:
+Threading: the stdlib `sqlite3` module blocks, so every call runs in one of the store's own
+threads (`store_threads.py`: a fixed few, started at the first call, so a burst starts
+none). Writes go through one connection behind a capacity limiter of one:
 SQLite lets one writer in at a time anyway. Reads of a log, a record or a page of the list
 go to a small pool of reader connections (`READERS`, their own limiters, first come first
 served): under WAL each reads its own snapshot while the writer commits, so a burst of
@@ -79,6 +80,7 @@ from steerable_bridge.adapters.storage.sql import (
     session_row,
     update_after_append,
 )
+from steerable_bridge.adapters.storage.store_threads import StoreThreads
 from steerable_bridge.runtime.delta_runs import Entry
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.idle import IdleCache
@@ -108,6 +110,8 @@ SIGNAL_POLL_S = 0.05
 """How often a listening process looks for new signals."""
 READERS = 3
 """Reader connections per process (reads at once; the writer is one more)."""
+THREADS = 1 + READERS + 1
+"""Threads per process: the writer's, the readers', and the signal poll's."""
 WHOLE_LOG_READERS = 1
 """Of those, how many may read a whole log (or tail) at once: such reads take turns, first
 come first served (so the first thread asked for is the first loaded, and their decoding
@@ -201,6 +205,8 @@ class SqliteStore:
         self._write_lock = threading.Lock()
         """Held while the writer connection is in use (one caller at a time)."""
         self._limiter: anyio.CapacityLimiter | None = None
+        self._threads = StoreThreads(THREADS, "sqlite-store")
+        """Where every call runs (`store_threads.py`): started at the first, kept for good."""
         self._readers: list[sqlite3.Connection] = []
         """Idle reader connections (taken and put back under `_lock`)."""
         self._read_limiter: anyio.CapacityLimiter | None = None
@@ -274,7 +280,8 @@ class SqliteStore:
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._limiter is None or self._pid != os.getpid():
             self._limiter = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(self.call, fn, limiter=self._limiter)
+        async with self._limiter:
+            return await self._threads.run(self.call, fn)
 
     async def _read(self, fn: Callable[[sqlite3.Connection], T], *, whole: bool = False) -> T:
         """`_run` for a call that only reads: on the reader pool (`whole`: it reads a whole
@@ -283,7 +290,8 @@ class SqliteStore:
             self._read_limiter = anyio.CapacityLimiter(READERS - WHOLE_LOG_READERS)
             self._whole_limiter = anyio.CapacityLimiter(WHOLE_LOG_READERS)
         limiter = self._whole_limiter if whole else self._read_limiter
-        return await anyio.to_thread.run_sync(self.read_call, fn, limiter=limiter)
+        async with limiter:  # type: ignore[union-attr]
+            return await self._threads.run(self.read_call, fn)
 
     def _open_reader(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -365,6 +373,7 @@ class SqliteStore:
                 conn.close()
             self._readers = []
             self._opened = False
+        self._threads.close()
 
     async def aclose(self) -> None:
         await self._run(lambda conn: None)
@@ -598,7 +607,7 @@ class SqliteStore:
         `shed_idle` had just closed: small objects made after a burst, in the memory the
         burst used, keeping that memory's arenas from going back to the system."""
         await self._run(lambda conn: None)  # the writer creates and migrates the file first
-        poll = await anyio.to_thread.run_sync(self._opening, self._open_reader)
+        poll = await self._threads.run(self._opening, self._open_reader)
         try:
             cursor = poll.cursor()
 
@@ -612,11 +621,11 @@ class SqliteStore:
                 ).fetchall()
                 return [(int(i), str(d)) for i, d in rows]
 
-            last = await anyio.to_thread.run_sync(self._calling, newest, poll)
+            last = await self._threads.run(self._calling, newest, poll)
             task_status.started()
             while True:
                 await anyio.sleep(SIGNAL_POLL_S)
-                rows = await anyio.to_thread.run_sync(self._calling, newer, poll)
+                rows = await self._threads.run(self._calling, newer, poll)
                 for last, data in rows:  # noqa: B007 - `last` is where the next poll begins
                     try:
                         signal = signal_from_json(data)
