@@ -378,7 +378,7 @@ class Run:
             messages=self._snapshot,
             legacy_outcomes=not speaks_1_0(run),
         )
-        self.encoder = SseEncoder(self.renderer)
+        self.encoder = SseEncoder(self.renderer, message_json=self._message_json)
         self.cancel = CancelToken()
         self.stop_reason: str | None = None
         self.prompting = False
@@ -466,6 +466,13 @@ class Run:
                 thread.learn()
                 return None
         return thread.messages()
+
+    def _message_json(self, message: Message) -> str:
+        """A snapshot message's JSON, as the thread's fold keeps it."""
+        fold = self.thread.fold
+        if fold is None:
+            return message.model_dump_json(by_alias=True)
+        return fold.json_of(message)
 
     async def _snapshot_ready(self) -> None:
         """Fold the run's events into the thread before its final event is rendered (its
