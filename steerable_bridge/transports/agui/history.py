@@ -73,6 +73,8 @@ class MessageFold:
         self.data: dict[str, dict[str, Any]] = {}
         self.call_args: dict[str, tuple[str, int]] = {}
         """call id → (assistant message id, index of the call in it)."""
+        self.call_order: list[str] = []
+        """Each call id as first seen (`ids_since` reads on from a mark)."""
         self._built: dict[str, Message] = {}
         """Each message built by `messages` since an event last changed it, by id."""
         self._json: dict[str, str] = {}
@@ -109,6 +111,8 @@ class MessageFold:
         elif isinstance(event, ev.ToolCallStart):
             parent = self.add(event.parent_message_id, role="assistant", text=[])
             calls = parent.setdefault("calls", [])
+            if event.call_id not in self.call_args:
+                self.call_order.append(event.call_id)
             self.call_args[event.call_id] = (event.parent_message_id, len(calls))
             calls.append([event.call_id, event.name, []])
         elif isinstance(event, ev.ToolCallDelta):
@@ -163,6 +167,15 @@ class MessageFold:
         """Every id `known_ids(self.messages())` gives (messages and tool calls), without
         building the messages."""
         return {*self.order, *self.call_args}
+
+    def mark(self) -> tuple[int, int]:
+        """Where `ids_since` reads on from next: how many messages and calls are known."""
+        return len(self.order), len(self.call_order)
+
+    def ids_since(self, mark: tuple[int, int]) -> list[str]:
+        """The ids `ids()` gives that came after `mark` (both only grow: a thread learns
+        what is new, not the whole thread again)."""
+        return [*self.order[mark[0] :], *self.call_order[mark[1] :]]
 
     def covered_by(self, ids: Container[str], *, before: int) -> bool:
         """Whether a client holding messages with `ids` holds the whole thread once it has

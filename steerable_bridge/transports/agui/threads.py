@@ -47,7 +47,7 @@ from steerable_bridge.runtime.port import AgentPort, Coalesced, Conversation, Re
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
 from steerable_bridge.runtime.turn import TurnInput
-from steerable_bridge.transports.agui.history import MessageFold, known_ids
+from steerable_bridge.transports.agui.history import MessageFold
 from steerable_bridge.transports.agui.inputs import (
     InputError,
     ParsedRun,
@@ -98,6 +98,8 @@ class Thread:
     """The thread's messages so far; None until its history is first read."""
     seq: int = -1
     """The seq of the last event folded into `fold`."""
+    learned: tuple[int, int] = (0, 0)
+    """How far `known` holds the ids of `fold` (`MessageFold.mark`)."""
     unsent: list[LoopEvent] = field(default_factory=list)
     """Events this process logged between runs that no client was sent yet."""
     settling: anyio.Event | None = None
@@ -133,13 +135,16 @@ class Thread:
         if self.fold is None:
             return []
         messages = self.fold.messages()
-        self.known |= known_ids(messages)
+        self.learn()
         return messages
 
     def learn(self) -> None:
-        """Know every id the thread's messages hold (without building the messages)."""
-        if self.fold is not None:
-            self.known |= self.fold.ids()
+        """Know every id the thread's messages hold (without building the messages; only
+        those the fold gained since the last call are added)."""
+        fold = self.fold
+        if fold is not None:
+            self.known.update(fold.ids_since(self.learned))
+            self.learned = fold.mark()
 
     def size(self) -> int:
         """How many messages the thread holds now (`MessageFold.covered_by`'s `before`)."""
@@ -149,6 +154,7 @@ class Thread:
         """Drop what was read of the history (it is read again when next needed)."""
         self.fold = None
         self.seq = -1
+        self.learned = (0, 0)
         self.known.clear()
         self.unsent.clear()
 

@@ -60,6 +60,14 @@ def test_a_fold_kept_open_gives_what_a_fold_from_scratch_gives_after_every_event
                 assert message.model_dump() == again.model_dump()
             kept[message.id] = message
     assert fold.messages()[0] is fold.messages()[0]  # what no event changed is not rebuilt
+    assert fold.ids() == known_ids(fold.messages())
+    learned: set[str] = set()
+    mark = (0, 0)
+    for event in _log(*_turn(3), *_turn(4)):
+        fold.event(event)
+        learned.update(fold.ids_since(mark))
+        mark = fold.mark()
+    assert learned | known_ids(thread_messages("t", log)) == known_ids(fold.messages())
     other = thread_messages("t", log)[0]
     assert fold.json_of(other) == other.model_dump_json(by_alias=True)  # not its own: dumped
 
