@@ -29,7 +29,8 @@ text exchanged (prompts, answer text received, and the bytes of every file read)
 RSS of the server process; first token: the first TEXT_MESSAGE_CONTENT; a compaction: the
 CUSTOM `steerable.compaction` event).
 
-`--profile` runs the agent under cProfile (its CPU figures then include the profiler's).
+`--profile` runs the agent (or the server) under cProfile (its CPU figures then include the
+profiler's).
 
 Targets (issue 26): text-turn CPU at turn 1,000 within 1.5x of the first turns, with and
 without a small window; a compaction turn < 100 ms CPU at any length; RSS at 1,000 turns
@@ -41,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -186,13 +188,14 @@ def _env(folder: Path, base: str) -> dict[str, str]:
 
 
 def agui_session(
-    folder: Path, base: str, turns: int, read_every: int, read_bytes: int
+    folder: Path, base: str, turns: int, read_every: int, read_bytes: int, profile: str | None
 ) -> list[Turn]:
     """The same session as AG-UI runs on one thread of `steerable-bridge serve`: each turn
     POSTs the new user message and reads the run's SSE stream to its end; the first token
     is the first TEXT_MESSAGE_CONTENT, a compaction the CUSTOM `steerable.compaction`."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", "0",
+        [sys.executable, *(("-m", "cProfile", "-o", profile) if profile else ()),
+         "-m", "steerable_bridge.cli", "serve", "--port", "0",
          "--model", "openai:bench", "--workspace", str(folder), "--approve", "all"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -239,8 +242,11 @@ def agui_session(
                 if turn % 100 == 0:
                     print(f"  {turn} turns, server RSS {out[-1].rss:.0f} MiB", flush=True)
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        if profile:  # an interrupted server ends normally, so cProfile writes its stats
+            process.send_signal(signal.SIGINT)
+        else:
+            process.terminate()
+        process.wait(timeout=30)
     return out
 
 
@@ -307,9 +313,9 @@ def main() -> None:
             (folder / READ_NAME).write_text(text, encoding="utf-8")
             started = time.perf_counter()
             if args.wire == "agui":
-                if args.profile:
-                    raise SystemExit("--profile profiles the ACP agent only; drop it or --wire")
-                turns = agui_session(folder, base, args.turns, args.read_every, args.read_bytes)
+                turns = agui_session(
+                    folder, base, args.turns, args.read_every, args.read_bytes, args.profile
+                )
             else:
                 turns = anyio.run(
                     acp_session, folder, base, args.turns, args.read_every, args.profile,

@@ -11,7 +11,10 @@ same fold kept open: a thread feeds it each event once, as it learns of it, and 
 the messages at each run's end, so a long thread is not folded again from its first event
 for every snapshot; `ids()` gives the ids the client may send back without building the
 messages, and `covered_by(ids, before=n)` says whether a client that sent back `ids` holds
-the whole thread already (its snapshot can be left out). Pure; no I/O.
+the whole thread already (its snapshot can be left out). It keeps each message it built,
+and its JSON once asked (`json_of`), until an event changes that message, so a long
+thread's MESSAGES_SNAPSHOT builds and encodes only what is new (`wire.SseEncoder`). Pure;
+no I/O.
 """
 
 from __future__ import annotations
@@ -70,6 +73,17 @@ class MessageFold:
         self.data: dict[str, dict[str, Any]] = {}
         self.call_args: dict[str, tuple[str, int]] = {}
         """call id → (assistant message id, index of the call in it)."""
+        self.call_order: list[str] = []
+        """Each call id as first seen (`ids_since` reads on from a mark)."""
+        self._built: dict[str, Message] = {}
+        """Each message built by `messages` since an event last changed it, by id."""
+        self._json: dict[str, str] = {}
+        """The JSON of each message of `_built` once `json_of` gave it."""
+
+    def _changed(self, message_id: str) -> None:
+        """Forget what was built of the message `message_id` (an event changed it)."""
+        if self._built.pop(message_id, None) is not None:
+            self._json.pop(message_id, None)
 
     def add(self, message_id: str, **fields: Any) -> dict[str, Any]:
         entry = self.data.get(message_id)
@@ -85,7 +99,9 @@ class MessageFold:
                 role = "assistant" if type(event) is ev.TextDelta else "reasoning"
                 entry = self.add(event.message_id, role=role, text=[])
             entry["text"].append(event.delta)
+            self._changed(event.message_id)
             return
+        self._touch(event)
         if isinstance(event, ev.UserMessage | ev.SteerApplied | ev.FollowUpApplied):
             self.add(event.message_id, role="user", content=user_content(event.content))
         elif isinstance(event, ev.TextStart):
@@ -95,6 +111,8 @@ class MessageFold:
         elif isinstance(event, ev.ToolCallStart):
             parent = self.add(event.parent_message_id, role="assistant", text=[])
             calls = parent.setdefault("calls", [])
+            if event.call_id not in self.call_args:
+                self.call_order.append(event.call_id)
             self.call_args[event.call_id] = (event.parent_message_id, len(calls))
             calls.append([event.call_id, event.name, []])
         elif isinstance(event, ev.ToolCallDelta):
@@ -114,6 +132,30 @@ class MessageFold:
         elif isinstance(event, ev.Compaction):
             pass  # the client keeps the full thread; compaction only shortens the model's view
 
+    def _touch(self, event: LoopEvent) -> None:
+        """Forget what was built of the message `event` changes (if any)."""
+        if not self._built:
+            return
+        if isinstance(event, ev.ToolCallStart):
+            self._changed(event.parent_message_id)
+        elif isinstance(event, ev.ToolCallDelta | ev.ToolCallEnd):
+            where = self.call_args.get(event.call_id)
+            if where is not None:
+                self._changed(where[0])
+        elif isinstance(event, ev.ToolFinished):
+            self._changed(result_message_id(event.call_id))
+        elif isinstance(event, ev.PlanUpdated):
+            self._changed(plan_message_id(self.thread_id))
+        elif isinstance(
+            event,
+            ev.UserMessage
+            | ev.SteerApplied
+            | ev.FollowUpApplied
+            | ev.TextStart
+            | ev.ReasoningStart,
+        ):
+            self._changed(event.message_id)
+
     def _result(self, event: ev.ToolFinished) -> None:
         text = "".join(p.text for p in event.content if isinstance(p, TextPart))
         entry = self.add(result_message_id(event.call_id), role="tool", call=event.call_id)
@@ -125,6 +167,15 @@ class MessageFold:
         """Every id `known_ids(self.messages())` gives (messages and tool calls), without
         building the messages."""
         return {*self.order, *self.call_args}
+
+    def mark(self) -> tuple[int, int]:
+        """Where `ids_since` reads on from next: how many messages and calls are known."""
+        return len(self.order), len(self.call_order)
+
+    def ids_since(self, mark: tuple[int, int]) -> list[str]:
+        """The ids `ids()` gives that came after `mark` (both only grow: a thread learns
+        what is new, not the whole thread again)."""
+        return [*self.order[mark[0] :], *self.call_order[mark[1] :]]
 
     def covered_by(self, ids: Container[str], *, before: int) -> bool:
         """Whether a client holding messages with `ids` holds the whole thread once it has
@@ -143,37 +194,55 @@ class MessageFold:
         return True
 
     def messages(self) -> list[Message]:
+        """The thread's messages; one no event changed since the last call is the same
+        object as then (only what changed is built again)."""
+        built = self._built
         out: list[Message] = []
         for message_id in self.order:
-            data = self.data[message_id]
-            role = data["role"]
-            if role == "user":
-                out.append(UserMessage(id=message_id, content=data["content"]))
-            elif role == "assistant":
-                text = _joined(data["text"])
-                calls = [
-                    ToolCall(id=cid, function=FunctionCall(name=name, arguments=_joined(args)))
-                    for cid, name, args in data.get("calls", [])
-                ]
-                out.append(
-                    AssistantMessage(id=message_id, content=text or None, tool_calls=calls or None)
-                )
-            elif role == "reasoning":
-                out.append(ReasoningMessage(id=message_id, content=_joined(data["text"])))
-            elif role == "tool":
-                out.append(
-                    ToolMessage(
-                        id=message_id,
-                        content=data["content"],
-                        tool_call_id=data["call"],
-                        error=data.get("error"),
-                    )
-                )
-            elif role == "activity":
-                out.append(
-                    ActivityMessage(id=message_id, activity_type="plan", content=data["content"])
-                )
+            message = built.get(message_id)
+            if message is None:
+                message = self._build(message_id)
+                if message is None:
+                    continue
+                built[message_id] = message
+            out.append(message)
         return out
+
+    def json_of(self, message: Message) -> str:
+        """`message.model_dump_json(by_alias=True)`, kept for a message of the last
+        `messages()` until an event changes it (a long thread's snapshot then encodes only
+        what is new)."""
+        if self._built.get(message.id) is not message:
+            return message.model_dump_json(by_alias=True)
+        text = self._json.get(message.id)
+        if text is None:
+            text = self._json[message.id] = message.model_dump_json(by_alias=True)
+        return text
+
+    def _build(self, message_id: str) -> Message | None:
+        data = self.data[message_id]
+        role = data["role"]
+        if role == "user":
+            return UserMessage(id=message_id, content=data["content"])
+        if role == "assistant":
+            text = _joined(data["text"])
+            calls = [
+                ToolCall(id=cid, function=FunctionCall(name=name, arguments=_joined(args)))
+                for cid, name, args in data.get("calls", [])
+            ]
+            return AssistantMessage(id=message_id, content=text or None, tool_calls=calls or None)
+        if role == "reasoning":
+            return ReasoningMessage(id=message_id, content=_joined(data["text"]))
+        if role == "tool":
+            return ToolMessage(
+                id=message_id,
+                content=data["content"],
+                tool_call_id=data["call"],
+                error=data.get("error"),
+            )
+        if role == "activity":
+            return ActivityMessage(id=message_id, activity_type="plan", content=data["content"])
+        return None
 
 
 def _joined(pieces: list[str]) -> str:

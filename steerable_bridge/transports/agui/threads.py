@@ -47,7 +47,7 @@ from steerable_bridge.runtime.port import AgentPort, Coalesced, Conversation, Re
 from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
 from steerable_bridge.runtime.turn import TurnInput
-from steerable_bridge.transports.agui.history import MessageFold, known_ids
+from steerable_bridge.transports.agui.history import MessageFold
 from steerable_bridge.transports.agui.inputs import (
     InputError,
     ParsedRun,
@@ -100,6 +100,8 @@ class Thread:
     """The thread's messages so far; None until its history is first read."""
     seq: int = -1
     """The seq of the last event folded into `fold`."""
+    learned: tuple[int, int] = (0, 0)
+    """How far `known` holds the ids of `fold` (`MessageFold.mark`)."""
     unsent: list[LoopEvent] = field(default_factory=list)
     """Events this process logged between runs that no client was sent yet."""
     settling: anyio.Event | None = None
@@ -140,13 +142,16 @@ class Thread:
         if self.fold is None:
             return []
         messages = self.fold.messages()
-        self.known |= known_ids(messages)
+        self.learn()
         return messages
 
     def learn(self) -> None:
-        """Know every id the thread's messages hold (without building the messages)."""
-        if self.fold is not None:
-            self.known |= self.fold.ids()
+        """Know every id the thread's messages hold (without building the messages; only
+        those the fold gained since the last call are added)."""
+        fold = self.fold
+        if fold is not None:
+            self.known.update(fold.ids_since(self.learned))
+            self.learned = fold.mark()
 
     def size(self) -> int:
         """How many messages the thread holds now (`MessageFold.covered_by`'s `before`)."""
@@ -156,6 +161,7 @@ class Thread:
         """Drop what was read of the history (it is read again when next needed)."""
         self.fold = None
         self.seq = -1
+        self.learned = (0, 0)
         self.known.clear()
         self.unsent.clear()
         self.requests.forget()
@@ -389,7 +395,7 @@ class Run:
             requests=thread.requests,
             full_requests=full_requests_requested(run),
         )
-        self.encoder = SseEncoder(self.renderer)
+        self.encoder = SseEncoder(self.renderer, message_json=self._message_json)
         self.cancel = CancelToken()
         self.stop_reason: str | None = None
         self.prompting = False
@@ -477,6 +483,13 @@ class Run:
                 thread.learn()
                 return None
         return thread.messages()
+
+    def _message_json(self, message: Message) -> str:
+        """A snapshot message's JSON, as the thread's fold keeps it."""
+        fold = self.thread.fold
+        if fold is None:
+            return message.model_dump_json(by_alias=True)
+        return fold.json_of(message)
 
     async def _snapshot_ready(self) -> None:
         """Fold the run's events into the thread before its final event is rendered (its

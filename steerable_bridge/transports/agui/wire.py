@@ -10,7 +10,9 @@ escapes as pydantic does; a CUSTOM value is `codec.event_to_json`, pydantic's ow
 a `model_request`'s the renderer's `request_value`, by reference to the thread's previous
 request).
 `tests/transports/agui/test_wire.py` proves the bytes identical for every kind. Anything
-else, and every event while the run is not open, goes through the SDK models. Should an
+else, and every event while the run is not open, goes through the SDK models — but a
+MESSAGES_SNAPSHOT given each message's JSON as its thread keeps it (`message_json`) is those
+pieces joined inside the SDK's dump of the event without its messages. Should an
 event still hold text UTF-8 cannot encode (text is repaired where it enters, so this is a
 bug elsewhere), it is sent with U+FFFD in its place and an error is logged, never dropped.
 Every frame rendered from a log event carries an SSE `id:` naming its place in the thread's
@@ -26,7 +28,7 @@ from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring
 from typing import Any
 
-from ag_ui.core import BaseEvent
+from ag_ui.core import BaseEvent, Message, MessagesSnapshotEvent
 from ag_ui.encoder import EventEncoder
 from pydantic_core import PydanticSerializationError
 
@@ -159,11 +161,17 @@ _FAST: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
 
 
 class SseEncoder:
-    """Encodes one run's LoopEvents as SSE bytes (see the module docstring)."""
+    """Encodes one run's LoopEvents as SSE bytes (see the module docstring). `message_json`,
+    when given, is each message's `model_dump_json(by_alias=True)` as its thread keeps it
+    (`MessageFold.json_of`): a MESSAGES_SNAPSHOT is then those pieces joined, not the whole
+    thread dumped again."""
 
-    def __init__(self, renderer: AguiRenderer) -> None:
+    def __init__(
+        self, renderer: AguiRenderer, *, message_json: Callable[[Message], str] | None = None
+    ) -> None:
         self.renderer = renderer
         self._encoder = EventEncoder()
+        self._message_json = message_json
         self._run_id = ""
         self._rid = _esc("")
         self._fast: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
@@ -201,7 +209,7 @@ class SseEncoder:
         frame then carries its `event_ids` id), or built by the caller itself (no ids)."""
         models = list(models)
         try:
-            frames = [self._encoder.encode(model) for model in models]
+            frames = [self._frame(model) for model in models]
         except (UnicodeError, PydanticSerializationError):
             _repairing(", ".join(model.type for model in models))
             frames = [self._encoder.encode(_repaired(model)) for model in models]
@@ -209,6 +217,22 @@ class SseEncoder:
             return "".join(frames).encode()
         ids = event_ids(seq, len(frames))
         return "".join(f"id: {i}\n{frame}" for i, frame in zip(ids, frames, strict=True)).encode()
+
+    def _frame(self, model: BaseEvent) -> str:
+        message_json = self._message_json
+        if message_json is None or type(model) is not MessagesSnapshotEvent:
+            return self._encoder.encode(model)
+        # The snapshot's own fields dumped with no messages, the messages' JSON put in their
+        # place: the bytes the SDK gives for the whole event (nested models dump alike).
+        empty = self._encoder.encode(model.model_copy(update={"messages": []}))
+        at = empty.find(_NO_MESSAGES)
+        if at < 0:
+            return self._encoder.encode(model)
+        at += len(_NO_MESSAGES) - 1
+        return empty[:at] + ",".join(map(message_json, model.messages)) + empty[at:]
+
+
+_NO_MESSAGES = '"messages":[]'
 
 
 def event_ids(seq: int, count: int) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.values import PlanEntry, TextPart, ToolError
-from steerable_bridge.transports.agui.history import known_ids, thread_messages
+from steerable_bridge.transports.agui.history import MessageFold, known_ids, thread_messages
 
 
 def _log(*events: Any) -> list[ev.LoopEvent]:
@@ -16,6 +16,60 @@ def _log(*events: Any) -> list[ev.LoopEvent]:
 
 def _e(cls: type[ev.EventBase], **fields: Any) -> Any:
     return lambda seq: cls(session_id="t", run_id="r", seq=seq, ts=1, **fields)
+
+
+def _turn(n: int) -> list[Any]:
+    return [
+        _e(ev.UserMessage, message_id=f"u{n}", content=(TextPart(text="hi"),)),
+        _e(ev.ReasoningStart, message_id=f"th{n}"),
+        _e(ev.ReasoningDelta, message_id=f"th{n}", delta="hmm"),
+        _e(ev.TextStart, message_id=f"m{n}"),
+        _e(ev.TextDelta, message_id=f"m{n}", delta="Let me "),
+        _e(ev.TextDelta, message_id=f"m{n}", delta="check."),
+        _e(ev.ToolCallStart, call_id=f"c{n}", name="calc", parent_message_id=f"m{n}"),
+        _e(ev.ToolCallDelta, call_id=f"c{n}", delta='{"a"'),
+        _e(ev.ToolCallEnd, call_id=f"c{n}", name="calc", arguments_json='{"a":1}'),
+        _e(ev.PlanUpdated, entries=(PlanEntry(content=f"step {n}"),)),
+        _e(
+            ev.ToolFinished,
+            call_id=f"c{n}",
+            status="failed",
+            content=(TextPart(text="no"),),
+            error=ToolError(code="x", message="it failed"),
+        ),
+        _e(ev.ToolCallStart, call_id=f"d{n}", name="show", parent_message_id=f"m{n}"),
+        _e(ev.ToolCallEnd, call_id=f"d{n}", name="show", arguments_json="{}"),
+        _e(ev.TextDelta, message_id=f"m{n}", delta=" Done."),
+    ]
+
+
+def test_a_fold_kept_open_gives_what_a_fold_from_scratch_gives_after_every_event() -> None:
+    log = _log(*_turn(1), *_turn(2))
+    fold = MessageFold("t")
+    kept: dict[str, Any] = {}
+    for i, event in enumerate(log):
+        fold.event(event)
+        messages = fold.messages()
+        fresh = thread_messages("t", log[: i + 1])
+        assert [m.model_dump(by_alias=True) for m in messages] == [
+            m.model_dump(by_alias=True) for m in fresh
+        ]
+        for message, again in zip(messages, fresh, strict=True):
+            assert fold.json_of(message) == again.model_dump_json(by_alias=True)
+            if kept.get(message.id) is message:  # the same object: unchanged since the last
+                assert message.model_dump() == again.model_dump()
+            kept[message.id] = message
+    assert fold.messages()[0] is fold.messages()[0]  # what no event changed is not rebuilt
+    assert fold.ids() == known_ids(fold.messages())
+    learned: set[str] = set()
+    mark = (0, 0)
+    for event in _log(*_turn(3), *_turn(4)):
+        fold.event(event)
+        learned.update(fold.ids_since(mark))
+        mark = fold.mark()
+    assert learned | known_ids(thread_messages("t", log)) == known_ids(fold.messages())
+    other = thread_messages("t", log)[0]
+    assert fold.json_of(other) == other.model_dump_json(by_alias=True)  # not its own: dumped
 
 
 def test_a_turn_with_reasoning_text_a_call_its_result_and_a_plan() -> None:

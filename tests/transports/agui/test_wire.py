@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from ag_ui.core import MessagesSnapshotEvent
+from ag_ui.encoder import EventEncoder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.values import Usage
-from steerable_bridge.transports.agui.renderer import AguiRenderer
+from steerable_bridge.runtime.values import TextPart, Usage
+from steerable_bridge.transports.agui.history import MessageFold
+from steerable_bridge.transports.agui.renderer import DERIVED, AguiRenderer
 from steerable_bridge.transports.agui.wire import _FAST, SseEncoder
 from tests.runtime.strategies import for_dataclass
 
@@ -95,3 +98,29 @@ def test_every_frame_carries_the_id_of_its_place_in_the_log() -> None:
     done = ev.RunFinished(session_id="t", run_id="r", seq=9, ts=3, stop_reason="end_turn")
     frames = fast.encode(done).decode().split("\n\n")[:-1]
     assert [f.split("\n", 1)[0] for f in frames] == ["id: 9.0", "id: 9"]  # snapshot, finished
+
+
+def test_a_snapshot_from_the_folds_kept_json_is_byte_identical_to_the_sdk_encoder() -> None:
+    events = [
+        ev.UserMessage(session_id="t", run_id="r", seq=1, ts=1, message_id="u",
+                       content=(TextPart(text='say "\u00e9" \U0001f600'),)),
+        ev.TextStart(session_id="t", run_id="r", seq=2, ts=1, message_id="m"),
+        ev.TextDelta(session_id="t", run_id="r", seq=3, ts=1, message_id="m", delta="ok"),
+        ev.ToolCallStart(session_id="t", run_id="r", seq=4, ts=1, call_id="c", name="f",
+                         parent_message_id="m"),
+        ev.ToolCallEnd(session_id="t", run_id="r", seq=5, ts=1, call_id="c", name="f",
+                       arguments_json="{}"),
+        ev.ToolFinished(session_id="t", run_id="r", seq=6, ts=1, call_id="c",
+                        status="completed", content=(TextPart(text="out"),)),
+    ]  # fmt: skip
+    fold = MessageFold("t")
+    fast = SseEncoder(AguiRenderer(thread_id="t", run_id="x", messages=fold.messages),
+                      message_json=fold.json_of)  # fmt: skip
+    slow = SseEncoder(AguiRenderer(thread_id="t", run_id="x", messages=fold.messages))
+    for event in events:
+        fold.event(event)
+        snapshot = MessagesSnapshotEvent(messages=fold.messages(), metadata=DERIVED)
+        assert fast.encode_models([snapshot], seq=event.seq) == slow.encode_models(
+            [snapshot], seq=event.seq
+        )
+        assert fast.encode_models([snapshot]) == EventEncoder().encode(snapshot).encode()
