@@ -82,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = parser.parse_args(arguments)
     try:
-        if args.command in SETTINGS_COMMANDS:
+        if arguments[0] in SETTINGS_COMMANDS:  # the command's name (`args.command` may be
+            # a command's own option: `check acp -- COMMAND...`)
             from steerable_bridge.commands.settings import load_settings
 
             args.settings = load_settings()
