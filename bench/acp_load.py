@@ -40,8 +40,8 @@ from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 from steerable_bridge.commands.common import build_router, build_store
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.turn import TurnInput
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 ANSWER = "token " * 200

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from steerable_bridge.adapters.tools.agent_files import AgentFiles
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 
 
 def timed(workspace: Workspace, path: str, calls: int) -> float:

@@ -47,10 +47,10 @@ from tracing_overhead import wait_until_healthy
 
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
-from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
-from steerable_bridge.runtime.turn import LoopSettings, TurnInput
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.turns.turn import LoopSettings, TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 ANSWER = " ".join(f"word{i % 97}" for i in range(200))

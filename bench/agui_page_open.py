@@ -28,9 +28,9 @@ import uvicorn
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.adapters.tools.builtin import builtin_tools
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.conversations import LocalPort
-from steerable_bridge.runtime.routing import ModelRouter
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from steerable_bridge.transports.agui.app import create_app
 
 HERE = Path(__file__).resolve().parent

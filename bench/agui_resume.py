@@ -27,9 +27,9 @@ import uvicorn
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.conversations import LocalPort
-from steerable_bridge.runtime.routing import ModelRouter
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from steerable_bridge.transports.agui.app import create_app
 from steerable_bridge.transports.agui.resume import EventId, Restream
 

@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicConfig, AnthropicProvider
 from steerable_bridge.adapters.llm.cache_shaping import CachePolicy
-from steerable_bridge.runtime.model import ModelRequest, TextChunk, ToolSpec
+from steerable_bridge.runtime.ports.model import ModelRequest, TextChunk, ToolSpec
 from steerable_bridge.runtime.values import Message, TextPart, ToolCall
 
 

@@ -25,9 +25,9 @@ import anyio
 from steerable_bridge.adapters.llm.scripted import Round, Script, ScriptedProvider
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.turn import TurnInput
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.acp.renderer import AcpRenderer
 

@@ -44,17 +44,17 @@ import httpx
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.ports.model import (
     ModelInfo,
     ModelProvider,
     ModelRequest,
     ModelStreamItem,
     ToolCallChunk,
 )
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
-from steerable_bridge.runtime.turn import LoopSettings, TurnInput
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.turns.turn import LoopSettings, TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 CHECKPOINTS = (50, 150, 300)

@@ -21,11 +21,11 @@ import anyio
 
 from steerable_bridge.adapters.llm.scripted import Round, Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.model import ModelProvider
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.session import Session
-from steerable_bridge.runtime.turn import LoopSettings, TurnInput
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.agent_sessions.session import Session
+from steerable_bridge.runtime.ports.model import ModelProvider
+from steerable_bridge.runtime.turns.turn import LoopSettings, TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 TARGET = 150_000

@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 from steerable_bridge.adapters.storage.postgres import PostgresStore  # noqa: E402
 from steerable_bridge.runtime import events as ev  # noqa: E402
-from steerable_bridge.runtime.agent import Agent, AgentConfig  # noqa: E402
-from steerable_bridge.runtime.routing import ModelRouter  # noqa: E402
-from steerable_bridge.runtime.storage import SessionRecord, read_tail  # noqa: E402
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig  # noqa: E402
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter  # noqa: E402
+from steerable_bridge.runtime.ports.storage import SessionRecord, read_tail  # noqa: E402
 from steerable_bridge.runtime.values import TextPart  # noqa: E402
 from tests.pg import PgServer, find_bindir  # noqa: E402
 

@@ -27,7 +27,7 @@ from steerable_bridge.adapters.llm.openai_responses import (
     OpenAIResponsesProvider,
     ResponsesConfig,
 )
-from steerable_bridge.runtime.model import ModelProvider, ModelRequest, TextChunk
+from steerable_bridge.runtime.ports.model import ModelProvider, ModelRequest, TextChunk
 from steerable_bridge.runtime.values import Message, TextPart
 
 REQUEST = ModelRequest(

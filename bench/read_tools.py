@@ -49,7 +49,7 @@ def one(folder: str, name: str) -> None:
     from steerable_bridge.adapters.tools import search
     from steerable_bridge.adapters.tools.local_env import LocalEnvironment
     from steerable_bridge.adapters.tools.paths import Workspace
-    from steerable_bridge.runtime.environment import WorkspaceError
+    from steerable_bridge.runtime.ports.environment import WorkspaceError
 
     workspace = Workspace.of(folder)
     env = LocalEnvironment(workspace)

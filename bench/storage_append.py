@@ -32,11 +32,11 @@ from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.adapters.tools.builtin import builtin_tools
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.model import ModelProvider
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.storage import SessionRecord, SessionStore, read_tail
-from steerable_bridge.runtime.turn import LoopSettings, TurnInput
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.ports.model import ModelProvider
+from steerable_bridge.runtime.ports.storage import SessionRecord, SessionStore, read_tail
+from steerable_bridge.runtime.turns.turn import LoopSettings, TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 APPEND_TARGET = 50_000

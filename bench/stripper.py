@@ -1,7 +1,7 @@
 """Pseudo tool-call recovery cost: stripper throughput and what it adds to each loop event.
 
 1. The filter alone (`PseudoCallFilter`: stripper + parsers + schema checks, every format
-   of `runtime/tool_markers.py` on) over ~1 MB of model text in 4-character deltas, as
+   of `runtime/model_quality/tool_markers.py` on) over ~1 MB of model text in 4-character deltas, as
    servers stream it: plain prose, prose that is dense with `<`, `>`, `[`, `{` and
    backticks (inline code, fences, comparisons, braces: the worst case), a reply mix with a
    text-written tool call every ~2 KB, and reasoning written as text (`<think>` prose).
@@ -28,13 +28,13 @@ import anyio
 
 from steerable_bridge.adapters.llm.scripted import Round, Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.model import ModelProvider, ToolSpec
-from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter
-from steerable_bridge.runtime.quality import QualitySettings
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.tools import Tool, ToolResult
-from steerable_bridge.runtime.turn import LoopSettings, TurnInput
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.model_quality.pseudo_calls import PseudoCallFilter
+from steerable_bridge.runtime.model_quality.quality import QualitySettings
+from steerable_bridge.runtime.ports.model import ModelProvider, ToolSpec
+from steerable_bridge.runtime.ports.tools import Tool, ToolResult
+from steerable_bridge.runtime.turns.turn import LoopSettings, TurnInput
 from steerable_bridge.runtime.values import TextPart, canonical_json
 
 SCHEMA: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """What repairing lone surrogates adds to the per-delta hot path of a model stream.
 
 Every text, reasoning and tool-argument delta of the OpenAI-compatible decoder now passes
-through a `SurrogateJoiner` (`runtime/surrogates.py`). This measures, in ns per decoded
+through a `SurrogateJoiner` (`runtime/encoding/surrogates.py`). This measures, in ns per decoded
 chunk, `ChunkDecoder.feed` on already-parsed Chat Completions chunks — ASCII text deltas,
 CJK text deltas (non-ASCII: the joiner's regex check runs), and tool-argument fragments —
 for this build and, with `--baseline REV`, for `openai_wire.py` as it was at git revision
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from steerable_bridge.adapters.llm import openai_wire
-from steerable_bridge.runtime.surrogates import SurrogateJoiner
+from steerable_bridge.runtime.encoding.surrogates import SurrogateJoiner
 
 WIRE = "steerable_bridge/adapters/llm/openai_wire.py"
 

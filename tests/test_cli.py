@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from steerable_bridge import cli
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -32,7 +32,7 @@ from steerable_bridge.commands.logs import add_log_options, configure_logging
 from steerable_bridge.commands.relay import relay_signals
 
 if TYPE_CHECKING:
-    from steerable_bridge.runtime.model import ModelInfo
+    from steerable_bridge.runtime.ports.model import ModelInfo
 
 EDITOR_WORKSPACE = "each session's folder, as the editor opens it"
 """What the start-up line names as the workspace: the editor picks it per session."""
@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
 def load_tools(spec: str) -> list[Any]:
     """The tools a `--tools-module` file or module exposes."""
     from steerable_bridge.commands.common import load_user_module
-    from steerable_bridge.runtime.tools import Tool
+    from steerable_bridge.runtime.ports.tools import Tool
 
     module = load_user_module(spec, "--tools-module")
     found = getattr(module, "TOOLS", None)
@@ -131,8 +131,8 @@ def prepare(args: argparse.Namespace) -> tuple[list[Any], ModelInfo | None]:
     `--tools-module` tools and the default model's `ModelInfo`. Sets `args.model_env` (the
     provider settings plus stored credentials, read once). A mistake is a `ConfigError`."""
     from steerable_bridge.commands.common import build_router, current_settings, model_env
-    from steerable_bridge.runtime.model import ProviderError
-    from steerable_bridge.runtime.routing import RouteError
+    from steerable_bridge.runtime.agent_sessions.routing import RouteError
+    from steerable_bridge.runtime.ports.model import ProviderError
 
     if args.permission_timeout <= 0:
         raise ConfigError("--permission-timeout must be a positive number of seconds")
@@ -190,7 +190,7 @@ def _build_port(args: argparse.Namespace, extra: list[Any]) -> Any:
     from steerable_bridge.commands.common import build_agent
     from steerable_bridge.commands.families import family_filter
     from steerable_bridge.commands.telemetry import tracing_observers
-    from steerable_bridge.runtime.conversations import LocalPort
+    from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 
     agent = build_agent(args, tools=[*builtin_tools(), *extra], observers=tracing_observers())
     agent.config = dataclasses.replace(

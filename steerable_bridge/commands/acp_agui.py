@@ -75,7 +75,7 @@ def run_agui_bridge(args: argparse.Namespace) -> int:
     from steerable_bridge.commands.logs import configure_logging
     from steerable_bridge.commands.relay import relay_signals
     from steerable_bridge.commands.startup import announce, redacted_storage
-    from steerable_bridge.runtime.model import ModelInfo
+    from steerable_bridge.runtime.ports.model import ModelInfo
     from steerable_bridge.transports.acp.server import serve
 
     configure_logging(args)
@@ -114,11 +114,11 @@ def _build_agent(args: argparse.Namespace, settings: Any) -> Any:
     from steerable_bridge.commands.common import build_approvals, build_store
     from steerable_bridge.commands.families import family_filter
     from steerable_bridge.commands.telemetry import tracing_observers
-    from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
-    from steerable_bridge.runtime.conversations import LocalPort
-    from steerable_bridge.runtime.quality_settings import QualitySettings
-    from steerable_bridge.runtime.routing import ModelRouter, RouteError
-    from steerable_bridge.runtime.turn import LoopSettings
+    from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
+    from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+    from steerable_bridge.runtime.agent_sessions.routing import ModelRouter, RouteError
+    from steerable_bridge.runtime.model_quality.quality_settings import QualitySettings
+    from steerable_bridge.runtime.turns.turn import LoopSettings
     from steerable_bridge.transports.agui.bridge import AguiEndpoint, AguiEngine
 
     endpoint = AguiEndpoint(settings)

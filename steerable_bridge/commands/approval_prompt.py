@@ -22,7 +22,7 @@ import anyio
 
 from steerable_bridge.commands.terminal import printable
 from steerable_bridge.runtime.events import PermissionOutcome
-from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
+from steerable_bridge.runtime.ports.permissions import PermissionAnswer, PermissionRequest
 
 __all__ = ["PREVIEW_LINES", "TerminalAsker", "preview", "question"]
 
@@ -41,7 +41,7 @@ _ANSWERS: dict[str, PermissionOutcome] = {
 
 def question(request: PermissionRequest) -> tuple[str, dict[str, PermissionOutcome]]:
     """The question for `request` and the answers it takes: always / never only when the
-    call has a shape to keep (`runtime/command_shape.py`: never for a command that could
+    call has a shape to keep (`runtime/tool_calls/command_shape.py`: never for a command that could
     smuggle another), named as the option names it ("Always allow `git status` here")."""
     offered = {option.kind: option.name for option in request.options}
     title = printable(request.title, layout=False)

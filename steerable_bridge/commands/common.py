@@ -31,21 +31,26 @@ from steerable_bridge.commands.model_deadlines import (
     add_deadline_options,
     deadlines_from_args,
 )
-from steerable_bridge.runtime.model import ModelProvider
-from steerable_bridge.runtime.routing import ModelRouter, ProviderFactory, RouteError, split_route
+from steerable_bridge.runtime.agent_sessions.routing import (
+    ModelRouter,
+    ProviderFactory,
+    RouteError,
+    split_route,
+)
+from steerable_bridge.runtime.ports.model import ModelProvider
 
 if TYPE_CHECKING:  # the rest of the runtime loads in build_agent: `acp` answers initialize first
     from steerable_bridge.adapters.llm.deadlines import CallDeadlines
     from steerable_bridge.adapters.tools.confinement import CommandPolicy
     from steerable_bridge.commands.credentials import ModelEnv
     from steerable_bridge.commands.settings import Settings
-    from steerable_bridge.runtime.agent import Agent
-    from steerable_bridge.runtime.approvals import ApprovalMemory
-    from steerable_bridge.runtime.hooks import Hook
-    from steerable_bridge.runtime.observe import Observer
-    from steerable_bridge.runtime.storage import SessionStore
-    from steerable_bridge.runtime.tools import Tool
-    from steerable_bridge.runtime.turn import TurnEngine
+    from steerable_bridge.runtime.agent_sessions.agent import Agent
+    from steerable_bridge.runtime.ports.observe import Observer
+    from steerable_bridge.runtime.ports.storage import SessionStore
+    from steerable_bridge.runtime.ports.tools import Tool
+    from steerable_bridge.runtime.tool_calls.approvals import ApprovalMemory
+    from steerable_bridge.runtime.turns.hooks import Hook
+    from steerable_bridge.runtime.turns.turn import TurnEngine
     from steerable_bridge.runtime.values import Advisory
 
 __all__ = [
@@ -154,7 +159,7 @@ def _exposed(module: ModuleType, constant: str, factory: str) -> list[Any]:
 
 def load_hooks(spec: str) -> list[Hook]:
     """The hooks a `--hooks-module` file or module exposes (`HOOKS` or `hooks()`)."""
-    from steerable_bridge.runtime.hooks import Hook
+    from steerable_bridge.runtime.turns.hooks import Hook
 
     hooks = _exposed(load_user_module(spec, "--hooks-module"), "HOOKS", "hooks")
     if not hooks or not all(isinstance(hook, Hook) for hook in hooks):
@@ -426,7 +431,7 @@ def build_store(spec: str) -> SessionStore:
     scheme = _scheme(spec)
     if scheme in STORAGE_SCHEMES:
         from steerable_bridge.adapters.storage.postgres import PostgresStore
-        from steerable_bridge.runtime.storage import StoreError
+        from steerable_bridge.runtime.ports.storage import StoreError
 
         try:
             return PostgresStore(spec)
@@ -498,8 +503,8 @@ def build_agent(
     from steerable_bridge.commands.compaction_env import compaction_from_settings
     from steerable_bridge.commands.limits_env import limits_from_settings
     from steerable_bridge.commands.quality_flag import parse_quality
-    from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
-    from steerable_bridge.runtime.turn import LoopSettings
+    from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
+    from steerable_bridge.runtime.turns.turn import LoopSettings
 
     settings = current_settings(args)
     if args.max_steps < 1:

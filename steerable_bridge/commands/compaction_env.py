@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from steerable_bridge.commands.settings import SessionSettings
-from steerable_bridge.runtime.compaction import CompactionSettings
+from steerable_bridge.runtime.model_context.compaction import CompactionSettings
 
 __all__ = ["compaction_from_env", "compaction_from_settings"]
 

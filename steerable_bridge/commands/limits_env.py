@@ -4,8 +4,8 @@
 `STEERABLE_SESSION_TTL` (seconds an idle one is kept, default 600) bound what a long-running
 process holds; a forgotten session reloads from the store when used. `STEERABLE_TOOL_OUTPUT_LINES`
 (default 2,000) and `STEERABLE_TOOL_OUTPUT_BYTES` (default 50,000) are the largest tool
-result the model sees before it is cut in the middle (`runtime/bounding.py`). The variables
-are fields of `settings.SessionSettings`, which validates them (a bad value names the
+result the model sees before it is cut in the middle (`runtime/tool_calls/bounding.py`). The
+variables are fields of `settings.SessionSettings`, which validates them (a bad value names the
 variable and what it accepts); `limits_from_settings` turns them into the `AgentConfig`
 fields they set.
 """
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from steerable_bridge.commands.settings import SessionSettings
-from steerable_bridge.runtime.bounding import OutputLimits
+from steerable_bridge.runtime.tool_calls.bounding import OutputLimits
 
 __all__ = ["Limits", "limits_from_env", "limits_from_settings"]
 

@@ -5,7 +5,7 @@
 read by `settings.LogSettings`;
 `configure_logging(args)` installs one handler on stderr (never stdout: ACP owns it) and one
 on the file when given. Every record carries the session, run and trace id of the turn that
-wrote it (`runtime.logcontext.ContextFilter`); the text format shows them in brackets when
+wrote it (`runtime.turns.logcontext.ContextFilter`); the text format shows them in brackets when
 set, the JSON format (one object per line, for log shippers) always has the three keys.
 Exceptions keep their traceback: as text under the line, or in the JSON `exc_info` key.
 Control characters in a record (a file name, a model's text) are escaped (`terminal.py`).
@@ -20,7 +20,7 @@ import sys
 from datetime import UTC, datetime
 
 from steerable_bridge.commands.terminal import json_printable, printable
-from steerable_bridge.runtime.logcontext import ContextFilter
+from steerable_bridge.runtime.turns.logcontext import ContextFilter
 
 __all__ = ["JsonFormatter", "TextFormatter", "add_log_options", "configure_logging"]
 

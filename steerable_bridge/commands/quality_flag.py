@@ -4,8 +4,8 @@
 `NAME=VALUE` items, comma separated) and returns a `QualitySettings`; a bad item raises
 ValueError naming it and what is accepted, which `build_agent` and `acp` turn into a
 `ConfigError`. The commands own this mini-language so the runtime only ever receives the
-typed value; it imports nothing heavier than `runtime/quality_settings.py`, so `acp` can
-refuse a bad spec before it answers `initialize`. Pure: no I/O (the flag's default is set
+typed value; it imports nothing heavier than `runtime/model_quality/quality_settings.py`, so
+`acp` can refuse a bad spec before it answers `initialize`. Pure: no I/O (the flag's default is set
 in `common.py`).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from steerable_bridge.runtime.quality_settings import QualitySettings
+from steerable_bridge.runtime.model_quality.quality_settings import QualitySettings
 
 __all__ = ["parse_quality"]
 

@@ -20,7 +20,7 @@ async def relay_signals(port: Any) -> None:
     connection."""
     import logging
 
-    from steerable_bridge.runtime.storage import StoreError
+    from steerable_bridge.runtime.ports.storage import StoreError
 
     try:
         await port.relay_signals()

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
     from steerable_bridge.commands.approval_prompt import TerminalAsker
     from steerable_bridge.runtime.events import LoopEvent, ToolFinished
-    from steerable_bridge.runtime.port import AgentPort
-    from steerable_bridge.runtime.tools import Tool
+    from steerable_bridge.runtime.ports.port import AgentPort
+    from steerable_bridge.runtime.ports.tools import Tool
 
 OUTPUT_LINES = 10
 """A command's output is shown on stderr up to its last this many lines."""
@@ -93,17 +93,17 @@ async def _run(args: argparse.Namespace) -> int:
     from steerable_bridge.commands.startup import startup_line
     from steerable_bridge.commands.terminal import say
     from steerable_bridge.runtime import events as ev
-    from steerable_bridge.runtime.conversations import LocalPort
-    from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
-    from steerable_bridge.runtime.port import Attachments
-    from steerable_bridge.runtime.turn import TurnInput
+    from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+    from steerable_bridge.runtime.ports.permissions import PermissionAnswer, PermissionRequest
+    from steerable_bridge.runtime.ports.port import Attachments
+    from steerable_bridge.runtime.turns.turn import TurnInput
     from steerable_bridge.runtime.values import TextPart
 
     port = LocalPort(build_agent(args, tools=_tools(args)))
     workspace = None if args.no_workspace else args.cwd
     print(startup_line(args.model, args.storage, workspace), file=sys.stderr)
-    from steerable_bridge.runtime.session import SessionBusy
-    from steerable_bridge.runtime.storage import StoreError
+    from steerable_bridge.runtime.agent_sessions.session import SessionBusy
+    from steerable_bridge.runtime.ports.storage import StoreError
 
     out, err = sys.stdout, sys.stderr
     asker = TerminalAsker.open(args.cwd) if args.approve == "ask" else None
@@ -191,8 +191,8 @@ def _show(
     """Print one event of the turn: text on `out`, the rest compactly on `err` (every event
     as a JSON line on `out` with `--jsonl`); `kinds` remembers each tool call's kind."""
     from steerable_bridge.commands.terminal import json_printable, printable, say
-    from steerable_bridge.runtime import codec
     from steerable_bridge.runtime import events as ev
+    from steerable_bridge.runtime.encoding import codec
 
     if jsonl:
         out.write(json_printable(codec.event_to_json(event)) + "\n")

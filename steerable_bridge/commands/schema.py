@@ -14,7 +14,8 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from steerable_bridge.runtime import codec, events
+    from steerable_bridge.runtime import events
+    from steerable_bridge.runtime.encoding import codec
 
     if args.kinds:
         print("\n".join(events.KINDS))

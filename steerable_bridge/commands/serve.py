@@ -268,7 +268,7 @@ def _port_app(agent: Any, *, metrics: Any, cwd: str, args: argparse.Namespace) -
     """The AG-UI app serving `agent` through the agent port (`LocalPort`), which lists
     only the sessions of its route family (`families.py`)."""
     from steerable_bridge.commands.families import family_filter
-    from steerable_bridge.runtime.conversations import LocalPort
+    from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
     from steerable_bridge.transports.agui.app import create_app
 
     return create_app(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from steerable_bridge.commands.terminal import printable, say
 
 if TYPE_CHECKING:
-    from steerable_bridge.runtime.storage import SessionStore
+    from steerable_bridge.runtime.ports.storage import SessionStore
 
 __all__ = ["add_claim_options", "claim"]
 
@@ -64,7 +64,7 @@ async def _unowned(store: SessionStore) -> list[str]:
 
 
 async def claim(store: SessionStore, args: argparse.Namespace) -> int:
-    from steerable_bridge.runtime.storage import SessionNotFound, adopt_session
+    from steerable_bridge.runtime.ports.storage import SessionNotFound, adopt_session
 
     owner: str = args.owner
     wanted = await _unowned(store) if args.all_unowned else list(args.session_ids)

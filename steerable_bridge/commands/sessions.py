@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from steerable_bridge.runtime.events import LoopEvent
-    from steerable_bridge.runtime.storage import SessionRecord, SessionStore
+    from steerable_bridge.runtime.ports.storage import SessionRecord, SessionStore
 
 
 def register(subparsers: Any) -> None:
@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     import anyio
 
     from steerable_bridge.commands.common import ConfigError, build_store, check_storage
-    from steerable_bridge.runtime.storage import StoreError
+    from steerable_bridge.runtime.ports.storage import StoreError
 
     if args.action == "list" and args.limit < 1:
         raise ConfigError("--limit must be at least 1")
@@ -123,8 +123,8 @@ async def _list(store: SessionStore, args: argparse.Namespace) -> int:
 
 
 async def _show(store: SessionStore, args: argparse.Namespace) -> int:
-    from steerable_bridge.runtime.projection import project_history, session_facts
-    from steerable_bridge.runtime.storage import SessionNotFound, read_tail, session_owner
+    from steerable_bridge.runtime.model_context.projection import project_history, session_facts
+    from steerable_bridge.runtime.ports.storage import SessionNotFound, read_tail, session_owner
 
     record = await store.get(args.session_id)
     if record is None:
@@ -217,7 +217,7 @@ async def _timeline(store: SessionStore, args: argparse.Namespace) -> int:
 
 
 async def _export(store: SessionStore, args: argparse.Namespace) -> int:
-    from steerable_bridge.runtime.codec import event_to_json
+    from steerable_bridge.runtime.encoding.codec import event_to_json
 
     out = open(args.output, "w") if args.output else sys.stdout  # noqa: SIM115, ASYNC230
     lost = 0
@@ -235,7 +235,7 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> int:
                 out.write(event_to_json(item.event) + "\n")
                 written += 1
             if written == 0 and lost == 0 and await _missing(store, args.session_id):
-                from steerable_bridge.runtime.storage import SessionNotFound
+                from steerable_bridge.runtime.ports.storage import SessionNotFound
 
                 raise SessionNotFound(args.session_id)
         else:
@@ -257,7 +257,7 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> int:
 
 
 async def _missing(store: SessionStore, session_id: str) -> bool:
-    from steerable_bridge.runtime.storage import StoreError
+    from steerable_bridge.runtime.ports.storage import StoreError
 
     try:
         return await store.get(session_id) is None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from steerable_bridge.commands.common import ConfigError
 
 if TYPE_CHECKING:
-    from steerable_bridge.runtime.observe import Observer
+    from steerable_bridge.runtime.ports.observe import Observer
 
 __all__ = ["tracing_observers", "tracing_requested"]
 

@@ -34,7 +34,7 @@ from pydantic import BaseModel, RootModel, ValidationError
 
 from steerable_bridge.conformance.findings import Finding, Rule
 from steerable_bridge.conformance.transcript import Sender, WireMessage, as_transcript
-from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.encoding import codec
 
 __all__ = [
     "ACP_RULES",

@@ -24,8 +24,8 @@ from pydantic import BaseModel
 
 from steerable_bridge.conformance.acp_rules import EVENT_METHOD
 from steerable_bridge.conformance.transcript import WireMessage
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent, StopReason
 from steerable_bridge.runtime.values import ContentPart
 from steerable_bridge.transports.acp import errors

@@ -19,8 +19,8 @@ compaction from its completed `compaction_update`, a streamed compaction's start
 from their `compaction_update`s (in_progress; cancelled / failed) and each piece of its
 summary from its `compaction_summary_chunk`.
 `session/load` replays each message's consecutive deltas as one chunk whose `_meta.steerable`
-has `last_seq` (`runtime/replay.py`): it decodes to one delta (first seq and ts, the text
-joined) standing for seqs `seq`..`last_seq`, which is what `coalesce_deltas` makes of the
+has `last_seq` (`runtime/session_log/replay.py`): it decodes to one delta (first seq and ts,
+the text joined) standing for seqs `seq`..`last_seq`, which is what `coalesce_deltas` makes of the
 live deltas; the `_steerable/event` channel replays every event exactly.
 `session/load` replays events the transcript already holds; an event whose (session, seq)
 was decoded before is dropped unless `dedupe=False`. Raises `DecodeError` naming the message
@@ -38,8 +38,8 @@ from pydantic import ValidationError
 
 from steerable_bridge.conformance.acp_rules import EVENT_METHOD, V125_UPDATES
 from steerable_bridge.conformance.transcript import as_transcript
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.errors import CodedError
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import (

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from steerable_bridge.conformance.agui_requests import REQUEST, is_by_reference, rebuild
 from steerable_bridge.conformance.agui_rules import event_as_json
 from steerable_bridge.conformance.decode_acp import DecodeError
-from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import canonical_json
 from steerable_bridge.transports.agui.mapping import by_carrier

@@ -22,8 +22,8 @@ from pydantic import JsonValue
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.model import ModelRequest, ToolSpec
-from steerable_bridge.runtime.permissions import DEFAULT_OPTIONS
+from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.ports.permissions import DEFAULT_OPTIONS
 from steerable_bridge.runtime.values import (
     Command,
     ContentPart,

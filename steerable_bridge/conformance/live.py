@@ -38,10 +38,10 @@ from steerable_bridge.conformance import scenario_tools
 from steerable_bridge.conformance.decode_agui import AguiDecoder
 from steerable_bridge.conformance.scenarios import Scenario, Turn, TurnActions, scenario_agent
 from steerable_bridge.conformance.transcript import TranscriptRecorder, WireMessage
-from steerable_bridge.runtime.agent import Agent
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.agent import Agent
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.questions import question_id_for
+from steerable_bridge.runtime.ports.questions import question_id_for
 from steerable_bridge.transports.agui.app import create_app
 
 __all__ = ["AguiExchange", "AguiRun", "AguiServer", "agui_server", "run_acp", "run_agui"]

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from steerable_bridge.adapters.tools.builtin import builtin_tools
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import TextPart, canonical_json
 
 __all__ = ["PAUSE_S", "TOOLS", "scenario_tools"]

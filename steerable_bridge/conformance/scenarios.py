@@ -29,20 +29,24 @@ from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 from steerable_bridge.commands.quality_flag import parse_quality
 from steerable_bridge.conformance.scenario_tools import scenario_tools
-from steerable_bridge.runtime import codec
-from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.model import ModelProvider
-from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
-from steerable_bridge.runtime.questions import (
+from steerable_bridge.runtime.ports.model import ModelProvider
+from steerable_bridge.runtime.ports.permissions import (
+    PermissionAnswer,
+    PermissionRequest,
+    StaticPolicy,
+)
+from steerable_bridge.runtime.ports.questions import (
     QuestionAnswer,
     QuestionRequest,
     Questions,
     question_id_for,
 )
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.tools import Tool
-from steerable_bridge.runtime.turn import (
+from steerable_bridge.runtime.ports.tools import Tool
+from steerable_bridge.runtime.turns.turn import (
     ClientToolResult,
     LoopSettings,
     QuestionReply,

@@ -1,5 +1,13 @@
 """The agent runtime: the loop, the LoopEvent taxonomy, sessions, tools and ports.
 
+Here sit the LoopEvent taxonomy (`events.py`), the immutable values (`values.py`) and
+the coded-error base (`errors.py`); everything else lives in a room named for its
+concept: `turns/` (the loop and one turn), `tool_calls/` (from a call to its result),
+`agent_sessions/` (the agent, sessions, routing), `session_log/` (the log, replay,
+recovery), `ports/` (the contracts adapters and transports implement),
+`model_context/` (projection, tokens, compaction), `model_quality/` (guards, and tool
+calls written as text) and `encoding/` (event JSON, strict JSON, surrogates).
+
 Re-exported here is the public hook API (see `hooks.py`) and the quality settings (see
 `quality.py`): register a `Hook` on `Agent.hooks`, or expose `HOOKS` from a
 `--hooks-module` file. The names load on first use, so importing one runtime module (the
@@ -12,7 +20,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from steerable_bridge.runtime.hooks import (
+    from steerable_bridge.runtime.model_quality.quality import QualitySettings
+    from steerable_bridge.runtime.turns.hooks import (
         Accept,
         Hook,
         HookContext,
@@ -23,7 +32,6 @@ if TYPE_CHECKING:
         StepReport,
         Veto,
     )
-    from steerable_bridge.runtime.quality import QualitySettings
 
 __all__ = [
     "Accept",
@@ -38,7 +46,7 @@ __all__ = [
     "Veto",
 ]
 
-_HOME = {name: "hooks" for name in __all__} | {"QualitySettings": "quality"}
+_HOME = {name: "turns.hooks" for name in __all__} | {"QualitySettings": "model_quality.quality"}
 
 
 def __getattr__(name: str) -> Any:

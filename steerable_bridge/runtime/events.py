@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from steerable_bridge.runtime.model import FinishReason, ModelRequest
+from steerable_bridge.runtime.ports.model import FinishReason, ModelRequest
 from steerable_bridge.runtime.values import (
     Command,
     ContentPart,

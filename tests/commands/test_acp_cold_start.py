@@ -30,9 +30,9 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("steerable_bridge
 
 DEFERRED = (
     "steerable_bridge.runtime.events",
-    "steerable_bridge.runtime.codec",
-    "steerable_bridge.runtime.hooks",
-    "steerable_bridge.runtime.quality",
+    "steerable_bridge.runtime.encoding.codec",
+    "steerable_bridge.runtime.turns.hooks",
+    "steerable_bridge.runtime.model_quality.quality",
     "steerable_bridge.adapters.llm.http_stream",  # httpx: imported when an HTTP route resolves
     "steerable_bridge.adapters.llm.openai_compat",
     "steerable_bridge.adapters.llm.anthropic",
@@ -53,8 +53,8 @@ def test_acp_answers_initialize_without_loading_the_taxonomy() -> None:
 
 
 def test_the_codec_builds_its_adapters_once_on_first_use() -> None:
-    from steerable_bridge.runtime import codec
     from steerable_bridge.runtime import events as ev
+    from steerable_bridge.runtime.encoding import codec
 
     event = ev.RunStarted(session_id="s", run_id="r", seq=0, ts=1, model="demo:default")
     assert codec.event_from_json(codec.event_to_json(event)) == event

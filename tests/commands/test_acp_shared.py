@@ -16,8 +16,8 @@ from acp import schema as acp
 from acp import spawn_agent_process
 
 from steerable_bridge.commands.common import build_store
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.routing import ModelRouter
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from steerable_bridge.commands.approval_prompt import question
-from steerable_bridge.runtime.permissions import PermissionRequest
+from steerable_bridge.runtime.ports.permissions import PermissionRequest
 from steerable_bridge.runtime.values import PermissionOption, ToolCall
 
 ONCE = (

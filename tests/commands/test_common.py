@@ -18,7 +18,7 @@ from steerable_bridge.commands.common import (
     build_router,
 )
 from steerable_bridge.commands.credentials import ModelEnv
-from steerable_bridge.runtime.routing import ModelRouter
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 
 HOOKS_FILE = """
 from steerable_bridge.runtime import Hook, Veto

@@ -8,7 +8,7 @@ import pytest
 
 from steerable_bridge.commands.common import ConfigError, add_agent_options, build_agent
 from steerable_bridge.commands.limits_env import limits_from_env
-from steerable_bridge.runtime.bounding import OutputLimits, cut_middle
+from steerable_bridge.runtime.tool_calls.bounding import OutputLimits, cut_middle
 
 
 def parse() -> argparse.Namespace:

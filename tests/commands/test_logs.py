@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from steerable_bridge.commands.logs import add_log_options, configure_logging
-from steerable_bridge.runtime import logcontext
+from steerable_bridge.runtime.turns import logcontext
 
 
 def _parse(*argv: str) -> argparse.Namespace:

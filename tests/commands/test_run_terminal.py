@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from tests.commands.terminal import COMMAND, AtTerminal, detached
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]

@@ -147,7 +147,8 @@ def test_without_otel_variables_nothing_of_opentelemetry_is_imported() -> None:
         "import sys\n"
         "from steerable_bridge.commands.telemetry import tracing_observers\n"
         "import steerable_bridge.commands.serve, steerable_bridge.commands.acp\n"
-        "import steerable_bridge.transports.agui.app, steerable_bridge.runtime.session\n"
+        "import steerable_bridge.transports.agui.app, "
+        "steerable_bridge.runtime.agent_sessions.session\n"
         "assert tracing_observers() == []\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
     )

@@ -27,8 +27,8 @@ import pytest
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.cli import main
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.codec import event_from_json
-from steerable_bridge.runtime.storage import SessionRecord
+from steerable_bridge.runtime.encoding.codec import event_from_json
+from steerable_bridge.runtime.ports.storage import SessionRecord
 
 HANG = {"rounds": [{"text": "working on it", "chunk_size": 2, "delay_ms": 5, "hang": True}]}
 DONE = {"rounds": [{"text": "all done"}]}

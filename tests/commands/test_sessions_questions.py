@@ -11,9 +11,9 @@ import pytest
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.cli import main
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.conversations import LocalPort
-from steerable_bridge.runtime.questions import ASK_USER_NAME, QuestionAnswer
-from steerable_bridge.runtime.turn import QuestionReply, TurnInput
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.ports.questions import ASK_USER_NAME, QuestionAnswer
+from steerable_bridge.runtime.turns.turn import QuestionReply, TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.runtime.harness import make_agent, scripted
 

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_defaults_are_the_documented_ones_and_the_runtimes() -> None:
     from steerable_bridge.adapters.llm.deadlines import CallDeadlines
-    from steerable_bridge.runtime.agent import AgentConfig
+    from steerable_bridge.runtime.agent_sessions.agent import AgentConfig
     from steerable_bridge.transports.agui.head_guard import ConnectionLimits
 
     found = load_settings({})

@@ -11,7 +11,7 @@ from typing import Any
 
 from steerable_bridge.commands.timeline import draw, timelines
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.model import ModelRequest
+from steerable_bridge.runtime.ports.model import ModelRequest
 from steerable_bridge.runtime.values import ToolError, Usage
 
 

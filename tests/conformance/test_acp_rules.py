@@ -15,8 +15,8 @@ from steerable_bridge.conformance import (
     check_acp_transcript,
 )
 from steerable_bridge.conformance.acp_rules import ACP_RULES
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 
 Entry = dict[str, Any]
 Transcript = list[Entry]

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from steerable_bridge.conformance.agui_requests import check_reference, rebuild
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.encoding import codec
+from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.values import Message, TextPart
 from steerable_bridge.transports.agui.requests import RequestChain
 

@@ -16,7 +16,7 @@ from steerable_bridge.conformance import (
 )
 from steerable_bridge.conformance.agui_rules import AGUI_RULES
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.values import Message, TextPart
 from steerable_bridge.transports.agui.requests import RequestChain
 

@@ -28,8 +28,8 @@ from steerable_bridge.conformance.scenarios import (
     run_in_process,
 )
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.compaction import SUMMARY_SYSTEM
-from steerable_bridge.runtime.model import ModelRequest
+from steerable_bridge.runtime.model_context.compaction import SUMMARY_SYSTEM
+from steerable_bridge.runtime.ports.model import ModelRequest
 from tests.adapters.llm.fake_anthropic import Answer, Recorder, from_round, ok, serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]

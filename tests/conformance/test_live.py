@@ -18,7 +18,7 @@ from steerable_bridge.conformance.scenarios import (
     normalize,
     run_in_process,
 )
-from steerable_bridge.runtime.replay import coalesce_deltas
+from steerable_bridge.runtime.session_log.replay import coalesce_deltas
 
 LIVE = [s for s in load_scenarios() if s.transports]
 

@@ -39,7 +39,7 @@ TRACEBACK = "Traceback (most recent call last)"
 """What a logged traceback starts with (fuzzed ids and names may say "Traceback" alone)."""
 
 MAX_DEPTH = 64
-"""The agent's nesting bound (steerable_bridge.runtime.strict_json.MAX_DEPTH)."""
+"""The agent's nesting bound (steerable_bridge.runtime.encoding.strict_json.MAX_DEPTH)."""
 
 AGUI_STATUSES = {200, 400, 401, 403, 409, 413, 415, 421, 422}
 

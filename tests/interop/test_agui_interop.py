@@ -30,8 +30,8 @@ import pytest
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.conversations import LocalPort
-from steerable_bridge.runtime.model import ModelInfo, ModelRequest, ModelStreamItem
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.ports.model import ModelInfo, ModelRequest, ModelStreamItem
 from steerable_bridge.transports.agui.app import create_app
 from tests.interop.cutting_proxy import cutting_proxy
 from tests.transports.agui.harness import agent_for, live_server, session_of

@@ -30,8 +30,8 @@ from steerable_bridge.conformance.decode_agui import decode_agui
 from steerable_bridge.conformance.live import agui_server
 from steerable_bridge.conformance.mapping import acp_exact, row
 from steerable_bridge.conformance.scenarios import Scenario, load_scenarios, normalize
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
 
 HERE = Path(__file__).resolve().parent

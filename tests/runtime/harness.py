@@ -12,15 +12,15 @@ import anyio
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.compaction import CompactionSettings
-from steerable_bridge.runtime.model import ModelProvider
-from steerable_bridge.runtime.permissions import Approval
-from steerable_bridge.runtime.quality import QualitySettings
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.session import Session
-from steerable_bridge.runtime.tools import Tool
-from steerable_bridge.runtime.turn import LoopSettings, RunOutcome, TurnInput
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.agent_sessions.session import Session
+from steerable_bridge.runtime.model_context.compaction import CompactionSettings
+from steerable_bridge.runtime.model_quality.quality import QualitySettings
+from steerable_bridge.runtime.ports.model import ModelProvider
+from steerable_bridge.runtime.ports.permissions import Approval
+from steerable_bridge.runtime.ports.tools import Tool
+from steerable_bridge.runtime.turns.turn import LoopSettings, RunOutcome, TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 E = TypeVar("E", bound=ev.EventBase)
@@ -116,7 +116,7 @@ def text_tool(name: str = "echo", *, kind: str = "read", **options: Any) -> Tool
     """A tool that answers with its `text` argument."""
 
     async def handler(args: dict[str, Any], ctx: Any) -> Any:
-        from steerable_bridge.runtime.tools import ToolResult
+        from steerable_bridge.runtime.ports.tools import ToolResult
 
         return ToolResult(content=(TextPart(text=f"{name}: {args.get('text', '')}"),))
 

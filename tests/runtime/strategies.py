@@ -12,8 +12,8 @@ from typing import Any, Literal, Union
 from hypothesis import strategies as st
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime import model as model_values
 from steerable_bridge.runtime import values
+from steerable_bridge.runtime.ports import model as model_values
 
 _NAMESPACE: dict[str, Any] = {**vars(values), **vars(model_values), **vars(ev)}
 

@@ -12,12 +12,12 @@ import pytest
 import steerable_bridge
 from steerable_bridge.adapters.llm.anthropic_wire import StreamFailure
 from steerable_bridge.adapters.llm.responses_wire import ResponsesFailure
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
+from steerable_bridge.runtime.encoding.strict_json import JsonRefused
 from steerable_bridge.runtime.errors import CodedError
-from steerable_bridge.runtime.model import ProviderError
-from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.storage import SessionNotFound, SessionOwned, StoreError
-from steerable_bridge.runtime.strict_json import JsonRefused
+from steerable_bridge.runtime.ports.environment import WorkspaceError
+from steerable_bridge.runtime.ports.model import ProviderError
+from steerable_bridge.runtime.ports.storage import SessionNotFound, SessionOwned, StoreError
 
 
 def test_a_remedy_given_apart_ends_the_message() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.ports.model import ModelInfo
 from steerable_bridge.runtime.values import Advisory
 from tests.runtime.harness import make_agent, of, prompt, scripted
 

@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.encoding import codec
+from steerable_bridge.runtime.model_context.projection import project_history
+from steerable_bridge.runtime.ports.model import (
     ModelInfo,
     ModelRequest,
     ModelResponse,
     ModelStreamItem,
     TextChunk,
 )
-from steerable_bridge.runtime.projection import project_history
-from steerable_bridge.runtime.tools import Tool, ToolResult
+from steerable_bridge.runtime.ports.tools import Tool, ToolResult
 from steerable_bridge.runtime.values import ResourcePart, TextPart
 
 from .harness import make_agent, of, prompt, scripted

@@ -10,19 +10,19 @@ from typing import Any
 import anyio
 import pytest
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import QuestionAction, QuestionMode
-from steerable_bridge.runtime.port import Attachments
-from steerable_bridge.runtime.questions import (
+from steerable_bridge.runtime.ports.port import Attachments
+from steerable_bridge.runtime.ports.questions import (
     ASK_USER_NAME,
     CONFIRM_SCHEMA,
     QuestionAnswer,
     QuestionRequest,
     url_problem,
 )
-from steerable_bridge.runtime.turn import QuestionReply, TurnInput
+from steerable_bridge.runtime.turns.turn import QuestionReply, TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.runtime.harness import make_agent, scripted
 

@@ -12,15 +12,15 @@ import random
 from pathlib import Path
 from typing import Any
 
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.model_quality.pseudo_calls import PseudoCallFilter
+from steerable_bridge.runtime.model_quality.tool_markers import MARKERS
+from steerable_bridge.runtime.ports.model import (
     ModelChunk,
     ReasoningChunk,
     TextChunk,
     ToolCallChunk,
     ToolSpec,
 )
-from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter
-from steerable_bridge.runtime.tool_markers import MARKERS
 from steerable_bridge.runtime.values import canonical_json
 
 DATA = Path(__file__).parent / "data" / "tool_formats"

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.transports.acp.harness import Recorder, running
 from tests.transports.agui.harness import WRITTEN, agent_for, asgi_client, post, run_input, user

@@ -19,7 +19,7 @@ from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.tools import bwrap
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
 from steerable_bridge.adapters.tools.local_env import CommandPolicy
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.transports.acp.harness import running
 from tests.transports.agui.harness import agent_for, asgi_client, post, run_input, user

@@ -13,7 +13,7 @@ import pytest
 
 import steerable_bridge.adapters.llm.openai_compat
 import steerable_bridge.commands.common
-import steerable_bridge.runtime.loop
+import steerable_bridge.runtime.turns.loop
 import steerable_bridge.transports.acp.server
 import steerable_bridge.transports.agui.app
 
@@ -75,7 +75,7 @@ def test_one_prompt_runs_its_server_the_loop_and_the_http_provider(
 ) -> None:
     files = measured[transport]
     assert relative(server) in files
-    assert relative(steerable_bridge.runtime.loop) in files
+    assert relative(steerable_bridge.runtime.turns.loop) in files
     assert relative(steerable_bridge.adapters.llm.openai_compat) in files
     assert not [path for path in files if path.startswith(other)], "the other wire ran"
     # build_agent runs at start-up only: the window must not reach back to it
@@ -85,13 +85,13 @@ def test_one_prompt_runs_its_server_the_loop_and_the_http_provider(
 
 
 def test_the_listing_groups_files_by_layer(tool: ModuleType) -> None:
-    found = {"acp": ["runtime/loop.py", "transports/acp/server.py", "adapters/llm/window.py"]}
+    found = {"acp": ["runtime/turns/loop.py", "transports/acp/server.py", "adapters/llm/window.py"]}
     assert tool.lines(found, listing=True)[1:] == [
         "  acp: 3 files (transports 1, runtime 1, adapters 1)",
         "    transports/ 1",
         "      transports/acp/server.py",
         "    runtime/ 1",
-        "      runtime/loop.py",
+        "      runtime/turns/loop.py",
         "    adapters/ 1",
         "      adapters/llm/window.py",
     ]

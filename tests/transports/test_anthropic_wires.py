@@ -11,7 +11,7 @@ import pytest
 from acp import RequestError
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicConfig, AnthropicProvider
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.adapters.llm.fake_anthropic import Recorder, Stream, ok, serve
 from tests.transports.acp.harness import running

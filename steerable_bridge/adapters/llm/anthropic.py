@@ -48,9 +48,14 @@ from steerable_bridge.adapters.llm.http_stream import (
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.retrying import RetryableError
 from steerable_bridge.adapters.llm.window import tokens_from_env, window_from_env
-from steerable_bridge.runtime.model import CONTEXT_OVERFLOW, ModelChunk, ModelRequest, ProviderError
-from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.surrogates import scrub
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
+from steerable_bridge.runtime.encoding.surrogates import scrub
+from steerable_bridge.runtime.ports.model import (
+    CONTEXT_OVERFLOW,
+    ModelChunk,
+    ModelRequest,
+    ProviderError,
+)
 
 if TYPE_CHECKING:
     import httpx

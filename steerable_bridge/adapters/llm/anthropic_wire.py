@@ -15,7 +15,7 @@ merged, since the API wants them alternating. Cache breakpoints are placed after
 stop reason and cumulative usage; `message_stop`; `ping`; `error`) into our `ModelChunk`s,
 the finish reason and `Usage` (cache read and cache creation tokens included; Anthropic's
 `input_tokens` excludes both, so our `prompt_tokens` is their sum), repairing lone UTF-16
-surrogates as it goes (`runtime/surrogates.py`) so every chunk encodes as UTF-8. Pure data
+surrogates as it goes (`runtime/encoding/surrogates.py`) so every chunk encodes as UTF-8. Pure data
 mapping: no I/O, used only by `anthropic.py`.
 """
 
@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from steerable_bridge.adapters.llm.part_text import as_text
+from steerable_bridge.runtime.encoding.surrogates import SurrogateJoiner, scrub, scrub_counted
 from steerable_bridge.runtime.errors import CodedError
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.ports.model import (
     FinishReason,
     ModelChunk,
     ModelRequest,
@@ -35,7 +36,6 @@ from steerable_bridge.runtime.model import (
     TextChunk,
     ToolCallChunk,
 )
-from steerable_bridge.runtime.surrogates import SurrogateJoiner, scrub, scrub_counted
 from steerable_bridge.runtime.values import (
     ImagePart,
     Message,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from steerable_bridge.runtime.routing import RouteError
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
 
 __all__ = ["CachePolicy", "cache_policy_from_env", "place_anchors"]
 

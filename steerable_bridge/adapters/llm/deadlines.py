@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 import anyio
 
-from steerable_bridge.runtime.model import ProviderError, ReasoningChunk, TextChunk, ToolCallChunk
+from steerable_bridge.runtime.ports.model import (
+    ProviderError,
+    ReasoningChunk,
+    TextChunk,
+    ToolCallChunk,
+)
 
 if TYPE_CHECKING:  # httpx loads with the first call (`http_client.py`), not with a route
     import httpx

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.ports.model import (
     ModelInfo,
     ModelRequest,
     ModelResponse,

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from steerable_bridge.runtime.model import ProviderError
-from steerable_bridge.runtime.surrogates import scrub
+from steerable_bridge.runtime.encoding.surrogates import scrub
+from steerable_bridge.runtime.ports.model import ProviderError
 
 if TYPE_CHECKING:  # httpx and httpx-sse load with the first call, not with a provider module
     import httpx

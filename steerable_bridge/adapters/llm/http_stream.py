@@ -45,7 +45,8 @@ from urllib.parse import urlsplit
 from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines
 from steerable_bridge.adapters.llm.http_replies import attempts, drain, posted_events
 from steerable_bridge.adapters.llm.retrying import RetryableError, RetryPolicy, stream_with_retries
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter, ProviderFactory, RouteError
+from steerable_bridge.runtime.ports.model import (
     FinishReason,
     ModelChunk,
     ModelInfo,
@@ -54,7 +55,6 @@ from steerable_bridge.runtime.model import (
     ModelStreamItem,
     ProviderError,
 )
-from steerable_bridge.runtime.routing import ModelRouter, ProviderFactory, RouteError
 from steerable_bridge.runtime.values import Usage
 
 if TYPE_CHECKING:  # httpx loads when the first provider is built (`http_client.py`)

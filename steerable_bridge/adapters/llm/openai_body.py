@@ -17,7 +17,7 @@ from collections import OrderedDict
 from typing import Any
 
 from steerable_bridge.adapters.llm.openai_wire import body_options, layout, openai_message
-from steerable_bridge.runtime.model import ModelRequest
+from steerable_bridge.runtime.ports.model import ModelRequest
 from steerable_bridge.runtime.values import Message
 
 __all__ = ["MAX_MESSAGES", "BodyEncoder"]

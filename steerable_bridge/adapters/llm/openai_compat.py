@@ -47,13 +47,13 @@ from steerable_bridge.adapters.llm.openai_wire import ChunkDecoder, request_body
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
 from steerable_bridge.adapters.llm.retrying import RetryableError
 from steerable_bridge.adapters.llm.window import WindowCache, probe_window, window_from_env
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
+from steerable_bridge.runtime.ports.model import (
     CONTEXT_OVERFLOW,
     ModelChunk,
     ModelRequest,
     ProviderError,
 )
-from steerable_bridge.runtime.routing import RouteError
 
 if TYPE_CHECKING:
     import httpx

@@ -35,7 +35,7 @@ from steerable_bridge.adapters.llm.responses_wire import (
     ResponsesFailure,
     request_body,
 )
-from steerable_bridge.runtime.model import ModelChunk, ModelRequest
+from steerable_bridge.runtime.ports.model import ModelChunk, ModelRequest
 
 __all__ = ["OpenAIResponsesProvider", "ResponsesConfig", "config_from_env", "factory", "register"]
 

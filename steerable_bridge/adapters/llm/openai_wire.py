@@ -9,7 +9,7 @@ tool returned follow those as one user message, since tool messages carry only t
 arrive in fragments — accumulated by `index`, with a new slot whenever a fragment carries
 an id the slot has not seen (servers that stream parallel calls all at index 0). It also
 collects the finish reason and usage (cached prompt tokens included), and repairs lone
-UTF-16 surrogates as it goes (`runtime/surrogates.py`), so every chunk encodes as UTF-8.
+UTF-16 surrogates as it goes (`runtime/encoding/surrogates.py`), so every chunk encodes as UTF-8.
 A part the API takes only as text becomes `part_text.as_text(part)`; `usage_of` reads a
 usage object of either OpenAI API. Pure data mapping: no I/O, used by `openai_compat.py`
 and, for the messages and usage it shares, by `responses_wire.py`.
@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from steerable_bridge.adapters.llm.part_text import as_text
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.encoding.surrogates import SURROGATE, SurrogateJoiner, scrub_counted
+from steerable_bridge.runtime.ports.model import (
     FinishReason,
     ModelChunk,
     ModelRequest,
@@ -31,7 +32,6 @@ from steerable_bridge.runtime.model import (
     TextChunk,
     ToolCallChunk,
 )
-from steerable_bridge.runtime.surrogates import SURROGATE, SurrogateJoiner, scrub_counted
 from steerable_bridge.runtime.values import (
     ImagePart,
     Message,

@@ -14,7 +14,7 @@ our `ModelChunk`s: `response.output_text.delta` and `response.refusal.delta` as 
 that were not streamed are taken whole from the `.done` or `output_item.done` event), and
 `response.completed` / `response.incomplete` as the end with its finish reason and usage;
 `error` and `response.failed` raise `ResponsesFailure`. Lone UTF-16 surrogates are
-repaired per channel (`runtime/surrogates.py`). Pure data mapping: no I/O, used only by
+repaired per channel (`runtime/encoding/surrogates.py`). Pure data mapping: no I/O, used only by
 `openai_responses.py`.
 """
 
@@ -25,8 +25,9 @@ from typing import Any
 
 from steerable_bridge.adapters.llm.openai_wire import request_body as chat_body
 from steerable_bridge.adapters.llm.openai_wire import usage_of
+from steerable_bridge.runtime.encoding.surrogates import SurrogateJoiner, scrub
 from steerable_bridge.runtime.errors import CodedError
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.ports.model import (
     FinishReason,
     ModelChunk,
     ModelRequest,
@@ -34,7 +35,6 @@ from steerable_bridge.runtime.model import (
     TextChunk,
     ToolCallChunk,
 )
-from steerable_bridge.runtime.surrogates import SurrogateJoiner, scrub
 from steerable_bridge.runtime.values import Usage
 
 __all__ = ["EventDecoder", "ResponsesFailure", "request_body", "to_input_items"]

@@ -29,7 +29,7 @@ import anyio
 
 from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines, is_progress
 from steerable_bridge.adapters.llm.http_replies import backoff_delay, transport_error
-from steerable_bridge.runtime.model import ProviderError
+from steerable_bridge.runtime.ports.model import ProviderError
 
 if TYPE_CHECKING:
     import httpx

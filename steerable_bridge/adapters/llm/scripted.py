@@ -29,7 +29,8 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.model_context.tokens import estimate_request_tokens
+from steerable_bridge.runtime.ports.model import (
     CONTEXT_OVERFLOW,
     FinishReason,
     ModelInfo,
@@ -41,7 +42,6 @@ from steerable_bridge.runtime.model import (
     TextChunk,
     ToolCallChunk,
 )
-from steerable_bridge.runtime.tokens import estimate_request_tokens
 from steerable_bridge.runtime.values import Usage
 
 __all__ = ["Script", "ScriptedProvider", "load_script"]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from steerable_bridge.runtime.routing import RouteError
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
 
 if TYPE_CHECKING:
     import httpx

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from steerable_bridge.runtime.events import LoopEvent, SessionInfo
-from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.ports.storage import StoreError
 
 __all__ = ["check_batch"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 
-from steerable_bridge.runtime.storage import SessionRecord, StoreError
+from steerable_bridge.runtime.ports.storage import SessionRecord, StoreError
 
 __all__ = ["decode_cursor", "encode_cursor"]
 

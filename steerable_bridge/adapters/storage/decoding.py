@@ -26,9 +26,9 @@ from pydantic import ValidationError
 from steerable_bridge.adapters.storage import formats
 from steerable_bridge.adapters.storage.formats import Row, is_reference, is_run, with_envelopes
 from steerable_bridge.adapters.storage.references import Resolver, kept
-from steerable_bridge.runtime.codec import events_from_json
-from steerable_bridge.runtime.delta_runs import Entry
+from steerable_bridge.runtime.encoding.codec import events_from_json
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.session_log.delta_runs import Entry
 
 __all__ = ["CHUNK", "decode_entries", "decode_rows", "plain_rows"]
 
@@ -71,8 +71,8 @@ def decode_entries(
     row is selected by its last seq). Every event decoded is noted in `resolver.events`.
     `final`: the caller decodes nothing more with `resolver`, so events after the last row
     that needs it are not noted in its `requests` and `messages` (nothing could refer to
-    them). `runs`: each run row as one `DeltaRun` (`runtime/delta_runs.py`), as a log holds
-    it in memory, instead of an event per delta."""
+    them). `runs`: each run row as one `DeltaRun` (`runtime/session_log/delta_runs.py`), as
+    a log holds it in memory, instead of an event per delta."""
     extra: set[int] = set()
     if resolver.extra:
         wanted = {row[0] for row in rows}

@@ -33,9 +33,13 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from steerable_bridge.runtime.codec import event_from_json, event_from_jsonable, event_to_json
+from steerable_bridge.runtime.encoding.codec import (
+    event_from_json,
+    event_from_jsonable,
+    event_to_json,
+)
 from steerable_bridge.runtime.events import Compaction, LoopEvent
-from steerable_bridge.runtime.storage import SessionRecord, StoreError
+from steerable_bridge.runtime.ports.storage import SessionRecord, StoreError
 
 __all__ = [
     "FORMAT",

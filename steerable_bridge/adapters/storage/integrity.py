@@ -23,7 +23,7 @@ from steerable_bridge.adapters.storage.references import Resolver
 from steerable_bridge.adapters.storage.sql import ROW_COLUMNS
 from steerable_bridge.adapters.storage.sqlite import SCHEMA_VERSION, store_error
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.ports.storage import StoreError
 
 __all__ = ["CheckReport", "Salvaged", "check_log", "check_store", "salvage_events", "salvaged"]
 

@@ -16,8 +16,8 @@ from dataclasses import replace
 from steerable_bridge.adapters.storage.appending import check_batch
 from steerable_bridge.adapters.storage.cursor import decode_cursor, encode_cursor
 from steerable_bridge.runtime.events import Compaction, LoopEvent, RunStarted
-from steerable_bridge.runtime.projection import carries_facts
-from steerable_bridge.runtime.storage import (
+from steerable_bridge.runtime.model_context.projection import carries_facts
+from steerable_bridge.runtime.ports.storage import (
     SessionNotFound,
     SessionOwned,
     SessionPage,

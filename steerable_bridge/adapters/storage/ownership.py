@@ -22,7 +22,7 @@ import socket
 import time
 from pathlib import Path
 
-from steerable_bridge.runtime.storage import SessionOwned, storage_full
+from steerable_bridge.runtime.ports.storage import SessionOwned, storage_full
 
 __all__ = ["HeldLock", "OwnerLocks"]
 

@@ -57,8 +57,8 @@ from steerable_bridge.adapters.storage.formats import (
 )
 from steerable_bridge.adapters.storage.runs import as_run, unfold
 from steerable_bridge.adapters.storage.step_events import StepEvents
-from steerable_bridge.runtime.codec import event_from_jsonable
-from steerable_bridge.runtime.delta_runs import DeltaRun, Entry, entry_event, entry_last_seq
+from steerable_bridge.runtime.agent_sessions.idle import IdleCache
+from steerable_bridge.runtime.encoding.codec import event_from_jsonable
 from steerable_bridge.runtime.events import (
     Compaction,
     LoopEvent,
@@ -68,9 +68,18 @@ from steerable_bridge.runtime.events import (
     RunFinished,
     StepFinished,
 )
-from steerable_bridge.runtime.idle import IdleCache
-from steerable_bridge.runtime.model import ModelRequest, ToolSpec
-from steerable_bridge.runtime.projection import ProjectionError, event_message, history_entries
+from steerable_bridge.runtime.model_context.projection import (
+    ProjectionError,
+    event_message,
+    history_entries,
+)
+from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.session_log.delta_runs import (
+    DeltaRun,
+    Entry,
+    entry_event,
+    entry_last_seq,
+)
 from steerable_bridge.runtime.values import Message
 
 __all__ = ["MAX_SOURCES", "STEP", "RequestWriter", "Resolver", "resume_writer"]

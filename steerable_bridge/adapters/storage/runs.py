@@ -36,8 +36,8 @@ from typing import Any
 
 from steerable_bridge.adapters.storage.formats import Row, corrupt
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.delta_runs import DeltaRun
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.session_log.delta_runs import DeltaRun
 
 __all__ = [
     "FOLDED",
@@ -226,7 +226,7 @@ def unfold(session_id: str, row: Row, from_seq: int = 0) -> list[LoopEvent]:
 
 
 def as_run(session_id: str, row: Row) -> DeltaRun:
-    """A run row as the `DeltaRun` a log holds in memory (`runtime/delta_runs.py`): the
+    """A run row as the `DeltaRun` a log holds in memory (`runtime/session_log/delta_runs.py`): the
     coalesced delta (the first delta's seq and ts, the text joined) and each delta's length
     and ts gap, without building an event per delta; raises as `unfold` does."""
     seq, _, kind, run_id, ts, _data = row

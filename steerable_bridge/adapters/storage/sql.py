@@ -21,8 +21,8 @@ from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
 from steerable_bridge.adapters.storage.references import RequestWriter
 from steerable_bridge.adapters.storage.runs import encode_run, fold
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.projection import carries_facts
-from steerable_bridge.runtime.storage import SessionRecord
+from steerable_bridge.runtime.model_context.projection import carries_facts
+from steerable_bridge.runtime.ports.storage import SessionRecord
 
 __all__ = [
     "ADOPT",

@@ -24,10 +24,10 @@ server worker) opens its own connections instead of the parent's.
 
 A session is owned by one process at a time while it runs a turn: `claim(session_id)`
 holds that session's OS file lock (`ownership.py`). Signals for a turn another process runs
-(steer, follow-up, cancel; `runtime/signals.py`) are rows of a `signals` table: `publish`
-inserts one, `listen` polls for new rows every `SIGNAL_POLL_S` (that is the bound on their
-latency) and rows older than a minute are deleted. Schema changes are migrations keyed on
-`PRAGMA user_version`; a file from a newer build is refused rather than altered.
+(steer, follow-up, cancel; `runtime/agent_sessions/signals.py`) are rows of a `signals`
+table: `publish` inserts one, `listen` polls for new rows every `SIGNAL_POLL_S` (that is the
+bound on their latency) and rows older than a minute are deleted. Schema changes are
+migrations keyed on `PRAGMA user_version`; a file from a newer build is refused rather than altered.
 """
 
 from __future__ import annotations
@@ -81,11 +81,14 @@ from steerable_bridge.adapters.storage.sql import (
     update_after_append,
 )
 from steerable_bridge.adapters.storage.store_threads import StoreThreads
-from steerable_bridge.runtime.delta_runs import Entry
+from steerable_bridge.runtime.agent_sessions.idle import IdleCache
+from steerable_bridge.runtime.agent_sessions.signals import (
+    SessionSignal,
+    signal_from_json,
+    signal_to_json,
+)
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.idle import IdleCache
-from steerable_bridge.runtime.signals import SessionSignal, signal_from_json, signal_to_json
-from steerable_bridge.runtime.storage import (
+from steerable_bridge.runtime.ports.storage import (
     SessionNotFound,
     SessionPage,
     SessionRecord,
@@ -93,6 +96,7 @@ from steerable_bridge.runtime.storage import (
     storage_full,
     tail_start,
 )
+from steerable_bridge.runtime.session_log.delta_runs import Entry
 
 __all__ = ["SCHEMA_VERSION", "SIGNAL_POLL_S", "SqliteStore", "store_error"]
 
@@ -481,7 +485,7 @@ class SqliteStore:
 
     async def read_tail_entries(self, session_id: str) -> list[Entry]:
         """`read_tail` with each run row as the `DeltaRun` a log holds in memory
-        (`runtime/delta_runs.py`): a message's deltas are never built one by one."""
+        (`runtime/session_log/delta_runs.py`): a message's deltas are never built one by one."""
 
         def read_tail(conn: sqlite3.Connection) -> tuple[list[Entry], int]:
             with _transaction(conn, write=False):

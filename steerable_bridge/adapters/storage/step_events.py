@@ -4,7 +4,7 @@ The store's request writer (`references.py`) names the assistant message a model
 by the seqs of that call's events, and needs the events to know the message. A live model
 logs one delta per token, and a writer that kept each delta event would keep every one of
 them alive until the call ends, long after the session log has folded them
-(`runtime/delta_runs.py`): on a server streaming many calls at once that is most of the
+(`runtime/session_log/delta_runs.py`): on a server streaming many calls at once that is most of the
 heap, and the arenas those events fill stay behind after the burst. `StepEvents` keeps the
 other events as they are and each stretch of consecutive deltas of one message as its first
 event and the deltas' texts (strings the log's history holds anyway), and gives them back
@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
-from steerable_bridge.runtime.delta_runs import Delta, run_key
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.session_log.delta_runs import Delta, run_key
 
 __all__ = ["StepEvents"]
 

@@ -30,8 +30,8 @@ from steerable_bridge.adapters.telemetry.inplace import (
 )
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent, StopReason
-from steerable_bridge.runtime.observe import RunWatch
-from steerable_bridge.runtime.storage import SessionPage, SessionRecord, SessionStore
+from steerable_bridge.runtime.ports.observe import RunWatch
+from steerable_bridge.runtime.ports.storage import SessionPage, SessionRecord, SessionStore
 
 __all__ = ["ServerMetrics", "TimedStore"]
 

@@ -1,6 +1,6 @@
 """OpenTelemetry traces of turns, with the GenAI semantic conventions: an `Observer`.
 
-`OtelTracing(provider)` watches each turn (`runtime/observe.py`) and turns its LoopEvents
+`OtelTracing(provider)` watches each turn (`runtime/ports/observe.py`) and turns its LoopEvents
 into spans, all in one trace per run:
 
     invoke_agent steerable-bridge          run_started → run_finished / run_failed
@@ -50,8 +50,8 @@ from steerable_bridge import __version__
 from steerable_bridge.adapters.telemetry.recorded import OpenSpan, RecordedTrace, SpanPipeline
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.model import ModelRequest
-from steerable_bridge.runtime.observe import RunWatch
+from steerable_bridge.runtime.ports.model import ModelRequest
+from steerable_bridge.runtime.ports.observe import RunWatch
 from steerable_bridge.runtime.values import Message, TextPart, ToolContent
 
 __all__ = ["CAPTURE_ENV", "OtelTracing", "capture_requested"]

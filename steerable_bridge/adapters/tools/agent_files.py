@@ -32,7 +32,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 
 __all__ = ["AGENT_FILES", "AgentFiles"]
 

@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import PlanEntry, TextPart, canonical_json
 
 __all__ = ["CALCULATE", "UPDATE_PLAN", "UPDATE_STATE", "builtin_tools"]

@@ -22,7 +22,7 @@ from typing import Literal
 
 from steerable_bridge.adapters.tools import bwrap
 from steerable_bridge.adapters.tools.agent_files import AGENT_FILES, AgentFiles
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 from steerable_bridge.runtime.values import Sandbox
 
 __all__ = [

@@ -11,8 +11,8 @@ remedy, `workspace_of` is the workspace the environment carries (else the cwd's)
 from __future__ import annotations
 
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import Environment, WorkspaceError
-from steerable_bridge.runtime.tools import ToolContext, ToolFailure
+from steerable_bridge.runtime.ports.environment import Environment, WorkspaceError
+from steerable_bridge.runtime.ports.tools import ToolContext, ToolFailure
 
 __all__ = ["environment_of", "failure", "resolve", "workspace_of"]
 

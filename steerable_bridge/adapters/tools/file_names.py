@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 
-from steerable_bridge.runtime.surrogates import has_surrogates, scrub
+from steerable_bridge.runtime.encoding.surrogates import has_surrogates, scrub
 
 __all__ = ["on_disk", "shown"]
 

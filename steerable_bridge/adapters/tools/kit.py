@@ -34,7 +34,7 @@ from steerable_bridge.adapters.tools.local_env import LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.tool_env import passed_variables
 from steerable_bridge.adapters.tools.workspace import workspace_tools
-from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.ports.tools import Tool
 from steerable_bridge.runtime.values import Sandbox
 
 if TYPE_CHECKING:

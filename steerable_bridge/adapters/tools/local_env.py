@@ -58,7 +58,7 @@ from steerable_bridge.adapters.tools.paths import Workspace, os_error
 from steerable_bridge.adapters.tools.reading import read_window
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
 from steerable_bridge.adapters.tools.tool_env import tool_environ
-from steerable_bridge.runtime.environment import CommandResult, OutputSink, WorkspaceError
+from steerable_bridge.runtime.ports.environment import CommandResult, OutputSink, WorkspaceError
 from steerable_bridge.runtime.values import Sandbox
 
 __all__ = [

@@ -12,7 +12,7 @@ permission — otherwise. Each call is bounded by `call_timeout_s`, and ended at
 (`mcp_unreadable_answer`) when the server sends a message the SDK cannot parse — the SDK
 drops it, and the answer with it (its parser refuses a lone UTF-16 surrogate escape, for
 one). A server's descriptions and schemas have lone surrogates replaced with U+FFFD here;
-its results go through the loop's repair of every tool result (`runtime/tool_batch.py`),
+its results go through the loop's repair of every tool result (`runtime/tool_calls/tool_batch.py`),
 which says so in a `hook_action`. `aclose()` stops every server (the SDK closes stdin, then
 kills the process group, each step bounded) and waits for their tasks, at most
 `stop_timeout_s`. A server's stderr goes to a temporary file whose tail explains a
@@ -50,9 +50,9 @@ from pydantic import JsonValue
 from steerable_bridge.adapters.tools.containment import Containment
 from steerable_bridge.adapters.tools.deathwatch import watch_group
 from steerable_bridge.adapters.tools.mcp_limits import McpLimits, cap_tools
-from steerable_bridge.runtime.strict_json import scrub
-from steerable_bridge.runtime.surrogates import scrub as scrub_text
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
+from steerable_bridge.runtime.encoding.strict_json import scrub
+from steerable_bridge.runtime.encoding.surrogates import scrub as scrub_text
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import (
     ImagePart,
     ResourcePart,

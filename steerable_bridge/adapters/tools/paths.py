@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from steerable_bridge.adapters.tools.agent_files import AGENT_FILES, AgentFiles
 from steerable_bridge.adapters.tools.file_names import on_disk
 from steerable_bridge.adapters.tools.reading import check_regular, not_regular, special_kind
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 
 __all__ = ["Workspace", "os_error"]
 

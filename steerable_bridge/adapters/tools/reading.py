@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 
 __all__ = [
     "PIECE",

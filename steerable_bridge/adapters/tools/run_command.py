@@ -16,8 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from steerable_bridge.adapters.tools.context import environment_of, failure, resolve
-from steerable_bridge.runtime.environment import CommandResult, WorkspaceError
-from steerable_bridge.runtime.tools import ToolContext, ToolResult
+from steerable_bridge.runtime.ports.environment import CommandResult, WorkspaceError
+from steerable_bridge.runtime.ports.tools import ToolContext, ToolResult
 from steerable_bridge.runtime.values import (
     TerminalContent,
     TextPart,

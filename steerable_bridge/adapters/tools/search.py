@@ -34,8 +34,8 @@ from steerable_bridge.adapters.tools.local_env import BINARY_SNIFF_BYTES, is_bin
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.reading import bounded_lines, not_regular, special_kind
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
-from steerable_bridge.runtime.environment import WorkspaceError
-from steerable_bridge.runtime.surrogates import scrub
+from steerable_bridge.runtime.encoding.surrogates import scrub
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 
 __all__ = ["Found", "Matcher", "glob_files", "glob_regex", "grep", "linear_regex", "list_dir"]
 

@@ -34,8 +34,14 @@ from steerable_bridge.adapters.tools.reading import open_regular_path, read_wind
 from steerable_bridge.adapters.tools.run_command import MAX_TIMEOUT_MS, run_command
 from steerable_bridge.adapters.tools.spill import spilled_path
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
-from steerable_bridge.runtime.environment import Environment, WorkspaceError
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolFailure, ToolHandler, ToolResult
+from steerable_bridge.runtime.ports.environment import Environment, WorkspaceError
+from steerable_bridge.runtime.ports.tools import (
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolHandler,
+    ToolResult,
+)
 from steerable_bridge.runtime.values import (
     DiffContent,
     Location,

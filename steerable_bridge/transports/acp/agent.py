@@ -2,7 +2,7 @@
 
 `AcpAgent` is a plain class the SDK's `AgentSideConnection` routes to (it deliberately does
 not subclass `acp.Agent`, a Protocol whose defaults would answer unknown methods with empty
-results). It reaches the agent only through an `AgentPort` (`runtime/port.py`: our runtime
+results). It reaches the agent only through an `AgentPort` (`runtime/ports/port.py`: our runtime
 behind `LocalPort`, or a bridged agent), and holds one `ClientLink` and, per open session,
 an `AcpSession` (see `session.py`); LoopEvents go out through `AcpSession.emit` inside the
 request, so nothing is sent after a prompt's response. `choose_environment` (called
@@ -29,13 +29,13 @@ from typing import Any
 from acp import PROTOCOL_VERSION
 from acp import schema as acp
 
-from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.model import ModelInfo
-from steerable_bridge.runtime.port import AgentPort, Conversation, Reservation
-from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.storage import SessionBusy, StoreError
-from steerable_bridge.runtime.turn import TurnInput
+from steerable_bridge.runtime.ports.model import ModelInfo
+from steerable_bridge.runtime.ports.port import AgentPort, Conversation, Reservation
+from steerable_bridge.runtime.ports.storage import SessionBusy, StoreError
+from steerable_bridge.runtime.turns.cancel import CancelToken
+from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.capabilities import (
     CREDENTIALS_METHOD,
@@ -327,7 +327,7 @@ def _jsonable(event: LoopEvent | None) -> dict[str, Any] | None:
     """The run's closing LoopEvent as JSON, so a decoder rebuilds it exactly (seq, ts, usage)."""
     if event is None:
         return None
-    from steerable_bridge.runtime import codec  # first use, not at start
+    from steerable_bridge.runtime.encoding import codec  # first use, not at start
 
     return codec.event_to_jsonable(event)
 

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 from pydantic_core import PydanticSerializationError, to_json
 
-from steerable_bridge.runtime.strict_json import scrub
+from steerable_bridge.runtime.encoding.strict_json import scrub
 
 __all__ = ["HIGH_WATER", "BatchingSender"]
 

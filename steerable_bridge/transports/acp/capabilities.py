@@ -26,10 +26,10 @@ from acp import PROTOCOL_VERSION
 from acp import schema as acp
 
 from steerable_bridge import __version__
-from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.ports.model import ModelInfo
 
 if TYPE_CHECKING:  # the port (and the runtime behind it) is not loaded before `initialize`
-    from steerable_bridge.runtime.port import PortInfo
+    from steerable_bridge.runtime.ports.port import PortInfo
 
 __all__ = [
     "CREDENTIALS_METHOD",

@@ -31,13 +31,13 @@ import anyio
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime.environment import (
+from steerable_bridge.runtime.ports.environment import (
     CommandResult,
     Environment,
     OutputSink,
     WorkspaceError,
 )
-from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.ports.tools import Tool
 from steerable_bridge.runtime.values import Sandbox
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.acp import errors
 
 if TYPE_CHECKING:
-    from steerable_bridge.runtime.port import AgentPort
+    from steerable_bridge.runtime.ports.port import AgentPort
     from steerable_bridge.transports.acp.session import AcpSession
 
 __all__ = ["GAP_PREFIX", "ExtensionHost", "Extensions"]

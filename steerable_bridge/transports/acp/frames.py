@@ -2,7 +2,7 @@
 
 `check_frame(line)` turns one stdin line into either a JSON-RPC message the SDK can route
 safely or a `FrameRefusal` (the error to answer, and the id to answer it with). It never raises.
-JSON is parsed strictly (`runtime/strict_json.py`: UTF-8 only, bounded depth, no NaN /
+JSON is parsed strictly (`runtime/encoding/strict_json.py`: UTF-8 only, bounded depth, no NaN /
 Infinity, no lone surrogates — except in a response, which answers one of our requests and is
 routed with U+FFFD in their place, logged; a request holding one is refused with its own id);
 then the message's shape is checked per JSON-RPC 2.0: ids are
@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict, scrub, writable
+from steerable_bridge.runtime.encoding.strict_json import JsonRefused, loads_strict, scrub, writable
 
 __all__ = ["MAX_FRAME_BYTES", "FrameRefusal", "check_frame", "frame_too_large", "valid_id"]
 

@@ -21,7 +21,7 @@ import anyio
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.ports.model import ModelInfo
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.capabilities import initialize_response
 
@@ -98,7 +98,7 @@ class LazyAcpAgent:
         except RequestError:
             raise
         except Exception as error:
-            from steerable_bridge.runtime.storage import StoreError  # loaded by now
+            from steerable_bridge.runtime.ports.storage import StoreError  # loaded by now
 
             if isinstance(error, StoreError):
                 log.warning("%s: the session store failed: %s", method, error.message)

@@ -2,7 +2,7 @@
 
 `SessionLifecycle` is the part of `AcpAgent` (`agent.py`) that answers `session/new`,
 `session/load`, `session/resume`, `session/fork`, `session/list`, `session/close` and the
-delete extension, each through the agent port (`runtime/port.py`). Opening a conversation
+delete extension, each through the agent port (`runtime/ports/port.py`). Opening a conversation
 (new, load, resume, fork) hands the port an `attach` that the port calls once it knows the
 conversation's id: it makes the conversation's `AcpSession` (`session.py`) with its own
 `AcpRenderer`, an `AcpPermissionAsker` that asks the client (which the agent uses when its
@@ -11,9 +11,9 @@ capabilities, and mounts the client's MCP servers and workspace tools (`client_e
 whose failures are told to the user once the session is open. A load replays the
 conversation to the client through a replaying renderer: every visible event, each
 message's streamed deltas coalesced into one chunk (`AgentPort.replay_after`,
-`runtime/replay.py`); a client that opted in to every LoopEvent (`_steerable/event`) also
-gets each event exactly as logged (`AgentPort.events_after`). Prompts, modes and models
-stay in `agent.py`.
+`runtime/session_log/replay.py`); a client that opted in to every LoopEvent
+(`_steerable/event`) also gets each event exactly as logged (`AgentPort.events_after`).
+Prompts, modes and models stay in `agent.py`.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from acp import schema as acp
 from acp import update_agent_message_text
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.environment import Environment
-from steerable_bridge.runtime.model import ModelInfo
-from steerable_bridge.runtime.port import AgentPort, Attach, Attachments, Conversation
-from steerable_bridge.runtime.replay import Coalesced, coalesce_deltas
-from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.storage import SessionBusy, StoreError
-from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
+from steerable_bridge.runtime.ports.environment import Environment
+from steerable_bridge.runtime.ports.model import ModelInfo
+from steerable_bridge.runtime.ports.port import AgentPort, Attach, Attachments, Conversation
+from steerable_bridge.runtime.ports.storage import SessionBusy, StoreError
+from steerable_bridge.runtime.ports.tools import Tool
+from steerable_bridge.runtime.session_log.replay import Coalesced, coalesce_deltas
 from steerable_bridge.runtime.values import Command
 from steerable_bridge.transports.acp import errors
 from steerable_bridge.transports.acp.client_env import AcpWorkspaces

@@ -24,9 +24,9 @@ import anyio
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
+from steerable_bridge.runtime.ports.permissions import PermissionAnswer, PermissionRequest
 
 __all__ = ["AcpPermissionAsker", "PermissionClient"]
 

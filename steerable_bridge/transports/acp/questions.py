@@ -31,9 +31,9 @@ from acp import RequestError
 from acp import schema as acp
 from pydantic import ValidationError
 
-from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent, QuestionMode
-from steerable_bridge.runtime.questions import QuestionAnswer, QuestionRequest
+from steerable_bridge.runtime.ports.questions import QuestionAnswer, QuestionRequest
 from steerable_bridge.runtime.values import canonical_json
 
 __all__ = [

@@ -60,7 +60,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.ports.model import ModelInfo
 from steerable_bridge.transports.acp.capabilities import session_features
 from steerable_bridge.transports.acp.frames import FrameRefusal, check_frame, frame_too_large
 from steerable_bridge.transports.acp.front import LazyAcpAgent
@@ -77,7 +77,7 @@ from steerable_bridge.transports.acp.sdk_private import (
 from steerable_bridge.transports.acp.server import quiet_notifications, route_message
 
 if TYPE_CHECKING:
-    from steerable_bridge.runtime.port import AgentPort
+    from steerable_bridge.runtime.ports.port import AgentPort
     from steerable_bridge.transports.acp.client_env import AcpWorkspaces
 
 __all__ = ["ENDPOINT", "RemoteSettings", "create_remote_app"]

@@ -78,8 +78,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from acp import schema as acp
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent, StopReason
 from steerable_bridge.runtime.values import (
     Command,
@@ -301,7 +301,8 @@ class AcpRenderer:
     def render(self, event: LoopEvent, *, last_seq: int | None = None) -> list[Update]:
         """The updates `event` becomes (often none), in the order they must be sent.
         `last_seq` above the event's seq says it is a replayed delta folding the deltas of
-        seqs `seq`..`last_seq` (`runtime/replay.py`); its `_meta.steerable` then carries it."""
+        seqs `seq`..`last_seq` (`runtime/session_log/replay.py`); its `_meta.steerable` then
+        carries it."""
         base: dict[str, Any] = {
             "kind": event.kind,
             "seq": event.seq,

@@ -44,7 +44,7 @@ from acp.agent.connection import AgentSideConnection
 from acp.connection import MethodHandler
 from acp.task import MessageSender
 
-from steerable_bridge.runtime.model import ModelInfo
+from steerable_bridge.runtime.ports.model import ModelInfo
 from steerable_bridge.transports.acp.batching import BatchingSender
 from steerable_bridge.transports.acp.capabilities import session_features
 from steerable_bridge.transports.acp.extensions import GAP_PREFIX
@@ -58,7 +58,7 @@ from steerable_bridge.transports.acp.front import LazyAcpAgent
 from steerable_bridge.transports.acp.sdk_private import thread_stdio_streams, wrap_handler
 
 if TYPE_CHECKING:  # loaded after `initialize` is answered (see front.py)
-    from steerable_bridge.runtime.port import AgentPort
+    from steerable_bridge.runtime.ports.port import AgentPort
     from steerable_bridge.transports.acp.client_env import AcpWorkspaces
     from steerable_bridge.transports.acp.session import EnvironmentChooser
 

@@ -4,7 +4,7 @@
 wants every LoopEvent as `_steerable/event`) and the SDK's `AgentSideConnection`, through
 which the agent reaches the client (`session_update`, `request_permission`,
 `read_text_file`, `create_terminal`, ...). `AcpSession` is the ACP side of one conversation
-the agent port (`runtime/port.py`) holds: its id, its renderer and the running prompt's
+the agent port (`runtime/ports/port.py`) holds: its id, its renderer and the running prompt's
 cancel token; `emit` is the turn's event sink: the raw event first (opt-in), then the
 rendered updates, all awaited, so they precede the prompt's response. It remembers what the
 events it passed on said that the transport needs later: the `permission_requested` event
@@ -28,8 +28,8 @@ import anyio
 from acp import schema as acp
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.cancel import CancelToken
-from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.ports.environment import Environment
+from steerable_bridge.runtime.turns.cancel import CancelToken
 from steerable_bridge.transports.acp.questions import elicitation_id
 from steerable_bridge.transports.acp.renderer import AcpRenderer, SdkUpdate, Update
 from steerable_bridge.transports.acp.sdk_private import raw_connection
@@ -163,7 +163,7 @@ class AcpSession:
         """`elicitation/complete` for a url question that is over (the event in `_meta`)."""
         if not self.link.alive:
             return
-        from steerable_bridge.runtime import codec
+        from steerable_bridge.runtime.encoding import codec
 
         try:
             with anyio.fail_after(SEND_TIMEOUT_S):
@@ -177,7 +177,9 @@ class AcpSession:
     async def send_event(self, event: ev.LoopEvent) -> None:
         """The raw event as `_steerable/event`, when the client opted in to every LoopEvent."""
         if self.link.events and self.link.alive:
-            from steerable_bridge.runtime import codec  # only clients that opted in need it
+            from steerable_bridge.runtime.encoding import (
+                codec,  # only clients that opted in need it
+            )
 
             try:
                 with anyio.fail_after(SEND_TIMEOUT_S):

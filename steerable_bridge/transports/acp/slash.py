@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Protocol
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime.turn import RunOutcome
+from steerable_bridge.runtime.turns.turn import RunOutcome
 from steerable_bridge.runtime.values import Command
 
 if TYPE_CHECKING:
-    from steerable_bridge.runtime.port import AgentPort, Conversation
+    from steerable_bridge.runtime.ports.port import AgentPort, Conversation
     from steerable_bridge.transports.acp.content import PromptBlock
     from steerable_bridge.transports.acp.session import AcpSession
 

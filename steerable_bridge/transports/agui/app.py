@@ -1,6 +1,6 @@
 """The AG-UI HTTP app: `create_app(port)`, a Starlette app other ASGI apps can mount.
 
-It reaches the agent through the agent port only (`runtime/port.py`: our runtime as
+It reaches the agent through the agent port only (`runtime/ports/port.py`: our runtime as
 `LocalPort(agent)`, or a bridged agent); `max_threads` / `thread_ttl_s` bound the threads
 it keeps in memory.
 
@@ -74,9 +74,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from steerable_bridge import __version__
-from steerable_bridge.runtime.port import AgentPort, Reservation
-from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.storage import STORAGE_FULL, SessionBusy, SessionOwned, StoreError
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
+from steerable_bridge.runtime.ports.port import AgentPort, Reservation
+from steerable_bridge.runtime.ports.storage import (
+    STORAGE_FULL,
+    SessionBusy,
+    SessionOwned,
+    StoreError,
+)
 from steerable_bridge.transports.agui.body import BodyError, read_json
 from steerable_bridge.transports.agui.control import Control, ControlRefusal
 from steerable_bridge.transports.agui.guard import WebGuard

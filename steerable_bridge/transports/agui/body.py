@@ -5,7 +5,7 @@ The rules, in order: the content type must be `application/json` (415 — a brow
 the agent); a `Content-Length` must be a number (400); a body over `max_body` bytes gets
 413, declared or not, and the rest of it is read and dropped (up to `DRAIN_BYTES`, within
 `DRAIN_S`) before the answer, so the client sees the 413 instead of a connection reset; the
-body must be strict JSON (`runtime/strict_json.py`: UTF-8, at most `MAX_DEPTH` deep, no
+body must be strict JSON (`runtime/encoding/strict_json.py`: UTF-8, at most `MAX_DEPTH` deep, no
 NaN / Infinity, no lone surrogates), else 422. Each refusal is a `BodyError` carrying its
 status, stable code and a message naming the remedy; `app.py` renders it.
 """
@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 from starlette.requests import ClientDisconnect, Request
 
+from steerable_bridge.runtime.encoding.strict_json import JsonRefused, loads_strict
 from steerable_bridge.runtime.errors import CodedError
-from steerable_bridge.runtime.strict_json import JsonRefused, loads_strict
 
 __all__ = ["DRAIN_BYTES", "DRAIN_S", "BodyError", "read_json"]
 

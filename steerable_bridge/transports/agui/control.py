@@ -36,8 +36,8 @@ from typing import Any
 
 from ag_ui.core import RunAgentInput, UserMessage
 
-from steerable_bridge.runtime.port import AgentPort
-from steerable_bridge.runtime.storage import SessionNotFound
+from steerable_bridge.runtime.ports.port import AgentPort
+from steerable_bridge.runtime.ports.storage import SessionNotFound
 from steerable_bridge.transports.agui.inputs import (
     InputError,
     command_requested,

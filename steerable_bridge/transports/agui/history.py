@@ -36,8 +36,8 @@ from ag_ui.core import (
 from ag_ui.core import ImagePart as AguiImagePart
 from ag_ui.core import TextPart as AguiTextPart
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import ContentPart, ImagePart, ResourcePart, TextPart
 from steerable_bridge.transports.agui.native import result_message_id

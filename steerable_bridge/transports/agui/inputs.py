@@ -30,9 +30,9 @@ from typing import Any
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 
 from steerable_bridge.runtime.errors import CodedError
-from steerable_bridge.runtime.questions import ANSWER_PREFIX, QuestionAnswer
-from steerable_bridge.runtime.tools import Tool
-from steerable_bridge.runtime.turn import (
+from steerable_bridge.runtime.ports.questions import ANSWER_PREFIX, QuestionAnswer
+from steerable_bridge.runtime.ports.tools import Tool
+from steerable_bridge.runtime.turns.turn import (
     ClientToolResult,
     QuestionReply,
     ResumeDecision,

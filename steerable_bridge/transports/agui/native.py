@@ -38,8 +38,9 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from steerable_bridge.runtime import codec, values
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime import values
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import TextPart, canonical_json
 

@@ -44,8 +44,8 @@ from ag_ui.core import (
     TokenUsage,
 )
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import Usage
 from steerable_bridge.transports.agui import native

@@ -10,7 +10,7 @@ with `request.messages` holding only the messages after the ones it shares with 
 `request_ref` = `{base, prefix, messages, tokens, system, tools}`: the seq of the base (the
 newest request the thread logged before this one), how many of its first messages start
 this one, how many messages the request holds, its prompt-token estimate
-(`runtime.tokens`), and digests of its system prompt and tools (`system_digest`,
+(`runtime.model_context.tokens`), and digests of its system prompt and tools (`system_digest`,
 `tools_digest`: a client sees when either changed, a decoder checks what it rebuilt). The
 thread's first request, and every request of a run that asked for them whole
 (`forwardedProps.steerable.full_requests: true`), are the event itself. The rendering is a
@@ -24,10 +24,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 
-from steerable_bridge.runtime import codec
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent, ModelRequestEvent
-from steerable_bridge.runtime.model import ToolSpec
-from steerable_bridge.runtime.tokens import RequestEstimator
+from steerable_bridge.runtime.model_context.tokens import RequestEstimator
+from steerable_bridge.runtime.ports.model import ToolSpec
 from steerable_bridge.runtime.values import Message
 
 __all__ = ["REF_KEY", "RequestChain", "shared_prefix", "system_digest", "tools_digest"]

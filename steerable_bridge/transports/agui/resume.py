@@ -27,7 +27,7 @@ import anyio
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.port import AgentPort
+from steerable_bridge.runtime.ports.port import AgentPort
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 from steerable_bridge.transports.agui.requests import RequestChain
 from steerable_bridge.transports.agui.stream import Write

@@ -32,10 +32,10 @@ from ag_ui.core import (
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.port import AgentPort
-from steerable_bridge.runtime.storage import SessionNotFound, SessionOwned, StoreError
+from steerable_bridge.runtime.encoding import codec
+from steerable_bridge.runtime.ports.port import AgentPort
+from steerable_bridge.runtime.ports.storage import SessionNotFound, SessionOwned, StoreError
 from steerable_bridge.transports.agui.identity import AuthRefused, Identity
 from steerable_bridge.transports.agui.native import interrupt
 from steerable_bridge.transports.agui.resume import EventId, resume

@@ -39,14 +39,14 @@ import anyio
 from ag_ui.core import Message, RunAgentInput
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.cancel import CancelToken
+from steerable_bridge.runtime.agent_sessions.idle import IdleCache
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.idle import IdleCache
-from steerable_bridge.runtime.model import ProviderError
-from steerable_bridge.runtime.port import AgentPort, Coalesced, Conversation, Reservation
-from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.storage import SessionBusy, SessionNotFound, StoreError
-from steerable_bridge.runtime.turn import TurnInput
+from steerable_bridge.runtime.ports.model import ProviderError
+from steerable_bridge.runtime.ports.port import AgentPort, Coalesced, Conversation, Reservation
+from steerable_bridge.runtime.ports.storage import SessionBusy, SessionNotFound, StoreError
+from steerable_bridge.runtime.turns.cancel import CancelToken
+from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.transports.agui.history import MessageFold
 from steerable_bridge.transports.agui.inputs import (
     InputError,

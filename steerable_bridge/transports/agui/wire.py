@@ -32,10 +32,10 @@ from ag_ui.core import BaseEvent, Message, MessagesSnapshotEvent
 from ag_ui.encoder import EventEncoder
 from pydantic_core import PydanticSerializationError
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
+from steerable_bridge.runtime.encoding.surrogates import scrub_json
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.surrogates import scrub_json
 from steerable_bridge.transports.agui.mapping import NATIVE
 from steerable_bridge.transports.agui.renderer import AguiRenderer
 
@@ -251,5 +251,5 @@ def _repairing(what: str) -> None:
 
 def _repaired(model: BaseEvent) -> BaseEvent:
     """`model` with every string made encodable (the last line; text is repaired where it
-    enters, `runtime/surrogates.py`)."""
+    enters, `runtime/encoding/surrogates.py`)."""
     return type(model).model_validate(scrub_json(model.model_dump(mode="json")))

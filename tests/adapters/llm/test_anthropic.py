@@ -21,7 +21,8 @@ from steerable_bridge.adapters.llm.anthropic import (
     AnthropicProvider,
     config_from_env,
 )
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
+from steerable_bridge.runtime.ports.model import (
     ModelRequest,
     ModelResponse,
     ModelStreamItem,
@@ -31,7 +32,6 @@ from steerable_bridge.runtime.model import (
     ToolCallChunk,
     ToolSpec,
 )
-from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.values import (
     ImagePart,
     Message,

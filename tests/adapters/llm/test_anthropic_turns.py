@@ -10,7 +10,7 @@ import pytest
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicConfig, AnthropicProvider
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.projection import project_history
+from steerable_bridge.runtime.model_context.projection import project_history
 from steerable_bridge.runtime.values import ThinkingBlock
 from tests.runtime.harness import make_agent, of, prompt, text_tool
 
@@ -74,8 +74,8 @@ async def test_thinking_with_tools_round_trips_through_the_log_to_the_next_reque
 
 
 async def test_compaction_summaries_are_sent_without_cache_anchors() -> None:
-    from steerable_bridge.runtime.compaction import SUMMARY_SYSTEM
-    from steerable_bridge.runtime.turn import TurnInput
+    from steerable_bridge.runtime.model_context.compaction import SUMMARY_SYSTEM
+    from steerable_bridge.runtime.turns.turn import TurnInput
 
     rec = Recorder([ok(Stream().start(input_tokens=100).text("word " * 150).stop())])
     provider = AnthropicProvider(

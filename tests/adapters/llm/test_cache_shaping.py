@@ -15,7 +15,7 @@ from steerable_bridge.adapters.llm.cache_shaping import (
     cache_policy_from_env,
     place_anchors,
 )
-from steerable_bridge.runtime.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.values import Message, TextPart, ThinkingBlock, ToolCall
 
 from .fake_anthropic import Recorder, Stream, mock_transport, ok

@@ -19,7 +19,7 @@ import pytest
 from steerable_bridge.adapters.llm.anthropic import AnthropicConfig, AnthropicProvider
 from steerable_bridge.adapters.llm.deadlines import CallClock, CallDeadlines, is_progress
 from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider, OpenAIConfig
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.ports.model import (
     ModelRequest,
     ModelResponse,
     ModelStreamItem,

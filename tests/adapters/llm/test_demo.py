@@ -10,7 +10,7 @@ import pytest
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.adapters.tools.builtin import builtin_tools
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.ports.model import (
     ModelRequest,
     ModelResponse,
     ModelStreamItem,

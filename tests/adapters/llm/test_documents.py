@@ -11,7 +11,7 @@ from acp import schema as acp
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicConfig, AnthropicProvider
 from steerable_bridge.adapters.llm.openai_wire import request_body as openai_body
-from steerable_bridge.runtime.model import ModelRequest
+from steerable_bridge.runtime.ports.model import ModelRequest
 from steerable_bridge.runtime.values import Message, ResourcePart, TextPart
 from steerable_bridge.transports.acp.content import prompt_parts
 

@@ -25,7 +25,8 @@ from steerable_bridge.adapters.llm.http_stream import (
     is_loopback,
 )
 from steerable_bridge.adapters.llm.retrying import RetryableError
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.ports.model import (
     FinishReason,
     ModelChunk,
     ModelRequest,
@@ -34,7 +35,6 @@ from steerable_bridge.runtime.model import (
     ProviderError,
     TextChunk,
 )
-from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.values import Message, TextPart, Usage
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]

@@ -12,7 +12,7 @@ from steerable_bridge.adapters.llm import openai_body
 from steerable_bridge.adapters.llm.openai_body import BodyEncoder
 from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider, OpenAIConfig
 from steerable_bridge.adapters.llm.openai_wire import request_body
-from steerable_bridge.runtime.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.values import ImagePart, Message, TextPart, ToolCall
 
 pytestmark = pytest.mark.anyio

@@ -30,7 +30,8 @@ from steerable_bridge.adapters.llm.openai_compat import (
     config_from_env,
     register,
 )
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter, RouteError
+from steerable_bridge.runtime.ports.model import (
     ModelRequest,
     ModelResponse,
     ModelStreamItem,
@@ -40,7 +41,6 @@ from steerable_bridge.runtime.model import (
     ToolCallChunk,
     ToolSpec,
 )
-from steerable_bridge.runtime.routing import ModelRouter, RouteError
 from steerable_bridge.runtime.values import ImagePart, Message, TextPart, ToolCall
 from tests.refusing_port import refusing_port
 
@@ -663,7 +663,7 @@ async def test_run_command_answers_from_a_local_server() -> None:
 
 async def test_a_turn_through_the_loop_sends_tool_results_back_in_openai_form() -> None:
     from steerable_bridge.runtime import events as ev
-    from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
+    from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
 
     from ...runtime.harness import assert_well_formed, make_agent, of, prompt
 

@@ -31,7 +31,8 @@ from steerable_bridge.adapters.llm.openai_responses import (
 )
 from steerable_bridge.commands.common import build_router
 from steerable_bridge.commands.credentials import ModelEnv
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
+from steerable_bridge.runtime.ports.model import (
     ModelRequest,
     ModelResponse,
     ModelStreamItem,
@@ -41,7 +42,6 @@ from steerable_bridge.runtime.model import (
     ToolCallChunk,
     ToolSpec,
 )
-from steerable_bridge.runtime.routing import RouteError
 from steerable_bridge.runtime.values import ImagePart, Message, TextPart, ToolCall, Usage
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]

@@ -10,7 +10,7 @@ import pytest
 
 from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider, OpenAIConfig
 from steerable_bridge.adapters.llm.overflow import is_context_overflow
-from steerable_bridge.runtime.model import ModelRequest, ProviderError
+from steerable_bridge.runtime.ports.model import ModelRequest, ProviderError
 from steerable_bridge.runtime.values import Message, TextPart
 
 OVERFLOWS: list[tuple[int, Any]] = [

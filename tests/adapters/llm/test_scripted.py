@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider, load_script
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.ports.model import (
     ModelRequest,
     ModelResponse,
     ModelStreamItem,

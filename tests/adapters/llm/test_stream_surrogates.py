@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-from steerable_bridge.runtime.model import (
+from steerable_bridge.runtime.ports.model import (
     ModelResponse,
     ModelStreamItem,
     ReasoningChunk,

@@ -11,7 +11,7 @@ import pytest
 from steerable_bridge.adapters.llm import openai_compat
 from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider, OpenAIConfig
 from steerable_bridge.adapters.llm.window import WindowCache, discover_window, known_window
-from steerable_bridge.runtime.model import context_window
+from steerable_bridge.runtime.ports.model import context_window
 
 pytestmark = pytest.mark.anyio
 
@@ -122,7 +122,7 @@ async def test_a_window_from_the_name_table_is_marked_a_guess(
 def test_a_bad_window_setting_names_the_variable_and_the_fix(text: str) -> None:
     from steerable_bridge.adapters.llm import anthropic
     from steerable_bridge.adapters.llm.window import window_from_env
-    from steerable_bridge.runtime.routing import RouteError
+    from steerable_bridge.runtime.agent_sessions.routing import RouteError
 
     env = {"STEERABLE_CONTEXT_WINDOW": text}
     with pytest.raises(RouteError) as info:

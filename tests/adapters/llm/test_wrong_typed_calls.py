@@ -14,7 +14,7 @@ import pytest
 from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider, OpenAIConfig
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import Location, TextPart
 from tests.adapters.llm.test_openai_compat import chunk, sse
 from tests.runtime.harness import make_agent, of, prompt

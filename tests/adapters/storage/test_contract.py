@@ -12,8 +12,8 @@ import pytest
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.projection import project_history, session_facts
-from steerable_bridge.runtime.storage import (
+from steerable_bridge.runtime.model_context.projection import project_history, session_facts
+from steerable_bridge.runtime.ports.storage import (
     SessionNotFound,
     SessionOwned,
     SessionRecord,
@@ -200,7 +200,7 @@ async def test_model_requests_read_back_exactly_though_stored_by_reference(
 ) -> None:
     """A long tool-using turn, a compaction in the next, and a third turn: every read (all,
     after a seq, the tail) gives back the very requests the loop logged."""
-    from steerable_bridge.runtime.compaction import CompactionSettings
+    from steerable_bridge.runtime.model_context.compaction import CompactionSettings
     from tests.runtime.harness import make_agent, prompt, scripted
 
     call = {"tool_calls": [{"id": "c", "name": "echo", "arguments": {"text": "x" * 300}}]}
@@ -222,7 +222,7 @@ async def test_model_requests_read_back_exactly_though_stored_by_reference(
     session = await agent.new_session("/work")
     await prompt(session, "first")
     await prompt(session, "second")
-    from steerable_bridge.runtime.turn import TurnInput
+    from steerable_bridge.runtime.turns.turn import TurnInput
 
     await session.prompt(TurnInput(compact=True))
     await prompt(session, "third")
@@ -248,7 +248,7 @@ async def test_model_requests_read_back_exactly_though_stored_by_reference(
                     "SELECT data FROM events WHERE kind = 'model_request' ORDER BY seq"
                 )
             ]
-        from steerable_bridge.runtime.codec import event_to_json
+        from steerable_bridge.runtime.encoding.codec import event_to_json
 
         full = [len(event_to_json(r)) for r in requests]
         assert all(sizes[i] < full[i] / 2 for i in (2, 3, 4))  # only what is new is stored
@@ -256,8 +256,8 @@ async def test_model_requests_read_back_exactly_though_stored_by_reference(
 
 async def _tool_session(store: SessionStore) -> list[ev.LoopEvent]:
     """Two tool-using turns, a manual compaction, a third turn: the logged events."""
-    from steerable_bridge.runtime.compaction import CompactionSettings
-    from steerable_bridge.runtime.turn import TurnInput
+    from steerable_bridge.runtime.model_context.compaction import CompactionSettings
+    from steerable_bridge.runtime.turns.turn import TurnInput
     from tests.runtime.harness import make_agent, prompt, scripted, text_tool
 
     call = {"tool_calls": [{"id": "c", "name": "echo", "arguments": {"text": "x" * 300}}]}
@@ -312,7 +312,7 @@ async def test_a_log_of_mixed_record_formats_reads_back_exactly(store: SessionSt
     among format-3 rows: every read gives back the logged events."""
     if isinstance(store, MemoryStore):
         pytest.skip("the memory store keeps events, not rows")
-    from steerable_bridge.runtime.codec import event_to_json
+    from steerable_bridge.runtime.encoding.codec import event_to_json
 
     logged = await _tool_session(store)
     sid = logged[0].session_id
@@ -385,7 +385,7 @@ async def test_adopt_gives_an_ownerless_session_to_a_user_and_never_takes_one(
 ) -> None:
     from dataclasses import replace
 
-    from steerable_bridge.runtime.storage import adopt_session
+    from steerable_bridge.runtime.ports.storage import adopt_session
 
     await store.create(record("legacy"))
     await store.create(replace(record("bobs", at=1001), user="bob"))

@@ -19,9 +19,9 @@ from steerable_bridge.adapters.storage.formats import (
 from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
 from steerable_bridge.adapters.storage.sql import event_rows
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.codec import event_to_json
-from steerable_bridge.runtime.model import Message, ModelRequest
-from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.encoding.codec import event_to_json
+from steerable_bridge.runtime.ports.model import Message, ModelRequest
+from steerable_bridge.runtime.ports.storage import StoreError
 from steerable_bridge.runtime.values import TextPart
 from tests.adapters.storage.logs import long_session
 

@@ -15,17 +15,17 @@ from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
 from steerable_bridge.adapters.storage.postgres import PostgresStore, redact
 from steerable_bridge.commands.common import ConfigError, build_store
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.signals import SessionSignal
-from steerable_bridge.runtime.storage import (
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.agent_sessions.signals import SessionSignal
+from steerable_bridge.runtime.ports.storage import (
     SessionNotFound,
     SessionOwned,
     SessionRecord,
     StoreError,
     read_tail,
 )
-from steerable_bridge.runtime.turn import TurnInput
+from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.adapters.storage.logs import long_session
 

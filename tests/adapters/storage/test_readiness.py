@@ -15,7 +15,7 @@ from steerable_bridge.adapters.storage.postgres import PostgresStore
 from steerable_bridge.adapters.storage.postgres.driver import unavailable
 from steerable_bridge.adapters.storage.readiness import postgres_problem, sqlite_problem
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
-from steerable_bridge.runtime.storage import SessionRecord
+from steerable_bridge.runtime.ports.storage import SessionRecord
 from tests.refusing_port import refusing_port
 
 

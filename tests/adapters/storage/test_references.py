@@ -14,9 +14,9 @@ from steerable_bridge.adapters.storage import formats
 from steerable_bridge.adapters.storage.formats import Row, decode_event, encode_body
 from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.model import ModelRequest, ToolSpec
-from steerable_bridge.runtime.projection import project_history
-from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.model_context.projection import project_history
+from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
+from steerable_bridge.runtime.ports.storage import StoreError
 from steerable_bridge.runtime.values import Message, TextPart, ToolCall
 from tests.runtime.strategies import for_dataclass
 
@@ -232,7 +232,7 @@ def test_format_1_and_2_rows_mix_with_format_3() -> None:
     mixed[0] = row(full[0], json.dumps({**json.loads(rows[0][5]), **_envelope(full[0])}), 1)
     first = full[1]
     assert isinstance(first, ev.ModelRequestEvent)
-    from steerable_bridge.runtime.codec import event_to_json
+    from steerable_bridge.runtime.encoding.codec import event_to_json
 
     mixed[1] = row(first, event_to_json(first), None)  # unstamped: the first durable builds
     second = full[6]

@@ -26,19 +26,19 @@ from steerable_bridge.adapters.storage.runs import FOLDED, MAX_PARTS, fold
 from steerable_bridge.adapters.storage.sql import event_rows
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.codec import event_to_json
-from steerable_bridge.runtime.delta_runs import DeltaRun, Entry
-from steerable_bridge.runtime.log import SessionLog
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.storage import (
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.encoding.codec import event_to_json
+from steerable_bridge.runtime.ports.storage import (
     SessionRecord,
     SessionStore,
     StoreError,
     read_tail,
     read_tail_entries,
 )
-from steerable_bridge.runtime.turn import TurnInput
+from steerable_bridge.runtime.session_log.delta_runs import DeltaRun, Entry
+from steerable_bridge.runtime.session_log.log import SessionLog
+from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 
 pytestmark = pytest.mark.timeout(60)

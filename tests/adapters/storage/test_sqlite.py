@@ -16,11 +16,16 @@ from steerable_bridge.adapters.storage import formats
 from steerable_bridge.adapters.storage.integrity import check_store, salvage_events
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.codec import event_to_json
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.storage import SessionBusy, SessionOwned, SessionRecord, StoreError
-from steerable_bridge.runtime.turn import TurnInput
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.encoding.codec import event_to_json
+from steerable_bridge.runtime.ports.storage import (
+    SessionBusy,
+    SessionOwned,
+    SessionRecord,
+    StoreError,
+)
+from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.adapters.storage.logs import long_session
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from steerable_bridge.adapters.storage.step_events import StepEvents
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.projection import history_entries
+from steerable_bridge.runtime.model_context.projection import history_entries
 
 
 def _call(start: int = 10) -> list[Any]:

@@ -13,7 +13,7 @@ import pytest
 
 from steerable_bridge.adapters.storage.sqlite import THREADS, SqliteStore
 from steerable_bridge.adapters.storage.store_threads import StoreThreads
-from steerable_bridge.runtime.storage import SessionRecord
+from steerable_bridge.runtime.ports.storage import SessionRecord
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.storage import SessionRecord, SessionStore
+from steerable_bridge.runtime.ports.storage import SessionRecord, SessionStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 

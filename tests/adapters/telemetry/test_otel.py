@@ -17,8 +17,12 @@ from opentelemetry.trace import StatusCode
 
 from steerable_bridge.adapters.telemetry.otel import OtelTracing
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
-from steerable_bridge.runtime.tools import ToolFailure
+from steerable_bridge.runtime.ports.permissions import (
+    PermissionAnswer,
+    PermissionRequest,
+    StaticPolicy,
+)
+from steerable_bridge.runtime.ports.tools import ToolFailure
 from tests.runtime.harness import make_agent, of, prompt, scripted, text_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -177,7 +181,7 @@ async def test_a_callers_traceparent_is_continued() -> None:
     agent = make_agent(scripted({"text": "hi"}))
     agent.observers = (observer,)
     session = await agent.new_session("/tmp")
-    from steerable_bridge.runtime.turn import TurnInput
+    from steerable_bridge.runtime.turns.turn import TurnInput
     from steerable_bridge.runtime.values import TextPart
 
     outcome = await session.prompt(
@@ -229,7 +233,7 @@ async def test_a_caller_that_did_not_sample_is_followed_and_nothing_is_exported(
     agent = make_agent(scripted({"text": "hi"}))
     agent.observers = (observer,)
     session = await agent.new_session("/tmp")
-    from steerable_bridge.runtime.turn import TurnInput
+    from steerable_bridge.runtime.turns.turn import TurnInput
     from steerable_bridge.runtime.values import TextPart
 
     outcome = await session.prompt(

@@ -23,9 +23,13 @@ from opentelemetry.trace.span import TraceState
 
 from steerable_bridge.adapters.telemetry.otel import OtelTracing
 from steerable_bridge.adapters.telemetry.otlp import OtlpSpanExporter, encode_spans
-from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest, StaticPolicy
-from steerable_bridge.runtime.tools import ToolFailure
-from steerable_bridge.runtime.turn import TurnInput
+from steerable_bridge.runtime.ports.permissions import (
+    PermissionAnswer,
+    PermissionRequest,
+    StaticPolicy,
+)
+from steerable_bridge.runtime.ports.tools import ToolFailure
+from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.runtime.harness import make_agent, scripted, text_tool
 

@@ -12,8 +12,8 @@ import pytest
 
 from steerable_bridge.adapters.tools.local_env import CommandPolicy, LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import Environment
-from steerable_bridge.runtime.tools import ToolContext
+from steerable_bridge.runtime.ports.environment import Environment
+from steerable_bridge.runtime.ports.tools import ToolContext
 from steerable_bridge.runtime.values import PlanEntry, ToolContent
 
 

@@ -13,8 +13,8 @@ from steerable_bridge.adapters.tools.agent_files import AgentFiles
 from steerable_bridge.adapters.tools.local_env import CommandPolicy, LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.workspace import workspace_tools
-from steerable_bridge.runtime.environment import WorkspaceError
-from steerable_bridge.runtime.tools import ToolFailure
+from steerable_bridge.runtime.ports.environment import WorkspaceError
+from steerable_bridge.runtime.ports.tools import ToolFailure
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from steerable_bridge.adapters.tools.file_names import on_disk, shown
 from steerable_bridge.adapters.tools.local_env import LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.workspace import workspace_tools
-from steerable_bridge.runtime.tools import ToolResult
+from steerable_bridge.runtime.ports.tools import ToolResult
 from steerable_bridge.runtime.values import TextPart
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,7 @@ import pytest
 from steerable_bridge import cli
 from steerable_bridge.adapters.tools.builtin import builtin_tools
 from steerable_bridge.adapters.tools.kit import WorkspaceKit, fixed_workspace_tools
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from tests.adapters.tools.test_mcp import SERVER
 from tests.runtime.harness import make_agent, scripted
 from tests.transports.agui.harness import asgi_client, create_app, post, run_input, user

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from steerable_bridge.adapters.tools.local_env import LocalEnvironment, run_argv
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 from tests.adapters.tools.conftest import live_group_members, members_after_kill
 
 pytestmark = pytest.mark.anyio

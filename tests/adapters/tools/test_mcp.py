@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from steerable_bridge.adapters.tools.mcp import McpServerConfig, mcp_tool_name, open_mcp_servers
-from steerable_bridge.runtime.tools import ToolContext, ToolFailure
+from steerable_bridge.runtime.ports.tools import ToolContext, ToolFailure
 from steerable_bridge.runtime.values import TextPart
 from tests.adapters.tools.conftest import live_group_members, members_after_kill
 

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from steerable_bridge.adapters.tools.mcp import McpServerConfig, open_mcp_servers
-from steerable_bridge.runtime.tools import ToolContext
+from steerable_bridge.runtime.ports.tools import ToolContext
 from steerable_bridge.runtime.values import TextPart
 from tests.transports.agui.harness import until
 

@@ -26,7 +26,7 @@ import pytest
 from steerable_bridge.adapters.tools import bwrap, pids_cgroup
 from steerable_bridge.adapters.tools.confinement import CommandPolicy
 from steerable_bridge.adapters.tools.kit import WorkspaceKit
-from steerable_bridge.runtime.tools import Tool
+from steerable_bridge.runtime.ports.tools import Tool
 from steerable_bridge.runtime.values import TextPart
 from tests.adapters.tools.test_mcp import SERVER
 

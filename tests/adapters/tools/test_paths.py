@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 
 
 def _code(workspace: Workspace, path: str) -> str:

@@ -19,7 +19,7 @@ from steerable_bridge.adapters.tools.local_env import LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.reading import read_window
 from steerable_bridge.adapters.tools.stoppable import run_stoppable
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

@@ -18,7 +18,7 @@ import pytest
 from steerable_bridge.adapters.tools import bwrap, pids_cgroup
 from steerable_bridge.adapters.tools.local_env import CommandPolicy, LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import CommandResult, WorkspaceError
+from steerable_bridge.runtime.ports.environment import CommandResult, WorkspaceError
 
 pytestmark = pytest.mark.anyio
 

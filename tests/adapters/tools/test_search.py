@@ -9,7 +9,7 @@ import pytest
 
 from steerable_bridge.adapters.tools import search
 from steerable_bridge.adapters.tools.paths import Workspace
-from steerable_bridge.runtime.environment import WorkspaceError
+from steerable_bridge.runtime.ports.environment import WorkspaceError
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.spill import FileSpill, spilled_path
 from steerable_bridge.adapters.tools.workspace import workspace_tools
-from steerable_bridge.runtime.tools import ToolContext
+from steerable_bridge.runtime.ports.tools import ToolContext
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,12 @@ from steerable_bridge.adapters.tools.local_env import LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.workspace import READ_MAX_LINES, workspace_tools
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.permissions import ModePolicy, PermissionAnswer, PermissionRequest
-from steerable_bridge.runtime.tools import Tool, ToolFailure, ToolResult
+from steerable_bridge.runtime.ports.permissions import (
+    ModePolicy,
+    PermissionAnswer,
+    PermissionRequest,
+)
+from steerable_bridge.runtime.ports.tools import Tool, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import DiffContent, Location, TextPart
 from tests.runtime.harness import make_agent, of, prompt, scripted
 

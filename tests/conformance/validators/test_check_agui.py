@@ -59,7 +59,7 @@ async def live(app: Starlette) -> AsyncIterator[str]:
 def our_app(token: str | None = None) -> Starlette:
     from steerable_bridge.adapters.tools.builtin import builtin_tools
     from steerable_bridge.commands.common import build_agent
-    from steerable_bridge.runtime.conversations import LocalPort
+    from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
     from steerable_bridge.transports.agui.app import create_app
 
     options = argparse.Namespace(

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import DiffContent, Location, TextPart, canonical_json
 
 

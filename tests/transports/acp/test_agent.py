@@ -240,7 +240,7 @@ async def test_slash_commands_do_what_they_say(tmp_path: Path) -> None:
 
 
 async def test_events_channel_is_opt_in_and_lossless(tmp_path: Path) -> None:
-    from steerable_bridge.runtime import codec
+    from steerable_bridge.runtime.encoding import codec
 
     async with running(tmp_path, [TOOL_ROUND, FINAL_ROUND]) as run:
         await run.init(steerable={"events": True})
@@ -257,7 +257,7 @@ async def test_events_channel_is_opt_in_and_lossless(tmp_path: Path) -> None:
 
 
 async def test_content_blocks_reach_the_model(tmp_path: Path) -> None:
-    from steerable_bridge.runtime import codec
+    from steerable_bridge.runtime.encoding import codec
 
     (tmp_path / "notes.md").write_text("disk text")
     outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
@@ -294,7 +294,7 @@ async def test_content_blocks_reach_the_model(tmp_path: Path) -> None:
 
 
 async def test_resource_link_is_read_through_the_client_and_images_pass(tmp_path: Path) -> None:
-    from steerable_bridge.runtime import codec
+    from steerable_bridge.runtime.encoding import codec
     from tests.transports.acp.harness import Recorder
 
     path = str(tmp_path / "open.py")
@@ -317,7 +317,7 @@ async def test_resource_link_is_read_through_the_client_and_images_pass(tmp_path
 
 
 async def test_slash_compact_summarizes_between_turns(tmp_path: Path) -> None:
-    from steerable_bridge.runtime import codec
+    from steerable_bridge.runtime.encoding import codec
 
     rounds = [{"text": "first answer " * 40}, {"text": "second answer"}]
     summary = [{"text": "SUMMARY of the first turn"}]

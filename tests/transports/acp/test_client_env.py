@@ -14,8 +14,8 @@ from acp import schema as acp
 from steerable_bridge.adapters.tools.local_env import LocalEnvironment
 from steerable_bridge.adapters.tools.paths import Workspace
 from steerable_bridge.adapters.tools.workspace import workspace_tools
-from steerable_bridge.runtime.environment import WorkspaceError
-from steerable_bridge.runtime.tools import ToolContext
+from steerable_bridge.runtime.ports.environment import WorkspaceError
+from steerable_bridge.runtime.ports.tools import ToolContext
 from steerable_bridge.runtime.values import TerminalContent, TextPart, ToolContent
 from steerable_bridge.transports.acp.client_env import ClientEnvironment
 from tests.adapters.tools.conftest import members_after_kill

@@ -21,8 +21,8 @@ from acp.connection import StreamDirection
 
 from steerable_bridge.conformance import check_acp_transcript
 from steerable_bridge.conformance.decode_acp import decode_acp
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.transports.acp.sdk_private import raw_connection
 from tests.transports.acp.harness import AcpRun, running, wait_until
 

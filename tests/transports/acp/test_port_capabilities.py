@@ -1,6 +1,6 @@
 """`initialize` advertises what the agent port can do, and the agent refuses the rest.
 
-A port whose engine drives another agent may not load, fork, list or steer (`runtime/far.py`,
+A port whose engine drives another agent may not load, fork, list or steer (`runtime/ports/far.py`,
 `PortInfo.can_*`); the ACP agent then leaves those capabilities out of `initialize` and
 answers the methods with a refusal naming the remedy instead of pretending.
 """
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from acp import RequestError
 
-from steerable_bridge.runtime.conversations import LocalPort
-from steerable_bridge.runtime.loop import run_turn
-from steerable_bridge.runtime.port import PortInfo
-from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
+from steerable_bridge.runtime.ports.port import PortInfo
+from steerable_bridge.runtime.turns.loop import run_turn
+from steerable_bridge.runtime.turns.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.transports.acp.agent import AcpAgent
 from tests.runtime.harness import make_agent, scripted
 

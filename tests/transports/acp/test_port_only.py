@@ -1,4 +1,4 @@
-"""The ACP transport reaches the agent through the agent port only (`runtime/port.py`).
+"""The ACP transport reaches the agent through the agent port only (`runtime/ports/port.py`).
 
 Every module under `transports/acp` is parsed; each import of the runtime must be one of
 `ALLOWED` below, and no module may read or set the runtime objects' insides the port hides
@@ -43,9 +43,9 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "strict_json": ANY,  # JSON that every client can parse
     "errors": frozenset({"CodedError"}),  # the base of every coded error
 }
-"""Runtime module (under `steerable_bridge.runtime`) → the names a transport may import
-from it (ANY: the whole module). Everything else — agent, session, log, loop, projection,
-conversations, the store's internals — is the port implementation's business."""
+"""Runtime module, by its own name (unique across the runtime's rooms) → the names a
+transport may import from it (ANY: the whole module). Everything else — agent, session, log,
+loop, projection, conversations, the store's internals — is the port implementation's business."""
 
 HIDDEN = frozenset(
     {
@@ -64,6 +64,14 @@ HIDDEN = frozenset(
 """Attributes of runtime objects the port hides: no transport module reads or sets them."""
 
 
+def _is_package(module: str) -> bool:
+    """Whether `module` is the runtime or one of its rooms, so `from module import x` names
+    the module `module.x` when `x` is one."""
+    if module != RUNTIME and not module.startswith(RUNTIME + "."):
+        return False
+    return (PACKAGE.parent.joinpath(*module.split(".")) / "__init__.py").is_file()
+
+
 def violations(path: Path) -> list[str]:
     """What in `path` goes around the port (empty when nothing does)."""
     found: list[str] = []
@@ -73,9 +81,9 @@ def violations(path: Path) -> list[str]:
             for alias in node.names:
                 found.extend(_check(path, node, alias.name, None))
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == RUNTIME:  # `from steerable_bridge.runtime import events`
+            if _is_package(node.module):  # `from steerable_bridge.runtime import events`
                 for alias in node.names:
-                    found.extend(_check(path, node, f"{RUNTIME}.{alias.name}", None))
+                    found.extend(_check(path, node, f"{node.module}.{alias.name}", None))
             else:
                 names = frozenset(alias.name for alias in node.names)
                 found.extend(_check(path, node, node.module, names))
@@ -88,7 +96,7 @@ def _check(path: Path, node: ast.stmt, module: str, names: frozenset[str] | None
     if module != RUNTIME and not module.startswith(RUNTIME + "."):
         return []
     where = f"{path.name}:{node.lineno}"
-    part = module.removeprefix(RUNTIME + ".")
+    part = module.rsplit(".", 1)[-1]
     if part not in ALLOWED:
         return [f"{where} imports {module}"]
     allowed = ALLOWED[part]
@@ -110,30 +118,30 @@ def test_every_acp_module_reaches_the_agent_through_the_port_only() -> None:
 def test_the_checker_sees_each_way_around_the_port(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text(
-        "from steerable_bridge.runtime.session import Session\n"
-        "from steerable_bridge.runtime.storage import claim_session, SessionBusy\n"
-        "from steerable_bridge.runtime import conversations\n"
-        "import steerable_bridge.runtime.turn\n"
+        "from steerable_bridge.runtime.agent_sessions.session import Session\n"
+        "from steerable_bridge.runtime.ports.storage import claim_session, SessionBusy\n"
+        "from steerable_bridge.runtime.agent_sessions import conversations\n"
+        "import steerable_bridge.runtime.turns.turn\n"
         "def f(session):\n"
-        "    from steerable_bridge.runtime.routing import ModelRouter\n"
+        "    from steerable_bridge.runtime.agent_sessions.routing import ModelRouter\n"
         "    session.policy = None\n"
         "    return session.log.view()\n"
     )
     good = tmp_path / "good.py"
     good.write_text(
         "from steerable_bridge.runtime import events as ev\n"
-        "from steerable_bridge.runtime.storage import SessionBusy\n"
-        "from steerable_bridge.runtime.port import AgentPort\n"
+        "from steerable_bridge.runtime.ports.storage import SessionBusy\n"
+        "from steerable_bridge.runtime.ports.port import AgentPort\n"
         "import logging\n"
         "log = logging.getLogger('x')\n"
     )
     assert sorted(violations(bad)) == [
-        "bad.py:1 imports steerable_bridge.runtime.session",
-        "bad.py:2 imports steerable_bridge.runtime.storage.claim_session",
-        "bad.py:3 imports steerable_bridge.runtime.conversations",
-        "bad.py:4 imports all of steerable_bridge.runtime.turn"
+        "bad.py:1 imports steerable_bridge.runtime.agent_sessions.session",
+        "bad.py:2 imports steerable_bridge.runtime.ports.storage.claim_session",
+        "bad.py:3 imports steerable_bridge.runtime.agent_sessions.conversations",
+        "bad.py:4 imports all of steerable_bridge.runtime.turns.turn"
         " (only ['EventSink', 'RunOutcome', 'TurnInput'])",
-        "bad.py:6 imports steerable_bridge.runtime.routing.ModelRouter",
+        "bad.py:6 imports steerable_bridge.runtime.agent_sessions.routing.ModelRouter",
         "bad.py:7 uses .policy",
         "bad.py:8 uses .log",
     ]

@@ -9,7 +9,7 @@ import pytest
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime.questions import QuestionRequest
+from steerable_bridge.runtime.ports.questions import QuestionRequest
 from steerable_bridge.transports.acp.questions import AcpQuestioner, can_ask, form_schema
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from acp import schema as acp
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from tests.transports.acp.harness import Recorder, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60), pytest.mark.slow]

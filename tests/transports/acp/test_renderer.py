@@ -9,7 +9,7 @@ from acp import schema as acp
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import KINDS
-from steerable_bridge.runtime.permissions import MODES
+from steerable_bridge.runtime.ports.permissions import MODES
 from steerable_bridge.runtime.values import (
     Command,
     DiffContent,

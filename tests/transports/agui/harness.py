@@ -15,11 +15,11 @@ from starlette.applications import Starlette
 
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.adapters.tools.builtin import builtin_tools
-from steerable_bridge.runtime.agent import Agent
-from steerable_bridge.runtime.model import ModelProvider
-from steerable_bridge.runtime.permissions import Approval
-from steerable_bridge.runtime.session import Session
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.agent_sessions.agent import Agent
+from steerable_bridge.runtime.agent_sessions.session import Session
+from steerable_bridge.runtime.ports.model import ModelProvider
+from steerable_bridge.runtime.ports.permissions import Approval
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import make_agent

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import scripted
 from tests.transports.agui.decoding import decode

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from steerable_bridge.transports.agui.guard import exposure_problem
 from tests.transports.agui.harness import agent_for, asgi_client, run_input, session_of, user

@@ -14,7 +14,7 @@ import pytest
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.adapters.telemetry.metrics import ServerMetrics
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from steerable_bridge.transports.agui.identity import Identity, JwtUsers, ProxyUsers
 from tests.runtime.harness import make_agent, scripted

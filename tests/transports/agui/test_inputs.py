@@ -9,7 +9,7 @@ import pytest
 from ag_ui.core import RunAgentInput
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.turn import ClientToolResult, ResumeDecision
+from steerable_bridge.runtime.turns.turn import ClientToolResult, ResumeDecision
 from steerable_bridge.runtime.values import ImagePart, ResourcePart, TextPart
 from steerable_bridge.transports.agui.inputs import (
     InputError,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.transports.agui.harness import (
     WRITTEN,

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from steerable_bridge.conformance import decode_agui
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.conversations import LocalPort
-from steerable_bridge.runtime.model import ModelRequest, ToolSpec
-from steerable_bridge.runtime.tokens import estimate_request_tokens
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.encoding import codec
+from steerable_bridge.runtime.model_context.tokens import estimate_request_tokens
+from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.values import Message, TextPart
 from steerable_bridge.transports.agui.app import create_app
 from steerable_bridge.transports.agui.renderer import AguiRenderer

@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui.app import create_app
 from tests.lanes import examples
 from tests.runtime.harness import scripted

@@ -16,8 +16,8 @@ import pytest
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.conversations import LocalPort
-from steerable_bridge.runtime.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import make_agent, scripted

@@ -15,8 +15,8 @@ import pytest
 from steerable_bridge.adapters.llm.demo import DemoProvider
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.conversations import LocalPort
-from steerable_bridge.runtime.projection import project_history
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.model_context.projection import project_history
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import make_agent
 from tests.transports.agui.harness import asgi_client, post, run_input, types, user

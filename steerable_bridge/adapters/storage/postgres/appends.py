@@ -25,7 +25,7 @@ from steerable_bridge.adapters.storage.formats import format_too_new
 from steerable_bridge.adapters.storage.postgres.driver import psycopg
 from steerable_bridge.adapters.storage.sql import EVENT_COLUMNS, EventRow
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.storage import SessionNotFound, StoreError
+from steerable_bridge.runtime.ports.storage import SessionNotFound, StoreError
 
 if TYPE_CHECKING:
     from steerable_bridge.adapters.storage.postgres.driver import Connection

@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
-from steerable_bridge.runtime.storage import StoreError, storage_full
+from steerable_bridge.runtime.ports.storage import StoreError, storage_full
 
 try:
     import psycopg

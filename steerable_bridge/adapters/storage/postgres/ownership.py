@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from steerable_bridge.adapters.storage.postgres.driver import psycopg, unavailable
-from steerable_bridge.runtime.storage import SessionOwned
+from steerable_bridge.runtime.ports.storage import SessionOwned
 
 __all__ = ["AdvisoryLocks", "lock_key"]
 

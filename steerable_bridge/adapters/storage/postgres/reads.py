@@ -34,14 +34,14 @@ from steerable_bridge.adapters.storage.sql import (
     fetch_rows,
     pg,
 )
-from steerable_bridge.runtime.delta_runs import Entry
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.storage import (
+from steerable_bridge.runtime.ports.storage import (
     SessionNotFound,
     SessionRecord,
     StoreError,
     tail_start,
 )
+from steerable_bridge.runtime.session_log.delta_runs import Entry
 
 if TYPE_CHECKING:
     from steerable_bridge.adapters.storage.postgres.driver import Connection

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from steerable_bridge.adapters.storage.postgres.driver import SCHEMA
-from steerable_bridge.runtime.storage import StoreError
+from steerable_bridge.runtime.ports.storage import StoreError
 
 if TYPE_CHECKING:
     import psycopg

@@ -1,9 +1,9 @@
 """Steer, follow-up and cancel for a turn another process runs, by LISTEN/NOTIFY.
 
-`publish` sends a `SessionSignal` (`runtime/signals.py`) as a `NOTIFY steerable_signals`
-payload when its JSON fits (`INLINE_LIMIT`; NOTIFY carries < 8000 bytes); a larger one is
-stored in the `signals` table and the notification carries `@id` (rows older than ten
-minutes are deleted as new ones go in). `listen` keeps one `LISTEN` connection, delivers
+`publish` sends a `SessionSignal` (`runtime/agent_sessions/signals.py`) as a `NOTIFY
+steerable_signals` payload when its JSON fits (`INLINE_LIMIT`; NOTIFY carries < 8000 bytes);
+a larger one is stored in the `signals` table and the notification carries `@id` (rows older
+than ten minutes are deleted as new ones go in). `listen` keeps one `LISTEN` connection, delivers
 every signal to its callback, checks a quiet connection every half minute and reconnects
 with a capped backoff after a failure. Delivery takes one round trip through the server.
 """
@@ -20,7 +20,11 @@ from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
 from steerable_bridge.adapters.storage.postgres.driver import psycopg, unavailable
-from steerable_bridge.runtime.signals import SessionSignal, signal_from_json, signal_to_json
+from steerable_bridge.runtime.agent_sessions.signals import (
+    SessionSignal,
+    signal_from_json,
+    signal_to_json,
+)
 
 if TYPE_CHECKING:
     from steerable_bridge.adapters.storage.postgres.driver import Connection

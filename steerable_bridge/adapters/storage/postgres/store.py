@@ -46,16 +46,16 @@ from steerable_bridge.adapters.storage.sql import (
     pg,
     session_row,
 )
-from steerable_bridge.runtime.delta_runs import Entry
+from steerable_bridge.runtime.agent_sessions.idle import IdleCache
+from steerable_bridge.runtime.agent_sessions.signals import SessionSignal
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.idle import IdleCache
-from steerable_bridge.runtime.signals import SessionSignal
-from steerable_bridge.runtime.storage import (
+from steerable_bridge.runtime.ports.storage import (
     SessionNotFound,
     SessionPage,
     SessionRecord,
     StoreError,
 )
+from steerable_bridge.runtime.session_log.delta_runs import Entry
 
 if TYPE_CHECKING:
     from steerable_bridge.adapters.storage.postgres.driver import Connection

@@ -30,7 +30,7 @@ from acp import RequestError
 from acp import schema as acp
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from steerable_bridge.runtime.questions import QuestionAnswer
+from steerable_bridge.runtime.ports.questions import QuestionAnswer
 from steerable_bridge.transports.acp.bridge.compaction import ChildCompaction
 from steerable_bridge.transports.acp.bridge.mapping import session_level
 from steerable_bridge.transports.acp.bridge.workspace import ChildWorkspace

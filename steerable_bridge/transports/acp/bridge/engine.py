@@ -13,7 +13,7 @@ reopened with `session/resume` when the agent advertises it, else `session/load`
 replayed history is not recorded again), else — or when that fails — a new child session,
 said in the log with a `hook_action` (`acp-bridge` / `new_agent_session`).
 
-What the port says and changes for the child (`runtime/far.py`): `describe` (a thread goes
+What the port says and changes for the child (`runtime/ports/far.py`): `describe` (a thread goes
 on after a restart only when the agent loads or resumes; no fork, which would share the
 child's session; the agent's own modes), `set_mode` / `set_option` (`session/set_mode`,
 `session/set_config_option` on the conversation's child session, opened first when it has
@@ -45,13 +45,13 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.environment import Environment
+from steerable_bridge.runtime.agent_sessions.routing import RouteError
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.far import FarConversation, FarPage
-from steerable_bridge.runtime.port import PortInfo
-from steerable_bridge.runtime.routing import RouteError
-from steerable_bridge.runtime.storage import SessionRecord
-from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
+from steerable_bridge.runtime.ports.environment import Environment
+from steerable_bridge.runtime.ports.far import FarConversation, FarPage
+from steerable_bridge.runtime.ports.port import PortInfo
+from steerable_bridge.runtime.ports.storage import SessionRecord
+from steerable_bridge.runtime.turns.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.transports.acp.bridge.child import AgentUnavailable, ChildAgent, Live
 from steerable_bridge.transports.acp.bridge.client import (
     Asked,
@@ -254,7 +254,7 @@ class AcpBridge:
         self.opened[conversation_id] = (created.session_id, live.incarnation)
         return created.session_id
 
-    # -- what the port may say and change (`runtime/far.py`) --------------------------------
+    # -- what the port may say and change (`runtime/ports/far.py`) --------------------------------
 
     def describe(self, info: PortInfo) -> PortInfo:
         """Our log lists, replays and steers every conversation (steering the agent does

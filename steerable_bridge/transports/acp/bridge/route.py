@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from steerable_bridge.runtime.model import ModelInfo, ModelRequest, ModelStreamItem, ProviderError
+from steerable_bridge.runtime.ports.model import (
+    ModelInfo,
+    ModelRequest,
+    ModelStreamItem,
+    ProviderError,
+)
 
 __all__ = ["ROUTE_PROVIDER", "BridgedAgentRoute"]
 

@@ -41,19 +41,19 @@ from acp import RequestError
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import StopReason
-from steerable_bridge.runtime.permissions import PermissionRequest
-from steerable_bridge.runtime.questions import (
+from steerable_bridge.runtime.ports.permissions import PermissionRequest
+from steerable_bridge.runtime.ports.questions import (
     ANSWER_PREFIX,
     QuestionAnswer,
     QuestionRequest,
     answer_schema,
     question_id_for,
 )
-from steerable_bridge.runtime.recorder import TurnRecorder
-from steerable_bridge.runtime.steering import Queued
-from steerable_bridge.runtime.storage import StoreError
-from steerable_bridge.runtime.tool_batch import APPROVAL_SCHEMA, STOP_OPTION
-from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
+from steerable_bridge.runtime.ports.storage import StoreError
+from steerable_bridge.runtime.tool_calls.tool_batch import APPROVAL_SCHEMA, STOP_OPTION
+from steerable_bridge.runtime.turns.recorder import TurnRecorder
+from steerable_bridge.runtime.turns.steering import Queued
+from steerable_bridge.runtime.turns.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.runtime.values import (
     ContentPart,
     Interrupt,

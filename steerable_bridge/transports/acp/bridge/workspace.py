@@ -25,7 +25,7 @@ import anyio
 from acp import RequestError
 from acp import schema as acp
 
-from steerable_bridge.runtime.environment import CommandResult, Environment, WorkspaceError
+from steerable_bridge.runtime.ports.environment import CommandResult, Environment, WorkspaceError
 
 __all__ = ["ChildWorkspace", "client_capabilities", "refused"]
 

@@ -21,8 +21,8 @@ from typing import Any, Literal
 from ag_ui.core import BaseEvent, Interrupt
 from pydantic import ValidationError
 
-from steerable_bridge.runtime import codec
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
 
 __all__ = [

@@ -32,7 +32,12 @@ from ag_ui.core import BaseEvent, Event, RunAgentInput
 from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter, ValidationError
 
-from steerable_bridge.runtime.model import ModelInfo, ModelRequest, ModelStreamItem, ProviderError
+from steerable_bridge.runtime.ports.model import (
+    ModelInfo,
+    ModelRequest,
+    ModelStreamItem,
+    ProviderError,
+)
 from steerable_bridge.transports.agui.bridge.sse import sse_batches
 
 __all__ = [

@@ -28,11 +28,11 @@ import anyio
 from ag_ui.core import ResumeEntry, RunAgentInput
 
 from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.encoding.surrogates import scrub
 from steerable_bridge.runtime.events import StopReason
-from steerable_bridge.runtime.recorder import TurnRecorder
-from steerable_bridge.runtime.storage import StoreError
-from steerable_bridge.runtime.surrogates import scrub
-from steerable_bridge.runtime.turn import RunOutcome, TurnContext, TurnInput
+from steerable_bridge.runtime.ports.storage import StoreError
+from steerable_bridge.runtime.turns.recorder import TurnRecorder
+from steerable_bridge.runtime.turns.turn import RunOutcome, TurnContext, TurnInput
 from steerable_bridge.runtime.values import ContentPart, TextPart
 from steerable_bridge.transports.agui.bridge.calls import BridgedCall, ids_in
 from steerable_bridge.transports.agui.bridge.endpoint import AguiEndpoint, BridgeError

@@ -45,9 +45,8 @@ import anyio
 from ag_ui.core import Interrupt, ResumeEntry
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.approvals import approval_key, approval_options
-from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
-from steerable_bridge.runtime.questions import (
+from steerable_bridge.runtime.ports.permissions import PermissionAnswer, PermissionRequest
+from steerable_bridge.runtime.ports.questions import (
     CONFIRM_SCHEMA,
     QuestionAnswer,
     Questioner,
@@ -55,8 +54,9 @@ from steerable_bridge.runtime.questions import (
     form_problem,
     url_problem,
 )
-from steerable_bridge.runtime.tool_batch import STOP_OPTION, Emit
-from steerable_bridge.runtime.turn import TurnContext
+from steerable_bridge.runtime.tool_calls.approvals import approval_key, approval_options
+from steerable_bridge.runtime.tool_calls.tool_batch import STOP_OPTION, Emit
+from steerable_bridge.runtime.turns.turn import TurnContext
 from steerable_bridge.runtime.values import TextPart, ToolCall, canonical_json
 from steerable_bridge.transports.agui.bridge.calls import BridgedCall, raw_arguments
 from steerable_bridge.transports.agui.bridge.mapping import EventMapper

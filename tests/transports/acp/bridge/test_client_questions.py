@@ -8,7 +8,7 @@ import anyio
 import pytest
 from acp import schema as acp
 
-from steerable_bridge.runtime.questions import QuestionAnswer
+from steerable_bridge.runtime.ports.questions import QuestionAnswer
 from steerable_bridge.transports.acp.bridge.client import BridgeClient, Completed, Questioned
 from steerable_bridge.transports.acp.bridge.workspace import ChildWorkspace, client_capabilities
 

@@ -13,11 +13,11 @@ import pytest
 
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.turn import ResumeDecision, TurnInput
+from steerable_bridge.runtime.turns.turn import ResumeDecision, TurnInput
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.acp.bridge import (
     ROUTE_PROVIDER,

@@ -26,10 +26,10 @@ from steerable_bridge.conformance import scenario_tools
 from steerable_bridge.conformance.live import AguiExchange, _turn, run_agui
 from steerable_bridge.conformance.scenarios import Scenario, load_scenarios
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent import Agent, AgentConfig
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.routing import ModelRouter
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.acp.bridge import ROUTE_PROVIDER, AcpBridge, BridgedAgentRoute
 from steerable_bridge.transports.agui.app import create_app

@@ -14,14 +14,14 @@ from ag_ui.core import BaseEvent
 from ag_ui.encoder import EventEncoder
 
 from steerable_bridge.adapters.storage.memory import MemoryStore
-from steerable_bridge.runtime.agent import Agent, AgentConfig, new_id
-from steerable_bridge.runtime.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
+from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
-from steerable_bridge.runtime.port import Attachments
-from steerable_bridge.runtime.quality_settings import QualitySettings
-from steerable_bridge.runtime.routing import ModelRouter
-from steerable_bridge.runtime.turn import LoopSettings, RunOutcome, TurnInput
+from steerable_bridge.runtime.model_quality.quality_settings import QualitySettings
+from steerable_bridge.runtime.ports.permissions import PermissionAnswer, PermissionRequest
+from steerable_bridge.runtime.ports.port import Attachments
+from steerable_bridge.runtime.turns.turn import LoopSettings, RunOutcome, TurnInput
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.agui.bridge import AguiEndpoint, AguiEngine, EndpointSettings
 

@@ -328,7 +328,7 @@ async def test_a_langgraph_on_interrupt_is_asked_and_answered_in_forwarded_props
 
 def _far(cls: type[ev.EventBase], seq: int, **fields: object) -> CustomEvent:
     """A CUSTOM event our own far server sends: the whole LoopEvent of its own log."""
-    from steerable_bridge.runtime import codec
+    from steerable_bridge.runtime.encoding import codec
 
     event = cls(session_id="far", run_id="far-run", seq=seq, ts=1, **fields)
     value = codec.event_to_jsonable(event)  # type: ignore[arg-type]

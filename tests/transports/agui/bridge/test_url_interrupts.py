@@ -20,9 +20,9 @@ from ag_ui.core import (
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import QuestionMode
-from steerable_bridge.runtime.permissions import PermissionAnswer, PermissionRequest
-from steerable_bridge.runtime.port import Attachments
-from steerable_bridge.runtime.questions import QuestionAnswer, QuestionRequest
+from steerable_bridge.runtime.ports.permissions import PermissionAnswer, PermissionRequest
+from steerable_bridge.runtime.ports.port import Attachments
+from steerable_bridge.runtime.ports.questions import QuestionAnswer, QuestionRequest
 from tests.transports.agui.bridge.engine_kit import Bridged, Frame, bridged
 
 pytestmark = pytest.mark.anyio

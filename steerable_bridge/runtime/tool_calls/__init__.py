@@ -1,0 +1,5 @@
+"""What happens between a model's tool call and the result it sees: the turn's tool batch
+(decide, run, log each call), the gate that asks guards and hooks about every call, durable
+approvals and the command shapes an 'always allow' covers, the per-result bound that keeps
+one result from flooding the context, and the exposure tiers that decide which tools a step
+offers."""

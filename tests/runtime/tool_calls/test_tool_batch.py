@@ -1,0 +1,223 @@
+"""`ToolBatch` (`runtime/tool_calls/tool_batch.py`), driven through real turns: malformed
+calls become `model_protocol_error` results that tell the model how to call again; a
+frontend tool is left pending for the client and settled by its result in the next run (a
+call it did not answer gets a `cancelled` result); a deferred approval becomes an interrupt
+with `APPROVAL_SCHEMA`, and the client's resume runs, rejects or stops the call; a withdrawn
+permission request does not run the call; twin calls of a parallel-safe tool run one after
+the other. Every call ends with exactly one `tool_finished`. The common paths (unknown tool,
+invalid arguments, timeouts, permissions asked) are pinned in `test_loop.py` and
+`test_approvals.py`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from steerable_bridge.runtime import events as ev
+from steerable_bridge.runtime.agent_sessions.session import Session
+from steerable_bridge.runtime.ports.permissions import (
+    PermissionAnswer,
+    PermissionRequest,
+    StaticPolicy,
+)
+from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
+from steerable_bridge.runtime.tool_calls.tool_batch import APPROVAL_SCHEMA
+from steerable_bridge.runtime.turns.turn import ClientToolResult, ResumeDecision, TurnInput
+from steerable_bridge.runtime.values import TextPart
+from tests.runtime.harness import assert_well_formed, make_agent, of, prompt, scripted, text_tool
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
+
+
+def call(call_id: str, name: str = "echo", **arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "arguments": arguments}
+
+
+async def answer(session: Session, **turn: Any) -> tuple[Any, list[ev.LoopEvent]]:
+    """A run that only answers what the last one left open."""
+    seen: list[ev.LoopEvent] = []
+
+    async def sink(event: ev.LoopEvent) -> None:
+        seen.append(event)
+
+    with anyio.fail_after(10):
+        outcome = await session.prompt(TurnInput(**turn), sink)
+    return outcome, seen
+
+
+def finished(events: list[ev.LoopEvent]) -> dict[str, ev.ToolFinished]:
+    return {e.call_id: e for e in of(events, ev.ToolFinished)}
+
+
+def assert_every_call_finished_once(session: Session) -> None:
+    """Over the whole log (a call may end in the run after the one that made it)."""
+    logged = list(session.log.view())
+    made = sorted(e.call_id for e in of(logged, ev.ToolCallEnd))
+    assert sorted(e.call_id for e in of(logged, ev.ToolFinished)) == made
+
+
+@pytest.mark.parametrize(
+    ("script_call", "needle"),
+    [
+        ({"id": "c1", "name": "", "arguments": {"text": "x"}}, "call one of these tools by name"),
+        ({"id": "c1", "name": "echo", "arguments": ["x"]}, "not a JSON object"),
+    ],
+)
+async def test_a_malformed_call_is_a_protocol_error_the_model_is_told_how_to_fix(
+    script_call: dict[str, Any], needle: str
+) -> None:
+    model = scripted({"tool_calls": [script_call]}, {"text": "ok"})
+    agent = make_agent(model, tools=[text_tool(), text_tool("write", kind="edit")])
+    outcome, seen = await prompt(await agent.new_session("/w"))
+    assert outcome.stop_reason == "end_turn"
+    result = finished(seen)["c1"]
+    assert result.status == "failed" and result.error is not None
+    assert result.error.code == "model_protocol_error" and needle in result.error.message
+    if not script_call["name"]:
+        assert "echo, write" in result.error.message  # it names the tools there are
+    assert_well_formed(seen)
+
+
+def frontend_tool(name: str = "pick_colour") -> Tool:
+    return text_tool(name, executor="frontend")
+
+
+async def test_a_frontend_call_waits_for_the_client_and_its_result_settles_it() -> None:
+    model = scripted(
+        {"tool_calls": [call("c1", "pick_colour", text="which?")]}, {"text": "Blue it is."}
+    )
+    session = await make_agent(model, tools=[frontend_tool()]).new_session("/w")
+    outcome, seen = await prompt(session)
+    assert outcome.stop_reason == "interrupted"
+    assert of(seen, ev.RunFinished)[0].pending_tool_call_ids == ("c1",)
+    assert "c1" not in finished(seen)  # left open, not cancelled
+    result = ClientToolResult(call_id="c1", content=(TextPart(text="blue"),))
+    outcome, seen = await answer(session, tool_results=(result,))
+    assert outcome.stop_reason == "end_turn"
+    settled = finished(seen)["c1"]
+    assert settled.status == "completed" and settled.content == (TextPart(text="blue"),)
+    request = of(seen, ev.ModelRequestEvent)[0].request
+    assert request.messages[-1].role == "tool" and request.messages[-1].text == "blue"
+
+
+async def test_a_frontend_call_the_client_does_not_answer_is_cancelled_next_run() -> None:
+    model = scripted({"tool_calls": [call("c1", "pick_colour", text="?")]}, {"text": "ok"})
+    session = await make_agent(model, tools=[frontend_tool()]).new_session("/w")
+    await prompt(session)
+    _, seen = await prompt(session, "never mind")
+    settled = finished(seen)["c1"]
+    assert settled.status == "cancelled" and settled.error is not None
+    assert "no result was given" in settled.error.message
+    assert_every_call_finished_once(session)
+
+
+async def deferred_session(*rounds: dict[str, Any], ran: list[str]) -> Session:
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        ran.append(args["text"])
+        return ToolResult(content=(TextPart(text="written"),))
+
+    tool = text_tool("write", kind="edit", handler=handler)
+    session = await make_agent(scripted(*rounds), tools=[tool], approval="ask").new_session("/w")
+    session.policy = StaticPolicy("ask", defer=True)
+    return session
+
+
+async def test_a_deferred_approval_is_an_interrupt_the_clients_resume_answers() -> None:
+    ran: list[str] = []
+    session = await deferred_session(
+        {"tool_calls": [call("c1", "write", text="x")]}, {"text": "done"}, ran=ran
+    )
+    outcome, seen = await prompt(session)
+    assert outcome.stop_reason == "interrupted" and ran == []
+    (interrupt,) = of(seen, ev.RunFinished)[0].interrupts
+    assert interrupt.id == "approval-c1" and interrupt.tool_call_id == "c1"
+    assert interrupt.response_schema_json == APPROVAL_SCHEMA
+    assert json.loads(APPROVAL_SCHEMA)["required"] == ["approved"]
+    assert of(seen, ev.PermissionRequested)[0].call_id == "c1"
+    outcome, seen = await answer(session, resume=(ResumeDecision(call_id="c1", approved=True),))
+    assert outcome.stop_reason == "end_turn" and ran == ["x"]
+    resolved = of(seen, ev.PermissionResolved)[0]
+    assert resolved.outcome == "allow_once" and resolved.approval_key is None
+    assert finished(seen)["c1"].status == "completed"
+
+
+@pytest.mark.parametrize(
+    ("decision", "stop_reason", "code"),
+    [
+        ({"approved": False}, "end_turn", "permission_denied"),
+        ({"approved": False, "stop": True}, "rejected", None),
+    ],
+)
+async def test_a_rejecting_resume_fails_the_call_or_stops_the_turn(
+    decision: dict[str, Any], stop_reason: str, code: str | None
+) -> None:
+    ran: list[str] = []
+    session = await deferred_session(
+        {"tool_calls": [call("c1", "write", text="x")]}, {"text": "ok"}, ran=ran
+    )
+    await prompt(session)
+    outcome, seen = await answer(session, resume=(ResumeDecision(call_id="c1", **decision),))
+    assert outcome.stop_reason == stop_reason and ran == []
+    result = finished(seen)["c1"]
+    assert result.status != "completed"
+    if code is not None:
+        assert result.error is not None and result.error.code == code
+    if decision.get("stop"):
+        assert of(seen, ev.PermissionResolved)[0].option_id == "reject_stop"
+    assert_every_call_finished_once(session)
+
+
+async def test_an_always_resume_is_kept_and_the_next_such_call_is_not_deferred() -> None:
+    ran: list[str] = []
+    session = await deferred_session(
+        {"tool_calls": [call("c1", "write", text="x")]},
+        {"tool_calls": [call("c2", "write", text="y")]},
+        {"text": "ok"},
+        ran=ran,
+    )
+    await prompt(session)
+    decision = ResumeDecision(call_id="c1", approved=True, always=True)
+    outcome, seen = await answer(session, resume=(decision,))
+    assert outcome.stop_reason == "end_turn" and ran == ["x", "y"]
+    assert [e.outcome for e in of(seen, ev.PermissionResolved)] == ["allow_always"]
+    assert of(seen, ev.PermissionResolved)[0].approval_key == "write"
+
+
+async def test_a_withdrawn_permission_request_does_not_run_the_call() -> None:
+    ran: list[str] = []
+
+    async def withdraw(request: PermissionRequest) -> PermissionAnswer:
+        return PermissionAnswer(outcome="cancelled")
+
+    session = await deferred_session(
+        {"tool_calls": [call("c1", "write", text="x")]}, {"text": "ok"}, ran=ran
+    )
+    session.policy = StaticPolicy("ask", withdraw)
+    outcome, seen = await prompt(session)
+    assert outcome.stop_reason == "end_turn" and ran == []
+    result = finished(seen)["c1"]
+    assert result.error is not None and result.error.code == "permission_denied"
+    assert "withdrawn" in result.error.message
+
+
+async def test_twin_calls_of_a_parallel_safe_tool_run_one_after_the_other() -> None:
+    trace: list[str] = []
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        trace.append(f"start {ctx.call_id}")
+        for _ in range(5):
+            await anyio.lowlevel.checkpoint()  # room for a concurrent call to start
+        trace.append(f"end {ctx.call_id}")
+        return ToolResult(content=(TextPart(text=args["text"]),))
+
+    tool = text_tool("look", kind="read", parallel_safe=True, handler=handler)
+    twins = [call("c1", "look", text="a"), call("c2", "look", text="a")]
+    model = scripted({"tool_calls": [*twins, call("c3", "look", text="b")]}, {"text": "ok"})
+    _, seen = await prompt(await make_agent(model, tools=[tool]).new_session("/w"))
+    assert trace[:2] == ["start c1", "end c1"]  # the twin waits for the first's result
+    assert set(trace[2:]) == {"start c2", "end c2", "start c3", "end c3"}
+    assert trace.index("start c3") < trace.index("end c2")  # distinct calls still overlap
+    assert list(finished(seen)) == ["c1", "c2", "c3"]
