@@ -12,9 +12,11 @@ FAST = False
 """True when this run deselects `slow` tests (set by tests/conftest.py)."""
 
 FAST_SHARE = 8
-"""The fast lane draws one in `FAST_SHARE` of a test's full examples (at least ten)."""
+"""The fast lane draws one in `FAST_SHARE` of a test's full examples (at least ten, or all
+of them when a test has fewer)."""
 
 
 def examples(full: int) -> int:
-    """`full` in the full suite; a fixed share of it (at least ten) in the fast lane."""
-    return max(10, full // FAST_SHARE) if FAST else full
+    """`full` in the full suite; a fixed share of it (at least ten, never more than `full`)
+    in the fast lane."""
+    return min(full, max(10, full // FAST_SHARE)) if FAST else full

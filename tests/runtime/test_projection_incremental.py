@@ -34,6 +34,7 @@ from steerable_bridge.runtime.projection import (
 )
 from steerable_bridge.runtime.tokens import estimate_message_tokens
 from steerable_bridge.runtime.values import Message, TextPart
+from tests.lanes import examples
 
 from .strategies import for_dataclass
 
@@ -239,7 +240,7 @@ def build(steps: Sequence[Step]) -> list[ev.LoopEvent]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     st.lists(st.tuples(_STEPS, st.booleans()), max_size=40),
     st.integers(min_value=0, max_value=60),

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from steerable_bridge.runtime.pseudo_calls import PseudoCallFilter
 from steerable_bridge.runtime.tool_text import MarkupStripper
+from tests.lanes import examples
 
 from .tool_corpus import CASES, TOOLS, leaks, run, splittings
 
@@ -46,7 +47,7 @@ def test_every_adversarial_split_gives_the_same_calls_text_and_reasoning(name: s
             assert leaks(shown) == 0, chunks
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None, derandomize=True)
 @given(st.sampled_from(sorted(CASES)), st.lists(st.integers(min_value=0), max_size=40))
 def test_any_split_gives_the_same_result(name: str, cuts: list[int]) -> None:
     case = CASES[name]
@@ -66,7 +67,7 @@ _EMBEDDABLE = [n for n in POSITIVE if not CASES[n]["reasoning"] and CASES[n]["fa
 """Cases that may sit between sentences (start-only markers and reasoning cases aside)."""
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(
     st.lists(st.tuples(_PROSE, st.sampled_from(_EMBEDDABLE)), min_size=1, max_size=3),
     _PROSE,
