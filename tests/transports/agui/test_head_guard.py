@@ -26,6 +26,7 @@ from steerable_bridge.transports.agui.head_guard import (
     connection_budget,
     guarded,
 )
+from tests.prompt_server import PromptServer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -60,7 +61,7 @@ def running(protocol: Any) -> Iterator[tuple[str, int]]:
         http=guarded(protocol, LIMITS, budget),
         h11_max_incomplete_event_size=LIMITS.max_head_bytes,
     )
-    server = uvicorn.Server(config)
+    server = PromptServer(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
