@@ -239,8 +239,10 @@ def test_the_registry_and_server_keep_their_state_where_we_reach_it() -> None:
 # -- nothing else touches SDK private names -----------------------------------------------------
 
 
+@functools.cache
 def sdk_private_members() -> frozenset[str]:
-    """Every `_name` the SDK's own code sets on `self` or defines as a method."""
+    """Every `_name` the SDK's own code sets on `self` or defines as a method (the installed
+    SDK does not change during a run: read once for the two tests that ask)."""
     names: set[str] = set()
     for path in SDK.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
