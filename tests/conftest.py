@@ -19,7 +19,12 @@ settings.register_profile(
     "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
-    "fast", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "fast",
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    # a property test that names no max_examples draws the fast lane's share of the default
+    max_examples=max(10, settings.get_profile("default").max_examples // lanes.FAST_SHARE),
 )
 if os.environ.get("CI"):
     settings.load_profile("ci")

@@ -17,6 +17,8 @@ parsed once."""
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -94,10 +96,25 @@ def _local_module(path: Path, node: ast.AST) -> Path | None:
     return None
 
 
+STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+"""The fields of a node that hold statements (an `except` and a `case` keep theirs in `body`)."""
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every statement in `tree`, at any depth: an import is a statement, so finding one needs
+    no walk through expressions, which are most of a module's nodes."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        for field in STATEMENT_FIELDS:
+            pending.extend(getattr(node, field, ()))
+
+
 def _imported(path: Path, tree: ast.Module) -> set[str]:
     """Names `tree` imports from a local module in whose reach they start a process."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         helper_path = _local_module(path, node)
         if helper_path is not None and helper_path not in _VISITING:
             assert isinstance(node, ast.ImportFrom)
@@ -152,26 +169,48 @@ def _library(path: Path) -> frozenset[str]:
     return _grow(spawning, uses) | imported
 
 
+def _segments(source: str) -> Callable[[ast.stmt], str]:
+    """`ast.get_source_segment(source, node)` for `source`'s statements, with the source
+    encoded and its lines found once (`get_source_segment` splits the whole source on every
+    call, which made reading the test modules a noticeable share of collection)."""
+    encoded = source.encode("utf-8")
+    starts = [0] + [match.end() for match in re.finditer(rb"\r\n|\r|\n", encoded)]
+
+    def segment(node: ast.stmt) -> str:
+        end_lineno, end_col = node.end_lineno, node.end_col_offset
+        if end_lineno is None or end_col is None:
+            return ""
+        first = starts[node.lineno - 1] + node.col_offset
+        return encoded[first : starts[end_lineno - 1] + end_col].decode("utf-8")
+
+    return segment
+
+
 def _read(path: Path) -> frozenset[str]:
     """The body of `_spawning_names` for a test module: its names whose text reaches a spawn."""
     source = path.read_text(encoding="utf-8")
     tree = ast.parse(source)
     helpers = _imported(path, tree)
+    segment = _segments(source)
     bodies: dict[str, tuple[str, set[str]]] = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            targets = [node.name]
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = [
-                t.id
-                for t in ast.walk(node)
-                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
-            ]
-        else:
+        if not isinstance(
+            node,
+            ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Assign | ast.AnnAssign,
+        ):
             continue
-        text = ast.get_source_segment(source, node) or ""
-        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        names |= {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments) for a in n.args}
+        names: set[str] = set()
+        stored: list[str] = []
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name):
+                names.add(child.id)
+                if isinstance(child.ctx, ast.Store):
+                    stored.append(child.id)
+            elif isinstance(child, ast.arguments):
+                names |= {a.arg for a in child.args}
+        is_def = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        targets = [node.name] if is_def else stored
+        text = segment(node)
         for target in targets:
             bodies[target] = (text, names)
     spawning = {

@@ -76,7 +76,10 @@ def unseal(events: list[ev.LoopEvent]) -> list[ev.LoopEvent]:
 async def test_scenario_on_the_anthropic_adapter(scenario: Scenario) -> None:
     assert not any(r.violation or r.delay_ms for r in scenario.script.rounds)
     rec = Recorder(await answers(scenario))
-    async with serve(rec) as url:
+    # unpaced: the same odd-sized pieces, sent back to back. How the adapter reads a stream
+    # cut anywhere is test_anthropic's subject (any boundaries; the paced live server); here
+    # it is the story, and a 1 ms pause per piece made the corpus wait seconds.
+    async with serve(rec, pace_s=0) as url:
         provider = AnthropicProvider(
             AnthropicConfig(
                 model="claude-scenario",

@@ -13,6 +13,7 @@ from steerable_bridge.conformance.grammar import sessions
 from steerable_bridge.conformance.mapping import MAPPING, acp_shown, markdown, missing_rows, row
 from steerable_bridge.runtime.events import KINDS, LoopEvent
 from steerable_bridge.transports.acp.renderer import AcpRenderer
+from tests.lanes import examples
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "mapping.md"
 
@@ -36,7 +37,7 @@ def test_rows_are_looked_up_by_kind(kind: str) -> None:
     assert row(kind).kind == kind
 
 
-@settings(max_examples=60, deadline=None, database=None)
+@settings(max_examples=examples(60), deadline=None, database=None)
 @given(sessions())
 def test_the_table_says_what_the_renderers_do(events: list[LoopEvent]) -> None:
     acp = AcpRenderer()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,17 +94,30 @@ def carries_code(node: ast.ClassDef) -> bool:
     return False
 
 
-def package_classes() -> list[ClassInfo]:
+def statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement in `tree` at any depth (a class is one), without walking expressions."""
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            pending.extend(getattr(node, field, ()))
+
+
+@functools.cache
+def package_classes() -> tuple[ClassInfo, ...]:
+    """Every class of the package's source, read once for the tests below (it is immutable)."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if GENERATED in path.parents:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in statements(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 bases = tuple(ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases)
                 where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
                 found.append(ClassInfo(node.name, where, bases, carries_code(node)))
-    return found
+    return tuple(found)
 
 
 def ancestors(info: ClassInfo, by_name: dict[str, list[ClassInfo]]) -> set[str]:

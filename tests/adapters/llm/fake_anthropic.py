@@ -26,6 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from steerable_bridge.adapters.llm.scripted import Round
+from tests.prompt_server import PromptServer
 
 
 def event(kind: str, data: dict[str, Any]) -> bytes:
@@ -221,7 +222,7 @@ async def serve(rec: Recorder, pace_s: float = 0.001) -> AsyncIterator[str]:
         return StreamingResponse(pieces(), media_type="text/event-stream")
 
     app = Starlette(routes=[Route("/v1/messages", messages, methods=["POST"])])
-    server = uvicorn.Server(
+    server = PromptServer(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     )
     async with anyio.create_task_group() as tg:

@@ -40,6 +40,7 @@ from steerable_bridge.runtime.values import (
     ThinkingBlock,
     ToolCall,
 )
+from tests.lanes import examples
 from tests.refusing_port import refusing_port
 
 from .fake_anthropic import Recorder, Stream, fail, mock_transport, ok, serve
@@ -180,7 +181,7 @@ async def test_thinking_is_streamed_then_sealed_and_redacted_blocks_are_kept() -
     assert text_of(items) == "Answer."
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=examples(40), deadline=None, derandomize=True)
 @given(sizes=st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=8))
 def test_any_fragment_boundaries_give_the_same_items(sizes: list[int]) -> None:
     import anyio

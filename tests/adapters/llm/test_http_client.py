@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient, SpreadTransport
+from tests.prompt_server import PromptServer
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +37,7 @@ async def held_server(
         return Response(b"ok")
 
     app = Starlette(routes=[Route("/", hold, methods=["GET"])])
-    server = uvicorn.Server(
+    server = PromptServer(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     )
     async with anyio.create_task_group() as tg:

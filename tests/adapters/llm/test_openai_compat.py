@@ -42,6 +42,7 @@ from steerable_bridge.runtime.ports.model import (
     ToolSpec,
 )
 from steerable_bridge.runtime.values import ImagePart, Message, TextPart, ToolCall
+from tests.prompt_server import PromptServer
 from tests.refusing_port import refusing_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -497,7 +498,7 @@ async def serve(rec: Recorder, pace_s: float = 0.002) -> AsyncIterator[str]:
             Route("/v1/models", models),
         ]
     )
-    server = uvicorn.Server(
+    server = PromptServer(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     )
     async with anyio.create_task_group() as tg:

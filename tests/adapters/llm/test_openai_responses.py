@@ -43,6 +43,7 @@ from steerable_bridge.runtime.ports.model import (
     ToolSpec,
 )
 from steerable_bridge.runtime.values import ImagePart, Message, TextPart, ToolCall, Usage
+from tests.prompt_server import PromptServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -146,7 +147,7 @@ async def serve(rec: Recorder) -> AsyncIterator[str]:
         return StreamingResponse(pieces(), media_type="text/event-stream")
 
     app = Starlette(routes=[Route("/v1/responses", responses, methods=["POST"])])
-    server = uvicorn.Server(
+    server = PromptServer(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     )
     async with anyio.create_task_group() as tg:

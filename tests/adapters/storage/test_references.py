@@ -18,6 +18,7 @@ from steerable_bridge.runtime.model_context.projection import project_history
 from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.ports.storage import StoreError
 from steerable_bridge.runtime.values import Message, TextPart, ToolCall
+from tests.lanes import examples
 from tests.runtime.strategies import for_dataclass
 
 pytestmark = pytest.mark.timeout(60)
@@ -51,7 +52,7 @@ def fetch_for(
 
 
 @pytest.mark.parametrize("cls", ev.EVENT_TYPES, ids=ev.KINDS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(data=st.data())
 def test_every_variant_round_trips_through_its_body(cls: type, data: st.DataObject) -> None:
     event = data.draw(for_dataclass(cls))
@@ -267,7 +268,7 @@ _PIECES = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(pieces=_PIECES)
 def test_any_log_of_requests_reads_back_exactly(pieces: list[tuple[str, object]]) -> None:
     """Requests that repeat, drop and reorder messages, with equal messages from different

@@ -40,6 +40,7 @@ from steerable_bridge.runtime.session_log.delta_runs import DeltaRun, Entry
 from steerable_bridge.runtime.session_log.log import SessionLog
 from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
+from tests.lanes import examples
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -86,7 +87,7 @@ _deltas = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(texts=_deltas, cuts=st.lists(st.integers(0, 40), max_size=4), after=st.integers(-1, 45))
 def test_any_deltas_in_any_batches_read_back_exactly_from_any_seq(
     texts: list[tuple[str, str, str, int]], cuts: list[int], after: int

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from steerable_bridge.adapters.tools.mcp import McpServerConfig, open_mcp_servers
 from steerable_bridge.runtime.ports.tools import ToolContext
 from steerable_bridge.runtime.values import TextPart
+from tests.prompt_server import PromptServer
 from tests.transports.agui.harness import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -53,7 +54,7 @@ class _SeenHeaders:
 @asynccontextmanager
 async def _serving(app: ASGIApp) -> AsyncIterator[str]:
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = PromptServer(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         await until(lambda: server.started, 10)

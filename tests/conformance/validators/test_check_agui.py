@@ -33,6 +33,7 @@ from steerable_bridge.conformance.validators.check_agui import (
     check_agui_endpoint,
     default_run_input,
 )
+from tests.prompt_server import PromptServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -40,7 +41,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 @asynccontextmanager
 async def live(app: Starlette) -> AsyncIterator[str]:
     """Serve `app` with uvicorn on 127.0.0.1, a free port; yields the base URL; stops it."""
-    server = uvicorn.Server(
+    server = PromptServer(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     )
     async with anyio.create_task_group() as tg:

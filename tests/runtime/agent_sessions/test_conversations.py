@@ -19,6 +19,7 @@ from steerable_bridge.runtime.ports.storage import SessionBusy, SessionNotFound
 from steerable_bridge.runtime.session_log.replay import coalesce_deltas
 from steerable_bridge.runtime.turns.turn import ResumeDecision, TurnInput
 from steerable_bridge.runtime.values import TextPart
+from tests.lanes import share
 from tests.runtime.harness import make_agent, scripted, text_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -258,7 +259,14 @@ async def test_a_compacted_conversation_loaded_from_its_tail_replays_exactly_fro
     assert list(await port.events_after(cid)) == logged
     loaded = port.agent.get(cid)
     assert loaded is not None and loaded.log.base > 0  # memory holds only the tail
-    for seq in range(-1, len(logged)):
+    # every seq in the full suite; in the fast lane a fixed share, and each seq at an edge:
+    # the loaded tail's start, a compaction, either side of a change of kind (a run of
+    # deltas begins or ends), the ends
+    edges = {loaded.log.base + d for d in (-2, -1, 0, 1)} | {len(logged) - 2}
+    edges |= {e.seq + d for e in logged if isinstance(e, ev.Compaction) for d in (-1, 0, 1)}
+    edges |= {s for a, b in pairwise(logged) if type(a) is not type(b) for s in (a.seq, b.seq)}
+    seqs = sorted({*share(range(-1, len(logged))), *(s for s in edges if -1 <= s < len(logged))})
+    for seq in seqs:
         after = [e for e in logged if e.seq > seq]
         assert list(await port.events_after(cid, seq)) == after
         assert list(await port.replay_after(cid, seq)) == list(coalesce_deltas(after))

@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.values import TextPart
+from tests.lanes import examples
 from tests.runtime.strategies import events, for_dataclass
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.mark.parametrize("cls", ev.EVENT_TYPES, ids=ev.KINDS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(data=st.data())
 def test_every_variant_round_trips_exactly_through_json(cls: type, data: st.DataObject) -> None:
     event = data.draw(for_dataclass(cls))
@@ -31,7 +32,7 @@ def test_every_variant_round_trips_exactly_through_json(cls: type, data: st.Data
     assert codec.event_from_jsonable(codec.event_to_jsonable(event)) == event
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(event=events())
 def test_json_lines_of_mixed_events_decode_to_the_same_sequence(event: ev.LoopEvent) -> None:
     line = codec.event_to_json(event)

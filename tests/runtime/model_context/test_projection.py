@@ -18,6 +18,7 @@ from steerable_bridge.runtime.model_context.projection import (
 )
 from steerable_bridge.runtime.session_log.log import SessionLog
 from steerable_bridge.runtime.values import TextPart, ToolCall, ToolError, canonical_json
+from tests.lanes import examples
 from tests.runtime.strategies import events
 
 
@@ -116,7 +117,7 @@ def test_an_unknown_event_fails_loudly() -> None:
         project_history(events)  # type: ignore[arg-type]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(events(), max_size=8))
 def test_every_known_kind_projects(log: list[ev.LoopEvent]) -> None:
     assert project_history(log) == project_history(log)

@@ -34,6 +34,7 @@ from steerable_bridge.runtime.model_context.projection import (
 from steerable_bridge.runtime.model_context.tokens import estimate_message_tokens
 from steerable_bridge.runtime.session_log.log import SessionLog
 from steerable_bridge.runtime.values import Message, TextPart
+from tests.lanes import examples
 from tests.runtime.strategies import for_dataclass
 
 
@@ -238,7 +239,7 @@ def build(steps: Sequence[Step]) -> list[ev.LoopEvent]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     st.lists(st.tuples(_STEPS, st.booleans()), max_size=40),
     st.integers(min_value=0, max_value=60),

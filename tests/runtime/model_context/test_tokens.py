@@ -15,6 +15,7 @@ from steerable_bridge.runtime.model_context.tokens import (
 )
 from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec
 from steerable_bridge.runtime.values import ImagePart, Message, TextPart, ToolCall
+from tests.lanes import examples
 
 
 def test_latin_text_costs_about_a_quarter_of_its_characters() -> None:
@@ -68,7 +69,7 @@ _POOL = [
 ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.lists(st.integers(min_value=0, max_value=7), max_size=10), max_size=8))
 def test_a_session_estimator_equals_the_estimate_of_each_whole_request(
     histories: list[list[int]],

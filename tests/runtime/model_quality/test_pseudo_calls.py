@@ -15,6 +15,7 @@ from steerable_bridge.runtime.model_quality.pseudo_calls import PseudoCallFilter
 from steerable_bridge.runtime.model_quality.tool_markers import DS_CALL_BEGIN, DS_CALLS_BEGIN
 from steerable_bridge.runtime.ports.model import ModelChunk, TextChunk, ToolCallChunk, ToolSpec
 from steerable_bridge.runtime.values import canonical_json
+from tests.lanes import examples
 
 CORPUS = json.loads((Path(__file__).parents[1] / "data" / "pseudo_calls.json").read_text("utf-8"))
 TOOLS = tuple(
@@ -64,7 +65,7 @@ def test_the_corpus_covers_every_format() -> None:
     }  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(st.sampled_from(sorted(CASES)), st.lists(st.integers(min_value=0), max_size=40))
 def test_every_split_gives_the_same_calls_and_text(name: str, cuts: list[int]) -> None:
     case = CASES[name]
@@ -76,7 +77,7 @@ def test_every_split_gives_the_same_calls_and_text(name: str, cuts: list[int]) -
         assert not any(marker in text for marker in MARKERS)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(st.text(max_size=300), st.lists(st.integers(min_value=0), max_size=30))
 def test_prose_passes_through_byte_identical(prose: str, cuts: list[int]) -> None:
     text, calls, _ = run(split_at(prose, cuts))
@@ -92,7 +93,7 @@ _EMBEDDED = [name for name in POSITIVE if CASES[name]["format"] not in
              ("bare_json", "pythonic", "fenced_json")]  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(
     st.lists(st.tuples(_PROSE, st.sampled_from(_EMBEDDED)), min_size=1, max_size=4),
     _PROSE,

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from steerable_bridge.runtime.model_quality.pseudo_calls import PseudoCallFilter
 from steerable_bridge.runtime.model_quality.tool_text import MarkupStripper
+from tests.lanes import examples
 from tests.runtime.tool_corpus import CASES, TOOLS, leaks, run, splittings
 
 POSITIVE = sorted(name for name, case in CASES.items() if case["calls"])
@@ -45,7 +46,7 @@ def test_every_adversarial_split_gives_the_same_calls_text_and_reasoning(name: s
             assert leaks(shown) == 0, chunks
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None, derandomize=True)
 @given(st.sampled_from(sorted(CASES)), st.lists(st.integers(min_value=0), max_size=40))
 def test_any_split_gives_the_same_result(name: str, cuts: list[int]) -> None:
     case = CASES[name]
@@ -65,7 +66,7 @@ _EMBEDDABLE = [n for n in POSITIVE if not CASES[n]["reasoning"] and CASES[n]["fa
 """Cases that may sit between sentences (start-only markers and reasoning cases aside)."""
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(
     st.lists(st.tuples(_PROSE, st.sampled_from(_EMBEDDABLE)), min_size=1, max_size=3),
     _PROSE,

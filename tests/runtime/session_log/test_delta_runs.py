@@ -16,6 +16,7 @@ from steerable_bridge.runtime.model_context.projection import history_entries, s
 from steerable_bridge.runtime.ports.storage import SessionRecord
 from steerable_bridge.runtime.session_log.log import SessionLog
 from steerable_bridge.runtime.session_log.replay import coalesce_deltas, coalesced_after
+from tests.lanes import examples
 
 _KINDS: list[tuple[type[Any], str]] = [
     (ev.TextDelta, "message_id"),
@@ -46,7 +47,7 @@ def _events(pieces: list[tuple[int, str, str, str, int]], boundary: list[bool]) 
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(_piece, min_size=0, max_size=40).flatmap(
         lambda p: st.tuples(st.just(p), st.lists(st.booleans(), min_size=len(p), max_size=len(p)))

@@ -9,6 +9,7 @@ from steerable_bridge.conformance.grammar import sessions
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.transports.acp.mapping import EVENT_CHANNEL, TABLE, by_kind
 from steerable_bridge.transports.acp.renderer import _RENDER, AcpRenderer
+from tests.lanes import examples
 
 
 def test_every_taxonomy_kind_has_exactly_one_row() -> None:
@@ -51,7 +52,7 @@ def _renderers() -> list[AcpRenderer]:
     ]
 
 
-@settings(max_examples=40, deadline=None, database=None)
+@settings(max_examples=examples(40), deadline=None, database=None)
 @given(sessions())
 def test_the_renderer_sends_only_the_variants_its_row_names(events: list[ev.LoopEvent]) -> None:
     renderers = _renderers()

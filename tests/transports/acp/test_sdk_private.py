@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import functools
 import importlib
 import importlib.metadata
 import inspect
@@ -50,8 +51,10 @@ def moved(name: str, detail: str) -> NoReturn:
     )
 
 
-def self_attributes(cls: type) -> set[str]:
-    """The `_names` `cls` (SDK source) assigns on `self` or defines as methods."""
+@functools.cache
+def self_attributes(cls: type) -> frozenset[str]:
+    """The `_names` `cls` (SDK source) assigns on `self` or defines as methods (read once per
+    class: the scan asks for each SDK ancestor of every class it meets)."""
     tree = ast.parse(inspect.getsource(cls))
     names = {
         node.attr
@@ -62,7 +65,7 @@ def self_attributes(cls: type) -> set[str]:
     }
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     names |= {n.name for n in ast.walk(tree) if isinstance(n, functions)}
-    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+    return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
 
 
 def resolve(dotted: str) -> None:
@@ -236,8 +239,10 @@ def test_the_registry_and_server_keep_their_state_where_we_reach_it() -> None:
 # -- nothing else touches SDK private names -----------------------------------------------------
 
 
+@functools.cache
 def sdk_private_members() -> frozenset[str]:
-    """Every `_name` the SDK's own code sets on `self` or defines as a method."""
+    """Every `_name` the SDK's own code sets on `self` or defines as a method (the installed
+    SDK does not change during a run: read once for the two tests that ask)."""
     names: set[str] = set()
     for path in SDK.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -256,18 +261,18 @@ def sdk_private_members() -> frozenset[str]:
     return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
 
 
-def sdk_bases(tree: ast.Module) -> dict[str, set[str]]:
+def sdk_bases(nodes: list[ast.AST]) -> dict[str, set[str]]:
     """Class name → the private members of the SDK classes it derives from (directly, or
-    through a name imported from `acp` or `sdk_private`)."""
+    through a name imported from `acp` or `sdk_private`); `nodes` are a module's, walked."""
     imported: dict[str, tuple[str, str]] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if not (isinstance(node, ast.ImportFrom) and node.module):
             continue
         if node.module.split(".")[0] == "acp" or node.module.endswith("sdk_private"):
             for alias in node.names:
                 imported[alias.asname or alias.name] = (node.module, alias.name)
     found: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.ClassDef):
             continue
         for base in node.bases:
@@ -284,8 +289,8 @@ def sdk_bases(tree: ast.Module) -> dict[str, set[str]]:
 
 def violations(source: str, members: frozenset[str]) -> Iterator[str]:
     """Each use of an SDK private name in `source`, as `line: what`."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(ast.parse(source)))
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("acp"):
             parts = node.module.split(".")
             if parts[0] == "acp" and any(p.startswith("_") for p in parts):
@@ -312,11 +317,11 @@ def violations(source: str, members: frozenset[str]) -> Iterator[str]:
             and node.args[1].value in members
         ):
             yield f"{node.lineno}: {node.func.id}(..., {node.args[1].value!r})"
-    bases = sdk_bases(tree)  # once per module: it resolves each class's SDK bases
-    for cls_node in ast.walk(tree):
-        if not isinstance(cls_node, ast.ClassDef):
+    bases = sdk_bases(nodes)
+    for cls_node in nodes:
+        if not (isinstance(cls_node, ast.ClassDef) and cls_node.name in bases):
             continue
-        inherited = bases.get(cls_node.name, set())
+        inherited = bases[cls_node.name]
         for node in ast.walk(cls_node):
             if isinstance(node, ast.Attribute) and node.attr in inherited:
                 yield f"{node.lineno}: {cls_node.name} uses the SDK's {node.attr}"

@@ -22,6 +22,7 @@ from steerable_bridge.runtime.ports.permissions import Approval
 from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.agui.app import create_app
+from tests.prompt_server import PromptServer
 from tests.runtime.harness import make_agent
 from tests.transports.agui.decoding import frames
 
@@ -114,7 +115,7 @@ async def asgi_client(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
 async def live_server(app: Starlette) -> AsyncIterator[str]:
     """Serve `app` with uvicorn on 127.0.0.1, a free port; yields the base URL."""
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
+    server = PromptServer(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         await until(lambda: server.started, 10)

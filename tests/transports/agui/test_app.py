@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -9,8 +10,15 @@ import anyio.abc
 import httpx
 import pytest
 
+from steerable_bridge.adapters.llm.scripted import ScriptedProvider
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
+from steerable_bridge.runtime.ports.model import (
+    ModelInfo,
+    ModelRequest,
+    ModelResponse,
+    ModelStreamItem,
+)
 from steerable_bridge.transports.agui.app import create_app
 from tests.runtime.harness import scripted
 from tests.transports.agui.decoding import decode
@@ -356,9 +364,32 @@ async def test_cors_only_for_the_given_origins() -> None:
     assert "access-control-allow-origin" not in closed.headers
 
 
+class Held:
+    """The scripted model, whose first call holds its response until `release` is set: the
+    turn stays running for as long as a test needs, and ends as soon as it is let go."""
+
+    def __init__(self, scripted: ScriptedProvider) -> None:
+        self.scripted = scripted
+        self.release = anyio.Event()
+        self.calls = 0
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.scripted.info
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        self.calls += 1
+        held = self.calls == 1
+        async for item in self.scripted.stream(request):
+            if held and isinstance(item, ModelResponse):
+                with anyio.fail_after(10):
+                    await self.release.wait()
+            yield item
+
+
 async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
-    # long enough (3 s) to still be running after the busy request's wait for a disconnect
-    slow = scripted({"text": "abcdefghij" * 12, "chunk_size": 1, "delay_ms": 25}, loop=True)
+    # the first turn's model call is held until both other requests were answered
+    slow = Held(scripted({"text": "abcdefghij", "chunk_size": 1}, loop=True))
     app = create_app(LocalPort(agent_for(slow)))
     results: dict[str, Any] = {}
     async with asgi_client(app) as client:
@@ -382,6 +413,7 @@ async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
                     forwardedProps=steer_props,
                 ),
             )
+            slow.release.set()
     assert busy.status_code == 409 and busy.json()["error"]["code"] == "thread_busy"
     assert steer.status_code == 200
     assert types(short) == ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]
@@ -395,9 +427,8 @@ async def test_a_busy_thread_answers_409_unless_the_request_steers() -> None:
 
 
 async def test_a_follow_up_request_is_taken_when_the_running_turn_would_end() -> None:
-    slow = scripted(
-        {"text": "abcdefghijklmnopqrst", "chunk_size": 1, "delay_ms": 25}, {"text": "and then"}
-    )
+    # the first turn's model call is held until the follow-up was queued
+    slow = Held(scripted({"text": "abcdefghijklmnopqrst", "chunk_size": 1}, {"text": "and then"}))
     app = create_app(LocalPort(agent_for(slow)))
     results: dict[str, Any] = {}
     async with asgi_client(app) as client:
@@ -417,6 +448,7 @@ async def test_a_follow_up_request_is_taken_when_the_running_turn_would_end() ->
                     forwardedProps={"steerable": {"follow_up": True}},
                 ),
             )
+            slow.release.set()
     assert queued.status_code == 200
     assert short[1]["name"] == "steerable.follow_up_queued"
     assert short[1]["value"]["messageIds"] == ["u2"]

@@ -26,10 +26,14 @@ from steerable_bridge.transports.agui.head_guard import (
     connection_budget,
     guarded,
 )
+from tests.prompt_server import PromptServer
 
 pytestmark = pytest.mark.timeout(60)
 
 LIMITS = ConnectionLimits(max_head_bytes=4096, head_timeout_s=0.5, body_timeout_s=0.5)
+IMPATIENT = ConnectionLimits(max_head_bytes=4096, head_timeout_s=0.1, body_timeout_s=0.1)
+"""For the tests that wait for a timeout to pass: it comes sooner (the others keep `LIMITS`,
+so a loaded machine has time to send a whole request)."""
 
 
 async def echo(request: Request) -> JSONResponse:
@@ -49,7 +53,7 @@ def protocols() -> list[Any]:
 
 
 @contextmanager
-def running(protocol: Any) -> Iterator[tuple[str, int]]:
+def running(protocol: Any, limits: ConnectionLimits = LIMITS) -> Iterator[tuple[str, int]]:
     """A uvicorn server in a thread with `protocol` behind the guard; yields its address."""
     budget = ConnectionBudget(max_connections=4, backlog=16, fd_limit=1024)
     config = uvicorn.Config(
@@ -57,10 +61,10 @@ def running(protocol: Any) -> Iterator[tuple[str, int]]:
         host="127.0.0.1",
         port=0,
         log_level="warning",
-        http=guarded(protocol, LIMITS, budget),
-        h11_max_incomplete_event_size=LIMITS.max_head_bytes,
+        http=guarded(protocol, limits, budget),
+        h11_max_incomplete_event_size=limits.max_head_bytes,
     )
-    server = uvicorn.Server(config)
+    server = PromptServer(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -77,6 +81,12 @@ def running(protocol: Any) -> Iterator[tuple[str, int]]:
 @pytest.fixture(params=protocols())
 def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
     with running(request.param) as where:
+        yield where
+
+
+@pytest.fixture(params=protocols())
+def impatient_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
+    with running(request.param, IMPATIENT) as where:
         yield where
 
 
@@ -122,13 +132,15 @@ def test_a_complete_head_past_the_limit_gets_431(server: tuple[str, int]) -> Non
     assert status == 431
 
 
-def test_a_slow_head_gets_408(server: tuple[str, int]) -> None:
-    status, body = exchange(server, b"GET /echo HTTP/1.1\r\n")
+def test_a_slow_head_gets_408(impatient_server: tuple[str, int]) -> None:
+    status, body = exchange(impatient_server, b"GET /echo HTTP/1.1\r\n")
     assert status == 408 and "head" in body["error"]["message"]
 
 
-def test_a_missing_body_gets_408(server: tuple[str, int]) -> None:
-    status, body = exchange(server, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\na")
+def test_a_missing_body_gets_408(impatient_server: tuple[str, int]) -> None:
+    status, body = exchange(
+        impatient_server, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\na"
+    )
     assert status == 408 and "body" in body["error"]["message"]
 
 

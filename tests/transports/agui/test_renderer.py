@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.values import Interrupt, Usage
 from steerable_bridge.transports.agui.renderer import AguiRenderer
+from tests.lanes import examples
 from tests.runtime.strategies import for_dataclass
 from tests.transports.agui.decoding import decode, frames
 
@@ -52,7 +53,7 @@ def _nulls(value: Any, path: str = "") -> list[str]:
     return []
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(data=st.data())
 def test_every_kind_decodes_back_to_the_same_event(data: st.DataObject) -> None:
     body = [data.draw(for_dataclass(cls)) for cls in BODY_TYPES]
@@ -69,7 +70,7 @@ def test_every_kind_decodes_back_to_the_same_event(data: st.DataObject) -> None:
         assert "timestamp" not in frame or isinstance(frame["timestamp"], int)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.one_of([for_dataclass(cls) for cls in BODY_TYPES]), max_size=8))
 def test_any_sequence_round_trips(body: list[ev.LoopEvent]) -> None:
     events = _fix([ev.RunStarted(session_id="", run_id="r", seq=0, ts=1, model="m"), *body])

@@ -15,6 +15,7 @@ from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
 from steerable_bridge.transports.agui import threads as threads_module
 from steerable_bridge.transports.agui.app import create_app
+from tests.lanes import examples
 from tests.runtime.harness import scripted
 from tests.transports.agui.decoding import frames
 from tests.transports.agui.harness import (
@@ -109,14 +110,16 @@ async def test_a_thread_whose_client_left_is_forgotten_and_reloads_whole() -> No
 
 
 async def test_a_thread_whose_client_left_takes_the_next_request_at_once() -> None:
-    """Disconnect mid-turn, then POST again on the same thread straight away, 50 times: each
-    new run is taken (waiting, bounded, for the cancellation to settle), never a 409."""
+    """Disconnect mid-turn, then POST again on the same thread straight away, 50 times (the
+    fast lane's share of them, tests/lanes.py): each new run is taken (waiting, bounded, for
+    the cancellation to settle), never a 409."""
+    trials = examples(50)
     hangs = scripted({"text": "working", "tool_calls": [{"id": "c1", "name": "slow"}]}, loop=True)
     app = create_app(LocalPort(agent_for(hangs, tools=[SLOW])))
     statuses = []
     known: list[dict[str, str]] = []
     async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
-        for trial in range(50):
+        for trial in range(trials):
             known.append(user(f"u{trial}", "go"))
             async with client.stream(
                 "POST", "/agent", json=run_input("t1", f"r{trial}", known)
@@ -129,9 +132,9 @@ async def test_a_thread_whose_client_left_takes_the_next_request_at_once() -> No
                         break
         session = session_of(app, "t1")
         await until(lambda: not session.running, 2.0)
-    assert statuses == [200] * 50
+    assert statuses == [200] * trials
     finished = [e for e in session.log.view() if isinstance(e, ev.RunFinished)]
-    assert [f.stop_reason for f in finished] == ["cancelled"] * 50
+    assert [f.stop_reason for f in finished] == ["cancelled"] * trials
 
 
 async def test_a_stale_release_never_frees_the_next_run() -> None:

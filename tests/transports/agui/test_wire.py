@@ -14,6 +14,7 @@ from steerable_bridge.runtime.values import TextPart, Usage
 from steerable_bridge.transports.agui.history import MessageFold
 from steerable_bridge.transports.agui.renderer import DERIVED, AguiRenderer
 from steerable_bridge.transports.agui.wire import _FAST, SseEncoder
+from tests.lanes import examples
 from tests.runtime.strategies import for_dataclass
 
 START = ev.RunStarted(session_id="t", run_id="r", seq=0, ts=1, model="m")
@@ -31,7 +32,7 @@ def _bounded(event: ev.LoopEvent) -> ev.LoopEvent:
     return dataclasses.replace(event, ts=abs(event.ts) % 2**50)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(data=st.data())
 def test_every_kind_is_byte_identical_to_the_sdk_encoder(data: st.DataObject) -> None:
     fast, slow = _pair()
@@ -44,7 +45,7 @@ def test_every_kind_is_byte_identical_to_the_sdk_encoder(data: st.DataObject) ->
         ), cls
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     cls=st.sampled_from(
         sorted(

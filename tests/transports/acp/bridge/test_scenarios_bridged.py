@@ -33,6 +33,7 @@ from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.values import TextPart
 from steerable_bridge.transports.acp.bridge import ROUTE_PROVIDER, AcpBridge, BridgedAgentRoute
 from steerable_bridge.transports.agui.app import create_app
+from tests.prompt_server import PromptServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -105,7 +106,7 @@ async def bridged_server(scenario: Scenario, folder: Path) -> AsyncIterator[tupl
     config = AgentConfig(model=f"{ROUTE_PROVIDER}:scenario", approval="ask")
     agent = Agent(router=router, store=MemoryStore(), config=config, engine=bridge)
     app = create_app(LocalPort(agent), cwd=str(folder))
-    server = uvicorn.Server(
+    server = PromptServer(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     )
     async with bridge.running(), anyio.create_task_group() as tasks:

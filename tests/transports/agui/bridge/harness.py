@@ -27,6 +27,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.prompt_server import PromptServer
+
 ACP = [sys.executable, "-m", "steerable_bridge.cli", "acp"]
 
 
@@ -148,7 +150,7 @@ async def foreign_server(replies: list[Reply]) -> AsyncIterator[ForeignServer]:
         ]
     )
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
+    server = PromptServer(config)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(server.serve)
         with anyio.fail_after(10):
