@@ -16,50 +16,25 @@ The flip side: after a burst, when the server falls quiet, nothing allocates, so
 comes, and what the burst left (cancelled runs leave tracebacks, which are cycles) stays.
 `IdleRelease` is for that moment (`serve`'s `on_idle`: called when the last run of a burst
 ends, at most every `RELEASE_EVERY_S`): a full collection, then glibc's `malloc_trim(0)`
-(`malloc_trimmer()`: looked up once, only on Linux with glibc; elsewhere there is nothing to
-call), which hands the free pages inside malloc's heaps back to the kernel. Measured with
-`bench/unread_streams.py --duration 40 --after 20 --every 10` (80 streams nobody reads,
-then the clients leave; RSS at the start / after): ~67 / ~94 MB before the trim (and before
-threads whose client left were dropped), ~68 / ~85 MB (+26 %) with both. What stays is
-CPython's small-object allocator's 1 MiB arenas: the burst's small objects (mostly the
-streamed deltas each run holds) fill ~20 new arenas, and an arena goes back only when every
-object in it is freed. A map of what outlived a burst, arena by arena, found: the store's
-request writer of each session, which also kept a cancelled model call's every delta (so
-each burst grew the heap again, +12 MB per 80 streams; now dropped when the step ends, and
-the writer when the session leaves memory), and the `malloc_trim` lookup itself (now done
-here, at start-up). Three smaller survivors are gone too: the metric values (now updated
-in place, `adapters/telemetry/inplace.py`), each run's cancelled 300 s model deadline, which
-asyncio kept in its timer heap for five minutes (purged after a burst, `timer_sweep.py`), and the
-caches a first warning fills (`warm_logging_caches()`, at start-up). A `tracemalloc` map
-from the start to 10 s after the clients left now finds ~90 live blocks (~17 KB; it was
-~250, ~42 KB), mostly made after the burst by periodic work (uvicorn's date header each
-second, the signal poll's SQLite cursors) in pools the burst left partly used; the burst
-still leaves ~7 more 1 MiB arenas than at the start, and some 5 MB more in glibc's heaps.
-Those alone did not move RSS measurably (~81 MB after, +27 %). What did: repeating the
-release `SETTLE_S` after the burst's, once the last streams, connections and their buffers
-were freed (the first runs as the last run ends, before they are): after 80 unread streams
-(`--duration 120`) RSS is ~64 → ~73 MB (+14 %). That follow-up is `IdleRelease.run`, a
-service the app's lifespan task group owns (cancelled when the server stops); before it
-releases, it has the store close its idle connections (`SqliteStore.shed_idle`, in a worker
-thread): an arena map taken with `tracemalloc` after a burst (each live object's 16 KiB pool
-header names its arena) found, in most of the arenas the burst left, the dead weak
-references each SQLite connection keeps to the cursors it made (CPython prunes that list
-once per 200 cursors) and the readers' statements. Also gone from the map: the
-`runs_finished{stop_reason="cancelled"}` series the first cancelled runs made (every stop
-reason's series is now made at start-up). What the map still shows after those, ~8-10
-arenas more than at the start: an AnyIO worker thread made during the burst that the
-signal poll keeps alive (its queue, conditions and locks), and periodic work (uvicorn's
-main-loop tick and date header, the signal poll's futures) whose short-lived objects keep
-reusing the same burst pools, so those pools never empty. glibc's heaps are not what
-stays: `malloc_info` shows the main heap and the worker threads' arenas back near their
-start-up size after the trim (which, since glibc 2.8, trims every arena, not only the main
-one's top), and `MALLOC_ARENA_MAX=2` moves the figure by ~1 MB, within the run-to-run noise.
-So RSS did not move measurably either: ~64 → ~74-75 MB after 80 unread streams (+15-18 %;
-before, on the same machine, 74.5), three bursts ~72, ~77, ~78 MB.
-With `PYTHONMALLOC=malloc` in `serve`'s environment small objects come from malloc instead
-and the trim gives nearly all of it back: ~67 / ~68 MB (+1 %, the bench's `--malloc`), for
-~20 % more server CPU per run (`bench/agui_concurrency.py --runs 500`: 1.6-1.8 ms → 2.0 ms),
-so it is the operator's choice, not the default.
+(`malloc_trimmer()`: looked up once, only on Linux with glibc), which hands the free pages
+of malloc's heaps back to the kernel; and the same again `SETTLE_S` later, once the last
+streams, connections and buffers are freed, after the store closed its idle connections
+(`SqliteStore.shed_idle`). What stays is CPython's small-object allocator's 1 MiB arenas:
+the burst's objects fill new ones, and an arena goes back only when every object in it is
+freed, so one object made during or after the burst that lives on keeps a whole arena.
+Hence the rule for what runs around a burst: make nothing that outlives it. Each survivor
+an arena map found is gone: the store's per-session request writer and the delta events it
+kept (dropped when a step ends; deltas kept as text, `adapters/storage/step_events.py`),
+the metric series (made at start-up, values updated in place), cancelled model deadlines in
+asyncio's timer heap (`timer_sweep.py`), the caches a first warning fills
+(`warm_logging_caches()`), the SQLite cursors and weak references of the connections
+(`shed_idle`, and a poll cursor of its own), the AnyIO worker threads a burst started (the
+store runs on threads of its own, started once: `adapters/storage/store_threads.py`), and
+this follow-up's own waiting task (a timer now). Periodic work (uvicorn's tick and date
+header, the signal poll) still allocates into the pools the burst left, so a few arenas
+stay; the figures are in `bench/unread_streams.py`. With `PYTHONMALLOC=malloc` small
+objects come from malloc, which the trim gives back almost entirely, for ~20 % more server
+CPU per run: the operator's choice, not the default.
 """
 
 from __future__ import annotations
