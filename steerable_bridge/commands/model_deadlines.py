@@ -14,8 +14,9 @@ clearer error wins and providers without HTTP are still bounded. A bad value is 
 from __future__ import annotations
 
 import argparse
-import math
 from typing import TYPE_CHECKING
+
+from steerable_bridge.commands.setting_values import positive_seconds
 
 if TYPE_CHECKING:
     from steerable_bridge.adapters.llm.deadlines import CallDeadlines
@@ -25,7 +26,6 @@ __all__ = [
     "STEP_GRACE_S",
     "add_deadline_options",
     "deadlines_from_args",
-    "positive_seconds",
     "seconds_text",
 ]
 
@@ -61,21 +61,6 @@ def add_deadline_options(
 def seconds_text(seconds: float) -> str:
     """`300.0` → "300", `0.5` → "0.5": an option's default as the variable would spell it."""
     return str(int(seconds)) if seconds.is_integer() else repr(seconds)
-
-
-def positive_seconds(raw: object, flag: str, env: str) -> float:
-    """`raw` (an option's or variable's text) as seconds above 0; ValueError naming the
-    flag and the variable otherwise. Shared with `serve_limits.py`."""
-    text = str(raw).strip()
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(
-            f"{flag} / {env}={text!r} must be a number of seconds above 0 (for example 120)"
-        )
-    return value
 
 
 def deadlines_from_args(args: argparse.Namespace) -> CallDeadlines:

@@ -16,7 +16,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from steerable_bridge.commands.common import ConfigError
-from steerable_bridge.commands.model_deadlines import positive_seconds, seconds_text
+from steerable_bridge.commands.model_deadlines import seconds_text
+from steerable_bridge.commands.setting_values import positive_seconds
 from steerable_bridge.transports.agui.head_guard import ConnectionLimits
 
 if TYPE_CHECKING:

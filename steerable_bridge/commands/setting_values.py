@@ -121,20 +121,27 @@ def seconds_above_zero(name: str, raw: str) -> float | None:
     return seconds
 
 
+def positive_seconds(raw: object, flag: str, env: str) -> float:
+    """`raw` (an option's or variable's text) as seconds above 0; ValueError naming the
+    flag and the variable otherwise (options and variables share it: `model_deadlines.py`,
+    `serve_limits.py`)."""
+    text = str(raw).strip()
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{flag} / {env}={text!r} must be a number of seconds above 0 (for example 120)"
+        )
+    return value
+
+
 def flag_seconds(flag: str) -> Parser:
     """Seconds above 0 for a variable that is `flag`'s default: the message names both."""
 
     def parse(name: str, raw: str) -> float:
-        value = raw.strip()
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = -1.0
-        if not math.isfinite(seconds) or seconds <= 0:
-            raise ValueError(
-                f"{flag} / {name}={value!r} must be a number of seconds above 0 (for example 120)"
-            )
-        return seconds
+        return positive_seconds(raw, flag, name)
 
     return parse
 
