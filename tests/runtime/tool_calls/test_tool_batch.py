@@ -24,7 +24,7 @@ from steerable_bridge.runtime.ports.permissions import (
     StaticPolicy,
 )
 from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
-from steerable_bridge.runtime.tool_calls.tool_batch import APPROVAL_SCHEMA
+from steerable_bridge.runtime.tool_calls.decision import APPROVAL_SCHEMA
 from steerable_bridge.runtime.turns.turn import ClientToolResult, ResumeDecision, TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.runtime.harness import assert_well_formed, make_agent, of, prompt, scripted, text_tool
