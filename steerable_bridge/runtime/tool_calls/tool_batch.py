@@ -5,18 +5,20 @@ completed call, in the order the model made them: an unknown tool, a call withou
 whose arguments are not a JSON object (`model_protocol_error`) and arguments that do not
 match the tool's schema (`invalid_arguments`, checked by a validator compiled once per tool)
 become a failed result the model sees next step; a frontend tool is left pending for the
-client; a tool that is not read-only, and a `fetch` tool, first gets a permission decision
-(`decision.py`), and the batch does what it says: run the call, log its failed result, leave
-it open as an approval interrupt, or stop — "Reject and stop" fails the call, skips the rest
-of the batch and sets `stopped`, so the turn ends `rejected`; then the handler runs under the
-turn's cancel token and the tool's timeout. Consecutive parallel-safe, read-only calls run
-concurrently, with their results still logged in call order. Before any of that, the turn's
-gate (`gate.py`: quality guards and `before_tool` hooks) may answer a call without running
-it, or rewrite its arguments; a handler's result passes the gate's `after_tool` hooks, then
-has any lone UTF-16 surrogate in its text replaced with U+FFFD (`surrogates.py`; logged as a
-`hook_action`), so no tool can hand the log text it cannot store. `settle` answers calls an
-earlier run left open (an approval's resume through the same decision module). Every call
-ends with exactly one `tool_finished`, except those deliberately left waiting for the client.
+client; an `ask_user` call puts its question to the person (`ask_user.py`); a tool that is
+not read-only, and a `fetch` tool, first gets a permission decision (`decision.py`), and the
+batch does what it says: run the call, log its failed result, leave it open as an approval
+interrupt, or stop — "Reject and stop" fails the call, skips the rest of the batch and sets
+`stopped`, so the turn ends `rejected`; then the handler runs under the turn's cancel token
+and the tool's timeout. Consecutive parallel-safe, read-only calls run concurrently, with
+their results still logged in call order. Before any of that, the turn's gate (`gate.py`:
+quality guards and `before_tool` hooks) may answer a call without running it, or rewrite its
+arguments; a handler's result passes the gate's `after_tool` hooks, then has any lone UTF-16
+surrogate in its text replaced with U+FFFD (`surrogates.py`; logged as a `hook_action`), so
+no tool can hand the log text it cannot store. `settle` answers calls an earlier run left
+open (an approval's resume goes through `decision.py`, a question's reply through
+`ask_user.py`). Every call ends with exactly one `tool_finished`, except those deliberately
+left waiting for the client.
 """
 
 from __future__ import annotations
@@ -38,15 +40,8 @@ from steerable_bridge.runtime.encoding.surrogates import (
 from steerable_bridge.runtime.model_quality.quality import call_key
 from steerable_bridge.runtime.ports.questions import (
     ASK_USER_NAME,
-    CONFIRM_SCHEMA,
     QuestionAnswer,
-    QuestionRequest,
-    answer_schema,
-    answer_text,
-    content_problem,
-    form_problem,
     question_id_for,
-    url_problem,
 )
 from steerable_bridge.runtime.ports.tools import (
     Tool,
@@ -55,8 +50,9 @@ from steerable_bridge.runtime.ports.tools import (
     ToolResult,
     parse_arguments,
 )
+from steerable_bridge.runtime.tool_calls.ask_user import answered, put_question
 from steerable_bridge.runtime.tool_calls.bounding import bound_content
-from steerable_bridge.runtime.tool_calls.decision import decide, resolve_resume
+from steerable_bridge.runtime.tool_calls.decision import Decision, decide, resolve_resume
 from steerable_bridge.runtime.tool_calls.gate import OpenGate, ToolGate
 from steerable_bridge.runtime.turns.turn import Emit, TurnContext, TurnInput
 from steerable_bridge.runtime.values import (
@@ -181,7 +177,9 @@ class ToolBatch:
             self.pending.append(call.call_id)
             return
         if tool.name == ASK_USER_NAME and self.ctx.questions is not None:
-            await self._ask(call, args)
+            asked = await put_question(self.ctx, self.emit, call, args)
+            if asked is not None:
+                await self._follow(call.call_id, asked)
             return
         if (tool.needs_permission or tool.kind == "fetch") and not await self._permitted(
             call, tool, args
@@ -192,124 +190,21 @@ class ToolBatch:
     async def _permitted(self, call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]) -> bool:
         """True when the call may run (`decision.py` decides); otherwise its result is
         logged, or it was left open for the client, or the turn stops."""
-        decision = await decide(self.ctx, self.emit, call, tool, args)
+        return await self._follow(call.call_id, await decide(self.ctx, self.emit, call, tool, args))
+
+    async def _follow(self, call_id: str, decision: Decision) -> bool:
+        """Do what a decision says; True when the call is to run now."""
         if decision.action == "run":
             return True
         if decision.action == "fail":
-            await self.fail(call.call_id, decision.code, decision.message)
+            await self.fail(call_id, decision.code, decision.message)
         elif decision.action == "stop":
-            await self.stop(call.call_id)
+            await self.stop(call_id)
         elif decision.action == "defer":
             assert decision.interrupt is not None
-            self.deferred.add(call.call_id)
+            self.deferred.add(call_id)
             self.interrupts.append(decision.interrupt)
         return False
-
-    async def _ask(self, call: ev.ToolCallEnd, args: dict[str, Any]) -> None:
-        """Put an `ask_user` call's question to the person; its answer is the result."""
-        ctx = self.ctx
-        questions = ctx.questions
-        assert questions is not None
-        message, schema, url = str(args["message"]), args.get("schema"), args.get("url")
-        if (schema is None) == (url is None):
-            problem: str | None = "give either schema (a form) or url (a page to open)"
-        elif url is not None:
-            problem = url_problem(url)
-        elif "form" not in questions.modes:
-            problem = "this client opens pages (url) but shows no forms; ask in your reply"
-        else:
-            problem = form_problem(schema)
-        if problem is not None:
-            await self.fail(
-                call.call_id, "invalid_arguments", f"ask_user: {problem}; call it again"
-            )
-            return
-        mode: ev.QuestionMode = "form"
-        if url is not None and "url" in questions.modes:
-            mode, schema_json = "url", None
-        elif url is not None:  # the client shows forms only: a yes/no with the page in it
-            message, schema_json, url = f"{message}\n\nOpen {url}", CONFIRM_SCHEMA, None
-        else:
-            schema_json = canonical_json(schema)
-        question_id = question_id_for(call.call_id)
-        await self.emit(
-            ev.QuestionAsked,
-            question_id=question_id,
-            message=message,
-            mode=mode,
-            schema_json=schema_json,
-            url=url,
-            call_id=call.call_id,
-        )
-        if questions.ask is None:
-            self.deferred.add(call.call_id)
-            self.interrupts.append(
-                Interrupt(
-                    id=question_id,
-                    reason=message,
-                    tool_call_id=call.call_id,
-                    response_schema_json=answer_schema(schema_json, url=url is not None),
-                    url=url,
-                )
-            )
-            return
-        request = QuestionRequest(
-            session_id=ctx.log.session_id,
-            question_id=question_id,
-            message=message,
-            mode=mode,
-            schema_json=schema_json,
-            url=url,
-            call_id=call.call_id,
-        )
-        answer = None
-        with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
-            answer = await questions.ask(request)
-        late = answer is None and not ctx.cancel.cancelled
-        await self.answered(
-            call.call_id,
-            question_id,
-            answer or QuestionAnswer(action="cancel"),
-            timed_out=ctx.settings.permission_timeout_s if late else None,
-            schema_json=schema_json,
-            url=url,
-        )
-
-    async def answered(
-        self,
-        call_id: str,
-        question_id: str,
-        answer: QuestionAnswer,
-        *,
-        timed_out: float | None = None,
-        schema_json: str | None = None,
-        url: str | None = None,
-    ) -> None:
-        """Log the answer to an `ask_user` call's question, then the call's result (none
-        when the turn was cancelled meanwhile: the loop closes the call). An accepted url
-        question is complete once the person is back: `question_completed` comes first."""
-        accepted = answer.action == "accept"
-        await self.emit(
-            ev.QuestionAnswered,
-            question_id=question_id,
-            action=answer.action,
-            content_json=answer.content_json if accepted and url is None else None,
-            call_id=call_id,
-        )
-        if url is not None and accepted:
-            await self.emit(ev.QuestionCompleted, question_id=question_id, call_id=call_id)
-        if self.ctx.cancel.cancelled:
-            return
-        problem = None
-        if accepted and url is None:
-            problem = content_problem(schema_json, answer.content_json)
-        text = answer_text(answer, timed_out=timed_out, problem=problem, url=url)
-        await self.emit(
-            ev.ToolFinished,
-            call_id=call_id,
-            status="completed",
-            content=(TextPart(text=text),),
-        )
 
     async def stop(self, call_id: str) -> None:
         """The user rejected `call_id` and stopped the turn: log its result, end the batch."""
@@ -482,7 +377,9 @@ class ToolBatch:
             if question_id in self.ctx.facts.open_questions and call.call_id not in results:
                 reply = replies.get(question_id) or QuestionAnswer(action="cancel")
                 asked = self.ctx.facts.open_questions[question_id]
-                await self.answered(
+                await answered(
+                    self.ctx,
+                    self.emit,
                     call.call_id,
                     question_id,
                     reply,
