@@ -1,31 +1,30 @@
-"""One turn's tool calls: decide each (known? valid? allowed?), run it, log the result.
+"""One turn's tool calls: check each (known? valid? allowed?), run it, log the result.
 
 `ToolBatch` is the half of a turn that happens after the model stops talking. For each
 completed call, in the order the model made them: an unknown tool, a call without a name or
 whose arguments are not a JSON object (`model_protocol_error`) and arguments that do not
 match the tool's schema (`invalid_arguments`, checked by a validator compiled once per tool)
 become a failed result the model sees next step; a frontend tool is left pending for the
-client; a tool that is not read-only asks the session's permission policy first
-(remembered "always" answers win — the session's own, then the project's `ApprovalMemory`;
-`defer` leaves the call open as an approval interrupt), and so does a `fetch` tool, which
-runs without asking unless the policy forbids the network (read-only mode). The answer
-"Reject and stop" (`STOP_OPTION`, or an AG-UI resume with `stop: true`) fails the call,
-skips the rest of the batch and sets `stopped`, so the turn ends `rejected`;
-then the handler runs under the turn's cancel token and the tool's timeout. Consecutive
-parallel-safe, read-only calls run concurrently, with their results still logged in call
-order. Before any of that, the turn's gate (`gate.py`: quality guards and `before_tool`
-hooks) may answer a call without running it, or rewrite its arguments; a handler's result
-passes the gate's `after_tool` hooks, then has any lone UTF-16 surrogate in its text
-replaced with U+FFFD (`surrogates.py`; logged as a `hook_action`), so no tool can hand the
-log text it cannot store. `settle` answers calls an earlier run left open.
-Every call ends with exactly one `tool_finished`, except those deliberately left waiting
-for the client.
+client; an `ask_user` call puts its question to the person (`ask_user.py`); a tool that is
+not read-only, and a `fetch` tool, first gets a permission decision (`decision.py`), and the
+batch does what it says: run the call, log its failed result, leave it open as an approval
+interrupt, or stop — "Reject and stop" fails the call, skips the rest of the batch and sets
+`stopped`, so the turn ends `rejected`; then the handler runs under the turn's cancel token
+and the tool's timeout. Consecutive parallel-safe, read-only calls run concurrently, with
+their results still logged in call order. Before any of that, the turn's gate (`gate.py`:
+quality guards and `before_tool` hooks) may answer a call without running it, or rewrite its
+arguments; a handler's result passes the gate's `after_tool` hooks, then has any lone UTF-16
+surrogate in its text replaced with U+FFFD (`surrogates.py`; logged as a `hook_action`), so
+no tool can hand the log text it cannot store. `settle` answers calls an earlier run left
+open (an approval's resume goes through `decision.py`, a question's reply through
+`ask_user.py`). Every call ends with exactly one `tool_finished`, except those deliberately
+left waiting for the client.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import anyio
 import jsonpatch
@@ -39,18 +38,10 @@ from steerable_bridge.runtime.encoding.surrogates import (
     scrub_values,
 )
 from steerable_bridge.runtime.model_quality.quality import call_key
-from steerable_bridge.runtime.ports.permissions import PermissionRequest
 from steerable_bridge.runtime.ports.questions import (
     ASK_USER_NAME,
-    CONFIRM_SCHEMA,
     QuestionAnswer,
-    QuestionRequest,
-    answer_schema,
-    answer_text,
-    content_problem,
-    form_problem,
     question_id_for,
-    url_problem,
 )
 from steerable_bridge.runtime.ports.tools import (
     Tool,
@@ -59,50 +50,24 @@ from steerable_bridge.runtime.ports.tools import (
     ToolResult,
     parse_arguments,
 )
-from steerable_bridge.runtime.tool_calls.approvals import approval_key, approval_options
+from steerable_bridge.runtime.tool_calls.ask_user import answered, put_question
 from steerable_bridge.runtime.tool_calls.bounding import bound_content
+from steerable_bridge.runtime.tool_calls.decision import Decision, decide, resolve_resume
 from steerable_bridge.runtime.tool_calls.gate import OpenGate, ToolGate
-from steerable_bridge.runtime.turns.turn import TurnContext, TurnInput
+from steerable_bridge.runtime.turns.turn import Emit, TurnContext, TurnInput
 from steerable_bridge.runtime.values import (
     Interrupt,
     PlanEntry,
     Sandbox,
     TextPart,
-    ToolCall,
     ToolContent,
     ToolError,
     canonical_json,
 )
 
-__all__ = ["APPROVAL_SCHEMA", "Emit", "ToolBatch"]
+__all__ = ["ToolBatch"]
 
 log = logging.getLogger(__name__)
-
-E = TypeVar("E", bound=ev.EventBase)
-
-APPROVAL_SCHEMA = canonical_json(
-    {
-        "type": "object",
-        "properties": {
-            "approved": {"type": "boolean"},
-            "stop": {"type": "boolean"},
-            "always": {"type": "boolean"},
-        },
-        "required": ["approved"],
-    }
-)
-"""What an approval interrupt's answer must look like (AG-UI `resume[].payload`);
-`{"approved": false, "stop": true}` rejects the call and stops the turn; `"always": true`
-keeps the answer for calls of that kind (where they have an approval key)."""
-
-STOP_OPTION = "reject_stop"
-"""The option id of "Reject and stop": the call does not run and the turn ends `rejected`."""
-
-
-class Emit(Protocol):
-    """Log an event of type `cls` in the running turn and hand it to the sink."""
-
-    async def __call__(self, cls: type[E], /, **fields: Any) -> E: ...
 
 
 class ToolBatch:
@@ -212,7 +177,9 @@ class ToolBatch:
             self.pending.append(call.call_id)
             return
         if tool.name == ASK_USER_NAME and self.ctx.questions is not None:
-            await self._ask(call, args)
+            asked = await put_question(self.ctx, self.emit, call, args)
+            if asked is not None:
+                await self._follow(call.call_id, asked)
             return
         if (tool.needs_permission or tool.kind == "fetch") and not await self._permitted(
             call, tool, args
@@ -221,215 +188,23 @@ class ToolBatch:
         await self.execute(call, tool, args)
 
     async def _permitted(self, call: ev.ToolCallEnd, tool: Tool, args: dict[str, Any]) -> bool:
-        """True when the call may run; otherwise its result is logged or it was deferred.
+        """True when the call may run (`decision.py` decides); otherwise its result is
+        logged, or it was left open for the client, or the turn stops."""
+        return await self._follow(call.call_id, await decide(self.ctx, self.emit, call, tool, args))
 
-        Fetch tools never ask, but the policy may forbid them (read-only mode)."""
-        ctx = self.ctx
-        key = approval_key(tool.name, args)
-        remembered = None if key is None else ctx.facts.always.get(key)
-        if remembered is None and key is not None and ctx.approvals is not None:
-            with anyio.move_on_after(10):
-                remembered = await ctx.approvals.recall(ctx.cwd, key)
-        if remembered is True and tool.needs_permission:
+    async def _follow(self, call_id: str, decision: Decision) -> bool:
+        """Do what a decision says; True when the call is to run now."""
+        if decision.action == "run":
             return True
-        if remembered is False:
-            await self.fail(
-                call.call_id,
-                "permission_denied",
-                f"the user chose to always reject {tool.name} here; do not call it again",
-            )
-            return False
-        request = PermissionRequest(
-            session_id=ctx.log.session_id,
-            call=ToolCall(call_id=call.call_id, name=call.name, arguments_json=call.arguments_json),
-            tool_kind=tool.kind,
-            title=call.title,
-            options=approval_options(tool.name, key),
-        )
-        verdict, reason = ctx.policy.verdict(request)
-        if verdict == "allow" or (not tool.needs_permission and verdict != "deny"):
-            return True
-        if verdict == "deny":
-            await self.fail(call.call_id, "permission_denied", reason)
-            return False
-        await self.emit(
-            ev.PermissionRequested,
-            call_id=call.call_id,
-            tool_name=tool.name,
-            options=request.options,
-        )
-        if verdict == "defer":
-            self.deferred.add(call.call_id)
-            self.interrupts.append(
-                Interrupt(
-                    id=f"approval-{call.call_id}",
-                    reason=f"Approve {call.title or tool.name}?",
-                    tool_call_id=call.call_id,
-                    response_schema_json=APPROVAL_SCHEMA,
-                )
-            )
-            return False
-        answer = None
-        with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
-            answer = await ctx.policy.ask(request)
-        if answer is None:
-            await self.emit(
-                ev.PermissionResolved,
-                call_id=call.call_id,
-                tool_name=tool.name,
-                outcome="cancelled",
-            )
-            if not ctx.cancel.cancelled:
-                await self.fail(
-                    call.call_id,
-                    "permission_timeout",
-                    f"nobody answered the permission request within"
-                    f" {ctx.settings.permission_timeout_s:g}s, so {tool.name} did not run",
-                )
-            return False
-        outcome = answer.outcome
-        if key is None and outcome in ("allow_always", "reject_always"):
-            outcome = "allow_once" if outcome == "allow_always" else "reject_once"  # not kept
-        await self.emit(
-            ev.PermissionResolved,
-            call_id=call.call_id,
-            tool_name=tool.name,
-            outcome=outcome,
-            option_id=answer.option_id,
-            approval_key=key,
-        )
-        if outcome in ("allow_always", "reject_always") and key is not None:
-            await self._remember(key, outcome == "allow_always")
-        if outcome in ("allow_once", "allow_always"):
-            return True
-        if ctx.cancel.cancelled:
-            return False
-        if answer.option_id == STOP_OPTION:
-            await self.stop(call.call_id)
-            return False
-        message = (
-            "the user did not allow this call; ask them or try something else"
-            if answer.outcome != "cancelled"
-            else "the permission request was withdrawn, so the call did not run"
-        )
-        await self.fail(call.call_id, "permission_denied", message)
+        if decision.action == "fail":
+            await self.fail(call_id, decision.code, decision.message)
+        elif decision.action == "stop":
+            await self.stop(call_id)
+        elif decision.action == "defer":
+            assert decision.interrupt is not None
+            self.deferred.add(call_id)
+            self.interrupts.append(decision.interrupt)
         return False
-
-    async def _ask(self, call: ev.ToolCallEnd, args: dict[str, Any]) -> None:
-        """Put an `ask_user` call's question to the person; its answer is the result."""
-        ctx = self.ctx
-        questions = ctx.questions
-        assert questions is not None
-        message, schema, url = str(args["message"]), args.get("schema"), args.get("url")
-        if (schema is None) == (url is None):
-            problem: str | None = "give either schema (a form) or url (a page to open)"
-        elif url is not None:
-            problem = url_problem(url)
-        elif "form" not in questions.modes:
-            problem = "this client opens pages (url) but shows no forms; ask in your reply"
-        else:
-            problem = form_problem(schema)
-        if problem is not None:
-            await self.fail(
-                call.call_id, "invalid_arguments", f"ask_user: {problem}; call it again"
-            )
-            return
-        mode: ev.QuestionMode = "form"
-        if url is not None and "url" in questions.modes:
-            mode, schema_json = "url", None
-        elif url is not None:  # the client shows forms only: a yes/no with the page in it
-            message, schema_json, url = f"{message}\n\nOpen {url}", CONFIRM_SCHEMA, None
-        else:
-            schema_json = canonical_json(schema)
-        question_id = question_id_for(call.call_id)
-        await self.emit(
-            ev.QuestionAsked,
-            question_id=question_id,
-            message=message,
-            mode=mode,
-            schema_json=schema_json,
-            url=url,
-            call_id=call.call_id,
-        )
-        if questions.ask is None:
-            self.deferred.add(call.call_id)
-            self.interrupts.append(
-                Interrupt(
-                    id=question_id,
-                    reason=message,
-                    tool_call_id=call.call_id,
-                    response_schema_json=answer_schema(schema_json, url=url is not None),
-                    url=url,
-                )
-            )
-            return
-        request = QuestionRequest(
-            session_id=ctx.log.session_id,
-            question_id=question_id,
-            message=message,
-            mode=mode,
-            schema_json=schema_json,
-            url=url,
-            call_id=call.call_id,
-        )
-        answer = None
-        with ctx.cancel.scope(), anyio.move_on_after(ctx.settings.permission_timeout_s):
-            answer = await questions.ask(request)
-        late = answer is None and not ctx.cancel.cancelled
-        await self.answered(
-            call.call_id,
-            question_id,
-            answer or QuestionAnswer(action="cancel"),
-            timed_out=ctx.settings.permission_timeout_s if late else None,
-            schema_json=schema_json,
-            url=url,
-        )
-
-    async def answered(
-        self,
-        call_id: str,
-        question_id: str,
-        answer: QuestionAnswer,
-        *,
-        timed_out: float | None = None,
-        schema_json: str | None = None,
-        url: str | None = None,
-    ) -> None:
-        """Log the answer to an `ask_user` call's question, then the call's result (none
-        when the turn was cancelled meanwhile: the loop closes the call). An accepted url
-        question is complete once the person is back: `question_completed` comes first."""
-        accepted = answer.action == "accept"
-        await self.emit(
-            ev.QuestionAnswered,
-            question_id=question_id,
-            action=answer.action,
-            content_json=answer.content_json if accepted and url is None else None,
-            call_id=call_id,
-        )
-        if url is not None and accepted:
-            await self.emit(ev.QuestionCompleted, question_id=question_id, call_id=call_id)
-        if self.ctx.cancel.cancelled:
-            return
-        problem = None
-        if accepted and url is None:
-            problem = content_problem(schema_json, answer.content_json)
-        text = answer_text(answer, timed_out=timed_out, problem=problem, url=url)
-        await self.emit(
-            ev.ToolFinished,
-            call_id=call_id,
-            status="completed",
-            content=(TextPart(text=text),),
-        )
-
-    async def _remember(self, key: str, allow: bool) -> None:
-        """Keep an "always" answer for the project too (bounded; a failure is only logged)."""
-        if self.ctx.approvals is None:
-            return
-        try:
-            with anyio.fail_after(10):
-                await self.ctx.approvals.remember(self.ctx.cwd, key, allow)
-        except Exception:
-            log.warning("could not keep the project's approval for %s", key, exc_info=True)
 
     async def stop(self, call_id: str) -> None:
         """The user rejected `call_id` and stopped the turn: log its result, end the batch."""
@@ -602,7 +377,9 @@ class ToolBatch:
             if question_id in self.ctx.facts.open_questions and call.call_id not in results:
                 reply = replies.get(question_id) or QuestionAnswer(action="cancel")
                 asked = self.ctx.facts.open_questions[question_id]
-                await self.answered(
+                await answered(
+                    self.ctx,
+                    self.emit,
                     call.call_id,
                     question_id,
                     reply,
@@ -618,33 +395,15 @@ class ToolBatch:
                     content=await self.bounded(call.call_id, answer.content),
                 )
             elif call.call_id in decisions and call.name in self.tools:
-                decision = decisions[call.call_id]
-                approved = decision.approved
-                stop = not approved and decision.stop
                 args = parse_arguments(call.arguments_json)
-                key = None
-                if decision.always and not stop and args is not None:
-                    key = approval_key(call.name, args)  # None: asked about every time
-                once = "allow_once" if approved else "reject_once"
-                outcome = once if key is None else "allow_always" if approved else "reject_always"
-                await self.emit(
-                    ev.PermissionResolved,
-                    call_id=call.call_id,
-                    tool_name=call.name,
-                    outcome=outcome,
-                    option_id=STOP_OPTION if stop else outcome,
-                    approval_key=key,
-                )
-                if key is not None:
-                    await self._remember(key, approved)
-                if approved and args is not None and not self.stopped:
+                approval = decisions[call.call_id]
+                decision = await resolve_resume(self.ctx, self.emit, call, approval, args)
+                if decision.action == "run" and args is not None and not self.stopped:
                     await self.execute(call, self.tools[call.name], args)
-                elif stop or self.stopped:
+                elif decision.action == "stop" or self.stopped:
                     await self.stop(call.call_id)
                 else:
-                    await self.fail(
-                        call.call_id, "permission_denied", "the user did not approve this call"
-                    )
+                    await self.fail(call.call_id, decision.code, decision.message)
             else:
                 await self.cancel(
                     call.call_id, "no result was given for this call before the next message"

@@ -27,10 +27,11 @@
 A prompt reaches `run_turn` from a transport through `session.py` (`Session.prompt`);
 one model call (request, provider stream, chunks to events) lives in `model_step.py`; how
 each event is recorded (log, facts, guard, the caller's `sink`, commit cadence) in
-`recorder.py`; how a batch of tool calls is decided and run in `tool_batch.py` (which asks
-the turn's gate, `gate.py`, about each call); hooks in `hooks.py`; the data a turn takes
-and returns in `turn.py`. The loop does no I/O of its own: events go to the session log
-and to the caller's `sink`, which a transport renders onto its wire.
+`recorder.py`; how a batch of tool calls is run in `tool_batch.py` (which asks the turn's
+gate, `gate.py`, about each call, and `decision.py` whether a call may run); hooks in
+`hooks.py`; the data a turn takes and returns in `turn.py`. The loop does no I/O of its
+own: events go to the session log and to the caller's `sink`, which a transport renders onto
+its wire.
 """
 
 from __future__ import annotations

@@ -4,17 +4,19 @@
 answers to calls an earlier run left open (frontend tool results, approvals), the client's
 shared state and its own tools. `TurnContext` is everything the loop borrows from the
 session for one turn; `LoopSettings` bounds every wait; `RunOutcome` is the result a
-transport turns into its wire's ending. Plain data, no behaviour: the values a transport
-builds are frozen; `TurnContext` is not, since it lends the turn the session's live parts
-(its log, store, compactor and monitors), which the turn changes as it runs.
+transport turns into its wire's ending; `EventSink` and `Emit` say where a turn's events go
+(the caller's sink, and the turn's own log-then-sink). Plain data, no behaviour: the values
+a transport builds are frozen; `TurnContext` is not, since it lends the turn the session's
+live parts (its log, store, compactor and monitors), which the turn changes as it runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
-from steerable_bridge.runtime.events import LoopEvent, StopReason
+from steerable_bridge.runtime.events import EventBase, LoopEvent, StopReason
 from steerable_bridge.runtime.model_context.cache_drift import CacheDriftMonitor
 from steerable_bridge.runtime.model_context.compaction import Compactor
 from steerable_bridge.runtime.model_context.projection import SessionFacts
@@ -36,6 +38,7 @@ from steerable_bridge.runtime.values import Advisory, ContentPart, ToolContent, 
 
 __all__ = [
     "ClientToolResult",
+    "Emit",
     "EventSink",
     "LoopSettings",
     "QuestionReply",
@@ -48,6 +51,14 @@ __all__ = [
 
 EventSink = Callable[[LoopEvent], Awaitable[None]]
 """Where the loop sends each event after logging it (a transport's renderer + writer)."""
+
+E = TypeVar("E", bound=EventBase)
+
+
+class Emit(Protocol):
+    """Log an event of type `cls` in the running turn and hand it to the sink."""
+
+    async def __call__(self, cls: type[E], /, **fields: Any) -> E: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

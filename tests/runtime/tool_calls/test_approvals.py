@@ -1,4 +1,6 @@
-"""Durable approvals, reject-and-stop, and read-only mode keeping tools off the network."""
+"""Durable approvals: the approval key of a command's shape, the project's `ApprovalMemory`
+across sessions, and the session's own "always" per command shape (the decision that uses
+them is pinned in `test_decision.py`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from steerable_bridge.runtime.ports.permissions import (
     PermissionRequest,
 )
 from steerable_bridge.runtime.tool_calls.approvals import approval_key
-from tests.runtime.harness import assert_well_formed, make_agent, of, prompt, scripted, text_tool
+from tests.runtime.harness import make_agent, of, prompt, scripted, text_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -96,48 +98,6 @@ async def test_always_answers_are_kept_per_project(tmp_path: Any) -> None:
     _, events = await prompt(other_project)
     assert asked == ["shell", "shell"]
     assert memory.answers[(str(tmp_path / "q"), "shell:pytest")] is False
-
-
-async def test_reject_and_stop_ends_the_turn_without_running_the_rest() -> None:
-    model = scripted(
-        {"tool_calls": [call("a", "shell", text="one"), call("b", "shell", text="two")]},
-        {"text": "the model must not be called again"},
-    )
-    agent = make_agent(model, tools=[text_tool("shell", kind="execute")], approval="ask")
-    session = await agent.new_session("/tmp")
-    asked: list[str] = []
-    session.policy = ModePolicy(lambda: "default", asker(["reject_stop"], asked))
-    outcome, events = await prompt(session)
-    assert outcome.stop_reason == "rejected"
-    assert asked == ["shell"]
-    finished = {e.call_id: e for e in of(events, ev.ToolFinished)}
-    assert finished["a"].error is not None and "stopped the turn" in finished["a"].error.message
-    assert finished["b"].status == "cancelled"
-    assert not of(events, ev.ToolStarted)
-    assert len(of(events, ev.ModelRequestEvent)) == 1
-    assert_well_formed(events)
-
-
-async def test_read_only_mode_keeps_fetch_tools_off_the_network() -> None:
-    model = scripted(
-        {"tool_calls": [call("f", "web", text="https://example.com")]},
-        {"text": "done"},
-        {"tool_calls": [call("g", "web", text="https://example.com")]},
-        {"text": "done"},
-    )
-    agent = make_agent(model, tools=[text_tool("web", kind="fetch")], approval="ask")
-    session = await agent.new_session("/tmp")
-    mode = ["read-only"]
-    asked: list[str] = []
-    session.policy = ModePolicy(lambda: mode[0], asker([], asked))
-    _, events = await prompt(session)
-    (finished,) = of(events, ev.ToolFinished)
-    assert finished.error is not None and finished.error.code == "permission_denied"
-    assert "network" in finished.error.message
-    mode[0] = "default"
-    _, events = await prompt(session)
-    (finished,) = of(events, ev.ToolFinished)
-    assert finished.status == "completed" and asked == []  # fetch still runs without asking
 
 
 def test_a_session_remembers_always_per_command_shape_and_old_tool_wide_answers_lapse() -> None:

@@ -1,16 +1,13 @@
 """`ToolBatch` (`runtime/tool_calls/tool_batch.py`), driven through real turns: malformed
 calls become `model_protocol_error` results that tell the model how to call again; a
 frontend tool is left pending for the client and settled by its result in the next run (a
-call it did not answer gets a `cancelled` result); a deferred approval becomes an interrupt
-with `APPROVAL_SCHEMA`, and the client's resume runs, rejects or stops the call; a withdrawn
-permission request does not run the call; twin calls of a parallel-safe tool run one after
-the other. Every call ends with exactly one `tool_finished`. The common paths (unknown tool,
-invalid arguments, timeouts, permissions asked) are pinned in `test_loop.py` and
-`test_approvals.py`."""
+call it did not answer gets a `cancelled` result); twin calls of a parallel-safe tool run one
+after the other. Every call ends with exactly one `tool_finished`. The common paths (unknown
+tool, invalid arguments, timeouts) are pinned in `test_loop.py`; permissions asked, deferred
+approvals and the client's resume in `test_decision.py`."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
@@ -18,14 +15,8 @@ import pytest
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.session import Session
-from steerable_bridge.runtime.ports.permissions import (
-    PermissionAnswer,
-    PermissionRequest,
-    StaticPolicy,
-)
 from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
-from steerable_bridge.runtime.tool_calls.tool_batch import APPROVAL_SCHEMA
-from steerable_bridge.runtime.turns.turn import ClientToolResult, ResumeDecision, TurnInput
+from steerable_bridge.runtime.turns.turn import ClientToolResult, TurnInput
 from steerable_bridge.runtime.values import TextPart
 from tests.runtime.harness import assert_well_formed, make_agent, of, prompt, scripted, text_tool
 
@@ -112,95 +103,6 @@ async def test_a_frontend_call_the_client_does_not_answer_is_cancelled_next_run(
     assert settled.status == "cancelled" and settled.error is not None
     assert "no result was given" in settled.error.message
     assert_every_call_finished_once(session)
-
-
-async def deferred_session(*rounds: dict[str, Any], ran: list[str]) -> Session:
-    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        ran.append(args["text"])
-        return ToolResult(content=(TextPart(text="written"),))
-
-    tool = text_tool("write", kind="edit", handler=handler)
-    session = await make_agent(scripted(*rounds), tools=[tool], approval="ask").new_session("/w")
-    session.policy = StaticPolicy("ask", defer=True)
-    return session
-
-
-async def test_a_deferred_approval_is_an_interrupt_the_clients_resume_answers() -> None:
-    ran: list[str] = []
-    session = await deferred_session(
-        {"tool_calls": [call("c1", "write", text="x")]}, {"text": "done"}, ran=ran
-    )
-    outcome, seen = await prompt(session)
-    assert outcome.stop_reason == "interrupted" and ran == []
-    (interrupt,) = of(seen, ev.RunFinished)[0].interrupts
-    assert interrupt.id == "approval-c1" and interrupt.tool_call_id == "c1"
-    assert interrupt.response_schema_json == APPROVAL_SCHEMA
-    assert json.loads(APPROVAL_SCHEMA)["required"] == ["approved"]
-    assert of(seen, ev.PermissionRequested)[0].call_id == "c1"
-    outcome, seen = await answer(session, resume=(ResumeDecision(call_id="c1", approved=True),))
-    assert outcome.stop_reason == "end_turn" and ran == ["x"]
-    resolved = of(seen, ev.PermissionResolved)[0]
-    assert resolved.outcome == "allow_once" and resolved.approval_key is None
-    assert finished(seen)["c1"].status == "completed"
-
-
-@pytest.mark.parametrize(
-    ("decision", "stop_reason", "code"),
-    [
-        ({"approved": False}, "end_turn", "permission_denied"),
-        ({"approved": False, "stop": True}, "rejected", None),
-    ],
-)
-async def test_a_rejecting_resume_fails_the_call_or_stops_the_turn(
-    decision: dict[str, Any], stop_reason: str, code: str | None
-) -> None:
-    ran: list[str] = []
-    session = await deferred_session(
-        {"tool_calls": [call("c1", "write", text="x")]}, {"text": "ok"}, ran=ran
-    )
-    await prompt(session)
-    outcome, seen = await answer(session, resume=(ResumeDecision(call_id="c1", **decision),))
-    assert outcome.stop_reason == stop_reason and ran == []
-    result = finished(seen)["c1"]
-    assert result.status != "completed"
-    if code is not None:
-        assert result.error is not None and result.error.code == code
-    if decision.get("stop"):
-        assert of(seen, ev.PermissionResolved)[0].option_id == "reject_stop"
-    assert_every_call_finished_once(session)
-
-
-async def test_an_always_resume_is_kept_and_the_next_such_call_is_not_deferred() -> None:
-    ran: list[str] = []
-    session = await deferred_session(
-        {"tool_calls": [call("c1", "write", text="x")]},
-        {"tool_calls": [call("c2", "write", text="y")]},
-        {"text": "ok"},
-        ran=ran,
-    )
-    await prompt(session)
-    decision = ResumeDecision(call_id="c1", approved=True, always=True)
-    outcome, seen = await answer(session, resume=(decision,))
-    assert outcome.stop_reason == "end_turn" and ran == ["x", "y"]
-    assert [e.outcome for e in of(seen, ev.PermissionResolved)] == ["allow_always"]
-    assert of(seen, ev.PermissionResolved)[0].approval_key == "write"
-
-
-async def test_a_withdrawn_permission_request_does_not_run_the_call() -> None:
-    ran: list[str] = []
-
-    async def withdraw(request: PermissionRequest) -> PermissionAnswer:
-        return PermissionAnswer(outcome="cancelled")
-
-    session = await deferred_session(
-        {"tool_calls": [call("c1", "write", text="x")]}, {"text": "ok"}, ran=ran
-    )
-    session.policy = StaticPolicy("ask", withdraw)
-    outcome, seen = await prompt(session)
-    assert outcome.stop_reason == "end_turn" and ran == []
-    result = finished(seen)["c1"]
-    assert result.error is not None and result.error.code == "permission_denied"
-    assert "withdrawn" in result.error.message
 
 
 async def test_twin_calls_of_a_parallel_safe_tool_run_one_after_the_other() -> None:

@@ -8,7 +8,6 @@ from typing import Any
 import anyio
 import pytest
 
-from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.registry import PromptSection
 from steerable_bridge.runtime.agent_sessions.session import Session
@@ -19,11 +18,6 @@ from steerable_bridge.runtime.ports.model import (
     ModelResponse,
     ModelStreamItem,
     TextChunk,
-)
-from steerable_bridge.runtime.ports.permissions import (
-    PermissionAnswer,
-    PermissionRequest,
-    StaticPolicy,
 )
 from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolFailure, ToolResult
 from steerable_bridge.runtime.values import TextPart, Usage
@@ -494,101 +488,6 @@ async def test_follow_up_waits_until_the_turn_would_end() -> None:
     assert_well_formed(seen)
 
 
-# -- permissions ----------------------------------------------------------------------------
-
-
-def counting_asker(outcome: str) -> tuple[list[PermissionRequest], Any]:
-    asked: list[PermissionRequest] = []
-
-    async def ask(request: PermissionRequest) -> PermissionAnswer:
-        asked.append(request)
-        return PermissionAnswer(outcome=outcome, option_id=outcome)  # type: ignore[arg-type]
-
-    return asked, ask
-
-
-def edit_tool(ran: list[str]) -> Tool:
-    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        ran.append(args["text"])
-        return ToolResult(content=(TextPart(text="written"),))
-
-    return text_tool("write", kind="edit", handler=handler)
-
-
-@pytest.mark.parametrize(("outcome", "runs"), [("allow_once", True), ("reject_once", False)])
-async def test_permission_is_asked_before_a_tool_that_changes_things(
-    outcome: str, runs: bool
-) -> None:
-    ran: list[str] = []
-    model = scripted({"tool_calls": [call("c1", "write", text="x")]}, {"text": "ok"})
-    session = await new_session(model, tools=[edit_tool(ran)], approval="ask")
-    asked, ask = counting_asker(outcome)
-    session.policy = StaticPolicy("ask", ask)
-    _, seen = await prompt(session)
-    assert [r.call.call_id for r in asked] == ["c1"]
-    assert asked[0].tool_kind == "edit" and asked[0].title == "Write: x"
-    requested = of(seen, ev.PermissionRequested)[0]
-    assert {o.kind for o in requested.options} >= {"allow_once", "reject_once"}
-    assert of(seen, ev.PermissionResolved)[0].outcome == outcome
-    assert ran == (["x"] if runs else [])
-    result = of(seen, ev.ToolFinished)[0]
-    if runs:
-        assert result.status == "completed"
-    else:
-        assert result.error is not None and result.error.code == "permission_denied"
-        assert requests(session)[1].messages[-1].is_error
-    assert kinds(seen).index("permission_resolved") < kinds(seen).index("tool_finished")
-
-
-async def test_read_only_tools_and_approve_all_never_ask() -> None:
-    ran: list[str] = []
-    model = scripted(
-        {"tool_calls": [call("c1", "write", text="x"), call("c2", text="y")]}, {"text": "ok"}
-    )
-    session = await new_session(model, tools=[edit_tool(ran), text_tool()], approval="all")
-    _, seen = await prompt(session)
-    assert ran == ["x"]
-    assert of(seen, ev.PermissionRequested) == []
-
-
-async def test_approve_none_denies_without_asking() -> None:
-    ran: list[str] = []
-    model = scripted({"tool_calls": [call("c1", "write", text="x")]}, {"text": "ok"})
-    session = await new_session(model, tools=[edit_tool(ran)], approval="none")
-    _, seen = await prompt(session)
-    assert ran == [] and of(seen, ev.PermissionRequested) == []
-    error = of(seen, ev.ToolFinished)[0].error
-    assert error is not None and error.code == "permission_denied"
-    assert "--approve none" in error.message
-
-
-@pytest.mark.parametrize(("always", "runs"), [("allow_always", True), ("reject_always", False)])
-async def test_always_answers_are_remembered_across_turns_and_a_reload(
-    always: str, runs: bool
-) -> None:
-    ran: list[str] = []
-    store = MemoryStore()
-    model = scripted({"tool_calls": [call("c", "write", text="x")]}, {"text": "ok"}, loop=True)
-    agent = make_agent(model, tools=[edit_tool(ran)], approval="ask", store=store)
-    session = await agent.new_session("/work")
-    asked, ask = counting_asker(always)
-    session.policy = StaticPolicy("ask", ask)
-    await prompt(session, "one")
-    _, second = await prompt(session, "two")
-    assert len(asked) == 1
-    assert of(second, ev.PermissionRequested) == []
-    # A fresh agent on the same store rebuilds the session from its log and still knows.
-    reloaded_agent = make_agent(model, tools=[edit_tool(ran)], approval="ask", store=store)
-    reloaded = await reloaded_agent.load_session(session.id)
-    asked_again, ask_again = counting_asker("reject_once")
-    reloaded.policy = StaticPolicy("ask", ask_again)
-    _, third = await prompt(reloaded, "three")
-    assert asked_again == []
-    assert ran == (["x", "x", "x"] if runs else [])
-    statuses = [e.status for e in of(third, ev.ToolFinished)]
-    assert statuses == (["completed"] if runs else ["failed"])
-
-
 # -- provider contract ----------------------------------------------------------------------
 
 
@@ -654,25 +553,6 @@ async def test_a_tool_that_overruns_its_timeout_is_stopped_and_reported() -> Non
     error = of(seen, ev.ToolFinished)[0].error
     assert error is not None and error.code == "tool_timeout" and "0.05s" in error.message
     assert requests(session)[1].messages[-1].is_error
-
-
-async def test_an_unanswered_permission_request_times_out_as_a_denial() -> None:
-    ran: list[str] = []
-
-    async def never(request: PermissionRequest) -> PermissionAnswer:
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    model = scripted({"tool_calls": [call("c1", "write", text="x")]}, {"text": "ok"})
-    agent = make_agent(model, tools=[edit_tool(ran)], approval="ask", permission_timeout_s=0.05)
-    session = await agent.new_session("/work")
-    session.policy = StaticPolicy("ask", never)
-    outcome, seen = await prompt(session)
-    assert outcome.stop_reason == "end_turn" and ran == []
-    assert of(seen, ev.PermissionResolved)[0].outcome == "cancelled"
-    error = of(seen, ev.ToolFinished)[0].error
-    assert error is not None and error.code == "permission_timeout"
-    assert_well_formed(seen)
 
 
 async def test_a_stalled_model_is_bounded_by_the_model_timeout() -> None:

@@ -50,7 +50,7 @@ from steerable_bridge.runtime.ports.questions import (
     question_id_for,
 )
 from steerable_bridge.runtime.ports.storage import StoreError
-from steerable_bridge.runtime.tool_calls.tool_batch import APPROVAL_SCHEMA, STOP_OPTION
+from steerable_bridge.runtime.tool_calls.decision import APPROVAL_SCHEMA, STOP_OPTION
 from steerable_bridge.runtime.turns.recorder import TurnRecorder
 from steerable_bridge.runtime.turns.steering import Queued
 from steerable_bridge.runtime.turns.turn import RunOutcome, TurnContext, TurnInput

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.encoding import codec
-from steerable_bridge.runtime.tool_calls.tool_batch import Emit
+from steerable_bridge.runtime.turns.turn import Emit
 
 __all__ = ["NAMES", "FarCompactions"]
 

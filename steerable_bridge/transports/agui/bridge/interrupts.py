@@ -55,8 +55,8 @@ from steerable_bridge.runtime.ports.questions import (
     url_problem,
 )
 from steerable_bridge.runtime.tool_calls.approvals import approval_key, approval_options
-from steerable_bridge.runtime.tool_calls.tool_batch import STOP_OPTION, Emit
-from steerable_bridge.runtime.turns.turn import TurnContext
+from steerable_bridge.runtime.tool_calls.decision import STOP_OPTION
+from steerable_bridge.runtime.turns.turn import Emit, TurnContext
 from steerable_bridge.runtime.values import TextPart, ToolCall, canonical_json
 from steerable_bridge.transports.agui.bridge.calls import BridgedCall, raw_arguments
 from steerable_bridge.transports.agui.bridge.mapping import EventMapper

@@ -70,7 +70,7 @@ from pydantic import JsonValue
 
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.events import ToolStatus
-from steerable_bridge.runtime.tool_calls.tool_batch import Emit
+from steerable_bridge.runtime.turns.turn import Emit
 from steerable_bridge.runtime.values import (
     Location,
     PlanEntry,
