@@ -17,12 +17,11 @@ another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
 `PYTHONMALLOC=malloc` (small objects from glibc's malloc, whose free pages the server's
 `malloc_trim` after a burst can give back, instead of CPython's arenas). Every wait is
 bounded. `--bursts N` repeats the round (streams, then leaving) and prints the RSS after
-each. The figures (`heap.py`, README "Memory after a burst"), 80 streams:
-`--duration 120 --after 20 --every 10`: start ~62, peak ~82, 67-72 MB from t=40 s (the
-runs nobody read are cancelled at 30 s, and memory is released), after 67-72 MB (+9-16 %,
-three runs; it was start ~64, peak ~87, +8-12 % of a higher start before the frame buffer
-and the poll's own connection);
-`--duration 40 --after 20 --every 10 --bursts 3`: after ~72, ~77, ~78 MB; with `--malloc`
+each. The figures (README "Memory after a burst"), 80 streams, on a 2-core machine shared
+with other work: `--duration 120 --after 20 --every 10`: start ~64, peak ~83-85, after
++10 / +10 / +11 / +11 / +14 / +14 % of the start over six runs (before the store's own
+threads: +9 / +9 / +13 %, and +9 to +16 % before the folding per commit); `--duration 40 --after 20 --every 10
+--bursts 3`: after 71.8, 73.0, 73.1 MB (before: ~72, ~77, ~78); with `--malloc`
 ~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
