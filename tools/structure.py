@@ -416,6 +416,9 @@ def with_prompt_path(out: list[str], found: dict[str, list[str]]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if {"-h", "--help"} & set(argv[1:]):
+        print(__doc__)
+        return 0
     rest = [arg for arg in argv[1:] if arg != "--prompt-path"]
     root = Path(rest[0]) if rest else Path(__file__).resolve().parent.parent
     out = report(root)

@@ -52,7 +52,3 @@ class ConformanceError(CodedError, AssertionError):
             f"{what} broke {len(self.findings)} conformance rule(s); fix the producer so each"
             f" rule below holds:\n{lines}",
         )
-
-    @property
-    def rule_ids(self) -> frozenset[str]:
-        return frozenset(f.rule_id for f in self.findings)

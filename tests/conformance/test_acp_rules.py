@@ -337,7 +337,7 @@ def test_each_rule_catches_its_break(rule_id: str) -> None:
     assert rule_id in {f.rule_id for f in findings}, findings
     with pytest.raises(ConformanceError) as caught:
         assert_valid_acp_transcript(transcript)
-    assert rule_id in caught.value.rule_ids
+    assert rule_id in {f.rule_id for f in caught.value.findings}
 
 
 def test_an_error_after_cancel_is_caught_too() -> None:

@@ -140,3 +140,10 @@ def test_coded_errors_outside_coded_error_are_named(lines: list[str]) -> None:
         "steerable_bridge.runtime.session.Stray",
         "steerable_bridge.runtime.session.StrayChild",
     ]
+
+
+def test_help_prints_the_usage_instead_of_reading_a_root_named_help(
+    tool: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert tool.main(["structure.py", "--help"]) == 0
+    assert "uv run python tools/structure.py [ROOT]" in capsys.readouterr().out

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from steerable_bridge.adapters.storage import formats
 from steerable_bridge.adapters.storage.formats import Row, is_reference, is_run, with_envelopes
-from steerable_bridge.adapters.storage.references import Resolver, kept
+from steerable_bridge.adapters.storage.request_resolver import Resolver, kept
 from steerable_bridge.runtime.encoding.codec import events_from_json
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.session_log.delta_runs import Entry

@@ -18,7 +18,7 @@ lets a request quote its system prompt and tools from an earlier request. 5 (thi
 adds rows that hold a run of streamed deltas (`runs.py`; `is_run` tells them apart) and
 requests that refer to an assistant message by the events it was streamed in
 (`references.STEP`).
-Model requests stored by reference (formats 2 to 5) are rebuilt by `references.Resolver`,
+Model requests stored by reference (formats 2 to 5) are rebuilt by `request_resolver.Resolver`,
 runs are unfolded by `runs.unfold`; `decode_event` alone refuses both.
 """
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from steerable_bridge.adapters.storage.formats import FORMAT, Row, decode_event
-from steerable_bridge.adapters.storage.references import Resolver
+from steerable_bridge.adapters.storage.request_resolver import Resolver
 from steerable_bridge.adapters.storage.sql import ROW_COLUMNS
 from steerable_bridge.adapters.storage.sqlite import SCHEMA_VERSION, store_error
 from steerable_bridge.runtime.events import LoopEvent

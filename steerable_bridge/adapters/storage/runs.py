@@ -24,7 +24,7 @@ builds the events by setting their slots (`_builder`), as their `__init__` would
 its time. Which kinds fold, and by which id field, is read from the event classes at import
 (`FOLDED`): a kind that grew another field would no longer fold (its deltas would be stored
 one per row, as before), so a run can never lose a field. Used by `sql.event_rows` to write
-and `decoding.py` / `references.Resolver` to read; it never touches a connection.
+and `decoding.py` / `request_resolver.Resolver` to read; it never touches a connection.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
-from steerable_bridge.adapters.storage.references import RequestWriter
+from steerable_bridge.adapters.storage.request_writer import RequestWriter
 from steerable_bridge.adapters.storage.runs import encode_run, fold
 from steerable_bridge.runtime.events import LoopEvent
 from steerable_bridge.runtime.model_context.projection import carries_facts
@@ -100,7 +100,7 @@ def event_rows(
     session_id: str, batch: Sequence[LoopEvent], writer: RequestWriter
 ) -> list[EventRow]:
     """The `events` rows of a batch (columns in `EVENT_COLUMNS` order); `writer` is the
-    session's, and stores model requests by reference (`references.py`). Consecutive
+    session's, and stores model requests by reference (`request_writer.py`). Consecutive
     deltas of one message take one row, a run keyed by its last delta (`runs.py`)."""
     rows: list[EventRow] = []
     for item in fold(batch):
@@ -131,7 +131,7 @@ FETCH_BLOCK = (
     f"SELECT {ROW_COLUMNS} FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
 )
 """Every row from one seq to another: the events of assistant messages that requests a read
-included refer to, from before the read (`references.Resolver.block`)."""
+included refer to, from before the read (`request_resolver.Resolver.block`)."""
 
 
 def fetch_rows(count: int) -> str:

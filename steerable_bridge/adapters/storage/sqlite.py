@@ -59,7 +59,8 @@ from steerable_bridge.adapters.storage.formats import (
 )
 from steerable_bridge.adapters.storage.ownership import OwnerLocks
 from steerable_bridge.adapters.storage.readiness import SQLITE_SCHEMA_VERSION
-from steerable_bridge.adapters.storage.references import RequestWriter, Resolver, resume_writer
+from steerable_bridge.adapters.storage.request_resolver import Resolver
+from steerable_bridge.adapters.storage.request_writer import RequestWriter, resume_writer
 from steerable_bridge.adapters.storage.sql import (
     ADOPT,
     ADOPT_ROW,
@@ -465,7 +466,7 @@ class SqliteStore:
                 return _decode_all(conn, session_id, rows, after_seq + 1), last
 
         events, last = await self._read(read, whole=after_seq < 0)
-        resume_writer(self._writers, session_id, events, last)  # a reload: see references.py
+        resume_writer(self._writers, session_id, events, last)  # a reload: see request_writer.py
         return events
 
     async def read_tail(self, session_id: str) -> list[LoopEvent]:

@@ -1,6 +1,6 @@
 """One model call's events as the request writer keeps them until the call ends.
 
-The store's request writer (`references.py`) names the assistant message a model call made
+The store's request writer (`request_writer.py`) names the assistant message a model call made
 by the seqs of that call's events, and needs the events to know the message. A live model
 logs one delta per token, and a writer that kept each delta event would keep every one of
 them alive until the call ends, long after the session log has folded them

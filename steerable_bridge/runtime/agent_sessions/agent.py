@@ -136,6 +136,8 @@ class Agent:
 
     @property
     def sessions_in_memory(self) -> int:
+        """How many sessions are held in memory now (bounded by `max_sessions`, shed when
+        idle past `session_ttl_s`): what shows that eviction and `forget` free them."""
         return len(self._sessions)
 
     async def new_session(

@@ -5,9 +5,9 @@ answers to calls an earlier run left open (frontend tool results, approvals), th
 shared state and its own tools. `TurnContext` is everything the loop borrows from the
 session for one turn; `LoopSettings` bounds every wait; `RunOutcome` is the result a
 transport turns into its wire's ending; `EventSink` and `Emit` say where a turn's events go
-(the caller's sink, and the turn's own log-then-sink). Plain data, no behaviour: the values
-a transport builds are frozen; `TurnContext` is not, since it lends the turn the session's
-live parts (its log, store, compactor and monitors), which the turn changes as it runs.
+(the caller's sink, and the turn's own log-then-sink). Plain data, no behaviour, every value
+frozen: `TurnContext`'s fields are never reassigned, though what some of them hold (the
+session's log, facts, input queues, compactor and monitors) changes as the turn runs.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ class RunOutcome:
     turn folded nothing (its summary would not have been smaller); "" when there is none."""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnContext:
     """Everything one turn needs from its session, handed in by `Session.prompt`."""
 
@@ -175,11 +175,11 @@ class TurnContext:
     sink: EventSink | None
     settings: LoopSettings
     compactor: Compactor | None = None
+    """The session's compaction (breaker state outlives the turn); None: never compact."""
     output_limits: OutputLimits = OutputLimits()
     """The largest tool result text the model sees (`bounding.py`)."""
     spill: Spill | None = None
     """Keeps the full text of results cut to `output_limits`; None: the middle is lost."""
-    """The session's compaction (breaker state outlives the turn); None: never compact."""
     snapshot: Callable[[], tuple[str, tuple[Tool, ...]]] | None = None
     """Called before every step: the system prompt and tools as registered now, so a change
     made during a step reaches the next one. None: `system` and `tools` hold for the turn."""

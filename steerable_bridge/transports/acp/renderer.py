@@ -1,72 +1,21 @@
 """LoopEvent → ACP `session/update` payloads: a pure, per-session renderer with no I/O.
 
 `AcpRenderer(routes=...).render(event)` returns the SDK update models (`acp.schema`) that
-one event becomes, in order; the agent wraps each in a `session/update` notification. The
-renderer keeps only its own bookkeeping (the content each open tool call has shown so far,
-because a `tool_call_update` replaces the call's content list). It never sends, reads the
-clock or touches a session. `echo_user=True` (session/load replay) also renders the user's
-own prompts; live, the client already shows them.
+one event becomes, in order; the agent wraps each in a `session/update` notification. Which
+updates a kind becomes is the table in `mapping.py` (one row per kind naming the method here
+that renders it; also `docs/mapping.md`): a kind without a method shows nothing but on the
+opt-in `_steerable/event` channel, and run_finished / run_failed are the `session/prompt`
+response, not updates. The renderer keeps only its own bookkeeping (the content each open
+tool call has shown so far, since a `tool_call_update` replaces the list); it never sends,
+reads the clock or touches a session.
 
-Which update each kind becomes is the table in `mapping.py` (one row per kind naming the
-method here that renders it, the `sessionUpdate` variants it sends and its note for
-`docs/mapping.md`); a kind without a method shows nothing but on the opt-in
-`_steerable/event` channel. run_finished / run_failed are the session/prompt response
-(`stop_reason`), not updates.
-
-**`_meta` (for decoders).** Every update carries `_meta.steerable` with `kind`, `seq`, `ts`
-and `run_id` of its event, plus what the ACP payload cannot hold exactly:
-
-- user_message / steer_applied / follow_up_applied: `message_id`, `part` (0-based index)
-  and `parts` (count); the event is whole once `part == parts - 1`.
-- tool_call_end: `name`, `title` (the ACP title falls back to the name when it is empty),
-  `arguments_json` (exact text; rawInput is its parse, or the text itself when it is not
-  JSON), `executor`.
-- tool_started: `sandbox` — what confines the command (`bwrap`, `none`, `client`), null
-  for tools that run none.
-- tool_output: `parts` — the event's own content is the last `parts` items of `content`.
-- tool_finished: `status` (completed / failed / cancelled), `error` ({code, message} or
-  null), `raw_output_json` (exact text) and `parts` — the event's content is the first
-  `parts` items; a failure without content shows the error message as one text item.
-- text_delta / reasoning_delta replayed by `session/load`: `last_seq` when the chunk folds
-  the consecutive deltas of one message with seqs `seq`..`last_seq` (their text joined;
-  `seq` and `ts` are the first one's). Clients do not depend on chunk boundaries, so a load
-  sends each message's text as one chunk; the `_steerable/event` channel stays exact.
-- usage_updated: `size` (null when unknown), `cache_read_tokens` and
-  `cache_creation_tokens` (prompt tokens the provider's cache served / stored).
-  config_changed: `option_id`, `value`.
-- session_info: `title` (may be null).
-- compaction: every field of the event (`summary`, `through_seq`, `trigger`, `scope`,
-  `pre_tokens`, `post_tokens`, `fallback`, `notice`, `turns`); the text is only its
-  headline. As v1.25 compaction updates, the completed `compaction_update` carries them
-  (for a compaction that did not stream, the first two updates carry `kind`, `seq`, `ts`,
-  `run_id` and `part`: 0 for the opening update, 1 for the summary chunk), so a decoder
-  rebuilds the event from that one. A streamed summary's chunks join to the stored summary
-  unless it is the digest or was clipped; the completed update's `summary` (a complete
-  replacement, by the spec's patch semantics) is the stored one either way.
-- compaction_started: `trigger`. compaction_dropped: `reason` and `detail`.
-- compaction_summary_delta replayed by `session/load`: `last_seq`, as for text deltas.
-- notice: `severity`, `title` and `description` (the fallback's text is only a rendering).
-
-`compaction=True` / `notices=True` say the client advertised `session.compaction` /
-`session.notices` (ACP schema 1.25; the SDK 0.12.1 models lack those updates, so they are
-the generated `schema/stable.py` models, imported on first use). The spec sends notices only
-to a client that asked, and says an agent may use an agent message otherwise; a replay
-(`echo_user=True`) renders no notice at all: notices are live, not session history.
-
-Content parts map text → text block, image → image block, resource with text → embedded
-`resource`, resource without text → `resource_link`, diff → `diff`, terminal → `terminal`.
-A block's own `_meta.steerable.name` keeps a resource's name where ACP cannot: an embedded
-resource has no name field, and a link without a name shows its uri (`name: null`).
-Updates the agent sends *without* `_meta.steerable` are not LoopEvents: the short replies to
-the slash commands `/help`, `/mode`, `/model` (`slash.py`), which are not logged or replayed.
-Stop reasons (`stop_reason`): end_turn, max_tokens, refusal, cancelled as is;
-max_steps → max_turn_requests; interrupted (the run waits for a client answer, which ACP
-has no way to give — it cannot happen with ACP's ask-now permissions) → end_turn; rejected
-(the user picked "Reject and stop") → cancelled, the one ACP reason that says the user
-stopped the turn (end_turn would claim the agent finished, refusal that the model refused);
-the original reason is in the response's `_meta.steerable.stop_reason`. The agent also puts the
-run's closing event (run_finished, or run_failed in the error's `data.event`) in
-`_meta.steerable.event`, so decoders rebuild it exactly.
+The contract decoders rely on: every update carries `_meta.steerable` with its event's
+`kind`, `seq`, `ts` and `run_id`, plus what the ACP payload cannot hold exactly (field by
+field in `docs/acp-meta.md`); an update without it (the slash commands' short replies) is
+not a LoopEvent. `echo_user=True` (session/load replay) also renders the user's own prompts
+and no notice; `compaction=True` / `notices=True` say the client advertised
+`session.compaction` / `session.notices` (ACP 1.25, the generated `schema/stable.py`
+models, imported on first use); without them a compaction or notice is an agent message.
 """
 
 from __future__ import annotations

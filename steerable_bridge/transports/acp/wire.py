@@ -3,11 +3,12 @@
 A streamed answer is mostly `text_delta` / `reasoning_delta` events, each one
 `agent_message_chunk` / `agent_thought_chunk`. Through the SDK each costs a validated update
 model (`AcpRenderer.render`), a validated `SessionNotification` (`session_update`) and a
-`model_dump` back to a dict — about 13 µs an event, most of what the ACP side spends on
-one. `chunk_params(session_id, event)` builds that same dict directly, key for key and in
-the order `model_dump(by_alias=True, exclude_none=True)` gives, so the frame the SDK
-connection then sends (`Connection.send_notification`, its framing and observers) is byte
-for byte the model path's; `tests/transports/acp/test_wire.py` proves it for both kinds.
+`model_dump` back to a dict, most of what the ACP side spends on one (the figures are in
+`bench/bridge_agui.py`). `chunk_params(session_id, event)` builds that same dict directly,
+key for key and in the order `model_dump(by_alias=True, exclude_none=True)` gives, so the
+frame the SDK connection then sends (`Connection.send_notification`, its framing and
+observers) is byte for byte the model path's; `tests/transports/acp/test_wire.py` proves it
+for both kinds.
 Every other event, and a replayed delta folding several (`last_seq`), goes through the
 renderer. No I/O.
 """

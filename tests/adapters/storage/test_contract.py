@@ -285,7 +285,7 @@ async def test_a_tail_read_fetches_the_rows_its_requests_refer_to_before_the_tai
     """A writer that keeps its base across a compaction (as a log another process wrote
     can) makes the tail's first request refer to rows before the tail: the read fetches
     them and gives back the logged requests exactly."""
-    from steerable_bridge.adapters.storage.references import RequestWriter
+    from steerable_bridge.adapters.storage.request_writer import RequestWriter
 
     body = RequestWriter.body
 

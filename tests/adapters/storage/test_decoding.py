@@ -16,7 +16,8 @@ from steerable_bridge.adapters.storage.formats import (
     with_envelope,
     with_envelopes,
 )
-from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
+from steerable_bridge.adapters.storage.request_resolver import Resolver
+from steerable_bridge.adapters.storage.request_writer import RequestWriter
 from steerable_bridge.adapters.storage.sql import event_rows
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.encoding.codec import event_to_json

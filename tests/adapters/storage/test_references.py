@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from steerable_bridge.adapters.storage import formats
 from steerable_bridge.adapters.storage.formats import Row, decode_event, encode_body
-from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
+from steerable_bridge.adapters.storage.request_resolver import Resolver
+from steerable_bridge.adapters.storage.request_writer import RequestWriter
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.model_context.projection import project_history
 from steerable_bridge.runtime.ports.model import ModelRequest, ToolSpec

@@ -21,7 +21,8 @@ from steerable_bridge.adapters.storage import formats
 from steerable_bridge.adapters.storage.decoding import decode_rows
 from steerable_bridge.adapters.storage.formats import Row, is_reference, is_run
 from steerable_bridge.adapters.storage.integrity import check_store, salvage_events
-from steerable_bridge.adapters.storage.references import RequestWriter, Resolver
+from steerable_bridge.adapters.storage.request_resolver import Resolver
+from steerable_bridge.adapters.storage.request_writer import RequestWriter
 from steerable_bridge.adapters.storage.runs import FOLDED, MAX_PARTS, fold
 from steerable_bridge.adapters.storage.sql import event_rows
 from steerable_bridge.adapters.storage.sqlite import SqliteStore

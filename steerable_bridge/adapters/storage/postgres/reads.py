@@ -1,7 +1,7 @@
 """Reading sessions back from PostgreSQL: whole logs, the resume tail, records, the check.
 
 A log is read in seq order and decoded through the record-format rules (`formats.py`): a
-request stored by reference is rebuilt (`references.py`), fetching the rows it refers to
+request stored by reference is rebuilt (`request_resolver.py`), fetching the rows it refers to
 when the read did not include them (a tail, or rows after a seq). The resume tail (`read_tail`,
 the rule in `sql.py`'s `TAIL_*`) is read in one REPEATABLE READ snapshot, so an append
 landing between its queries cannot split it. `check` verifies every row as `sessions
@@ -22,7 +22,7 @@ from steerable_bridge.adapters.storage.formats import (
 from steerable_bridge.adapters.storage.integrity import CheckReport, check_log, salvaged
 from steerable_bridge.adapters.storage.postgres.driver import pipelined
 from steerable_bridge.adapters.storage.postgres.schema import SCHEMA_VERSION, stored_version
-from steerable_bridge.adapters.storage.references import Resolver
+from steerable_bridge.adapters.storage.request_resolver import Resolver
 from steerable_bridge.adapters.storage.sql import (
     FETCH_BLOCK,
     READ_AFTER,

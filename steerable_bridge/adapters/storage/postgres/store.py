@@ -35,7 +35,7 @@ from steerable_bridge.adapters.storage.postgres.driver import (
 )
 from steerable_bridge.adapters.storage.postgres.ownership import AdvisoryLocks
 from steerable_bridge.adapters.storage.postgres.schema import migrate
-from steerable_bridge.adapters.storage.references import RequestWriter, resume_writer
+from steerable_bridge.adapters.storage.request_writer import RequestWriter, resume_writer
 from steerable_bridge.adapters.storage.sql import (
     ADOPT,
     ADOPT_ROW,
@@ -190,7 +190,7 @@ class PostgresStore:
     async def read(self, session_id: str, *, after_seq: int = -1) -> list[LoopEvent]:
         async with self._conn() as conn:
             events, last = await reads.read_after(conn, session_id, after_seq)
-        resume_writer(self._writers, session_id, events, last)  # a reload: see references.py
+        resume_writer(self._writers, session_id, events, last)  # a reload: see request_writer.py
         return events
 
     async def read_tail(self, session_id: str) -> list[LoopEvent]:
