@@ -171,7 +171,7 @@ def serve_options(
 def _check_quality(args: argparse.Namespace) -> None:
     """Refuse a bad `--quality` or `--hooks-module` before serving, not after `initialize`."""
     from steerable_bridge.commands.common import load_hooks
-    from steerable_bridge.runtime.model_quality.quality_spec import parse_quality  # not the guards
+    from steerable_bridge.commands.quality_flag import parse_quality  # not the guards
 
     try:
         parse_quality(args.quality)

@@ -502,8 +502,8 @@ def build_agent(
     providers by name (the bridged agent's route)."""
     from steerable_bridge.commands.compaction_env import compaction_from_settings
     from steerable_bridge.commands.limits_env import limits_from_settings
+    from steerable_bridge.commands.quality_flag import parse_quality
     from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
-    from steerable_bridge.runtime.model_quality.quality_spec import parse_quality
     from steerable_bridge.runtime.turns.turn import LoopSettings
 
     settings = current_settings(args)

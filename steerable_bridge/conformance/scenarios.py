@@ -27,12 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
+from steerable_bridge.commands.quality_flag import parse_quality
 from steerable_bridge.conformance.scenario_tools import scenario_tools
 from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
 from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.model_quality.quality_spec import parse_quality
 from steerable_bridge.runtime.ports.model import ModelProvider
 from steerable_bridge.runtime.ports.permissions import (
     PermissionAnswer,

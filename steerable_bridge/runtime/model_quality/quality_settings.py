@@ -1,9 +1,10 @@
 """Which model-quality guards run and their limits: the typed value the runtime receives.
 
-`QualitySettings` is what `quality.py`'s `TurnGuard` reads; its text form (the
-`--quality` / `STEERABLE_QUALITY` mini-language) is read by `quality_spec.py`. Kept apart
-from the guards so a command can check a spec before it serves without importing the event
-taxonomy (`acp` answers `initialize` first). Pure: no I/O.
+`QualitySettings` is what `quality.py`'s `TurnGuard` reads. The runtime never parses text:
+the `--quality` / `STEERABLE_QUALITY` mini-language belongs to the commands
+(`commands/quality_flag.py`), which hand over this value. Kept apart from the guards so a
+command can check a spec before it serves without importing the event taxonomy (`acp`
+answers `initialize` first). Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
-"""The text form of `QualitySettings`: what `--quality`, `STEERABLE_QUALITY` and a scenario say.
+"""`--quality`: the parser that turns the flag's text into the runtime's `QualitySettings`.
 
-`parse_quality(spec)` reads that text (`auto`, `on`, `off`, and `NAME=VALUE` items, comma
-separated) and returns a `QualitySettings`; a bad item raises ValueError naming it and what
-is accepted, which `build_agent` and `acp` turn into a `ConfigError`. It sits beside the
-value it builds because two layers above speak it: the commands read the flag, and the
-conformance scenarios hold the same text (handed as `--quality` to a spawned `acp`, parsed
-here for the in-process run). It imports nothing heavier than `quality_settings.py`, so
-`acp` can refuse a bad spec before it answers `initialize`. Pure: no I/O (the flag's
-default is set in `commands/common.py`).
+`parse_quality(spec)` reads `--quality` / `STEERABLE_QUALITY` text (`auto`, `on`, `off`, and
+`NAME=VALUE` items, comma separated) and returns a `QualitySettings`; a bad item raises
+ValueError naming it and what is accepted, which `build_agent` and `acp` turn into a
+`ConfigError`. The commands own this mini-language so the runtime only ever receives the
+typed value; it imports nothing heavier than `runtime/model_quality/quality_settings.py`, so
+`acp` can refuse a bad spec before it answers `initialize`. Pure: no I/O (the flag's default is set
+in `common.py`).
 """
 
 from __future__ import annotations

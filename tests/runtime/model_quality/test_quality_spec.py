@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from steerable_bridge.commands.quality_flag import parse_quality
 from steerable_bridge.runtime.model_quality.quality_settings import QualitySettings
-from steerable_bridge.runtime.model_quality.quality_spec import parse_quality
 
 
 def test_modes_and_items_set_the_fields_they_name() -> None:

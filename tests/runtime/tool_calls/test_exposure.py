@@ -98,5 +98,5 @@ def test_search_ranks_by_name_then_description_and_bounds_the_results() -> None:
 
 
 def test_the_budget_defaults_from_the_window() -> None:
-    # `tool_budget=` in `--quality` is checked in tests/runtime/model_quality/test_quality_spec.py.
+    # `tool_budget=` in `--quality` is checked in tests/commands/test_quality_flag.py.
     assert default_budget(128_000) == 12_800 and default_budget(None) == 4_000
