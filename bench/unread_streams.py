@@ -21,8 +21,8 @@ each. The figures (README "Memory after a burst"), 80 streams, on a 2-core machi
 with other work: `--duration 120 --after 20 --every 10`: start ~64, peak ~83-85, after
 +10 / +10 / +11 / +11 / +14 / +14 % of the start over six runs (before the store's own
 threads: +9 / +9 / +13 %, and +9 to +16 % before the folding per commit);
-`--duration 40 --after 20 --every 10 --bursts 3`: after 71.8, 73.0, 73.1 MB (before: ~72, ~77, ~78); with `--malloc`
-~67 / ~68 MB (+1 %).
+`--duration 40 --after 20 --every 10 --bursts 3`: after 71.8, 73.0, 73.1 MB (before: ~72,
+~77, ~78); with `--malloc` ~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 
