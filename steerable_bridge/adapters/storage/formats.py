@@ -278,9 +278,10 @@ def is_run(found: int | None, data: str | bytes) -> bool:
 
 def is_reference(row: Row) -> bool:
     """Whether a row holds a model request stored by reference (formats 2 and 3)."""
-    found, kind, data = row[1], row[2], row[5]
-    key = REF_KEYS.get(found or 0)
-    if kind != "model_request" or key is None:
+    if row[2] != "model_request":
+        return False
+    data, key = row[5], REF_KEYS.get(row[1] or 0)
+    if key is None:
         return False
     marker = f'"{key}":'
     return marker in data if isinstance(data, str) else marker.encode() in data

@@ -355,6 +355,9 @@ class Resolver:
         base: ModelRequest | None,
     ) -> tuple[Message, ...]:
         literal = iter(written)
+        # the base's messages a leading `[a, b]` names (most requests: `[0, n]`, the whole
+        # base) stay the one slice, not copied into `messages` and out again
+        head: tuple[Message, ...] = ()
         messages: list[Message] = []
         for item in items:
             if isinstance(item, dict):
@@ -367,10 +370,16 @@ class Resolver:
                 isinstance(item, list)
                 and base is not None
                 and len(item) == 2
-                and all(isinstance(i, int) and not isinstance(i, bool) for i in item)
+                and isinstance(item[0], int)
+                and not isinstance(item[0], bool)
+                and isinstance(item[1], int)
+                and not isinstance(item[1], bool)
                 and 0 <= item[0] < item[1] <= len(base.messages)
             ):
-                messages.extend(base.messages[item[0] : item[1]])
+                if head or messages:
+                    messages.extend(base.messages[item[0] : item[1]])
+                else:
+                    head = base.messages[item[0] : item[1]]
             else:
                 raise ValueError(f"message item {item!r} refers to nothing it can read")
-        return tuple(messages)
+        return head + tuple(messages) if head else tuple(messages)
