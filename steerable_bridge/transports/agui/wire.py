@@ -11,8 +11,9 @@ a `model_request`'s the renderer's `request_value`, by reference to the thread's
 request).
 `tests/transports/agui/test_wire.py` proves the bytes identical for every kind. Anything
 else, and every event while the run is not open, goes through the SDK models — but a
-MESSAGES_SNAPSHOT given each message's JSON as its thread keeps it (`message_json`) is those
-pieces joined inside the SDK's dump of the event without its messages. Should an
+MESSAGES_SNAPSHOT given its messages' JSON as its thread keeps it (`messages_json`: each
+message dumped by the SDK once, joined) has it put inside the SDK's dump of the event
+without its messages. Should an
 event still hold text UTF-8 cannot encode (text is repaired where it enters, so this is a
 bug elsewhere), it is sent with U+FFFD in its place and an error is logged, never dropped.
 Every frame rendered from a log event carries an SSE `id:` naming its place in the thread's
@@ -161,17 +162,20 @@ _FAST: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
 
 
 class SseEncoder:
-    """Encodes one run's LoopEvents as SSE bytes (see the module docstring). `message_json`,
-    when given, is each message's `model_dump_json(by_alias=True)` as its thread keeps it
-    (`MessageFold.json_of`): a MESSAGES_SNAPSHOT is then those pieces joined, not the whole
-    thread dumped again."""
+    """Encodes one run's LoopEvents as SSE bytes (see the module docstring). `messages_json`,
+    when given, is the messages' `model_dump_json(by_alias=True)` joined by commas as their
+    thread keeps it (`MessageFold.snapshot_json`): a MESSAGES_SNAPSHOT then holds that text,
+    not the whole thread dumped again."""
 
     def __init__(
-        self, renderer: AguiRenderer, *, message_json: Callable[[Message], str] | None = None
+        self,
+        renderer: AguiRenderer,
+        *,
+        messages_json: Callable[[list[Message]], str] | None = None,
     ) -> None:
         self.renderer = renderer
         self._encoder = EventEncoder()
-        self._message_json = message_json
+        self._messages_json = messages_json
         self._run_id = ""
         self._rid = _esc("")
         self._fast: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
@@ -219,8 +223,8 @@ class SseEncoder:
         return "".join(f"id: {i}\n{frame}" for i, frame in zip(ids, frames, strict=True)).encode()
 
     def _frame(self, model: BaseEvent) -> str:
-        message_json = self._message_json
-        if message_json is None or type(model) is not MessagesSnapshotEvent:
+        messages_json = self._messages_json
+        if messages_json is None or type(model) is not MessagesSnapshotEvent:
             return self._encoder.encode(model)
         # The snapshot's own fields dumped with no messages, the messages' JSON put in their
         # place: the bytes the SDK gives for the whole event (nested models dump alike).
@@ -229,7 +233,7 @@ class SseEncoder:
         if at < 0:
             return self._encoder.encode(model)
         at += len(_NO_MESSAGES) - 1
-        return empty[:at] + ",".join(map(message_json, model.messages)) + empty[at:]
+        return "".join((empty[:at], messages_json(model.messages), empty[at:]))
 
 
 _NO_MESSAGES = '"messages":[]'
