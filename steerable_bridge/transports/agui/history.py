@@ -19,7 +19,7 @@ no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 from ag_ui.core import (
@@ -84,10 +84,9 @@ class MessageFold:
         self._last: list[Message] = []
         """What `messages` last returned; its first `_fresh` messages are still current."""
         self._fresh = 0
-        self._joined = ""
-        """The JSON of the first `len(_ends)` messages of `_last`, comma-separated
-        (`snapshot_json`); `_ends[i]` is where message i's ends in it."""
-        self._ends: list[int] = []
+        self._pieces: list[bytes] = []
+        """`snapshot_json`'s pieces for the first messages of `_last` (the JSON of each in
+        UTF-8, after a comma but the first)."""
 
     def _changed(self, message_id: str) -> None:
         """Forget what was built of the message `message_id` (an event changed it), and what
@@ -97,8 +96,8 @@ class MessageFold:
             pos = self._pos[message_id]
             if pos < self._fresh:
                 self._fresh = pos
-            if pos < len(self._ends):
-                del self._ends[pos:]
+            if pos < len(self._pieces):
+                del self._pieces[pos:]
 
     def add(self, message_id: str, **fields: Any) -> dict[str, Any]:
         entry = self.data.get(message_id)
@@ -224,26 +223,22 @@ class MessageFold:
         self._last, self._fresh = out, len(out)
         return out
 
-    def snapshot_json(self, messages: list[Message]) -> str:
-        """`",".join(map(self.json_of, messages))`: for the list the last `messages()` gave,
-        while no event changed the fold, the JSON of its start that was joined before is
-        kept and only what follows is joined on (a long thread's MESSAGES_SNAPSHOT does not
-        walk the whole thread again on every run)."""
+    def snapshot_json(self, messages: list[Message]) -> Sequence[bytes]:
+        """`",".join(map(self.json_of, messages))` in UTF-8, as pieces to be joined: for the
+        list the last `messages()` gave, while no event changed the fold, the pieces made
+        before are kept and only what follows is made (a long thread's MESSAGES_SNAPSHOT does
+        not walk the whole thread in Python again on every run)."""
         current = messages is self._last and self._fresh == len(messages) == len(self.order)
         if not current:
-            return ",".join(map(self.json_of, messages))
-        ends = self._ends
-        done = len(ends)
-        if done == len(messages):
-            return self._joined[: ends[-1]] if done else ""
-        pieces = [self.json_of(message) for message in messages[done:]]
-        end = ends[-1] if done else 0
-        head = self._joined[:end] if done else None
-        for piece in pieces:
-            end += len(piece) + (1 if ends else 0)
-            ends.append(end)
-        self._joined = ",".join(pieces if head is None else [head, *pieces])
-        return self._joined
+            return [",".join(map(self.json_of, messages)).encode()]
+        pieces = self._pieces
+        done = len(pieces)
+        new = [
+            (b"," if done or at else b"") + self.json_of(message).encode()
+            for at, message in enumerate(messages[done:])
+        ]
+        pieces += new
+        return tuple(pieces)
 
     def json_of(self, message: Message) -> str:
         """`message.model_dump_json(by_alias=True)`, kept for a message of the last

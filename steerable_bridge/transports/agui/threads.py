@@ -484,11 +484,11 @@ class Run:
                 return None
         return thread.messages()
 
-    def _messages_json(self, messages: list[Message]) -> str:
+    def _messages_json(self, messages: list[Message]) -> Sequence[bytes]:
         """A snapshot's messages' JSON, comma-separated, as the thread's fold keeps it."""
         fold = self.thread.fold
         if fold is None:
-            return ",".join(message.model_dump_json(by_alias=True) for message in messages)
+            return [",".join(m.model_dump_json(by_alias=True) for m in messages).encode()]
         return fold.snapshot_json(messages)
 
     async def _snapshot_ready(self) -> None:

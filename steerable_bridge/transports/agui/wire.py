@@ -25,7 +25,7 @@ No I/O.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -163,15 +163,15 @@ _FAST: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
 
 class SseEncoder:
     """Encodes one run's LoopEvents as SSE bytes (see the module docstring). `messages_json`,
-    when given, is the messages' `model_dump_json(by_alias=True)` joined by commas as their
-    thread keeps it (`MessageFold.snapshot_json`): a MESSAGES_SNAPSHOT then holds that text,
-    not the whole thread dumped again."""
+    when given, is the messages' `model_dump_json(by_alias=True)` joined by commas, in UTF-8
+    pieces, as their thread keeps it (`MessageFold.snapshot_json`): a MESSAGES_SNAPSHOT then
+    holds those bytes, not the whole thread dumped again."""
 
     def __init__(
         self,
         renderer: AguiRenderer,
         *,
-        messages_json: Callable[[list[Message]], str] | None = None,
+        messages_json: Callable[[list[Message]], Sequence[bytes]] | None = None,
     ) -> None:
         self.renderer = renderer
         self._encoder = EventEncoder()
@@ -216,24 +216,29 @@ class SseEncoder:
             frames = [self._frame(model) for model in models]
         except (UnicodeError, PydanticSerializationError):
             _repairing(", ".join(model.type for model in models))
-            frames = [self._encoder.encode(_repaired(model)) for model in models]
+            frames = [[self._encoder.encode(_repaired(model)).encode()] for model in models]
+        parts: list[bytes] = []
         if seq is None:
-            return "".join(frames).encode()
-        ids = event_ids(seq, len(frames))
-        return "".join(f"id: {i}\n{frame}" for i, frame in zip(ids, frames, strict=True)).encode()
+            for frame in frames:
+                parts += frame
+        else:
+            for i, frame in zip(event_ids(seq, len(frames)), frames, strict=True):
+                parts.append(f"id: {i}\n".encode())
+                parts += frame
+        return b"".join(parts)  # one copy of a long snapshot, however many pieces it is
 
-    def _frame(self, model: BaseEvent) -> str:
+    def _frame(self, model: BaseEvent) -> list[bytes]:
         messages_json = self._messages_json
         if messages_json is None or type(model) is not MessagesSnapshotEvent:
-            return self._encoder.encode(model)
+            return [self._encoder.encode(model).encode()]
         # The snapshot's own fields dumped with no messages, the messages' JSON put in their
         # place: the bytes the SDK gives for the whole event (nested models dump alike).
         empty = self._encoder.encode(model.model_copy(update={"messages": []}))
         at = empty.find(_NO_MESSAGES)
         if at < 0:
-            return self._encoder.encode(model)
+            return [self._encoder.encode(model).encode()]
         at += len(_NO_MESSAGES) - 1
-        return "".join((empty[:at], messages_json(model.messages), empty[at:]))
+        return [empty[:at].encode(), *messages_json(model.messages), empty[at:].encode()]
 
 
 _NO_MESSAGES = '"messages":[]'
