@@ -23,11 +23,16 @@ the storage's bytes on disk (the SQLite file with its WAL, once the agent ended)
 text exchanged (prompts, answer text received, and the bytes of every file read).
 
     uv run python bench/session_cost.py [--turns 1000] [--window 8000] [--wire acp|agui]
-        [--profile out.prof]
+        [--profile out.prof] [--no-snapshot]
 
 `--wire agui` runs the session as runs on one thread of `steerable-bridge serve` (CPU and
 RSS of the server process; first token: the first TEXT_MESSAGE_CONTENT; a compaction: the
 CUSTOM `steerable.compaction` event).
+
+`--no-snapshot` (with `--wire agui`) sends `forwardedProps.steerable.snapshot: false` on
+every run: a client that keeps its own history and wants no MESSAGES_SNAPSHOT. Without it
+the client sends only its newest message, so every run ends with a snapshot of the whole
+thread (a client that lacks the history gets all of it).
 
 `--profile` runs the agent (or the server) under cProfile (its CPU figures then include the
 profiler's).
@@ -188,7 +193,13 @@ def _env(folder: Path, base: str) -> dict[str, str]:
 
 
 def agui_session(
-    folder: Path, base: str, turns: int, read_every: int, read_bytes: int, profile: str | None
+    folder: Path,
+    base: str,
+    turns: int,
+    read_every: int,
+    read_bytes: int,
+    profile: str | None,
+    snapshot: bool = True,
 ) -> list[Turn]:
     """The same session as AG-UI runs on one thread of `steerable-bridge serve`: each turn
     POSTs the new user message and reads the run's SSE stream to its end; the first token
@@ -216,7 +227,10 @@ def agui_session(
             for turn in range(1, turns + 1):
                 read, text = _prompt(turn, read_every)
                 message = {"id": f"u{turn}", "role": "user", "content": text}
-                body = {"threadId": "t1", "runId": f"r{turn}", "messages": [message]}
+                body: dict[str, Any] = {"threadId": "t1", "runId": f"r{turn}",
+                                        "messages": [message]}  # fmt: skip
+                if not snapshot:
+                    body["forwardedProps"] = {"steerable": {"snapshot": False}}
                 before = cpu_s(process.pid)
                 sent = time.perf_counter()
                 first: float | None = None
@@ -301,6 +315,9 @@ def main() -> None:
     parser.add_argument("--read-bytes", type=int, default=5000)
     parser.add_argument("--profile", help="write the agent's cProfile stats to this file")
     parser.add_argument("--wire", choices=("acp", "agui"), default="acp")
+    parser.add_argument(
+        "--no-snapshot", action="store_true", help="agui: ask for no MESSAGES_SNAPSHOT"
+    )
     args = parser.parse_args()
     base, stop = serve_in_thread(
         args.tokens, window=args.window or None, read=READ_NAME, read_if=READ_WORD
@@ -314,15 +331,17 @@ def main() -> None:
             started = time.perf_counter()
             if args.wire == "agui":
                 turns = agui_session(
-                    folder, base, args.turns, args.read_every, args.read_bytes, args.profile
-                )
+                    folder, base, args.turns, args.read_every, args.read_bytes, args.profile,
+                    snapshot=not args.no_snapshot,
+                )  # fmt: skip
             else:
                 turns = anyio.run(
                     acp_session, folder, base, args.turns, args.read_every, args.profile,
                     args.read_bytes,
                 )  # fmt: skip
             print(f"{args.turns} turns in {time.perf_counter() - started:.0f} s")
-            report(turns, args.window, args.wire, stored_bytes(folder))
+            wire = f"{args.wire} (no snapshot)" if args.no_snapshot else args.wire
+            report(turns, args.window, wire, stored_bytes(folder))
     finally:
         stop()
 

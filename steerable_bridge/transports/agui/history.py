@@ -19,7 +19,7 @@ no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 from ag_ui.core import (
@@ -79,16 +79,31 @@ class MessageFold:
         """Each message built by `messages` since an event last changed it, by id."""
         self._json: dict[str, str] = {}
         """The JSON of each message of `_built` once `json_of` gave it."""
+        self._pos: dict[str, int] = {}
+        """Each message's place in `order`."""
+        self._last: list[Message] = []
+        """What `messages` last returned; its first `_fresh` messages are still current."""
+        self._fresh = 0
+        self._pieces: list[bytes] = []
+        """`snapshot_json`'s pieces for the first messages of `_last` (the JSON of each in
+        UTF-8, after a comma but the first)."""
 
     def _changed(self, message_id: str) -> None:
-        """Forget what was built of the message `message_id` (an event changed it)."""
+        """Forget what was built of the message `message_id` (an event changed it), and what
+        was kept from it on (`messages`' list, `snapshot_json`'s text)."""
         if self._built.pop(message_id, None) is not None:
             self._json.pop(message_id, None)
+            pos = self._pos[message_id]
+            if pos < self._fresh:
+                self._fresh = pos
+            if pos < len(self._pieces):
+                del self._pieces[pos:]
 
     def add(self, message_id: str, **fields: Any) -> dict[str, Any]:
         entry = self.data.get(message_id)
         if entry is None:
             entry = self.data[message_id] = {"id": message_id, **fields}
+            self._pos[message_id] = len(self.order)
             self.order.append(message_id)
         return entry
 
@@ -194,19 +209,36 @@ class MessageFold:
         return True
 
     def messages(self) -> list[Message]:
-        """The thread's messages; one no event changed since the last call is the same
-        object as then (only what changed is built again)."""
+        """The thread's messages, a new list each call; one no event changed since the last
+        call is the same object as then (only what changed is built again, and the list's
+        unchanged start is copied, not looked up again)."""
         built = self._built
-        out: list[Message] = []
-        for message_id in self.order:
+        fresh = self._fresh
+        out = self._last[:fresh]
+        for message_id in self.order[fresh:]:
             message = built.get(message_id)
             if message is None:
-                message = self._build(message_id)
-                if message is None:
-                    continue
-                built[message_id] = message
+                message = built[message_id] = self._build(message_id)
             out.append(message)
+        self._last, self._fresh = out, len(out)
         return out
+
+    def snapshot_json(self, messages: list[Message]) -> Sequence[bytes]:
+        """`",".join(map(self.json_of, messages))` in UTF-8, as pieces to be joined: for the
+        list the last `messages()` gave, while no event changed the fold, the pieces made
+        before are kept and only what follows is made (a long thread's MESSAGES_SNAPSHOT does
+        not walk the whole thread in Python again on every run)."""
+        current = messages is self._last and self._fresh == len(messages) == len(self.order)
+        if not current:
+            return [",".join(map(self.json_of, messages)).encode()]
+        pieces = self._pieces
+        done = len(pieces)
+        new = [
+            (b"," if done or at else b"") + self.json_of(message).encode()
+            for at, message in enumerate(messages[done:])
+        ]
+        pieces += new
+        return tuple(pieces)
 
     def json_of(self, message: Message) -> str:
         """`message.model_dump_json(by_alias=True)`, kept for a message of the last
@@ -219,7 +251,7 @@ class MessageFold:
             text = self._json[message.id] = message.model_dump_json(by_alias=True)
         return text
 
-    def _build(self, message_id: str) -> Message | None:
+    def _build(self, message_id: str) -> Message:
         data = self.data[message_id]
         role = data["role"]
         if role == "user":
@@ -240,9 +272,7 @@ class MessageFold:
                 tool_call_id=data["call"],
                 error=data.get("error"),
             )
-        if role == "activity":
-            return ActivityMessage(id=message_id, activity_type="plan", content=data["content"])
-        return None
+        return ActivityMessage(id=message_id, activity_type="plan", content=data["content"])
 
 
 def _joined(pieces: list[str]) -> str:

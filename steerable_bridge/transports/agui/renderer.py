@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
@@ -58,6 +58,10 @@ __all__ = ["AguiRenderer", "plan_message_id"]
 MessagesSource = Callable[[], Sequence[Message] | None]
 """The thread's messages for a run's MESSAGES_SNAPSHOT; None: the client holds them all
 already (no snapshot is sent)."""
+
+
+_MESSAGE_TYPES: frozenset[type] = frozenset(get_args(get_args(Message)[0]))
+"""The SDK's message models (`Message` is their union, discriminated by role)."""
 
 
 def plan_message_id(thread_id: str) -> str:
@@ -237,6 +241,12 @@ class AguiRenderer:
         messages = self._messages() if self._messages is not None else None
         if messages is None:
             return []
+        if type(messages) is list and all(type(m) in _MESSAGE_TYPES for m in messages):
+            # Each message is an SDK model validated when it was made: the event is
+            # validated without them and holds them as they are (a long thread's snapshot
+            # does not validate every message again on every run).
+            empty = MessagesSnapshotEvent(messages=[], metadata=DERIVED)
+            return [empty.model_copy(update={"messages": messages})]
         return [MessagesSnapshotEvent(messages=list(messages), metadata=DERIVED)]
 
     def _run_finished(self, event: ev.RunFinished) -> list[BaseEvent]:

@@ -6,25 +6,26 @@ watcher that reads the request channel and calls `on_disconnect()` the moment th
 goes away (the transport uses it to cancel the turn, so cancellation takes milliseconds, not
 the next write — it sees the disconnect even while a send is blocked), and a writer.
 `write(data)` never raises and never yields while fewer than `buffer_bytes` bytes wait: it
-appends the frame to one buffer, and the writer sends what piled up as one body chunk, so a burst of
-events costs one socket write. A slow client makes the producer wait (backpressure): the
-server's `send` waits while its transport holds more than its high-water mark, so what one
-stream holds is bounded by that mark plus `buffer_bytes` plus one chunk, whatever the client
-does. The writer also sends an SSE comment when nothing was written for `keepalive_s`, so
-proxies keep an idle stream open. After a disconnect, a failed send or a send the client
-does not take within `send_timeout_s` (logged once as a warning, and the connection is
-dropped through the server's `steerable.abort` extension when it offers one, so the server
-frees what it buffered for that client), data is dropped and the disconnect reported once.
-The helpers end with the producer without being cancelled where the server allows it (a
-cancelled task costs an exception and a traceback, garbage a busy server collects in pauses
-every stream waits through): the writer drains and returns, and the watcher returns when the
-server reports the response complete (uvicorn does); `on_close()` runs once, right after the
-last body went out (before the client can send a next request on the connection), or last,
-whatever happened. Until the first frame nothing is sent, so a producer that finds it must
-not run after all (it lost a race for its session) raises `StreamRefused(response)` before
-writing, and the client gets that response (a 409) instead of a stream. Frames are bytes the
-caller already encoded (`wire.py`); this
-module adds no framing.
+appends the frame to one buffer (one of `buffer_bytes` or more that finds it empty, a long
+snapshot, is kept as it is, not copied in and out), and the writer sends what piled up as
+one body chunk, so a burst of events costs one socket write. A slow client makes the
+producer wait (backpressure): the server's `send` waits while its transport holds more than
+its high-water mark, so what one stream holds is bounded by that mark plus `buffer_bytes`
+plus one chunk, whatever the client does. The writer also sends an SSE comment when nothing
+was written for `keepalive_s`, so proxies keep an idle stream open. After a disconnect, a
+failed send or a send the client does not take within `send_timeout_s` (logged once as a
+warning, and the connection is dropped through the server's `steerable.abort` extension when
+it offers one, so the server frees what it buffered for that client), data is dropped and
+the disconnect reported once. The helpers end with the producer without being cancelled
+where the server allows it (a cancelled task costs an exception and a traceback, garbage a
+busy server collects in pauses every stream waits through): the writer drains and returns,
+and the watcher returns when the server reports the response complete (uvicorn does);
+`on_close()` runs once, right after the last body went out (before the client can send a
+next request on the connection), or last, whatever happened. Until the first frame nothing
+is sent, so a producer that finds it must not run after all (it lost a race for its session)
+raises `StreamRefused(response)` before writing, and the client gets that response (a 409)
+instead of a stream. Frames are bytes the caller already encoded (`wire.py`); this module
+adds no framing.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ class EventStream:
         """The frames waiting for the writer, joined as they come: one buffer from malloc,
         not a small object per frame (a burst of streams nobody reads left thousands of
         those in CPython's small-object arenas, keeping the arenas after it ended)."""
+        self._whole: bytes | None = None
+        """A frame of `buffer_bytes` or more that came to an empty queue (a long thread's
+        MESSAGES_SNAPSHOT): sent as it is, before `_queued`, not copied into it and out."""
         self._queued_bytes = 0
         self._scope: Scope | None = None
         self._wake: anyio.Event | None = None
@@ -103,6 +107,7 @@ class EventStream:
         if not self.disconnected:
             self.disconnected = True
             self._queued = bytearray()
+            self._whole = None
             self._queued_bytes = 0
             self._on_disconnect()
             self._notify()
@@ -154,7 +159,10 @@ class EventStream:
                 self._stuck()
             if self.disconnected:
                 return
-        self._queued += data
+        if not self._queued and self._whole is None and len(data) >= self._buffer_bytes:
+            self._whole = data
+        else:
+            self._queued += data
         self._queued_bytes += len(data)
         wake, self._wake = self._wake, None
         if wake is not None:
@@ -165,19 +173,24 @@ class EventStream:
         comment after `keepalive_s` without frames. Returns once the producer is done and
         everything it wrote went out (or the client is gone)."""
         while not self.disconnected:
-            if not self._queued:
+            if not self._queued and self._whole is None:
                 if self._produced:
                     return
                 wake = self._wake = anyio.Event()
                 with anyio.move_on_after(self._keepalive_s):
                     await wake.wait()
-                idle = not self._queued and not self._produced and not self.disconnected
+                idle = not self._queued and self._whole is None
+                idle = idle and not self._produced and not self.disconnected
                 if idle and self._headed:  # before the first frame the stream is not open
                     self._queued += KEEPALIVE
                 continue
-            body = bytes(self._queued)
-            self._queued = bytearray()
-            self._queued_bytes = 0
+            if self._whole is not None:
+                body, self._whole = self._whole, None
+                self._queued_bytes -= len(body)
+            else:
+                body = bytes(self._queued)
+                self._queued = bytearray()
+                self._queued_bytes = 0
             room, self._room = self._room, None
             if room is not None:
                 room.set()

@@ -395,7 +395,7 @@ class Run:
             requests=thread.requests,
             full_requests=full_requests_requested(run),
         )
-        self.encoder = SseEncoder(self.renderer, message_json=self._message_json)
+        self.encoder = SseEncoder(self.renderer, messages_json=self._messages_json)
         self.cancel = CancelToken()
         self.stop_reason: str | None = None
         self.prompting = False
@@ -484,12 +484,12 @@ class Run:
                 return None
         return thread.messages()
 
-    def _message_json(self, message: Message) -> str:
-        """A snapshot message's JSON, as the thread's fold keeps it."""
+    def _messages_json(self, messages: list[Message]) -> Sequence[bytes]:
+        """A snapshot's messages' JSON, comma-separated, as the thread's fold keeps it."""
         fold = self.thread.fold
         if fold is None:
-            return message.model_dump_json(by_alias=True)
-        return fold.json_of(message)
+            return [",".join(m.model_dump_json(by_alias=True) for m in messages).encode()]
+        return fold.snapshot_json(messages)
 
     async def _snapshot_ready(self) -> None:
         """Fold the run's events into the thread before its final event is rendered (its

@@ -11,8 +11,9 @@ a `model_request`'s the renderer's `request_value`, by reference to the thread's
 request).
 `tests/transports/agui/test_wire.py` proves the bytes identical for every kind. Anything
 else, and every event while the run is not open, goes through the SDK models — but a
-MESSAGES_SNAPSHOT given each message's JSON as its thread keeps it (`message_json`) is those
-pieces joined inside the SDK's dump of the event without its messages. Should an
+MESSAGES_SNAPSHOT given its messages' JSON as its thread keeps it (`messages_json`: each
+message dumped by the SDK once, joined) has it put inside the SDK's dump of the event
+without its messages. Should an
 event still hold text UTF-8 cannot encode (text is repaired where it enters, so this is a
 bug elsewhere), it is sent with U+FFFD in its place and an error is logged, never dropped.
 Every frame rendered from a log event carries an SSE `id:` naming its place in the thread's
@@ -24,7 +25,7 @@ No I/O.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -161,17 +162,20 @@ _FAST: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
 
 
 class SseEncoder:
-    """Encodes one run's LoopEvents as SSE bytes (see the module docstring). `message_json`,
-    when given, is each message's `model_dump_json(by_alias=True)` as its thread keeps it
-    (`MessageFold.json_of`): a MESSAGES_SNAPSHOT is then those pieces joined, not the whole
-    thread dumped again."""
+    """Encodes one run's LoopEvents as SSE bytes (see the module docstring). `messages_json`,
+    when given, is the messages' `model_dump_json(by_alias=True)` joined by commas, in UTF-8
+    pieces, as their thread keeps it (`MessageFold.snapshot_json`): a MESSAGES_SNAPSHOT then
+    holds those bytes, not the whole thread dumped again."""
 
     def __init__(
-        self, renderer: AguiRenderer, *, message_json: Callable[[Message], str] | None = None
+        self,
+        renderer: AguiRenderer,
+        *,
+        messages_json: Callable[[list[Message]], Sequence[bytes]] | None = None,
     ) -> None:
         self.renderer = renderer
         self._encoder = EventEncoder()
-        self._message_json = message_json
+        self._messages_json = messages_json
         self._run_id = ""
         self._rid = _esc("")
         self._fast: dict[type[ev.EventBase], Callable[[Any, str], bytes | None]] = {
@@ -212,24 +216,29 @@ class SseEncoder:
             frames = [self._frame(model) for model in models]
         except (UnicodeError, PydanticSerializationError):
             _repairing(", ".join(model.type for model in models))
-            frames = [self._encoder.encode(_repaired(model)) for model in models]
+            frames = [[self._encoder.encode(_repaired(model)).encode()] for model in models]
+        parts: list[bytes] = []
         if seq is None:
-            return "".join(frames).encode()
-        ids = event_ids(seq, len(frames))
-        return "".join(f"id: {i}\n{frame}" for i, frame in zip(ids, frames, strict=True)).encode()
+            for frame in frames:
+                parts += frame
+        else:
+            for i, frame in zip(event_ids(seq, len(frames)), frames, strict=True):
+                parts.append(f"id: {i}\n".encode())
+                parts += frame
+        return b"".join(parts)  # one copy of a long snapshot, however many pieces it is
 
-    def _frame(self, model: BaseEvent) -> str:
-        message_json = self._message_json
-        if message_json is None or type(model) is not MessagesSnapshotEvent:
-            return self._encoder.encode(model)
+    def _frame(self, model: BaseEvent) -> list[bytes]:
+        messages_json = self._messages_json
+        if messages_json is None or type(model) is not MessagesSnapshotEvent:
+            return [self._encoder.encode(model).encode()]
         # The snapshot's own fields dumped with no messages, the messages' JSON put in their
         # place: the bytes the SDK gives for the whole event (nested models dump alike).
         empty = self._encoder.encode(model.model_copy(update={"messages": []}))
         at = empty.find(_NO_MESSAGES)
         if at < 0:
-            return self._encoder.encode(model)
+            return [self._encoder.encode(model).encode()]
         at += len(_NO_MESSAGES) - 1
-        return empty[:at] + ",".join(map(message_json, model.messages)) + empty[at:]
+        return [empty[:at].encode(), *messages_json(model.messages), empty[at:].encode()]
 
 
 _NO_MESSAGES = '"messages":[]'

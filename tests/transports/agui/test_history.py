@@ -54,6 +54,10 @@ def test_a_fold_kept_open_gives_what_a_fold_from_scratch_gives_after_every_event
         assert [m.model_dump(by_alias=True) for m in messages] == [
             m.model_dump(by_alias=True) for m in fresh
         ]
+        dumped = [m.model_dump_json(by_alias=True) for m in fresh]
+        assert b"".join(fold.snapshot_json(messages)) == ",".join(dumped).encode()
+        kept_pieces = b"".join(fold.snapshot_json(messages))  # from what it kept
+        assert kept_pieces == ",".join(dumped).encode()
         for message, again in zip(messages, fresh, strict=True):
             assert fold.json_of(message) == again.model_dump_json(by_alias=True)
             if kept.get(message.id) is message:  # the same object: unchanged since the last
@@ -70,6 +74,10 @@ def test_a_fold_kept_open_gives_what_a_fold_from_scratch_gives_after_every_event
     assert learned | known_ids(thread_messages("t", log)) == known_ids(fold.messages())
     other = thread_messages("t", log)[0]
     assert fold.json_of(other) == other.model_dump_json(by_alias=True)  # not its own: dumped
+    stale = fold.messages()
+    fold.event(_e(ev.TextDelta, message_id=stale[-1].id, delta=" more"))
+    joined = ",".join(m.model_dump_json(by_alias=True) for m in stale).encode()
+    assert b"".join(fold.snapshot_json(stale)) == joined
 
 
 def test_a_turn_with_reasoning_text_a_call_its_result_and_a_plan() -> None:

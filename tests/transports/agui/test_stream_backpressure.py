@@ -88,3 +88,38 @@ async def test_a_client_that_leaves_while_a_send_is_blocked_ends_the_run_at_once
     with anyio.fail_after(10):  # far below send_timeout_s: the disconnect ended it
         await stream(scope, receive, send)
     assert cancelled.is_set() and aborted == []  # gone, not stuck: nothing to abort
+
+
+async def test_a_frame_past_the_buffer_goes_out_as_it_is_and_in_order() -> None:
+    sent: list[bytes] = []
+    chunks = [anyio.Event() for _ in range(6)]  # chunks[n]: n + 1 chunks were sent
+    go_on = anyio.Event()
+    big = b"data: " + b"y" * 100_000 + b"\n\n"
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body" and message["body"]:
+            sent.append(message["body"])
+            chunks[len(sent) - 1].set()
+            if len(sent) == 2:  # frames pile up while the writer's first chunk is sent
+                await go_on.wait()
+
+    async def receive() -> Message:
+        await anyio.sleep_forever()
+        raise AssertionError  # never reached
+
+    async def produce(write: Write) -> None:
+        await write(FRAME)  # the first frame goes out with the head
+        await write(FRAME)  # the writer's first chunk
+        await chunks[1].wait()
+        await write(b"data: a\n\n")
+        await write(big)  # behind a queued frame: copied after it
+        go_on.set()
+        await chunks[2].wait()  # the queue went out
+        await write(big)  # finds the queue empty
+        await write(b"data: b\n\n")
+
+    stream = EventStream(produce, buffer_bytes=16 * 1024)
+    with anyio.fail_after(10):
+        await stream({"type": "http"}, receive, send)
+    assert sent[:3] == [FRAME, FRAME, b"data: a\n\n" + big]
+    assert sent[3] is big and sent[4:] == [b"data: b\n\n"]  # sent as it is, then the rest

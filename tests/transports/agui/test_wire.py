@@ -116,7 +116,7 @@ def test_a_snapshot_from_the_folds_kept_json_is_byte_identical_to_the_sdk_encode
     ]  # fmt: skip
     fold = MessageFold("t")
     fast = SseEncoder(AguiRenderer(thread_id="t", run_id="x", messages=fold.messages),
-                      message_json=fold.json_of)  # fmt: skip
+                      messages_json=fold.snapshot_json)  # fmt: skip
     slow = SseEncoder(AguiRenderer(thread_id="t", run_id="x", messages=fold.messages))
     for event in events:
         fold.event(event)
@@ -125,3 +125,10 @@ def test_a_snapshot_from_the_folds_kept_json_is_byte_identical_to_the_sdk_encode
             [snapshot], seq=event.seq
         )
         assert fast.encode_models([snapshot]) == EventEncoder().encode(snapshot).encode()
+    run = AguiRenderer(thread_id="t", run_id="x", messages=fold.messages)
+    own = SseEncoder(run, messages_json=fold.snapshot_json)
+    own.encode_models(run.open())
+    done = ev.RunFinished(session_id="t", run_id="x", seq=9, ts=3, stop_reason="end_turn")
+    frame = own.encode(done).decode().split("\n\n")[0].split("\n", 1)[1] + "\n\n"
+    validated = MessagesSnapshotEvent(messages=fold.messages(), metadata=DERIVED)
+    assert frame == EventEncoder().encode(validated)  # the renderer's unvalidated event too
