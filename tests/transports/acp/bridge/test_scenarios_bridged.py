@@ -23,6 +23,7 @@ import uvicorn
 
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.conformance import scenario_tools
+from steerable_bridge.conformance.decode_agui import AguiDecoder
 from steerable_bridge.conformance.live import AguiExchange, _turn, run_agui
 from steerable_bridge.conformance.scenarios import Scenario, load_scenarios
 from steerable_bridge.runtime import events as ev
@@ -130,8 +131,9 @@ async def bridged_log(scenario: Scenario, folder: Path) -> list[LoopEvent]:
             bridged_server(scenario, folder) as (url, agent),
             httpx.AsyncClient(timeout=httpx.Timeout(60)) as client,
         ):
+            decoder = AguiDecoder()  # the thread's streams in order: what requests refer to
             for index, turn in enumerate(scenario.turns):
-                await _turn(client, url, thread_id, index, turn, exchanges)
+                await _turn(client, url, thread_id, index, turn, exchanges, decoder)
             session = agent.get(thread_id)
             assert session is not None
             while session.running:  # noqa: ASYNC110 - a session has no idle event to wait on
