@@ -17,7 +17,7 @@ from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from steerable_bridge.runtime.agent_sessions.session import Session
 from steerable_bridge.runtime.model_context.compaction import CompactionSettings
 from steerable_bridge.runtime.model_quality.quality import QualitySettings
-from steerable_bridge.runtime.ports.model import ModelProvider
+from steerable_bridge.runtime.ports.model import ModelProvider, ModelRequest
 from steerable_bridge.runtime.ports.permissions import Approval
 from steerable_bridge.runtime.ports.tools import Tool
 from steerable_bridge.runtime.turns.turn import LoopSettings, RunOutcome, TurnInput
@@ -133,3 +133,41 @@ def text_tool(name: str = "echo", *, kind: str = "read", **options: Any) -> Tool
         **options,
     }
     return Tool(**settings)
+
+
+# -- tool calls and the runs that answer them ------------------------------------------------
+
+
+def call(call_id: str, name: str = "echo", **arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "arguments": arguments}
+
+
+async def new_session(provider: Any, **options: Any) -> Session:
+    return await make_agent(provider, **options).new_session("/work")
+
+
+def requests(session: Session) -> list[ModelRequest]:
+    return [e.request for e in of(list(session.log.view()), ev.ModelRequestEvent)]
+
+
+async def answer(session: Session, **turn: Any) -> tuple[Any, list[ev.LoopEvent]]:
+    """A run that only answers what the last one left open."""
+    seen: list[ev.LoopEvent] = []
+
+    async def sink(event: ev.LoopEvent) -> None:
+        seen.append(event)
+
+    with anyio.fail_after(10):
+        outcome = await session.prompt(TurnInput(**turn), sink)
+    return outcome, seen
+
+
+def finished(events: list[ev.LoopEvent]) -> dict[str, ev.ToolFinished]:
+    return {e.call_id: e for e in of(events, ev.ToolFinished)}
+
+
+def assert_every_call_finished_once(session: Session) -> None:
+    """Over the whole log (a call may end in the run after the one that made it)."""
+    logged = list(session.log.view())
+    made = sorted(e.call_id for e in of(logged, ev.ToolCallEnd))
+    assert sorted(e.call_id for e in of(logged, ev.ToolFinished)) == made

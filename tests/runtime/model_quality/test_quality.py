@@ -17,6 +17,7 @@ from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolFailure,
 from steerable_bridge.runtime.values import TextPart
 from tests.runtime.harness import (
     assert_well_formed,
+    call,
     kinds,
     make_agent,
     of,
@@ -28,10 +29,6 @@ from tests.runtime.harness import (
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 ON = QualitySettings(mode="on")
-
-
-def call(call_id: str, name: str = "echo", **arguments: Any) -> dict[str, Any]:
-    return {"id": call_id, "name": name, "arguments": arguments}
 
 
 def actions(events: list[ev.LoopEvent]) -> list[tuple[str, str]]:

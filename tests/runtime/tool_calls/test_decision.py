@@ -18,7 +18,6 @@ import pytest
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.session import Session
-from steerable_bridge.runtime.ports.model import ModelRequest
 from steerable_bridge.runtime.ports.permissions import (
     ModePolicy,
     PermissionAnswer,
@@ -27,54 +26,25 @@ from steerable_bridge.runtime.ports.permissions import (
 )
 from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
 from steerable_bridge.runtime.tool_calls.decision import APPROVAL_SCHEMA
-from steerable_bridge.runtime.turns.turn import ResumeDecision, TurnInput
+from steerable_bridge.runtime.turns.turn import ResumeDecision
 from steerable_bridge.runtime.values import TextPart
 from tests.runtime.harness import (
+    answer,
+    assert_every_call_finished_once,
     assert_well_formed,
+    call,
+    finished,
     kinds,
     make_agent,
+    new_session,
     of,
     prompt,
+    requests,
     scripted,
     text_tool,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
-
-
-def call(call_id: str, name: str = "echo", **arguments: Any) -> dict[str, Any]:
-    return {"id": call_id, "name": name, "arguments": arguments}
-
-
-async def new_session(provider: Any, **options: Any) -> Session:
-    return await make_agent(provider, **options).new_session("/work")
-
-
-def requests(session: Session) -> list[ModelRequest]:
-    return [e.request for e in of(list(session.log.view()), ev.ModelRequestEvent)]
-
-
-async def answer(session: Session, **turn: Any) -> tuple[Any, list[ev.LoopEvent]]:
-    """A run that only answers what the last one left open."""
-    seen: list[ev.LoopEvent] = []
-
-    async def sink(event: ev.LoopEvent) -> None:
-        seen.append(event)
-
-    with anyio.fail_after(10):
-        outcome = await session.prompt(TurnInput(**turn), sink)
-    return outcome, seen
-
-
-def finished(events: list[ev.LoopEvent]) -> dict[str, ev.ToolFinished]:
-    return {e.call_id: e for e in of(events, ev.ToolFinished)}
-
-
-def assert_every_call_finished_once(session: Session) -> None:
-    """Over the whole log (a call may end in the run after the one that made it)."""
-    logged = list(session.log.view())
-    made = sorted(e.call_id for e in of(logged, ev.ToolCallEnd))
-    assert sorted(e.call_id for e in of(logged, ev.ToolFinished)) == made
 
 
 def asker(answers: list[str], asked: list[str]) -> Any:

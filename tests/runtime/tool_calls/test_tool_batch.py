@@ -14,40 +14,23 @@ import anyio
 import pytest
 
 from steerable_bridge.runtime import events as ev
-from steerable_bridge.runtime.agent_sessions.session import Session
 from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolResult
-from steerable_bridge.runtime.turns.turn import ClientToolResult, TurnInput
+from steerable_bridge.runtime.turns.turn import ClientToolResult
 from steerable_bridge.runtime.values import TextPart
-from tests.runtime.harness import assert_well_formed, make_agent, of, prompt, scripted, text_tool
+from tests.runtime.harness import (
+    answer,
+    assert_every_call_finished_once,
+    assert_well_formed,
+    call,
+    finished,
+    make_agent,
+    of,
+    prompt,
+    scripted,
+    text_tool,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
-
-
-def call(call_id: str, name: str = "echo", **arguments: Any) -> dict[str, Any]:
-    return {"id": call_id, "name": name, "arguments": arguments}
-
-
-async def answer(session: Session, **turn: Any) -> tuple[Any, list[ev.LoopEvent]]:
-    """A run that only answers what the last one left open."""
-    seen: list[ev.LoopEvent] = []
-
-    async def sink(event: ev.LoopEvent) -> None:
-        seen.append(event)
-
-    with anyio.fail_after(10):
-        outcome = await session.prompt(TurnInput(**turn), sink)
-    return outcome, seen
-
-
-def finished(events: list[ev.LoopEvent]) -> dict[str, ev.ToolFinished]:
-    return {e.call_id: e for e in of(events, ev.ToolFinished)}
-
-
-def assert_every_call_finished_once(session: Session) -> None:
-    """Over the whole log (a call may end in the run after the one that made it)."""
-    logged = list(session.log.view())
-    made = sorted(e.call_id for e in of(logged, ev.ToolCallEnd))
-    assert sorted(e.call_id for e in of(logged, ev.ToolFinished)) == made
 
 
 @pytest.mark.parametrize(

@@ -23,28 +23,19 @@ from steerable_bridge.runtime.ports.tools import Tool, ToolContext, ToolFailure,
 from steerable_bridge.runtime.values import TextPart, Usage
 from tests.runtime.harness import (
     assert_well_formed,
+    call,
     index,
     kinds,
     make_agent,
+    new_session,
     of,
     prompt,
+    requests,
     scripted,
     text_tool,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
-
-
-def call(call_id: str, name: str = "echo", **arguments: Any) -> dict[str, Any]:
-    return {"id": call_id, "name": name, "arguments": arguments}
-
-
-async def new_session(provider: Any, **options: Any) -> Session:
-    return await make_agent(provider, **options).new_session("/work")
-
-
-def requests(session: Session) -> list[ModelRequest]:
-    return [e.request for e in of(list(session.log.view()), ev.ModelRequestEvent)]
 
 
 # -- logging and streaming ------------------------------------------------------------------
