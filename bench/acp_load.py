@@ -38,7 +38,8 @@ from acp import spawn_agent_process
 
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
-from steerable_bridge.commands.common import build_router, build_store
+from steerable_bridge.commands.model_routes import build_router
+from steerable_bridge.commands.storage_choice import build_store
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
 from steerable_bridge.runtime.turns.turn import TurnInput

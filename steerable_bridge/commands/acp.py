@@ -21,15 +21,12 @@ from typing import TYPE_CHECKING, Any
 from steerable_bridge.commands.acp_agui import add_bridge_options, run_agui_bridge
 from steerable_bridge.commands.acp_remote import add_remote_options
 from steerable_bridge.commands.check import add_validate_client_options, run_validate_client
-from steerable_bridge.commands.common import (
-    ConfigError,
-    add_agent_options,
-    add_tool_process_options,
-    check_storage,
-    command_policy,
-)
+from steerable_bridge.commands.common import add_agent_options
+from steerable_bridge.commands.errors import ConfigError
 from steerable_bridge.commands.logs import add_log_options, configure_logging
 from steerable_bridge.commands.relay import relay_signals
+from steerable_bridge.commands.storage_choice import check_storage
+from steerable_bridge.commands.tool_processes import add_tool_process_options, command_policy
 
 if TYPE_CHECKING:
     from steerable_bridge.runtime.ports.model import ModelInfo
@@ -130,7 +127,8 @@ def prepare(args: argparse.Namespace) -> tuple[list[Any], ModelInfo | None]:
     """Check the options and read what `initialize` needs, before anything is served: the
     `--tools-module` tools and the default model's `ModelInfo`. Sets `args.model_env` (the
     provider settings plus stored credentials, read once). A mistake is a `ConfigError`."""
-    from steerable_bridge.commands.common import build_router, current_settings, model_env
+    from steerable_bridge.commands.model_routes import build_router, model_env
+    from steerable_bridge.commands.settings import current_settings
     from steerable_bridge.runtime.agent_sessions.routing import RouteError
     from steerable_bridge.runtime.ports.model import ProviderError
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from steerable_bridge.commands.common import ConfigError, check_storage
+from steerable_bridge.commands.errors import ConfigError
 from steerable_bridge.commands.families import bridge_storage
+from steerable_bridge.commands.storage_choice import check_storage
 
 __all__ = ["add_bridge_options", "run_agui_bridge"]
 
@@ -111,8 +112,8 @@ def run_agui_bridge(args: argparse.Namespace) -> int:
 
 def _build_agent(args: argparse.Namespace, settings: Any) -> Any:
     """The agent port over a runtime agent whose turns run on the AG-UI endpoint."""
-    from steerable_bridge.commands.common import build_approvals, build_store
     from steerable_bridge.commands.families import family_filter
+    from steerable_bridge.commands.storage_choice import build_approvals, build_store
     from steerable_bridge.commands.telemetry import tracing_observers
     from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
     from steerable_bridge.runtime.agent_sessions.conversations import LocalPort

@@ -16,7 +16,7 @@ import argparse
 import socket
 from typing import Any
 
-from steerable_bridge.commands.common import ConfigError
+from steerable_bridge.commands.errors import ConfigError
 
 __all__ = ["SHUTDOWN_GRACE_S", "add_remote_options", "run_remote"]
 

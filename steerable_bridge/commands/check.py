@@ -196,7 +196,7 @@ def add_validate_client_options(parser: argparse.ArgumentParser) -> None:
 def run_validate_client(args: argparse.Namespace) -> int:
     """`steerable-bridge acp --validate-client`: the reference agent instead of the real one."""
     if args.junit and not args.report:
-        from steerable_bridge.commands.common import ConfigError
+        from steerable_bridge.commands.errors import ConfigError
 
         raise ConfigError("--junit needs --report PATH (the XML goes beside the JSON)")
     from steerable_bridge.conformance.validators.acp_client_run import run_client_validator

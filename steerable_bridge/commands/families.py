@@ -17,8 +17,8 @@ import os
 import re
 from collections.abc import Callable
 
-from steerable_bridge.commands.common import state_dir
 from steerable_bridge.commands.settings import SessionSettings
+from steerable_bridge.commands.storage_choice import state_dir
 
 __all__ = ["BRIDGE_PROVIDERS", "bridge_storage", "family_filter"]
 

@@ -17,7 +17,7 @@ import sys
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from steerable_bridge.commands.common import ConfigError
+from steerable_bridge.commands.errors import ConfigError
 
 __all__ = ["main", "register", "run_login"]
 

@@ -28,12 +28,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from steerable_bridge.commands.common import (
-    add_agent_options,
-    add_tool_process_options,
-    build_agent,
-    command_policy,
-)
+from steerable_bridge.commands.common import add_agent_options, build_agent
+from steerable_bridge.commands.tool_processes import add_tool_process_options, command_policy
 
 if TYPE_CHECKING:
     import anyio
@@ -76,7 +72,8 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     import anyio
 
-    from steerable_bridge.commands.common import ConfigError, check_storage
+    from steerable_bridge.commands.errors import ConfigError
+    from steerable_bridge.commands.storage_choice import check_storage
 
     if not args.no_workspace and not os.path.isdir(args.cwd):
         raise ConfigError(f"--cwd {args.cwd} is not a directory; pass a folder")

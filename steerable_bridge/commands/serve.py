@@ -42,18 +42,14 @@ import os
 import socket
 from typing import Any
 
-from steerable_bridge.commands.common import (
-    ConfigError,
-    add_agent_options,
-    add_tool_process_options,
-    build_agent,
-    check_storage,
-    command_policy,
-)
+from steerable_bridge.commands.common import add_agent_options, build_agent
+from steerable_bridge.commands.errors import ConfigError
 from steerable_bridge.commands.heap import IdleRelease, settle_startup_heap
 from steerable_bridge.commands.logs import add_log_options, configure_logging
 from steerable_bridge.commands.serve_auth import add_auth_options, identity_from_args
 from steerable_bridge.commands.serve_limits import add_limit_options, limits_from_args
+from steerable_bridge.commands.storage_choice import check_storage
+from steerable_bridge.commands.tool_processes import add_tool_process_options, command_policy
 
 
 def register(subparsers: Any) -> None:

@@ -15,7 +15,7 @@ import argparse
 import ipaddress
 from typing import TYPE_CHECKING, Any
 
-from steerable_bridge.commands.common import ConfigError
+from steerable_bridge.commands.errors import ConfigError
 
 if TYPE_CHECKING:
     from steerable_bridge.commands.settings import ServeSettings

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from steerable_bridge.commands.common import ConfigError
+from steerable_bridge.commands.errors import ConfigError
 from steerable_bridge.commands.model_deadlines import seconds_text
 from steerable_bridge.commands.setting_values import positive_seconds
 from steerable_bridge.transports.agui.head_guard import ConnectionLimits

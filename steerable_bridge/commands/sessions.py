@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from steerable_bridge.commands.common import add_storage_option
 from steerable_bridge.commands.session_owners import add_claim_options, claim, usage_problem
+from steerable_bridge.commands.storage_choice import add_storage_option
 from steerable_bridge.commands.terminal import printable, say
 
 if TYPE_CHECKING:
@@ -73,7 +73,8 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     import anyio
 
-    from steerable_bridge.commands.common import ConfigError, build_store, check_storage
+    from steerable_bridge.commands.errors import ConfigError
+    from steerable_bridge.commands.storage_choice import build_store, check_storage
     from steerable_bridge.runtime.ports.storage import StoreError
 
     if args.action == "list" and args.limit < 1:

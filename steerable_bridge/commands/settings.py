@@ -48,6 +48,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "ToolProcessSettings",
+    "current_settings",
     "lenient_settings",
     "load_settings",
     "readme_table",
@@ -619,6 +620,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     if problems:
         raise SettingsError(problems, names)
     return Settings(*built)  # type: ignore[arg-type]
+
+
+def current_settings(args: object = None) -> Settings:
+    """The settings the CLI validated for this command (`args.settings`), else read from
+    the environment now; a bad value is a `SettingsError` (a `ConfigError`, one line each)."""
+    found = getattr(args, "settings", None)
+    return found if found is not None else load_settings()
 
 
 def lenient_settings(env: Mapping[str, str] | None = None) -> Settings:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from steerable_bridge.commands.common import ConfigError
+from steerable_bridge.commands.errors import ConfigError
 
 if TYPE_CHECKING:
     from steerable_bridge.runtime.ports.observe import Observer

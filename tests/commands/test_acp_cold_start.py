@@ -19,7 +19,7 @@ PROBE = """
 import json, sys
 from steerable_bridge.cli import build_parser
 from steerable_bridge.commands import acp
-from steerable_bridge.commands.common import build_router
+from steerable_bridge.commands.model_routes import build_router
 
 args = build_parser("acp").parse_args(["acp", "--storage", "memory"])
 acp._check_quality(args)

@@ -15,7 +15,7 @@ import pytest
 from acp import schema as acp
 from acp import spawn_agent_process
 
-from steerable_bridge.commands.common import build_store
+from steerable_bridge.commands.storage_choice import build_store
 from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
 from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 

@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 
 import pytest
 
-from steerable_bridge.adapters.llm.deadlines import CallDeadlines
-from steerable_bridge.adapters.llm.http_stream import HttpStreamProvider
-from steerable_bridge.commands.common import (
-    HTTP_PROVIDERS,
-    ConfigError,
-    add_agent_options,
-    build_agent,
-    build_router,
-)
-from steerable_bridge.commands.credentials import ModelEnv
-from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.commands.common import add_agent_options, build_agent
+from steerable_bridge.commands.errors import ConfigError
 
 HOOKS_FILE = """
 from steerable_bridge.runtime import Hook, Veto
@@ -78,30 +68,6 @@ def test_model_deadlines_reach_the_http_providers_and_the_loop(
     assert (provider.config.deadlines.call_s, provider.config.deadlines.idle_s) == (900, 600)
     assert provider.config.read_timeout_s == 600  # httpx must not cut a raised idle wait
     assert agent.config.loop.model_timeout_s > 900
-
-
-@pytest.mark.parametrize(("prefix", "module"), sorted(HTTP_PROVIDERS.items()))
-def test_each_http_provider_is_built_by_its_own_module_with_the_deadlines(
-    prefix: str, module: str, tmp_path: Path
-) -> None:
-    adapter = importlib.import_module(module)
-    own = ModelRouter()
-    adapter.register(own)  # the module's register offers the prefix the CLI lists it under
-    env = ModelEnv(
-        env={
-            "STEERABLE_BASE_URL": "http://127.0.0.1:9/v1",
-            "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
-            "XDG_CONFIG_HOME": str(tmp_path),
-        }
-    )
-    deadlines = CallDeadlines(call_s=900, idle_s=600)
-    provider = build_router(f"{prefix}:m", deadlines, env).resolve(f"{prefix}:m")
-    assert type(provider) is type(own.resolve(f"{prefix}:m"))
-    assert isinstance(provider, HttpStreamProvider)
-    assert provider.info.route == f"{prefix}:m"
-    assert provider.info.needs_api_key_env is None  # configured from `env`: a loopback URL
-    assert provider.config.deadlines == deadlines
-    assert provider.config.read_timeout_s == 600
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "soon", "inf"])

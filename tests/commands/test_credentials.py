@@ -12,7 +12,6 @@ import pytest
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicProvider
 from steerable_bridge.adapters.llm.openai_compat import OpenAICompatProvider
-from steerable_bridge.commands.common import ConfigError, build_router
 from steerable_bridge.commands.credentials import (
     ModelEnv,
     StoredKey,
@@ -21,7 +20,9 @@ from steerable_bridge.commands.credentials import (
     overlay,
     save_credential,
 )
+from steerable_bridge.commands.errors import ConfigError
 from steerable_bridge.commands.login import run_login
+from steerable_bridge.commands.model_routes import build_router
 
 
 class Pipe(io.StringIO):

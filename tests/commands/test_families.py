@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from steerable_bridge.commands.common import default_storage
 from steerable_bridge.commands.families import BRIDGE_PROVIDERS, bridge_storage, family_filter
+from steerable_bridge.commands.storage_choice import default_storage
 from steerable_bridge.transports.acp.bridge import ROUTE_PROVIDER
 from steerable_bridge.transports.agui.bridge import EndpointSettings
 

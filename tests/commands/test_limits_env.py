@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from steerable_bridge.commands.common import ConfigError, add_agent_options, build_agent
+from steerable_bridge.commands.common import add_agent_options, build_agent
+from steerable_bridge.commands.errors import ConfigError
 from steerable_bridge.commands.limits_env import limits_from_env
 from steerable_bridge.runtime.tool_calls.bounding import OutputLimits, cut_middle
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
 from acp import schema as acp
 
 from steerable_bridge.adapters.llm.anthropic import AnthropicProvider
-from steerable_bridge.commands.common import anthropic_routes, build_router
+from steerable_bridge.adapters.llm.deadlines import CallDeadlines
+from steerable_bridge.adapters.llm.http_stream import HttpStreamProvider
+from steerable_bridge.commands.credentials import ModelEnv
+from steerable_bridge.commands.model_routes import HTTP_PROVIDERS, anthropic_routes, build_router
+from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from tests.transports.acp.harness import running
 
 
@@ -50,3 +55,27 @@ async def test_acp_offers_configured_anthropic_routes_in_config_and_slash_model(
     chunks = [u.content.text for u in run.client.updates_of("agent_message_chunk")]
     assert "anthropic:claude-a" in chunks[0] and "anthropic:claude-b" in chunks[0]
     assert "now `anthropic:claude-b`" in chunks[1]
+
+
+@pytest.mark.parametrize(("prefix", "module"), sorted(HTTP_PROVIDERS.items()))
+def test_each_http_provider_is_built_by_its_own_module_with_the_deadlines(
+    prefix: str, module: str, tmp_path: Path
+) -> None:
+    adapter = importlib.import_module(module)
+    own = ModelRouter()
+    adapter.register(own)  # the module's register offers the prefix the CLI lists it under
+    env = ModelEnv(
+        env={
+            "STEERABLE_BASE_URL": "http://127.0.0.1:9/v1",
+            "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+            "XDG_CONFIG_HOME": str(tmp_path),
+        }
+    )
+    deadlines = CallDeadlines(call_s=900, idle_s=600)
+    provider = build_router(f"{prefix}:m", deadlines, env).resolve(f"{prefix}:m")
+    assert type(provider) is type(own.resolve(f"{prefix}:m"))
+    assert isinstance(provider, HttpStreamProvider)
+    assert provider.info.route == f"{prefix}:m"
+    assert provider.info.needs_api_key_env is None  # configured from `env`: a loopback URL
+    assert provider.config.deadlines == deadlines
+    assert provider.config.read_timeout_s == 600

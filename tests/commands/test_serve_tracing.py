@@ -17,7 +17,7 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from steerable_bridge.commands.common import ConfigError
+from steerable_bridge.commands.errors import ConfigError
 from steerable_bridge.commands.telemetry import tracing_observers, tracing_requested
 
 from .serve_child import clean_env, frames, started

@@ -402,7 +402,7 @@ def test_a_file_that_is_not_a_store_gives_one_clear_error_everywhere(
 def test_the_default_store_lives_under_xdg_state_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from steerable_bridge.commands.common import default_storage
+    from steerable_bridge.commands.storage_choice import default_storage
 
     monkeypatch.delenv("STEERABLE_STORAGE", raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))

@@ -23,7 +23,7 @@ one module of about 150 lines — a frozen `HttpConfig` subclass with its defaul
 `config_from_env` that reads its variables and raises `RouteError` naming a bad one
 (`require_model` refuses a route without a model name), the `HttpStreamProvider` subclass
 with the hooks above, and `factory = TheProvider.factory`, `register =
-TheProvider.register`; add its module to `HTTP_PROVIDERS` in `commands/common.py` (the
+TheProvider.register`; add its module to `HTTP_PROVIDERS` in `commands/model_routes.py` (the
 CLI calls its `register` when the first route of its prefix resolves); test it against a
 local fake server (`tests/adapters/llm/test_http_stream.py` shows a whole provider in 60
 lines). Never logs request bodies or headers (keys travel in headers).

@@ -29,8 +29,8 @@ from steerable_bridge.adapters.llm.openai_responses import (
     ResponsesConfig,
     config_from_env,
 )
-from steerable_bridge.commands.common import build_router
 from steerable_bridge.commands.credentials import ModelEnv
+from steerable_bridge.commands.model_routes import build_router
 from steerable_bridge.runtime.agent_sessions.routing import RouteError
 from steerable_bridge.runtime.ports.model import (
     ModelRequest,

@@ -13,7 +13,8 @@ import pytest
 from steerable_bridge.adapters.llm.scripted import Round, Script, ScriptedProvider
 from steerable_bridge.adapters.storage.formats import FORMAT, encode_record
 from steerable_bridge.adapters.storage.postgres import PostgresStore, redact
-from steerable_bridge.commands.common import ConfigError, build_store
+from steerable_bridge.commands.errors import ConfigError
+from steerable_bridge.commands.storage_choice import build_store
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
 from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
