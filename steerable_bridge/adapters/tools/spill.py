@@ -2,8 +2,8 @@
 
 `FileSpill` implements the runtime's `Spill` port: `save(session_id, call_id, text)` writes
 `<root>/<session>/<call>.txt` (directories 0700, files 0600) and returns its path; the
-root is `$XDG_STATE_HOME/steerable-bridge/spill` (else `~/.local/state/...`), beside the
-session store. `read_file` reads such a path for the session that owns it
+root is `$XDG_STATE_HOME/steerable-bridge/spill` (`~/.local/state/...` when that is unset or
+relative), beside the session store. `read_file` reads such a path for the session that owns it
 (`spilled_path`), with `line` / `limit` paging, even though it lies outside the workspace;
 another session's spill stays out of reach. `forget(session_id)` removes the session's
 folder when the session is deleted (`Agent.delete_session`, `sessions delete`).
@@ -24,7 +24,12 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def default_root() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    """`spill` in the agent's state folder: `$XDG_STATE_HOME/steerable-bridge`, where
+    XDG_STATE_HOME counts only when absolute (the XDG rule `commands/settings.py` follows
+    for the store and the approvals), else `~/.local/state/steerable-bridge`."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(state):
+        state = os.path.expanduser("~/.local/state")
     return Path(state) / "steerable-bridge" / "spill"
 
 

@@ -71,3 +71,15 @@ async def test_forget_removes_one_sessions_spill_and_nothing_else(tmp_path: Path
 
 def _left(*paths: str | Path) -> list[bool]:
     return [Path(path).exists() for path in paths]
+
+
+def test_the_spill_folder_is_in_the_same_state_folder_as_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steerable_bridge.adapters.tools.spill import default_root
+    from steerable_bridge.commands.storage_choice import state_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for state_home in (str(tmp_path / "state"), "relative/state", ""):
+        monkeypatch.setenv("XDG_STATE_HOME", state_home)  # a relative one is ignored (XDG)
+        assert default_root() == Path(state_dir()) / "spill"
