@@ -71,8 +71,8 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="model-quality layer: auto (on for openai: routes), on, off, and NAME=VALUE"
         " items, comma separated: recover, dedup, dedup_limit, breaker, soft_timeout,"
-        " max_tool_calls, max_tokens, retries, narrate (default: $STEERABLE_QUALITY or"
-        " auto; see docs/model-quality.md)",
+        " max_tool_calls, max_tokens, retries, narrate; or a JSON object of QualitySettings"
+        " fields (default: $STEERABLE_QUALITY or auto; see docs/model-quality.md)",
     )
     parser.add_argument(
         "--hooks-module",

@@ -36,7 +36,13 @@ from httpx_sse import aconnect_sse
 
 from steerable_bridge.conformance import scenario_tools
 from steerable_bridge.conformance.decode_agui import AguiDecoder
-from steerable_bridge.conformance.scenarios import Scenario, Turn, TurnActions, scenario_agent
+from steerable_bridge.conformance.scenarios import (
+    Scenario,
+    Turn,
+    TurnActions,
+    quality_json,
+    scenario_agent,
+)
 from steerable_bridge.conformance.transcript import TranscriptRecorder, WireMessage
 from steerable_bridge.runtime.agent_sessions.agent import Agent
 from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
@@ -149,7 +155,7 @@ async def run_acp(
             "--model", f"scripted:{script}",
             "--approve", "ask",
             "--max-steps", str(scenario.max_steps),
-            "--quality", scenario.quality,
+            "--quality", quality_json(scenario.quality),
             "--tools-module", str(scenario_tools.__file__),
         ]  # fmt: skip
         env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "0", "STEERABLE_STORAGE": "memory"}

@@ -9,12 +9,14 @@ LoopEvent sequence, normalised (`normalize`: run-scoped events only; no session 
 ts or trace id, nor wall-clock figures; ids renamed in order of first use; the model route
 and the model request's prompt and tool list left out). `run_in_process(scenario)` plays it
 through the runtime `Agent` with a `MemoryStore`; `live.py` plays it through the real
-transports.
+transports. A scenario's `quality` is the typed `QualitySettings`; the live runs pass it to
+`--quality` as a JSON object (`quality_json`), so this module never reads the flag's text.
 `load_scenarios()` reads the corpus shipped with the package.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -27,12 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from steerable_bridge.adapters.llm.scripted import Script, ScriptedProvider
 from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.adapters.tools.kit import fixed_workspace_tools
-from steerable_bridge.commands.quality_flag import parse_quality
 from steerable_bridge.conformance.scenario_tools import scenario_tools
 from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig, new_id
 from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
 from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
+from steerable_bridge.runtime.model_quality.quality_settings import QualitySettings
 from steerable_bridge.runtime.ports.model import ModelProvider
 from steerable_bridge.runtime.ports.permissions import (
     PermissionAnswer,
@@ -65,6 +67,7 @@ __all__ = [
     "frontend_tools",
     "load_scenarios",
     "normalize",
+    "quality_json",
     "refresh_expected",
     "run_in_process",
     "scenario_agent",
@@ -147,8 +150,10 @@ class Scenario(_Strict):
     why_not: str = ""
     """Why a transport is missing from `transports` (shown in reports)."""
     max_steps: int = 25
-    quality: str = "off"
-    """The model-quality settings, as `--quality` takes them (`on,soft_timeout=0`, ...)."""
+    quality: QualitySettings = QualitySettings(mode="off")
+    """The model-quality settings as an object of `QualitySettings` fields
+    (`{"mode": "on", "max_tool_calls": 1}`; an unknown field is refused when the file loads);
+    `quality_json` gives a live run's `--quality` text."""
     script: Script
     turns: list[Turn]
     expected: list[dict[str, Any]] = Field(default_factory=list)
@@ -157,6 +162,15 @@ class Scenario(_Strict):
     def defers_approval(self) -> bool:
         """AG-UI-only scenarios answer approvals in the next run (interrupts), not live."""
         return "acp" not in self.transports
+
+
+def quality_json(settings: QualitySettings) -> str:
+    """The `--quality` text for `settings`: every field, as the JSON object the flag takes.
+
+    A live run hands the spawned `steerable-bridge acp` exactly the value the in-process run
+    uses; writing the fields out (not the `NAME=VALUE` mini-language, which the commands own)
+    means nothing here restates a flag name."""
+    return json.dumps(dataclasses.asdict(settings), sort_keys=True)
 
 
 def load_scenarios(names: Iterable[str] = ()) -> list[Scenario]:
@@ -291,7 +305,7 @@ def scenario_agent(scenario: Scenario, provider: ModelProvider | None = None) ->
         model=ROUTE,
         approval="ask",
         loop=LoopSettings(max_steps=scenario.max_steps, new_id=new_id),
-        quality=parse_quality(scenario.quality),
+        quality=scenario.quality,
     )
     agent = Agent(router=router, store=MemoryStore(), config=config)
     tools = scenario_tools()

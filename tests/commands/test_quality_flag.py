@@ -50,3 +50,30 @@ def test_off_lifts_a_limit_and_base_keeps_the_rest() -> None:
 def test_a_bad_item_is_named_with_what_is_accepted(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         parse_quality(spec)
+
+
+def test_a_json_object_sets_the_fields_it_names_and_base_keeps_the_rest() -> None:
+    assert parse_quality('{"mode": "on", "max_tool_calls": 1}') == QualitySettings(
+        mode="on", max_tool_calls=1
+    )
+    base = QualitySettings(mode="on", dedup_limit=7)
+    assert parse_quality(' {"soft_timeout_s": 0, "max_turn_tokens": null}', base) == (
+        QualitySettings(mode="on", dedup_limit=7, soft_timeout_s=0.0, max_turn_tokens=None)
+    )
+    assert parse_quality("{}") == QualitySettings()
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ('{"max_tools": 1}', "unknown quality field 'max_tools'; use one of: mode, "),
+        ('{"dedup": "on"}', 'quality field dedup: Input should be a valid boolean, not "on"'),
+        ('{"mode": "sometimes"}', "quality field mode: Input should be 'auto', 'on' or 'off'"),
+        ('{"max_tool_calls": 1.5}', "quality field max_tool_calls: Input should be a valid"),
+        ('{"error_breaker": -1}', "quality field error_breaker must not be negative, not -1"),
+        ("{mode: on}", "quality JSON does not parse: "),
+    ],
+)
+def test_a_bad_json_field_is_named_with_what_is_accepted(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        parse_quality(spec)

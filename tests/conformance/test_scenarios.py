@@ -3,8 +3,10 @@ of that story keep every rule and decode back to it."""
 
 from __future__ import annotations
 
+import pydantic
 import pytest
 
+from steerable_bridge.commands.quality_flag import parse_quality
 from steerable_bridge.conformance import check_acp_transcript, check_agui_stream
 from steerable_bridge.conformance.acp_wire import render_acp_transcript
 from steerable_bridge.conformance.agui_wire import render_agui_stream
@@ -15,8 +17,10 @@ from steerable_bridge.conformance.scenarios import (
     Scenario,
     load_scenarios,
     normalize,
+    quality_json,
     run_in_process,
 )
+from steerable_bridge.runtime.model_quality.quality_settings import QualitySettings
 
 SCENARIOS = load_scenarios()
 REFRESH = (
@@ -56,3 +60,39 @@ async def test_scenario_through_the_loop_and_both_renderings(scenario: Scenario)
     assert decode_acp(transcript) == events
     plain = decode_acp(render_acp_transcript(events), channel=False)
     assert [e for e in plain if acp_exact(e)] == [e for e in events if acp_exact(e)]
+
+
+def test_a_scenarios_quality_is_the_typed_value_the_flag_text_once_gave() -> None:
+    by_name = {s.name: s.quality for s in SCENARIOS}
+    assert by_name["quality_budget"] == parse_quality("on,max_tool_calls=1")
+    assert by_name["quality_recovery_dedup"] == parse_quality("on")
+    assert by_name["quality_soft_timeout"] == parse_quality("on,soft_timeout=0")
+    assert by_name["plain_chat"] == parse_quality("off")  # left out: the layer is off
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        *(s.quality for s in SCENARIOS),
+        QualitySettings(),
+        QualitySettings(
+            mode="on", recover_tool_calls=False, dedup=False, dedup_limit=0, error_breaker=9,
+            soft_timeout_s=1.5, max_tool_calls=None, max_turn_tokens=1000,
+            completion_retries=0, narrate_empty=False, tool_budget=4096,
+        ),
+    ],
+)  # fmt: skip
+def test_the_live_runs_quality_text_gives_the_cli_the_same_settings(
+    settings: QualitySettings,
+) -> None:
+    """What `live.py` and the interop harness pass to `--quality` parses back unchanged,
+    whatever base the command would otherwise start from."""
+    text = quality_json(settings)
+    assert parse_quality(text) == settings
+    assert parse_quality(text, QualitySettings(mode="auto", dedup_limit=7)) == settings
+
+
+def test_an_unknown_quality_field_is_refused_when_a_scenario_loads() -> None:
+    data = SCENARIOS[0].model_dump(mode="json") | {"quality": {"mode": "on", "max_tools": 1}}
+    with pytest.raises(pydantic.ValidationError, match=r"quality\.max_tools\n"):
+        Scenario.model_validate(data)

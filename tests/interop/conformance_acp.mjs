@@ -3,7 +3,8 @@
 //
 // Usage: node conformance_acp.mjs PLAN.json   (env ACP_PYTHON, ACP_TOOLS)
 // PLAN.json: [{name, script, maxSteps, quality, cwd, turns: [{prompt, permission, cancel, steer,
-//              compact}]}]  (compact: the prompt is `/compact`)
+//              compact}]}]  (compact: the prompt is `/compact`; quality: `--quality` text, the
+//              scenario's settings as a JSON object)
 // For each scenario: spawn the agent, initialize opting in to `_steerable/event` (and
 // advertising form and url elicitation and the v1.25 session.notices / session.compaction, whose
 // updates the zod schema below validates), open a session, send one session/prompt per turn, answer

@@ -29,7 +29,12 @@ from steerable_bridge.conformance.decode_acp import decode_acp
 from steerable_bridge.conformance.decode_agui import decode_agui
 from steerable_bridge.conformance.live import agui_server
 from steerable_bridge.conformance.mapping import acp_exact, row
-from steerable_bridge.conformance.scenarios import Scenario, load_scenarios, normalize
+from steerable_bridge.conformance.scenarios import (
+    Scenario,
+    load_scenarios,
+    normalize,
+    quality_json,
+)
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.encoding import codec
 from steerable_bridge.runtime.events import LoopEvent
@@ -78,7 +83,7 @@ async def test_the_official_acp_client_replays_every_acp_scenario(
                 "name": scenario.name,
                 "script": str(script),
                 "maxSteps": scenario.max_steps,
-                "quality": scenario.quality,
+                "quality": quality_json(scenario.quality),
                 "cwd": str(project),
                 "turns": turns,
             }

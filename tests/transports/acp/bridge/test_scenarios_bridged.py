@@ -25,7 +25,7 @@ from steerable_bridge.adapters.storage.memory import MemoryStore
 from steerable_bridge.conformance import scenario_tools
 from steerable_bridge.conformance.decode_agui import AguiDecoder
 from steerable_bridge.conformance.live import AguiExchange, _turn, run_agui
-from steerable_bridge.conformance.scenarios import Scenario, load_scenarios
+from steerable_bridge.conformance.scenarios import Scenario, load_scenarios, quality_json
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
 from steerable_bridge.runtime.agent_sessions.conversations import LocalPort
@@ -97,7 +97,7 @@ async def bridged_server(scenario: Scenario, folder: Path) -> AsyncIterator[tupl
     argv = [
         sys.executable, "-m", "steerable_bridge", "acp",
         "--model", f"scripted:{script}", "--approve", "ask", "--storage", "memory",
-        "--max-steps", str(scenario.max_steps), "--quality", scenario.quality,
+        "--max-steps", str(scenario.max_steps), "--quality", quality_json(scenario.quality),
         "--tools-module", str(scenario_tools.__file__),
     ]  # fmt: skip
     env = {**os.environ, "STEERABLE_DEMO_PACE_MS": "0"}
