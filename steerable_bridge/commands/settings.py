@@ -242,7 +242,7 @@ class AgentSettings(EnvGroup):
         "auto",
         "model-quality layer: tool calls written as text, duplicate calls, error breaker,"
         " soft timeout, budgets ([docs/model-quality.md](docs/model-quality.md))",
-        flag="`--quality auto\\|on\\|off[,NAME=VALUE...]`",
+        flag="`--quality auto\\|on\\|off[,NAME=VALUE...]` or a JSON object of its fields",
         shown="`auto`: on for `openai:` routes",
     )
     demo_pace_ms: Annotated[float, Parse(v.milliseconds)] = setting(
