@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,7 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient, SpreadTransport
+from steerable_bridge.adapters.llm.http_client import (
+    HttpSettings,
+    PooledClient,
+    SpreadTransport,
+    tls_context,
+)
 from tests.prompt_server import PromptServer
 
 pytestmark = pytest.mark.anyio
@@ -95,3 +101,16 @@ async def test_a_failed_call_is_released() -> None:
     transport = client._transport
     assert isinstance(transport, SpreadTransport) and transport.in_flight == [0, 0]
     await pooled.aclose()
+
+
+async def test_every_client_shares_the_one_tls_context() -> None:
+    contexts = []
+    for settings in (HttpSettings(pool_shards=2), HttpSettings(pool_shards=3)):
+        pooled = PooledClient(settings)
+        transport = (await pooled.client())._transport
+        assert isinstance(transport, SpreadTransport)
+        # httpx hands the context to httpcore's pool, which keeps it as `_ssl_context`
+        contexts += [pool._pool._ssl_context for pool in transport._pools]
+        await pooled.aclose()
+    assert len(contexts) == 5 and all(context is tls_context() for context in contexts)
+    assert tls_context().verify_mode == ssl.CERT_REQUIRED and tls_context().check_hostname
