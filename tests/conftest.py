@@ -32,7 +32,7 @@ if os.environ.get("CI"):
 
 def pytest_configure(config: pytest.Config) -> None:
     """The fast lane (`-m "not slow"`) draws fewer, derandomised examples (tests/lanes.py)."""
-    if "not slow" in (config.option.markexpr or ""):
+    if lanes.deselects_slow(config.option.markexpr or ""):
         lanes.FAST = True
         settings.load_profile("fast")
 

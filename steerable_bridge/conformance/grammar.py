@@ -101,6 +101,52 @@ _plan = st.lists(
 ).map(tuple)
 _options = st.just(DEFAULT_OPTIONS)
 
+# What the steps below draw from, built once here: a strategy built inside a draw (`st.none()
+# | _short`, `st.sampled_from([...])`, `st.lists(...)`) is a new object that hypothesis
+# validates again on every draw, which was a third of drawing a session. The same strategies,
+# so the same choices draw the same sessions.
+_maybe_short = st.none() | _short
+_maybe_ident = st.none() | _ident
+_maybe_empty = st.just("") | _short
+_maybe_count = st.none() | _count
+_maybe_model = st.none() | st.just("scripted:x")
+_maybe_schema = st.none() | st.just('{"type":"object"}')
+_temperatures = st.none() | st.floats(min_value=0, max_value=2)
+_json_objects = st.dictionaries(_ident, json_values, max_size=3)
+_some_parts = st.lists(content_parts, min_size=1, max_size=2)
+_answers = st.lists(content_parts, max_size=1)
+_outputs = st.lists(tool_contents, min_size=1, max_size=2)
+_results = st.lists(tool_contents, max_size=2)
+_raw_outputs = st.none() | json_values.map(canonical_json)
+_locations = st.lists(
+    st.builds(Location, path=st.just("/w/a.py"), line=st.none() | st.integers(0, 99)),
+    max_size=2,
+)
+_commands = st.lists(
+    st.builds(Command, name=_ident, description=_short, input_hint=st.none() | _short),
+    max_size=2,
+)
+_pieces = st.lists(_short, min_size=1, max_size=3)
+_summary_pieces = st.lists(_short.filter(bool), max_size=3)
+_seals = st.sampled_from(["none", "signed", "redacted"])
+_executors = st.sampled_from(["backend", "backend", "frontend"])
+_tool_kinds = st.sampled_from(["read", "edit", "execute", "think", "other"])
+_step_finishes = st.sampled_from(["end_turn", "max_tokens"])
+_outcomes = st.sampled_from(
+    ["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
+)
+_sandboxes = st.sampled_from([None, "bwrap", "none", "client"])
+_statuses = st.sampled_from(["completed", "failed", "cancelled"])
+_summary_triggers = st.sampled_from(["pressure", "overflow", "manual"])
+_triggers = st.sampled_from(["pressure", "overflow", "micro", "manual"])
+_drop_reasons = st.sampled_from(["cancelled", "declined", "failed"])
+_severities = st.sampled_from(["info", "warning", "error"])
+_scopes = st.sampled_from(["history", "tool_results"])
+_modes = st.sampled_from(["default", "read-only"])
+_models = st.sampled_from(["demo:default", "scripted:x"])
+_run_stops = st.sampled_from(["end_turn", "max_tokens", "max_steps", "refusal", "cancelled"])
+_session_ids = st.sampled_from(["sess-1", "thread_ab"])
+
 
 @dataclass(slots=True)
 class _Log:
@@ -126,9 +172,9 @@ def _stream(
     log.add(draw, start, run_id, message_id=message_id)
     delta = ev.TextDelta if kind == "text" else ev.ReasoningDelta
     end = ev.TextEnd if kind == "text" else ev.ReasoningEnd
-    for piece in draw(st.lists(_short, min_size=1, max_size=3)):
+    for piece in draw(_pieces):
         log.add(draw, delta, run_id, message_id=message_id, delta=piece)
-    seal = "none" if kind == "text" else draw(st.sampled_from(["none", "signed", "redacted"]))
+    seal = "none" if kind == "text" else draw(_seals)
     if seal == "signed":  # a provider's seal over the block (Anthropic's signed thinking)
         log.add(draw, end, run_id, message_id=message_id, signature=draw(_short))
     elif seal == "redacted":
@@ -139,7 +185,7 @@ def _stream(
 
 def _arguments(draw: Any) -> str:
     if draw(st.booleans()):
-        return canonical_json(draw(st.dictionaries(_ident, json_values, max_size=3)))
+        return canonical_json(draw(_json_objects))
     return str(draw(_short))
 
 
@@ -151,7 +197,7 @@ def _step(draw: Any, log: _Log, run_id: str, step: int, prefix: str) -> list[str
             ev.SteerApplied,
             run_id,
             message_id=f"{prefix}-steer",
-            content=tuple(draw(st.lists(content_parts, min_size=1, max_size=2))),
+            content=tuple(draw(_some_parts)),
         )
     log.add(draw, ev.StepStarted, run_id, step=step)
     request = ModelRequest(
@@ -162,13 +208,13 @@ def _step(draw: Any, log: _Log, run_id: str, step: int, prefix: str) -> list[str
             Message(
                 id=f"{prefix}-a",
                 role="assistant",
-                reasoning=draw(st.none() | _short),
+                reasoning=draw(_maybe_short),
                 tool_calls=(ToolCall(call_id="old", name="f", arguments_json="{}"),),
             ),
             Message(id="result-old", role="tool", tool_call_id="old", is_error=True),
         ),
         tools=(ToolSpec(name="f", description="d", parameters_json='{"type":"object"}'),),
-        temperature=draw(st.none() | st.floats(min_value=0, max_value=2)),
+        temperature=draw(_temperatures),
     )
     log.add(draw, ev.ModelRequestEvent, run_id, step=step, request=request)
     message_id = f"{prefix}-m"
@@ -187,7 +233,7 @@ def _step(draw: Any, log: _Log, run_id: str, step: int, prefix: str) -> list[str
         for piece in (arguments[:cut], arguments[cut:]):
             if piece:
                 log.add(draw, ev.ToolCallDelta, run_id, call_id=call_id, delta=piece)
-        executor = draw(st.sampled_from(["backend", "backend", "frontend"]))
+        executor = draw(_executors)
         log.add(
             draw,
             ev.ToolCallEnd,
@@ -195,22 +241,13 @@ def _step(draw: Any, log: _Log, run_id: str, step: int, prefix: str) -> list[str
             call_id=call_id,
             name=name,
             arguments_json=arguments,
-            tool_kind=draw(st.sampled_from(["read", "edit", "execute", "think", "other"])),
+            tool_kind=draw(_tool_kinds),
             title=draw(_short),
-            locations=tuple(
-                draw(
-                    st.lists(
-                        st.builds(
-                            Location, path=st.just("/w/a.py"), line=st.none() | st.integers(0, 99)
-                        ),
-                        max_size=2,
-                    )
-                )
-            ),
+            locations=tuple(draw(_locations)),
             executor=executor,
         )
         calls.append((call_id, executor))
-    finish = "tool_calls" if calls else draw(st.sampled_from(["end_turn", "max_tokens"]))
+    finish = "tool_calls" if calls else draw(_step_finishes)
     log.add(
         draw,
         ev.ModelResponseEvent,
@@ -218,14 +255,14 @@ def _step(draw: Any, log: _Log, run_id: str, step: int, prefix: str) -> list[str
         step=step,
         finish_reason=finish,
         usage=draw(_usage),
-        model=draw(st.none() | st.just("scripted:x")),
+        model=draw(_maybe_model),
     )
     log.add(
         draw,
         ev.UsageUpdated,
         run_id,
         used=draw(_count),
-        size=draw(st.none() | _count),
+        size=draw(_maybe_count),
         cache_read_tokens=draw(_count),
         cache_creation_tokens=draw(_count),
     )
@@ -251,11 +288,7 @@ def _run_call(draw: Any, log: _Log, run_id: str, call_id: str) -> None:
             tool_name="f",
             options=draw(_options),
         )
-        outcome = draw(
-            st.sampled_from(
-                ["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
-            )
-        )
+        outcome = draw(_outcomes)
         log.add(
             draw,
             ev.PermissionResolved,
@@ -267,7 +300,7 @@ def _run_call(draw: Any, log: _Log, run_id: str, call_id: str) -> None:
         )
         allowed = outcome.startswith("allow")
     if allowed:
-        sandbox = draw(st.sampled_from([None, "bwrap", "none", "client"]))
+        sandbox = draw(_sandboxes)
         log.add(draw, ev.ToolStarted, run_id, call_id=call_id, sandbox=sandbox)
         for _ in range(draw(st.integers(min_value=0, max_value=2))):
             log.add(
@@ -275,11 +308,11 @@ def _run_call(draw: Any, log: _Log, run_id: str, call_id: str) -> None:
                 ev.ToolOutput,
                 run_id,
                 call_id=call_id,
-                content=tuple(draw(st.lists(tool_contents, min_size=1, max_size=2))),
+                content=tuple(draw(_outputs)),
             )
         if draw(st.booleans()):
             log.add(draw, ev.PlanUpdated, run_id, entries=draw(_plan))
-    status = draw(st.sampled_from(["completed", "failed", "cancelled"])) if allowed else "failed"
+    status = draw(_statuses) if allowed else "failed"
     error = None if status == "completed" else ToolError(code=draw(_ident), message=draw(_short))
     log.add(
         draw,
@@ -287,15 +320,15 @@ def _run_call(draw: Any, log: _Log, run_id: str, call_id: str) -> None:
         run_id,
         call_id=call_id,
         status=status,
-        content=tuple(draw(st.lists(tool_contents, max_size=2))),
-        raw_output_json=draw(st.none() | json_values.map(canonical_json)),
+        content=tuple(draw(_results)),
+        raw_output_json=draw(_raw_outputs),
         error=error,
     )
 
 
 def _state(draw: Any, log: _Log, run_id: str) -> None:
     if draw(st.booleans()):
-        value = draw(st.dictionaries(_ident, json_values, max_size=3))
+        value = draw(_json_objects)
         log.state_keys = list(value)
         log.add(draw, ev.StateSnapshot, run_id, state_json=canonical_json(value))
     elif log.state_keys or draw(st.booleans()):
@@ -310,9 +343,9 @@ def _streamed_compaction(draw: Any, log: _Log, run_id: str) -> None:
     """A summarize pass: its start, zero to three pieces of summary, then the compaction
     (applied) or its drop."""
     compaction_id = "compaction_" + draw(_ident)
-    trigger = draw(st.sampled_from(["pressure", "overflow", "manual"]))
+    trigger = draw(_summary_triggers)
     log.add(draw, ev.CompactionStarted, run_id, compaction_id=compaction_id, trigger=trigger)
-    pieces = draw(st.lists(_short.filter(bool), max_size=3))
+    pieces = draw(_summary_pieces)
     for piece in pieces:
         log.add(draw, ev.CompactionSummaryDelta, run_id, compaction_id=compaction_id, delta=piece)
     if draw(st.booleans()):
@@ -326,7 +359,7 @@ def _streamed_compaction(draw: Any, log: _Log, run_id: str) -> None:
             pre_tokens=draw(_count),
             post_tokens=draw(_count),
             fallback=draw(st.booleans()),
-            notice=draw(st.just("") | _short),
+            notice=draw(_maybe_empty),
             turns=draw(st.integers(min_value=0, max_value=5)),
             compaction_id=compaction_id,
         )
@@ -336,7 +369,7 @@ def _streamed_compaction(draw: Any, log: _Log, run_id: str) -> None:
             ev.CompactionDropped,
             run_id,
             compaction_id=compaction_id,
-            reason=draw(st.sampled_from(["cancelled", "declined", "failed"])),
+            reason=draw(_drop_reasons),
             detail=draw(_short),
         )
 
@@ -350,9 +383,9 @@ def _control(draw: Any, log: _Log, run_id: str) -> None:
             draw,
             ev.Notice,
             run_id,
-            severity=draw(st.sampled_from(["info", "warning", "error"])),
+            severity=draw(_severities),
             title=draw(_ident),
-            description=draw(st.none() | _short),
+            description=draw(_maybe_short),
         )
     elif choice == 0:
         log.add(
@@ -362,8 +395,8 @@ def _control(draw: Any, log: _Log, run_id: str) -> None:
             hook=draw(_ident),
             action=draw(_ident),
             detail=draw(_short),
-            call_id=draw(st.none() | _ident),
-            message=draw(st.just("") | _short),
+            call_id=draw(_maybe_ident),
+            message=draw(_maybe_empty),
         )
     elif choice == 1:
         log.add(draw, ev.SoftTimeout, run_id, elapsed_ms=draw(_count), limit_ms=draw(_count))
@@ -374,8 +407,8 @@ def _control(draw: Any, log: _Log, run_id: str) -> None:
             run_id,
             summary=draw(_short),
             through_seq=len(log.events),
-            trigger=draw(st.sampled_from(["pressure", "overflow", "micro", "manual"])),
-            scope=draw(st.sampled_from(["history", "tool_results"])),
+            trigger=draw(_triggers),
+            scope=draw(_scopes),
             pre_tokens=draw(_count),
             post_tokens=draw(_count),
             fallback=draw(st.booleans()),
@@ -390,25 +423,20 @@ def _control(draw: Any, log: _Log, run_id: str) -> None:
 def _session_level(draw: Any, log: _Log) -> None:
     choice = draw(st.integers(min_value=0, max_value=3))
     if choice == 0:
-        log.add(draw, ev.ModeChanged, "", mode_id=draw(st.sampled_from(["default", "read-only"])))
+        log.add(draw, ev.ModeChanged, "", mode_id=draw(_modes))
     elif choice == 1:
         log.add(
             draw,
             ev.ConfigChanged,
             "",
             option_id="model",
-            value=draw(st.sampled_from(["demo:default", "scripted:x"])),
+            value=draw(_models),
         )
     elif choice == 2:
-        commands = draw(
-            st.lists(
-                st.builds(Command, name=_ident, description=_short, input_hint=st.none() | _short),
-                max_size=2,
-            )
-        )
+        commands = draw(_commands)
         log.add(draw, ev.CommandsUpdated, "", commands=tuple(commands))
     else:
-        log.add(draw, ev.SessionInfo, "", title=draw(st.none() | _short))
+        log.add(draw, ev.SessionInfo, "", title=draw(_maybe_short))
 
 
 def _run(draw: Any, log: _Log, number: int, waiting: list[str]) -> list[str]:
@@ -430,7 +458,7 @@ def _run(draw: Any, log: _Log, number: int, waiting: list[str]) -> list[str]:
             run_id,
             call_id=call_id,
             status="completed",
-            content=tuple(draw(st.lists(content_parts, max_size=1))),
+            content=tuple(draw(_answers)),
         )
     if draw(st.booleans()):
         _state(draw, log, run_id)
@@ -439,7 +467,7 @@ def _run(draw: Any, log: _Log, number: int, waiting: list[str]) -> list[str]:
         ev.UserMessage,
         run_id,
         message_id=f"{prefix}-user",
-        content=tuple(draw(st.lists(content_parts, min_size=1, max_size=2))),
+        content=tuple(draw(_some_parts)),
     )
     if draw(st.booleans()):
         log.add(draw, ev.SessionInfo, run_id, title=draw(_short))
@@ -471,15 +499,10 @@ def _run(draw: Any, log: _Log, number: int, waiting: list[str]) -> list[str]:
                 id=f"approval-{prefix}",
                 reason=draw(_short),
                 tool_call_id=None,
-                response_schema_json=draw(st.none() | st.just('{"type":"object"}')),
+                response_schema_json=draw(_maybe_schema),
             ),
         )
-    if pending or interrupts:
-        stop = "interrupted"
-    else:
-        stop = draw(
-            st.sampled_from(["end_turn", "max_tokens", "max_steps", "refusal", "cancelled"])
-        )
+    stop = "interrupted" if pending or interrupts else draw(_run_stops)
     log.add(
         draw,
         ev.RunFinished,
@@ -495,7 +518,7 @@ def _run(draw: Any, log: _Log, number: int, waiting: list[str]) -> list[str]:
 @st.composite
 def sessions(draw: Any, max_runs: int = 2) -> list[LoopEvent]:
     """One session's events: session-level events and 1..max_runs complete runs."""
-    log = _Log(session_id=draw(st.sampled_from(["sess-1", "thread_ab"])))
+    log = _Log(session_id=draw(_session_ids))
     waiting: list[str] = []
     for number in range(draw(st.integers(min_value=1, max_value=max_runs))):
         if draw(st.integers(min_value=0, max_value=2)) == 0:

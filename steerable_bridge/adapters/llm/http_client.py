@@ -16,10 +16,11 @@ first on a tie, so calls one after another keep reusing one connection). httpcor
 scans every connection and every request on each request it admits and each response it
 closes (and polls each idle socket), so at 100 calls in flight one pool costs a server a
 quarter of its CPU; eight pools of an eighth of the connections each cost a fraction of
-that. They share one TLS context, built once. Each pool keeps as many idle connections as
-it may open (httpcore closes idle ones as soon as a pool holds more connections than its
-keep-alive limit, so a lower limit would reconnect on every call under load); idle ones
-close after `keepalive_expiry_s`.
+that. They share one TLS context, built once per process (`tls_context`: loading the CA
+bundle costs tens of milliseconds, which every provider's client paid). Each pool keeps as
+many idle connections as it may open (httpcore closes idle ones as soon as a pool holds
+more connections than its keep-alive limit, so a lower limit would reconnect on every call
+under load); idle ones close after `keepalive_expiry_s`.
 
 `BoundedBody` is the response body `CallClock.bound` hands back (`deadlines.py`), kept
 beside the pool's own body wrapper: both subclass httpx's, and this is the one module of
@@ -42,9 +43,11 @@ It never logs request bodies or headers (API keys travel in headers).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import math
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -56,7 +59,14 @@ import httpx
 if TYPE_CHECKING:
     from steerable_bridge.adapters.llm.deadlines import CallClock
 
-__all__ = ["BoundedBody", "HttpSettings", "PooledClient", "SpreadTransport", "http2_available"]
+__all__ = [
+    "BoundedBody",
+    "HttpSettings",
+    "PooledClient",
+    "SpreadTransport",
+    "http2_available",
+    "tls_context",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +74,14 @@ log = logging.getLogger(__name__)
 def http2_available() -> bool:
     """Whether httpx can speak HTTP/2 here (the optional `h2` package is installed)."""
     return importlib.util.find_spec("h2") is not None
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every model client verifies servers with: httpx's default (its CA
+    bundle, or `SSL_CERT_FILE` / `SSL_CERT_DIR` as httpx reads them when this is first
+    called), built once per process and shared, as an `SSLContext` may be."""
+    return httpx.create_ssl_context()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,10 +117,11 @@ class HttpSettings:
 
 class SpreadTransport(httpx.AsyncBaseTransport):
     """httpx's network transport, as `pool_shards` connection pools, each request going to
-    the least busy one (see the module docstring); one TLS context for all of them."""
+    the least busy one (see the module docstring); the process's one TLS context for all of
+    them (`tls_context`)."""
 
     def __init__(self, settings: HttpSettings, *, http2: bool) -> None:
-        verify = httpx.create_ssl_context()  # load_verify_locations once, not per pool
+        verify = tls_context()  # load_verify_locations once, not per pool or client
         limits = settings.shard_limits()
         self._pools = [
             httpx.AsyncHTTPTransport(verify=verify, limits=limits, http2=http2)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 import pytest
 
@@ -47,19 +48,31 @@ class Body:
         self.closed = anyio.Event()
         self.calls = 0
 
-    async def stream(self) -> AsyncIterator[bytes]:
-        try:
-            async for part in self.parts():
-                yield part
-        finally:
-            self.closed.set()
+    def stream(self) -> httpx.AsyncByteStream:
+        return _Stream(self)
+
+
+class _Stream(httpx.AsyncByteStream):
+    """The body as httpx reads it: closed when the response is (`Response.aclose`), as a
+    network body is. A bare async generator as the content would close only when
+    collected, since httpx never closes a content iterator itself."""
+
+    def __init__(self, body: Body) -> None:
+        self.body = body
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self.body.parts():
+            yield part
+
+    async def aclose(self) -> None:
+        self.body.closed.set()
 
 
 def openai(body: Body, deadlines: CallDeadlines, **config: Any) -> OpenAICompatProvider:
     def handler(request: httpx.Request) -> httpx.Response:
         body.calls += 1
         return httpx.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body.stream()
+            200, headers={"content-type": "text/event-stream"}, stream=body.stream()
         )
 
     return OpenAICompatProvider(
@@ -115,6 +128,24 @@ async def test_empty_deltas_and_usage_chunks_do_not_count_as_tokens() -> None:
     assert body.calls == 1  # a timed-out call is not retried
 
 
+async def test_a_body_always_ready_with_empty_deltas_is_closed_at_the_idle_deadline() -> None:
+    async def ready_forever() -> AsyncIterator[bytes]:
+        # never waits for the network: the deadline is found passed between two reads
+        yield data({"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+        while True:
+            yield data({"choices": [{"index": 0, "delta": {"content": ""}}]})
+            await anyio.lowlevel.checkpoint()
+
+    body = Body(ready_forever)
+    provider = openai(body, CallDeadlines(call_s=60, idle_s=0.3))
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider)
+    assert caught.value.code == "model_timeout"
+    assert "STEERABLE_MODEL_IDLE_TIMEOUT" in caught.value.message
+    with anyio.fail_after(5):  # the provider closed the response, as on the network
+        await body.closed.wait()
+
+
 async def test_steady_tokens_keep_a_call_alive_past_the_idle_deadline() -> None:
     async def tokens() -> AsyncIterator[bytes]:
         for n in range(12):
@@ -166,7 +197,7 @@ async def test_anthropic_comments_for_ever_end_at_the_idle_deadline() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body.stream()
+            200, headers={"content-type": "text/event-stream"}, stream=body.stream()
         )
 
     provider = AnthropicProvider(

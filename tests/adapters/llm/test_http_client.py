@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,7 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from steerable_bridge.adapters.llm.http_client import HttpSettings, PooledClient, SpreadTransport
+from steerable_bridge.adapters.llm.http_client import (
+    HttpSettings,
+    PooledClient,
+    SpreadTransport,
+    tls_context,
+)
 from tests.prompt_server import PromptServer
 
 pytestmark = pytest.mark.anyio
@@ -43,8 +49,7 @@ async def held_server(
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers only this flag
-                await anyio.sleep(0.01)
+            await server.wait_started()
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}/"
@@ -95,3 +100,16 @@ async def test_a_failed_call_is_released() -> None:
     transport = client._transport
     assert isinstance(transport, SpreadTransport) and transport.in_flight == [0, 0]
     await pooled.aclose()
+
+
+async def test_every_client_shares_the_one_tls_context() -> None:
+    contexts = []
+    for settings in (HttpSettings(pool_shards=2), HttpSettings(pool_shards=3)):
+        pooled = PooledClient(settings)
+        transport = (await pooled.client())._transport
+        assert isinstance(transport, SpreadTransport)
+        # httpx hands the context to httpcore's pool, which keeps it as `_ssl_context`
+        contexts += [pool._pool._ssl_context for pool in transport._pools]
+        await pooled.aclose()
+    assert len(contexts) == 5 and all(context is tls_context() for context in contexts)
+    assert tls_context().verify_mode == ssl.CERT_REQUIRED and tls_context().check_hostname

@@ -153,8 +153,7 @@ async def serve(rec: Recorder) -> AsyncIterator[str]:
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers only this flag
-                await anyio.sleep(0.01)
+            await server.wait_started()
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}/v1"

@@ -22,7 +22,6 @@ from steerable_bridge.adapters.tools.mcp import McpServerConfig, open_mcp_server
 from steerable_bridge.runtime.ports.tools import ToolContext
 from steerable_bridge.runtime.values import TextPart
 from tests.prompt_server import PromptServer
-from tests.transports.agui.harness import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -57,7 +56,8 @@ async def _serving(app: ASGIApp) -> AsyncIterator[str]:
     server = PromptServer(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
-        await until(lambda: server.started, 10)
+        with anyio.fail_after(10):
+            await server.wait_started()
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}"

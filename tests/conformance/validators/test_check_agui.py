@@ -46,10 +46,8 @@ async def live(app: Starlette) -> AsyncIterator[str]:
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
-        for _ in range(1000):  # up to 10 s
-            if server.started:
-                break
-            await anyio.sleep(0.01)
+        with anyio.fail_after(10):
+            await server.wait_started()
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}"

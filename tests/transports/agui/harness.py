@@ -118,7 +118,8 @@ async def live_server(app: Starlette) -> AsyncIterator[str]:
     server = PromptServer(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
-        await until(lambda: server.started, 10)
+        with anyio.fail_after(10):
+            await server.wait_started()
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}"

@@ -113,8 +113,7 @@ async def bridged_server(scenario: Scenario, folder: Path) -> AsyncIterator[tupl
     async with bridge.running(), anyio.create_task_group() as tasks:
         tasks.start_soon(server.serve)
         with anyio.fail_after(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
-                await anyio.sleep(0.01)
+            await server.wait_started()
         port = server.servers[0].sockets[0].getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}/agent", agent
