@@ -17,6 +17,7 @@ reads process memory through ctypes and may allocate while it maps (after the bu
 
 from __future__ import annotations
 
+import array
 import bisect
 import collections
 import ctypes
@@ -44,7 +45,7 @@ def anonymous_mappings() -> list[tuple[int, int]]:
     found: list[tuple[int, int]] = []
     for line in Path("/proc/self/maps").read_text().splitlines():
         fields = line.split()
-        if len(fields) == 5:  # no path: anonymous
+        if len(fields) == 5 and fields[1].startswith("r"):  # readable, no path: anonymous
             start, end = (int(part, 16) for part in fields[0].split("-"))
             found.append((start, end))
     return sorted(found)
@@ -89,26 +90,137 @@ def malloc_stats() -> list[str]:
 
 
 def arena_map() -> list[str]:
-    """The objects reachable from the tracked ones, by arena, sparsest arenas first."""
-    tracked = gc.get_objects()
-    seen: dict[int, object] = {id(obj): obj for obj in tracked}
-    for obj in tracked:
-        for ref in gc.get_referents(obj):
-            seen.setdefault(id(ref), ref)
-    arenas: dict[int, list[object]] = collections.defaultdict(list)
-    mappings = anonymous_mappings()
-    for obj in seen.values():
-        index = arena_of(obj, mappings)
-        if index is not None:
-            arenas[index].append(obj)
-    lines = [f"objects mapped: {sum(map(len, arenas.values()))} in {len(arenas)} arenas"]
-    for index, objects in sorted(arenas.items(), key=lambda item: len(item[1]))[:SHOWN]:
-        kinds = collections.Counter(type(obj).__qualname__ for obj in objects)
+    """The arenas' used pools found by their headers, sparsest arenas first, with the
+    objects in the sparsest (found by their type pointers) and what refers to them.
+
+    The sparsest arenas' pools are copied (as bytes: malloc's, not pymalloc's) before
+    anything else is made, and their blocks read from the copies: what the probe makes
+    afterwards lands in exactly those pools (the ones a burst's frees left first in line)
+    and must not be counted."""
+    pools = used_pools()
+    blocks = array.array("Q", bytes(8 * 65536))
+    for at in range(0, len(pools), 4):
+        blocks[pools[at + 1] % 65536] += pools[at + 3]
+    sparse = sorted((i for i in range(65536) if blocks[i]), key=blocks.__getitem__)[:SHOWN]
+    copies = [
+        (pools[at + 1], pools[at], pools[at + 2], ctypes.string_at(pools[at], 1 << POOL_BITS))
+        for at in range(0, len(pools), 4)
+        if pools[at + 1] in sparse
+    ]
+    arenas = len({pools[at + 1] for at in range(0, len(pools), 4)})
+    lines = [f"pools in use: {len(pools) // 4} in {arenas} arenas (by their headers)"]
+    types = known_types()
+    for index in sparse:
+        found: list[object] = []
+        raw = 0
+        mine = [copy for copy in copies if copy[0] == index]
+        for _, pool, szidx, copy in mine:
+            for block in allocated_blocks(pool, szidx, copy):
+                obj = object_at(block, copy[block - pool : block - pool + 48], types)
+                if obj is None:
+                    raw += 1
+                else:
+                    found.append(obj)
+        kinds = collections.Counter(type(obj).__qualname__ for obj in found)
         top = ", ".join(f"{name} {n}" for name, n in kinds.most_common(6))
-        lines.append(f"arena {index}: {len(objects)} objects ({top})")
-        for obj in objects[:3]:
-            lines.append(f"    {type(obj).__qualname__}: {_sample(obj)}")
+        lines.append(
+            f"arena {index}: {len(mine)} pools, {blocks[index]} blocks:"
+            f" {len(found)} objects ({top}), {raw} other blocks"
+        )
+        for at in range(min(SAMPLES, len(found))):  # no slice: it would refer to them too
+            lines.append(f"    {_sample(found[at])}  <- {_referrers(found[at], found)}")
+        del found
     return lines
+
+
+SAMPLES = 6
+"""Objects shown per sparse arena."""
+POOL_OVERHEAD = 48
+"""`sizeof(struct pool_header)`, rounded up to the 16-byte alignment."""
+
+
+def used_pools() -> array.array[int]:
+    """(pool address, arena index, size class, blocks in use) of every pool in use, flat.
+    Read from the headers at each 16 KiB boundary of the readable anonymous mappings; a
+    header counts when it is self-consistent (`maxnextoffset` is the pool size less one
+    block, as pymalloc sets it)."""
+    size_of_pool = 1 << POOL_BITS
+    found = array.array("Q")
+    header = ctypes.c_uint * 12
+    for start, end in anonymous_mappings():
+        pool = (start + size_of_pool - 1) & ~(size_of_pool - 1)
+        while pool + size_of_pool <= end:
+            fields = header.from_address(pool)
+            count, index, szidx = fields[0], fields[8], fields[9]
+            nextoffset, maxnext = fields[10], fields[11]
+            size = (szidx + 1) << 4
+            if (
+                0 < count <= (size_of_pool - POOL_OVERHEAD) // size
+                and szidx < 32
+                and maxnext == size_of_pool - size
+                and POOL_OVERHEAD <= nextoffset <= maxnext + size
+            ):
+                found.extend((pool, index, szidx, count))
+            pool += size_of_pool
+    return found
+
+
+def allocated_blocks(pool: int, szidx: int, copy: bytes) -> list[int]:
+    """The addresses of the pool's blocks in use (handed out, less its free list), read
+    from a copy of the pool."""
+    size = (szidx + 1) << 4
+    nextoffset = int.from_bytes(copy[40:44], "little")
+    free: set[int] = set()
+    block = int.from_bytes(copy[8:16], "little")
+    while pool <= block < pool + len(copy) and len(free) < len(copy):
+        free.add(block)
+        offset = block - pool
+        block = int.from_bytes(copy[offset : offset + 8], "little")
+    return [
+        pool + offset
+        for offset in range(POOL_OVERHEAD, min(nextoffset, len(copy) - size + 1), size)
+        if pool + offset not in free
+    ]
+
+
+def known_types() -> set[int]:
+    """The addresses of every type object (all subclasses of `object`, static ones too)."""
+    seen: set[int] = {id(type), id(object)}
+    pending: list[type] = [object]
+    while pending:
+        kind = pending.pop()
+        try:
+            subclasses = type.__subclasses__(kind)
+        except TypeError:
+            continue
+        for sub in subclasses:
+            if id(sub) not in seen:
+                seen.add(id(sub))
+                pending.append(sub)
+    return seen
+
+
+def object_at(block: int, head: bytes, types: set[int]) -> object | None:
+    """The object a block holds (its header at the block, after a GC header, or after a
+    managed dict's two pointers too: `head` is a copy of the block's first bytes), or None
+    when none of these looks like one."""
+    for offset in (0, 16, 32):
+        refcount = int.from_bytes(head[offset : offset + 8], "little", signed=True)
+        kind = int.from_bytes(head[offset + 8 : offset + 16], "little")
+        if 0 < refcount < 1 << 32 and kind in types:
+            live = ctypes.string_at(block + offset, 16)  # freed since the copy: skipped
+            if live[8:] != head[offset + 8 : offset + 16] or live[:8] == bytes(8):
+                return None
+            return ctypes.cast(block + offset, ctypes.py_object).value
+    return None
+
+
+def _referrers(obj: object, local: list[object]) -> str:
+    """The types of what refers to `obj` (gc-tracked referrers only)."""
+    found = [r for r in gc.get_referrers(obj) if r is not local]
+    kinds = collections.Counter(type(r).__qualname__ for r in found)
+    del found
+    return ", ".join(f"{name} {n}" for name, n in kinds.most_common(4)) or "nothing tracked"
 
 
 def _sample(obj: object) -> str:
@@ -120,7 +232,6 @@ def _sample(obj: object) -> str:
 
 
 def write_probe(path: Path) -> None:
-    gc.collect()
     lines = ["malloc stats:", *malloc_stats(), *arena_map()]
     partial = path.with_name(path.name + ".partial")
     partial.write_text("\n".join(lines) + "\n")
@@ -131,7 +242,13 @@ def main() -> int:
     out = Path(os.environ["ARENA_PROBE_OUT"])
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        write_probe(out)
+        child = os.fork()  # the child maps a snapshot; the server makes next to nothing
+        if child == 0:
+            try:
+                write_probe(out)
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
 
     signal.signal(signal.SIGUSR1, on_signal)
     from steerable_bridge.cli import main as cli_main
