@@ -642,9 +642,13 @@ class SqliteStore:
             last = await mark()
             task_status.started()
             while True:
-                resumed = await self._demand.wait_for_claim(mark)
-                if resumed is not None:
-                    last = resumed
+                parked = self._demand.park()
+                if parked is not None:  # no claim here: wait for one, then start at the newest
+                    try:
+                        await parked.wake
+                        last = await mark()
+                    finally:
+                        self._demand.resumed(parked)
                 await anyio.sleep(SIGNAL_POLL_S)
                 rows = await self._threads.run(self._calling, newer, poll)
                 for last, data in rows:  # noqa: B007 - `last` is where the next poll begins
