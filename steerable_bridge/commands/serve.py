@@ -445,10 +445,12 @@ def _server_class() -> type[Any]:
                 sock.listen(KERNEL_BACKLOG)
 
         async def on_tick(self, counter: int) -> bool:
-            should_exit: bool = await super().on_tick(counter)
-            if counter % 10 == 0:  # when uvicorn renews its default headers
+            if counter % 10 == 0:  # once a second, as uvicorn renews its default headers
                 date = (b"date", http_date(time.time()))
                 self.server_state.default_headers = [date, *self.config.encoded_headers]
+            # uvicorn's checks (should it exit?) at a count that is not a whole second: on
+            # those it formats a date (`formatdate`) even with `date_header=False`
+            should_exit: bool = await super().on_tick(1)
             return should_exit
 
     return Server
