@@ -20,11 +20,12 @@ bounded. `--probe` starts the server through `arena_probe.py` and prints, after 
 its map of CPython's arenas (which objects keep which arena), once that burst's figures are
 taken (the map allocates). `--bursts N` repeats the round (streams, then leaving) and prints
 the RSS after each. The figures (README "Memory after a burst"), 80 streams, on a 2-core
-machine shared with other work: `--duration 120 --after 20 --every 10`: start ~64, peak
-~83-85, after +10 / +10 / +11 / +11 / +14 / +14 % of the start over six runs (before the
-store's own threads: +9 / +9 / +13 %, and +9 to +16 % before the folding per commit);
-`--duration 40 --after 20 --every 10 --bursts 3`: after 71.8, 73.0, 73.1 MB (before: ~72,
-~77, ~78); with `--malloc` ~67 / ~68 MB (+1 %).
+machine shared with other work: `--duration 120 --after 20 --every 10`: start ~63, peak ~85,
+after +6 / +8 % of the start (two runs) once the server makes its own `Date` header,
+`loads_strict` shares one decoder and the signal poll parks while no turn runs (before: +14
+/ +10 / +16 %; with only the poll parked, +14 / +11 %; with the decoder too, +11 / +12 %;
+earlier passes +10 to +14 %); `--duration 40 --after 20 --every 10 --bursts 3` (before
+these): after 71.8, 73.0, 73.1 MB; with `--malloc` ~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 
