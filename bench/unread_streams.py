@@ -16,13 +16,16 @@ server options go after `--` (e.g. `-- --max-runs 16`); `--src DIR` runs the ser
 another checkout (PYTHONPATH), to compare builds; `--malloc` starts it with
 `PYTHONMALLOC=malloc` (small objects from glibc's malloc, whose free pages the server's
 `malloc_trim` after a burst can give back, instead of CPython's arenas). Every wait is
-bounded. `--bursts N` repeats the round (streams, then leaving) and prints the RSS after
-each. The figures (README "Memory after a burst"), 80 streams, on a 2-core machine shared
-with other work: `--duration 120 --after 20 --every 10`: start ~64, peak ~83-85, after
-+10 / +10 / +11 / +11 / +14 / +14 % of the start over six runs (before the store's own
-threads: +9 / +9 / +13 %, and +9 to +16 % before the folding per commit);
-`--duration 40 --after 20 --every 10 --bursts 3`: after 71.8, 73.0, 73.1 MB (before: ~72,
-~77, ~78); with `--malloc` ~67 / ~68 MB (+1 %).
+bounded. `--probe` starts the server through `arena_probe.py` and prints, after each burst,
+its map of CPython's arenas (which objects keep which arena), once that burst's figures are
+taken (the map allocates). `--bursts N` repeats the round (streams, then leaving) and prints
+the RSS after each. The figures (README "Memory after a burst"), 80 streams, on a 2-core
+machine shared with other work: `--duration 120 --after 20 --every 10`: start ~63, peak ~85,
+after +6 / +8 % of the start (two runs) once the server makes its own `Date` header,
+`loads_strict` shares one decoder and the signal poll parks while no turn runs (before: +14
+/ +10 / +16 %; with only the poll parked, +14 / +11 %; with the decoder too, +11 / +12 %;
+earlier passes +10 to +14 %); `--duration 40 --after 20 --every 10 --bursts 3` (before
+these): after 71.8, 73.0, 73.1 MB; with `--malloc` ~67 / ~68 MB (+1 %).
 Run: `uv run python bench/unread_streams.py [--streams 80] [--duration 120] [--after 20]`.
 """
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -149,7 +153,24 @@ def one_burst(args: argparse.Namespace, port: int, pid: int, start: float, burst
     back = after <= 1.10 * start
     print(f"flat after the cap (last at most 10 % above t={args.duration / 4:g}s): {flat}")
     print(f"back within 10 % of the start after the clients left: {back}")
+    if args.probe:
+        print_probe(pid, Path(args.probe_out), f"after burst {burst + 1}")
     return after
+
+
+def print_probe(pid: int, out: Path, when: str) -> None:
+    """Ask the server (started through `arena_probe.py`) for its arena map and print it."""
+    out.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 60
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if not out.exists():
+        print(f"arena probe {when}: no answer within 60 s")
+        return
+    print(f"arena probe {when}:")
+    for line in out.read_text().splitlines():
+        print(f"  {line}")
 
 
 def main() -> None:
@@ -171,6 +192,11 @@ def main() -> None:
     parser.add_argument(
         "--malloc", action="store_true", help="run the server with PYTHONMALLOC=malloc"
     )
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="after each burst, print the server's arena map (bench/arena_probe.py)",
+    )
     parser.add_argument("server_options", nargs="*", help="extra serve options, after --")
     args = parser.parse_args()
     port = free_port()
@@ -186,7 +212,12 @@ def main() -> None:
             env["PYTHONMALLOC"] = "malloc"
         if args.session_cache:
             env["STEERABLE_SESSION_CACHE"] = args.session_cache
-        command = [sys.executable, "-m", "steerable_bridge.cli", "serve", "--port", str(port)]
+        entry = ["-m", "steerable_bridge.cli"]
+        if args.probe:
+            args.probe_out = str(Path(folder) / "arena-probe.txt")
+            env["ARENA_PROBE_OUT"] = args.probe_out
+            entry = [str(Path(__file__).resolve().with_name("arena_probe.py"))]
+        command = [sys.executable, *entry, "serve", "--port", str(port)]
         storage = args.storage or str(Path(folder) / "sessions.db")
         command += ["--storage", storage, "--model", f"scripted:{script}"]
         command += ["--log-level", "warning", *args.server_options]
@@ -199,6 +230,8 @@ def main() -> None:
             httpx.post(f"{base}/agent", json=warm, timeout=60)
             start = rss_mb(server.pid)
             print(f"start: {start:.1f} MB RSS ({args.streams} unread streams next)", flush=True)
+            if args.probe:
+                print_probe(server.pid, Path(args.probe_out), "at the start")
             afters: list[float] = []
             for burst in range(args.bursts):
                 if burst:

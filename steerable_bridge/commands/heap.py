@@ -30,9 +30,13 @@ asyncio's timer heap (`timer_sweep.py`), the caches a first warning fills
 (`warm_logging_caches()`), the SQLite cursors and weak references of the connections
 (`shed_idle`, and a poll cursor of its own), the AnyIO worker threads a burst started (the
 store runs on threads of its own, started once: `adapters/storage/store_threads.py`), and
-this follow-up's own waiting task (a timer now). Periodic work (uvicorn's tick and date
-header, the signal poll) still allocates into the pools the burst left, so a few arenas
-stay; the figures are in `bench/unread_streams.py`. With `PYTHONMALLOC=malloc` small
+this follow-up's own waiting task (a timer now), and what periodic work left in CPython's
+type attribute cache, which keeps the name of each lookup: uvicorn's once-a-second date
+(`formatdate`, whose `datetime` looks `dst` up by a name made anew; `serve` makes the
+header itself, `http_date`) and `loads_strict`'s per-call decoder (six option names a
+request; one shared decoder now); and the SQLite store's signal poll, 20 times a second,
+parks while no claim is held (`signal_demand.py`). A few arenas still stay; the figures are
+in `bench/unread_streams.py` (`--probe` prints the arena map). With `PYTHONMALLOC=malloc` small
 objects come from malloc, which the trim gives back almost entirely, for ~20 % more server
 CPU per run: the operator's choice, not the default.
 """

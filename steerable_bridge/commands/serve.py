@@ -40,6 +40,7 @@ import json
 import logging
 import os
 import socket
+import time
 from typing import Any
 
 from steerable_bridge.commands.common import add_agent_options, build_agent
@@ -209,6 +210,7 @@ def main(args: argparse.Namespace) -> int:
             timeout_keep_alive=limits.keep_alive_s,
             h11_max_incomplete_event_size=limits.max_head_bytes,
             ws="none",  # no WebSocket routes: an upgrade must not hand the socket past the guard
+            date_header=False,  # the server's tick makes it (`http_date`)
         )
         server = _server_class()(config)
         settle_startup_heap()
@@ -429,14 +431,42 @@ def _server_class() -> type[Any]:
 
     class Server(uvicorn.Server):
         """uvicorn's server, with the kernel's accept queue set back to `KERNEL_BACKLOG`
-        after asyncio set it to its accept burst (`backlog`) when it started serving."""
+        after asyncio set it to its accept burst (`backlog`) when it started serving, and
+        its once-a-second `Date` header made by `http_date` (the config says
+        `date_header=False`, so uvicorn makes none)."""
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             for sock in sockets or ():
                 sock.listen(KERNEL_BACKLOG)
 
+        async def on_tick(self, counter: int) -> bool:
+            if counter % 10 == 0:  # once a second, as uvicorn renews its default headers
+                date = (b"date", http_date(time.time()))
+                self.server_state.default_headers = [date, *self.config.encoded_headers]
+            # uvicorn's checks (should it exit?) at a count that is not a whole second: on
+            # those it formats a date (`formatdate`) even with `date_header=False`
+            should_exit: bool = await super().on_tick(1)
+            return should_exit
+
     return Server
+
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def http_date(now: float) -> bytes:
+    """`now` as an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`), as `email.utils.formatdate`
+    with `usegmt` writes it. uvicorn's tick calls that every second, and through
+    `datetime.timetuple` it looks `dst` up by a name made anew each call, which CPython's
+    type attribute cache then keeps: a string a second, made after a burst in the memory
+    it freed, each keeping an arena of the allocator from going back."""
+    t = time.gmtime(now)
+    return (
+        f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year:04d}"
+        f" {t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT"
+    ).encode()
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

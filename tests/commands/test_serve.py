@@ -1,12 +1,17 @@
 """`steerable-bridge serve` as a user runs it: a child process on port 0 that prints its URLs,
-answers /health and the chat page, and streams a run; bad options exit 2 with the remedy."""
+answers /health (with a `Date` header, which its own tick makes) and the chat page, and
+streams a run; bad options exit 2 with the remedy."""
 
 from __future__ import annotations
 
 import json
+import random
+from email.utils import formatdate, parsedate_to_datetime
 
 import httpx
 import pytest
+
+from steerable_bridge.commands.serve import http_date
 
 from .serve_child import run_cli, started
 
@@ -19,6 +24,7 @@ def test_serve_prints_its_url_and_streams_a_run() -> None:
         with httpx.Client(base_url=base, timeout=10) as client:
             health = client.get("/health")
             assert health.json()["status"] == "ok"
+            assert parsedate_to_datetime(health.headers["date"]).tzinfo is not None  # our tick's
             assert "<textarea" in client.get("/").text
             body = {
                 "threadId": "cli-thread",
@@ -62,3 +68,9 @@ def test_health_names_nothing_without_the_configured_token() -> None:
             detailed = client.get("/health", headers={"Authorization": "Bearer s3cret"})
         assert anonymous.status_code == 200 and anonymous.text == "ok"
         assert detailed.json()["model"] and "tools" in detailed.json()
+
+
+def test_the_date_header_is_written_as_email_utils_writes_it() -> None:
+    rng = random.Random(7)
+    for now in [0.0, 951782400.5, *(rng.uniform(0, 4e9) for _ in range(200))]:
+        assert http_date(now).decode() == formatdate(now, usegmt=True)

@@ -26,7 +26,9 @@ A session is owned by one process at a time while it runs a turn: `claim(session
 holds that session's OS file lock (`ownership.py`). Signals for a turn another process runs
 (steer, follow-up, cancel; `runtime/agent_sessions/signals.py`) are rows of a `signals`
 table: `publish` inserts one, `listen` polls for new rows every `SIGNAL_POLL_S` (that is the
-bound on their latency) and rows older than a minute are deleted. Schema changes are
+bound on their latency) while this process holds a claim, and is parked while it holds
+none (`signal_demand.py`: no turn here could use one), and rows older than a minute are
+deleted. Schema changes are
 migrations keyed on `PRAGMA user_version`; a file from a newer build is refused rather than altered.
 """
 
@@ -61,6 +63,7 @@ from steerable_bridge.adapters.storage.ownership import OwnerLocks
 from steerable_bridge.adapters.storage.readiness import SQLITE_SCHEMA_VERSION
 from steerable_bridge.adapters.storage.request_resolver import Resolver
 from steerable_bridge.adapters.storage.request_writer import RequestWriter, resume_writer
+from steerable_bridge.adapters.storage.signal_demand import SignalDemand
 from steerable_bridge.adapters.storage.sql import (
     ADOPT,
     ADOPT_ROW,
@@ -218,6 +221,8 @@ class SqliteStore:
         self._whole_limiter: anyio.CapacityLimiter | None = None
         self._opened = False
         """Whether the writer connection opened (migrated) the file in this process."""
+        self._demand = SignalDemand()
+        """The claims this process holds: `listen` polls only while there are some."""
         self._writers: IdleCache[str, RequestWriter] = IdleCache(capacity=256, ttl_s=3600)
         """Each session's `RequestWriter`: its next model request is stored by reference."""
 
@@ -579,11 +584,12 @@ class SqliteStore:
     @asynccontextmanager
     async def claim(self, session_id: str) -> AsyncIterator[None]:
         """Own the session while a turn runs; raises SessionOwned naming the owner."""
-        held = self.owners.acquire(session_id)
-        try:
-            yield
-        finally:
-            held.release()
+        async with self._demand.claiming():  # the listeners take their mark before the lock
+            held = self.owners.acquire(session_id)
+            try:
+                yield
+            finally:
+                held.release()
 
     async def publish(self, signal: SessionSignal) -> None:
         """Leave a signal for the listening processes (see the module docstring)."""
@@ -603,7 +609,11 @@ class SqliteStore:
         *,
         task_status: TaskStatus[None] = TASK_STATUS_IGNORED,
     ) -> None:
-        """Deliver every signal published from now on, polling every `SIGNAL_POLL_S`.
+        """Deliver every signal published while this process holds a claim, polling every
+        `SIGNAL_POLL_S` (`claim` waits until the poll has its mark: every signal published
+        once another process can see the claim is delivered). While it holds none, no turn
+        here could use a signal: the poll parks (`signal_demand.py`), and the signals
+        published meanwhile are skipped when it resumes.
 
         The poll has a connection and a cursor of its own, opened before it first looks and
         kept while it listens (`shed_idle` never closes it). Through the shared connections
@@ -626,9 +636,19 @@ class SqliteStore:
                 ).fetchall()
                 return [(int(i), str(d)) for i, d in rows]
 
-            last = await self._threads.run(self._calling, newest, poll)
+            async def mark() -> int:
+                return await self._threads.run(self._calling, newest, poll)
+
+            last = await mark()
             task_status.started()
             while True:
+                parked = self._demand.park()
+                if parked is not None:  # no claim here: wait for one, then start at the newest
+                    try:
+                        await parked.wake
+                        last = await mark()
+                    finally:
+                        self._demand.resumed(parked)
                 await anyio.sleep(SIGNAL_POLL_S)
                 rows = await self._threads.run(self._calling, newer, poll)
                 for last, data in rows:  # noqa: B007 - `last` is where the next poll begins

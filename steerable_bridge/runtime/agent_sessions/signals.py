@@ -9,8 +9,13 @@ offers this with two optional methods, reached through `publish_signal` and
 
 - `publish(signal)`: deliver it to every listening process (at most once each, within the
   store's bound on latency, which it documents);
-- `listen(deliver, task_status=...)`: call `deliver(signal)` for every signal published
-  once it reported itself started (`anyio`'s `task_status.started()`), until cancelled.
+- `listen(deliver, task_status=...)`: once it reported itself started (`anyio`'s
+  `task_status.started()`) and until cancelled, call `deliver(signal)` for every signal
+  published while this process holds a claim on some session (`claim_session`), from the
+  moment it entered that claim: the only signals a turn here can use, since a session runs
+  its turn inside its claim. A store may deliver others too (PostgreSQL delivers every
+  one); SQLite stops polling while the process holds no claim and skips what was published
+  meanwhile.
 
 The JSON form (`signal_to_json` / `signal_from_json`) is what travels through the store.
 """

@@ -58,6 +58,38 @@ def _refuse_constant(name: str) -> Any:
     raise JsonRefused("non_finite", f"{name} is not JSON; send numbers as finite decimals")
 
 
+class _Overflow(Exception):
+    """A number no double holds, met by the shared decoder: parse again, noting it."""
+
+
+def _float_or_overflow(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Overflow(text)
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_float_or_overflow)
+"""One decoder for every text. `json.loads` with options makes a decoder per call, and its
+C scanner looks its options up by names it makes then (`strict`, `parse_float`, ...): six
+new strings a call that CPython's type attribute cache keeps (it holds the name of each
+lookup), scattered through the memory a burst of requests used, each keeping an arena of
+its allocator from going back. A text holding a number no double holds (rare) is parsed
+again the old way, with a decoder of its own that notes the number and goes on, so which
+refusal such a text gets is unchanged."""
+
+
+def _decode(text: str, floats: _Floats) -> Any:
+    """`_DECODER`'s value, or `json.loads`'s for a text with a number no double holds or a
+    byte order mark (which `json.loads` refuses and a decoder alone would not)."""
+    if not text.startswith("\ufeff"):
+        try:
+            return _DECODER.decode(text)
+        except _Overflow:
+            pass
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=floats)
+
+
 class _Floats:
     """`parse_float` that notes a number no double holds instead of making it infinite."""
 
@@ -89,7 +121,7 @@ def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise JsonRefused("too_deep", f"the JSON nests deeper than {max_depth} levels; flatten it")
     floats = _Floats()
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=floats)
+        value = _decode(text, floats)
     except JsonRefused:
         raise
     except (ValueError, RecursionError) as err:

@@ -18,6 +18,7 @@ from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.agent_sessions.agent import Agent, AgentConfig
 from steerable_bridge.runtime.agent_sessions.routing import ModelRouter
+from steerable_bridge.runtime.agent_sessions.signals import SessionSignal
 from steerable_bridge.runtime.encoding.codec import event_to_json
 from steerable_bridge.runtime.ports.storage import (
     SessionBusy,
@@ -426,6 +427,40 @@ async def test_steer_and_cancel_reach_a_turn_another_process_runs(
         tg.cancel_scope.cancel()
     assert outcome == ["cancelled"]
     assert await remote.cancel(session.id) is False
+
+
+async def test_the_signal_poll_parks_without_a_claim_and_resumes_at_the_newest_signal(
+    db: Path, stores: list[SqliteStore]
+) -> None:
+    """No claim here: the poll parks and what is published meanwhile is skipped (no turn
+    here could use it); a signal published the moment a claim is entered arrives."""
+    listener, other = open_store(db, stores), open_store(db, stores)
+    got: list[SessionSignal] = []
+    arrived = anyio.Event()
+
+    def deliver(signal: SessionSignal) -> None:
+        got.append(signal)
+        arrived.set()
+
+    early = SessionSignal(session_id="s1", action="cancel", reason="for a turn long gone")
+    late = SessionSignal(session_id="s1", action="cancel", reason="for this turn")
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(listener.listen, deliver)
+            await until_parked(listener, 1)
+            await other.publish(early)
+            async with listener.claim("s1"):
+                assert listener._demand.parked == 0  # polling while the claim is held
+                await other.publish(late)
+                await arrived.wait()
+            await until_parked(listener, 1)  # the claim left: parked again
+            tg.cancel_scope.cancel()
+    assert got == [late]
+
+
+async def until_parked(store: SqliteStore, count: int) -> None:
+    while store._demand.parked != count:  # noqa: ASYNC110 - the poll reaching its wait
+        await anyio.sleep(0.005)
 
 
 async def test_shedding_idle_connections_closes_them_and_the_store_keeps_working(

@@ -20,6 +20,7 @@ from steerable_bridge.runtime.agent_sessions.signals import (
     signal_from_json,
     signal_to_json,
 )
+from steerable_bridge.runtime.ports.storage import claim_session
 from steerable_bridge.runtime.values import ImagePart, TextPart
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
@@ -62,7 +63,9 @@ async def test_a_store_without_signals_says_so_and_listening_returns_at_once() -
             assert await tg.start(listen_signals, store, print) is None  # started, not hung
 
 
-async def test_a_published_signal_reaches_a_listener_once_it_has_started(tmp_path: Path) -> None:
+async def test_a_signal_published_while_a_claim_is_held_reaches_the_listener(
+    tmp_path: Path,
+) -> None:
     store = SqliteStore(tmp_path / "s.db")  # a store that carries signals between processes
     got: list[SessionSignal] = []
     arrived = anyio.Event()
@@ -74,8 +77,9 @@ async def test_a_published_signal_reaches_a_listener_once_it_has_started(tmp_pat
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             await tg.start(listen_signals, store, deliver)
-            assert await publish_signal(store, STEER) is True
-            await arrived.wait()
+            async with claim_session(store, "s1"):  # a turn runs here
+                assert await publish_signal(store, STEER) is True
+                await arrived.wait()
             tg.cancel_scope.cancel()
     await store.aclose()
     assert got == [STEER]

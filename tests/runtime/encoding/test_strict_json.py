@@ -58,6 +58,10 @@ def test_strict_json_is_read_as_the_standard_parser_reads_it(data: bytes | str, 
         ("[-Infinity]", "non_finite", "finite decimals"),
         ('{"a": Infinity}', "non_finite", "finite decimals"),
         ("1e400", "out_of_range", "send a smaller one"),
+        ("[1e400, NaN]", "non_finite", "finite decimals"),  # parsed on past the big number
+        ('[1e400, "\\ud800"]', "lone_surrogate", "send valid Unicode"),
+        ("[1e400, {]", "not_json", "not JSON"),
+        ("\ufeff{}", "not_json", "not JSON"),  # a byte order mark, as json.loads says
         ('"\\ud800"', "lone_surrogate", "send valid Unicode"),
         ('{"\\udc00": 1}', "lone_surrogate", "send valid Unicode"),
         ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "too_deep", "flatten it"),
