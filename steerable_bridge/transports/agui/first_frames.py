@@ -139,20 +139,30 @@ FIRST_FRAMES = FirstFrames()
 
 
 class CountingSocket(socket.socket):
-    """A listening socket that counts each connection it accepts in `FIRST_FRAMES` (the
-    loop's accept is the first moment the process knows of a new client)."""
+    """A listening socket that counts each connection it accepts in `first_frames` (the
+    loop's accept is the first moment the process knows of a new client), and has it poll
+    the accept queue for connections not accepted yet. asyncio's loop (`serve`'s) accepts
+    through this object; uvloop accepts on the descriptor, so there only the poll counts."""
 
-    def __init__(self, family: int = -1, kind: int = -1, proto: int = -1) -> None:
+    def __init__(
+        self,
+        family: int = -1,
+        kind: int = -1,
+        proto: int = -1,
+        *,
+        first_frames: FirstFrames = FIRST_FRAMES,
+    ) -> None:
         super().__init__(family, kind, proto)
-        FIRST_FRAMES.accepts_counted = True
+        self._first_frames = first_frames
+        first_frames.accepts_counted = True
         self._polled = self.fileno()
-        FIRST_FRAMES.listen_on(self._polled)
-
-    def close(self) -> None:
-        FIRST_FRAMES.stop_listening(self._polled)
-        super().close()
+        first_frames.listen_on(self._polled)
 
     def accept(self) -> tuple[socket.socket, object]:
         conn, address = super().accept()
-        FIRST_FRAMES.arrived()
+        self._first_frames.arrived()
         return conn, address
+
+    def close(self) -> None:
+        self._first_frames.stop_listening(self._polled)
+        super().close()
