@@ -39,9 +39,11 @@ __all__ = [
 GIVE_WAY_S = 0.1
 """The longest one wait of a streaming run's next event for new requests' first frames: long
 enough to outlast their few loop passes (parked runs woken in the middle would fill those
-passes again), and no longer than `MAX_AGE_S`."""
-MAX_AGE_S = 0.1
-"""A request still counted this long after it arrived is no longer waited for."""
+passes again)."""
+MAX_AGE_S = 0.5
+"""A request still counted this long after it arrived is no longer waited for (a burst of
+100 new connections at once takes a few hundred ms to answer them all on a busy machine;
+a count nobody answers slows streaming to one event per `GIVE_WAY_S` for this long)."""
 QUEUED_WAIT_S = 0.01
 """The longest a run waits for a connection the kernel holds to be accepted."""
 

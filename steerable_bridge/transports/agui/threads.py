@@ -608,6 +608,8 @@ class Run:
             self.wrote = True
             await write(data)
             self._first_frame()
+            if self.threads.must_give_way():  # the others' first frames, then its model call
+                await self.threads.give_way()
             return
         if self.threads.must_give_way():  # new requests wait for their first frame: they go first
             await self.threads.give_way()
