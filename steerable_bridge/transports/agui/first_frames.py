@@ -12,7 +12,10 @@ response starts or their connection is lost (`http_errors.py`); runs whose turn 
 ask it `pending()` before each event and, while any such request waits, `give_way()`: they
 park (off the loop's ready queue, so its passes shrink to the new requests' own work) until
 none waits or `GIVE_WAY_S` passed. A count that is never answered (a transport that failed
-to be made) expires after `MAX_AGE_S`, so it cannot slow streaming for longer. One per
+to be made) expires after `MAX_AGE_S`; and since a client can open connections that never
+send a request (a browser's preconnect, a slowloris), each run keeps a `GiveWayBudget`: it
+parks at most `BUDGET_S` plus `SHARE` of the time since its first frame, so no stream of
+unanswered counts slows any run's streaming by more than that share. One per
 process (the socket, the protocol and the app meet nowhere else); where nothing counts (the
 app mounted in another server), nothing waits here. No I/O but that poll.
 """
@@ -28,12 +31,15 @@ from collections import deque
 import anyio
 
 __all__ = [
+    "BUDGET_S",
     "FIRST_FRAMES",
     "GIVE_WAY_S",
     "MAX_AGE_S",
     "QUEUED_WAIT_S",
+    "SHARE",
     "CountingSocket",
     "FirstFrames",
+    "GiveWayBudget",
 ]
 
 GIVE_WAY_S = 0.1
@@ -44,6 +50,10 @@ MAX_AGE_S = 0.5
 """A request still counted this long after it arrived is no longer waited for (a burst of
 100 new connections at once takes a few hundred ms to answer them all on a busy machine;
 a count nobody answers slows streaming to one event per `GIVE_WAY_S` for this long)."""
+BUDGET_S = 0.1
+"""What one run may park for others' first frames whatever its age (one `GIVE_WAY_S` wait)."""
+SHARE = 0.2
+"""And beyond that, this share of its time since its first frame."""
 QUEUED_WAIT_S = 0.01
 """The longest a run waits for a connection the kernel holds to be accepted."""
 
@@ -134,6 +144,24 @@ class FirstFrames:
         clear, self._clear = self._clear, None
         if clear is not None:
             clear.set()
+
+
+class GiveWayBudget:
+    """How long one run may still park for others' first frames: `BUDGET_S` plus `SHARE` of
+    its time since `began` (its first frame), less what it parked already. Bounds what
+    requests that are counted but never answered cost a stream."""
+
+    __slots__ = ("began", "parked")
+
+    def __init__(self, began: float) -> None:
+        self.began = began
+        self.parked = 0.0
+
+    def allows(self, now: float) -> bool:
+        return self.parked < BUDGET_S + SHARE * (now - self.began)
+
+    def spent(self, seconds: float) -> None:
+        self.parked += seconds
 
 
 FIRST_FRAMES = FirstFrames()

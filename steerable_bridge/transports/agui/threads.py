@@ -47,7 +47,11 @@ from steerable_bridge.runtime.ports.port import AgentPort, Coalesced, Conversati
 from steerable_bridge.runtime.ports.storage import SessionBusy, SessionNotFound, StoreError
 from steerable_bridge.runtime.turns.cancel import CancelToken
 from steerable_bridge.runtime.turns.turn import TurnInput
-from steerable_bridge.transports.agui.first_frames import FIRST_FRAMES, FirstFrames
+from steerable_bridge.transports.agui.first_frames import (
+    FIRST_FRAMES,
+    FirstFrames,
+    GiveWayBudget,
+)
 from steerable_bridge.transports.agui.history import MessageFold
 from steerable_bridge.transports.agui.inputs import (
     InputError,
@@ -409,6 +413,8 @@ class Run:
         self.closed = False
         self.starting = False
         """Producing, and no frame written yet (counted in `Threads.starting`)."""
+        self.budget: GiveWayBudget | None = None
+        """How long it may still park for others' first frames (from its own first frame)."""
         thread.streams += 1
 
     def _traced(self, parsed: ParsedRun) -> ParsedRun:
@@ -417,9 +423,21 @@ class Run:
         return replace(parsed, turn=replace(parsed.turn, traceparent=self.traceparent))
 
     def _first_frame(self) -> None:
+        if self.budget is None:
+            self.budget = GiveWayBudget(time.monotonic())
         if self.starting:
             self.starting = False
             self.threads.run_started()
+
+    async def _give_way(self) -> None:
+        """Park while new requests wait for their first frame, within the run's budget."""
+        budget = self.budget
+        if budget is None:
+            return
+        now = time.monotonic()
+        if budget.allows(now) and self.threads.must_give_way():
+            await self.threads.give_way()
+            budget.spent(time.monotonic() - now)
 
     async def _open_deferred(self, write: Write) -> None:
         """A deferred run: RUN_STARTED out first, then the thread's history read and the
@@ -575,8 +593,7 @@ class Run:
         async def sink(event: LoopEvent) -> None:
             await self._send(write, event)
 
-        if self.wrote and self.threads.must_give_way():  # others' first frames, then its model
-            await self.threads.give_way()
+        await self._give_way()  # the others' first frames, then its model call
         self.prompting = True
         try:
             await self.port.prompt(
@@ -608,11 +625,9 @@ class Run:
             self.wrote = True
             await write(data)
             self._first_frame()
-            if self.threads.must_give_way():  # the others' first frames, then its model call
-                await self.threads.give_way()
+            await self._give_way()  # the others' first frames, then its model call
             return
-        if self.threads.must_give_way():  # new requests wait for their first frame: they go first
-            await self.threads.give_way()
+        await self._give_way()  # new requests wait for their first frame: they go first
         await write(data)
         changed = thread.changed
         if changed is not None:  # a resumed stream follows this run

@@ -140,3 +140,29 @@ def test_each_request_is_counted_until_its_response_starts(
         assert b'{"pending":true}' in _get(conn)  # the new connection, counted at its accept
         assert b'{"pending":true}' in _get(conn)  # kept alive: counted at its parsed head
         assert not gate.pending()  # both answered when their responses started
+
+
+def test_a_run_parks_at_most_its_budget_whatever_waits_unanswered() -> None:
+    from steerable_bridge.transports.agui.first_frames import (
+        BUDGET_S,
+        GIVE_WAY_S,
+        SHARE,
+        GiveWayBudget,
+    )
+
+    budget = GiveWayBudget(began=0.0)
+    assert budget.allows(0.0)  # its first wait, at once
+    budget.spent(BUDGET_S)
+    assert not budget.allows(0.0)
+    # a count nobody answers (connections that never send a request) has the run park
+    # whenever its budget allows, each time a whole GIVE_WAY_S: an event every 10 ms for
+    # 100 s of streaming parks it at most SHARE of that, plus one wait
+    now, parked = 0.0, BUDGET_S
+    while now < 100.0:
+        if budget.allows(now):
+            budget.spent(GIVE_WAY_S)
+            parked += GIVE_WAY_S
+            now += GIVE_WAY_S
+        now += 0.01
+    assert parked <= BUDGET_S + SHARE * now + GIVE_WAY_S
+    assert parked >= SHARE * now * 0.9  # and a real burst still gets its share
