@@ -478,8 +478,10 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _bind(args: argparse.Namespace, backlog: int) -> socket.socket:
+    from steerable_bridge.transports.agui.first_frames import CountingSocket
+
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = CountingSocket(family, socket.SOCK_STREAM)  # new runs' first frames go first
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((args.host, args.port))

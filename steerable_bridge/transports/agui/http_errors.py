@@ -8,8 +8,10 @@ override only that answer (`send_400_response`) to carry the same shape, code
 hold: each connection's kernel send buffer is fixed at `SEND_BUFFER_BYTES` (so a stream's
 `send` waits after that much, and the run with it), and each request is offered the
 `steerable.abort` scope extension (`stream.py`: drop a connection whose client stopped
-reading, and its buffer). The class follows uvicorn's own choice: httptools when it is
-installed, else h11. Used by `commands/serve.py` (`uvicorn.Config(http=...)`), behind the
+reading, and its buffer). Each request is counted in `first_frames.FIRST_FRAMES` from its
+connection's accept (or, on a kept-alive connection, its parsed head) until its response
+starts, so streaming runs give way to it. The class follows uvicorn's own choice: httptools
+when it is installed, else h11. Used by `commands/serve.py` (`uvicorn.Config(http=...)`), behind the
 guard of `head_guard.py` that bounds heads, bodies and connections.
 """
 
@@ -21,6 +23,7 @@ import json
 import socket
 from typing import Any
 
+from steerable_bridge.transports.agui.first_frames import FIRST_FRAMES
 from steerable_bridge.transports.agui.head_guard import (
     ConnectionBudget,
     ConnectionLimits,
@@ -68,6 +71,44 @@ def _offer_abort(protocol: Any) -> None:
         extensions[ABORT_EXTENSION] = protocol.transport.abort
 
 
+class _FirstFrame:
+    """One connection's part in `FIRST_FRAMES`: its current request counted until its
+    response starts (or the connection is lost)."""
+
+    __slots__ = ("cycle", "waiting")
+
+    def __init__(self) -> None:
+        self.cycle: object = None
+        self.waiting = True
+        """Counted now: a new connection is, from its accept."""
+        if not FIRST_FRAMES.accepts_counted:  # no counting socket: counted from here
+            FIRST_FRAMES.arrived()
+
+    def answered(self) -> None:
+        if self.waiting:
+            self.waiting = False
+            FIRST_FRAMES.answered()
+
+    def parsed(self, protocol: Any) -> None:
+        """After the protocol read data: a request whose head was just parsed is counted
+        (a new connection's already is) and answered by its response's start."""
+        cycle = getattr(protocol, "cycle", None)
+        if cycle is None or cycle is self.cycle:
+            return
+        self.cycle = cycle
+        if not self.waiting:
+            self.waiting = True
+            FIRST_FRAMES.arrived()
+        send = cycle.send  # the app task, which starts on the loop's next pass, takes ours
+
+        async def answering(message: Any) -> None:
+            if self.waiting and message["type"] == "http.response.start" and self.cycle is cycle:
+                self.answered()
+            await send(message)
+
+        cycle.send = answering
+
+
 def json_error_protocol(
     limits: ConnectionLimits, budget: ConnectionBudget
 ) -> type[asyncio.Protocol]:
@@ -83,13 +124,23 @@ def _json_error_protocol() -> type[asyncio.Protocol]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class JsonErrorHttpToolsProtocol(HttpToolsProtocol):
+        _first: _FirstFrame | None = None
+
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self._first = _FirstFrame()
             super().connection_made(transport)  # type: ignore[arg-type]
             _bound_send_buffer(transport)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._first is not None:
+                self._first.answered()
+            super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
             _offer_abort(self)
+            if self._first is not None:
+                self._first.parsed(self)
 
         def send_400_response(self, msg: str) -> None:
             body = _body(msg)
@@ -108,13 +159,23 @@ def _h11() -> type[asyncio.Protocol]:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class JsonErrorH11Protocol(H11Protocol):
+        _first: _FirstFrame | None = None
+
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self._first = _FirstFrame()
             super().connection_made(transport)  # type: ignore[arg-type]
             _bound_send_buffer(transport)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._first is not None:
+                self._first.answered()
+            super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
             _offer_abort(self)
+            if self._first is not None:
+                self._first.parsed(self)
 
         def send_400_response(self, msg: str) -> None:
             body = _body(msg)

@@ -47,6 +47,11 @@ from steerable_bridge.runtime.ports.port import AgentPort, Coalesced, Conversati
 from steerable_bridge.runtime.ports.storage import SessionBusy, SessionNotFound, StoreError
 from steerable_bridge.runtime.turns.cancel import CancelToken
 from steerable_bridge.runtime.turns.turn import TurnInput
+from steerable_bridge.transports.agui.first_frames import (
+    FIRST_FRAMES,
+    FirstFrames,
+    GiveWayBudget,
+)
 from steerable_bridge.transports.agui.history import MessageFold
 from steerable_bridge.transports.agui.inputs import (
     InputError,
@@ -86,8 +91,6 @@ DEFAULT_MAX_THREADS = 256
 """Idle threads held in memory beyond this many are forgotten (they reload from the log)."""
 DEFAULT_THREAD_TTL_S = 600.0
 """Threads unused this long are forgotten (they reload from the log)."""
-GIVE_WAY_S = 0.02
-"""The longest a streaming run's next event waits for new runs to send their first frame."""
 
 
 @dataclass(slots=True)
@@ -177,6 +180,7 @@ class Threads:
         cwd: str | None = None,
         max_threads: int = DEFAULT_MAX_THREADS,
         thread_ttl_s: float = DEFAULT_THREAD_TTL_S,
+        first_frames: FirstFrames = FIRST_FRAMES,
     ) -> None:
         self.port = port
         self.cwd = cwd or os.getcwd()
@@ -185,26 +189,28 @@ class Threads:
         """Cold threads whose history is being read now (`conversation`)."""
         self.starting = 0
         """Runs prepared that have not written their first frame yet."""
-        self._started: anyio.Event | None = None
-        """Set when `starting` falls to 0 (runs already streaming wait on it, bounded)."""
+        self.first_frames = first_frames
+        """Requests waiting for their first frame, these runs among them (`first_frames.py`:
+        the HTTP protocol counts them from their accept, a run from its start)."""
 
     def run_starting(self) -> None:
         self.starting += 1
+        self.first_frames.arrived()
 
     def run_started(self) -> None:
         self.starting -= 1
-        if self.starting == 0 and self._started is not None:
-            self._started.set()
-            self._started = None
+        self.first_frames.answered()
+
+    def must_give_way(self) -> bool:
+        """Whether a request waits for its first frame (a run here, or one still on its
+        way through the HTTP protocol)."""
+        return self.first_frames.pending()
 
     async def give_way(self) -> None:
-        """Let the runs still waiting for their first frame go first: a run already
-        streaming waits (at most `GIVE_WAY_S`) until none is, so in a burst a new run's
-        RUN_STARTED does not queue behind the others' streaming."""
-        if self._started is None:
-            self._started = anyio.Event()
-        with anyio.move_on_after(GIVE_WAY_S):
-            await self._started.wait()
+        """Let the requests still waiting for their first frame go first: a run already
+        streaming parks (at most `first_frames.GIVE_WAY_S`) until none waits, so in a burst a
+        new run's RUN_STARTED does not queue behind the others' streaming."""
+        await self.first_frames.give_way()
 
     def __len__(self) -> int:
         return len(self._threads)
@@ -407,6 +413,8 @@ class Run:
         self.closed = False
         self.starting = False
         """Producing, and no frame written yet (counted in `Threads.starting`)."""
+        self.budget: GiveWayBudget | None = None
+        """How long it may still park for others' first frames (from its own first frame)."""
         thread.streams += 1
 
     def _traced(self, parsed: ParsedRun) -> ParsedRun:
@@ -415,9 +423,21 @@ class Run:
         return replace(parsed, turn=replace(parsed.turn, traceparent=self.traceparent))
 
     def _first_frame(self) -> None:
+        if self.budget is None:
+            self.budget = GiveWayBudget(time.monotonic())
         if self.starting:
             self.starting = False
             self.threads.run_started()
+
+    async def _give_way(self) -> None:
+        """Park while new requests wait for their first frame, within the run's budget."""
+        budget = self.budget
+        if budget is None:
+            return
+        now = time.monotonic()
+        if budget.allows(now) and self.threads.must_give_way():
+            await self.threads.give_way()
+            budget.spent(time.monotonic() - now)
 
     async def _open_deferred(self, write: Write) -> None:
         """A deferred run: RUN_STARTED out first, then the thread's history read and the
@@ -573,6 +593,7 @@ class Run:
         async def sink(event: LoopEvent) -> None:
             await self._send(write, event)
 
+        await self._give_way()  # the others' first frames, then its model call
         self.prompting = True
         try:
             await self.port.prompt(
@@ -604,9 +625,9 @@ class Run:
             self.wrote = True
             await write(data)
             self._first_frame()
+            await self._give_way()  # the others' first frames, then its model call
             return
-        if self.threads.starting:  # new runs wait for their first frame: they go first
-            await self.threads.give_way()
+        await self._give_way()  # new requests wait for their first frame: they go first
         await write(data)
         changed = thread.changed
         if changed is not None:  # a resumed stream follows this run
