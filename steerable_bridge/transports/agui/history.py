@@ -78,7 +78,8 @@ class MessageFold:
         self._built: dict[str, Message] = {}
         """Each message built by `messages` since an event last changed it, by id."""
         self._json: dict[str, str] = {}
-        """The JSON of each message of `_built` once `json_of` gave it."""
+        """The JSON of each message of `_built` once `json_of` gave it, until
+        `snapshot_json` made its piece."""
         self._pos: dict[str, int] = {}
         """Each message's place in `order`."""
         self._last: list[Message] = []
@@ -233,21 +234,25 @@ class MessageFold:
             return [",".join(map(self.json_of, messages)).encode()]
         pieces = self._pieces
         done = len(pieces)
-        new = [
-            (b"," if done or at else b"") + self.json_of(message).encode()
-            for at, message in enumerate(messages[done:])
-        ]
-        pieces += new
+        kept = self._json
+        for at, message in enumerate(messages[done:]):
+            text = kept.pop(message.id, None) or message.model_dump_json(by_alias=True)
+            pieces.append((b"," if done or at else b"") + text.encode())
         return tuple(pieces)
 
     def json_of(self, message: Message) -> str:
         """`message.model_dump_json(by_alias=True)`, kept for a message of the last
         `messages()` until an event changes it (a long thread's snapshot then encodes only
-        what is new)."""
+        what is new): as text, or once `snapshot_json` made its piece, only there (one
+        copy of a long thread's JSON, not two)."""
         if self._built.get(message.id) is not message:
             return message.model_dump_json(by_alias=True)
         text = self._json.get(message.id)
         if text is None:
+            pos = self._pos[message.id]
+            if pos < len(self._pieces):
+                piece = self._pieces[pos]
+                return piece[1 if pos else 0 :].decode()
             text = self._json[message.id] = message.model_dump_json(by_alias=True)
         return text
 
