@@ -12,8 +12,9 @@ the messages at each run's end, so a long thread is not folded again from its fi
 for every snapshot; `ids()` gives the ids the client may send back without building the
 messages, and `covered_by(ids, before=n)` says whether a client that sent back `ids` holds
 the whole thread already (its snapshot can be left out). It keeps each message it built,
-and its JSON once asked (`json_of`), until an event changes that message, so a long
-thread's MESSAGES_SNAPSHOT builds and encodes only what is new (`wire.SseEncoder`). Pure;
+and its JSON once asked (`json_of`; one copy, in UTF-8 as the snapshot's piece once one was
+made), until an event changes that message, so a long thread's MESSAGES_SNAPSHOT builds
+and encodes only what is new (`wire.SseEncoder`). Pure;
 no I/O.
 """
 
