@@ -1,18 +1,19 @@
-"""Decoding many stored rows at once: one parser call for a run of complete events.
+"""Decoding many stored rows at once: one parser call for all of a read's complete events.
 
 A durable store reads a log back as rows (`formats.Row`: seq, format, kind, run id, ts,
 data) in seq order. Most rows hold a complete event body in this build's record format;
-a run of deltas (`runs.py`) is unfolded where it falls;
 those get their envelope back from their columns (`formats.with_envelopes`), are joined into
-one JSON array and validated by one pydantic call (`codec.events_from_json`), which costs
-about half of decoding them one by one. Every other row — an older format that needs
-upgrading, a model request stored by reference — goes through the session's `Resolver`
-one at a time, in order, so references resolve exactly as `Resolver.decode_all` resolves
-them; the events decoded in bulk are handed to the Resolver (`remember`), as later
-references may point at them. A bulk call that fails, or that yields an event whose seq or
-session does not match its row, is redone row by row, so a damaged row is reported by the
-same `corrupt_record` error, naming its seq. Used by `sqlite.py` and `postgres/reads.py`;
-it never touches a connection.
+one JSON array and validated by one pydantic call (`codec.events_from_json`) for the whole
+read — not one per stretch between the other rows: a log's runs of deltas and model
+requests fall every few rows, and a call per stretch cost about twice as much as the one
+call. Every other row — a run of deltas (`runs.py`), an older format that needs upgrading,
+a model request stored by reference — goes through the session's `Resolver` one at a
+time, in order, so references resolve exactly as `Resolver.decode_all` resolves them; the
+events decoded in bulk are handed to the Resolver (`remember`) in their place in that
+order, as later references may point at them. A bulk call that fails, or that yields an
+event whose seq or session does not match its row, is redone row by row, so a damaged row
+is reported by the same `corrupt_record` error, naming its seq. Used by `sqlite.py` and
+`postgres/reads.py`; it never touches a connection.
 """
 
 from __future__ import annotations
@@ -84,26 +85,24 @@ def decode_entries(
         plain = plain_rows(rows)
     out: list[Entry] = []
     held = resolver.events
-    start = 0
-
-    def add(events: list[LoopEvent], chunk: Sequence[Row]) -> None:
-        held.extend(events)
-        if not extra:
-            out.extend(events)
-        else:  # plain rows hold one event each
-            out.extend(e for e, row in zip(events, chunk, strict=True) if row[0] not in extra)
-
+    plain_at = [index for index, is_plain in enumerate(plain) if is_plain]
+    last_other = max((i for i, is_plain in enumerate(plain) if not is_plain), default=-1)
+    decoded = _bulk(resolver, [rows[index] for index in plain_at])
+    remember = resolver.remember
+    next_plain = 0
     for index, row in enumerate(rows):
         if plain[index]:
+            event = decoded[next_plain]
+            next_plain += 1
+            held.append(event)
+            if row[0] not in extra:
+                out.append(event)
+            if index < last_other or not final:
+                remember(event)
             continue
-        if start < index:
-            add(_bulk(resolver, rows[start:index], remember=True), rows[start:index])
         events = resolver.decode_entries(row, runs=runs)  # noted in `resolver.events`
         if row[0] not in extra:
             out += kept(events, from_seq)
-        start = index + 1
-    if start < len(rows):
-        add(_bulk(resolver, rows[start:], remember=not final), rows[start:])
     return out
 
 
@@ -111,14 +110,22 @@ CHUNK = 4096
 """Rows per bulk call at most: bounds the JSON text a long log is joined into."""
 
 
-def _bulk(resolver: Resolver, rows: Sequence[Row], *, remember: bool) -> list[LoopEvent]:
-    """Complete event bodies of this build's format, decoded in one call per `CHUNK`."""
+def _bulk(resolver: Resolver, rows: Sequence[Row]) -> list[LoopEvent]:
+    """Complete event bodies of this build's format, decoded in one call per `CHUNK`
+    (not noted in the resolver)."""
     if len(rows) > CHUNK:
         return [
             event
             for at in range(0, len(rows), CHUNK)
-            for event in _bulk(resolver, rows[at : at + CHUNK], remember=remember)
+            for event in _bulk(resolver, rows[at : at + CHUNK])
         ]
+    if not rows:
+        return []
+    return _validated(resolver, rows)
+
+
+def _validated(resolver: Resolver, rows: Sequence[Row]) -> list[LoopEvent]:
+    """Complete event bodies of this build's format, decoded in one pydantic call."""
     if len(rows) == 1:
         return [resolver.decode(rows[0])]
     session_json = json.dumps(resolver.session_id)
@@ -130,7 +137,4 @@ def _bulk(resolver: Resolver, rows: Sequence[Row], *, remember: bool) -> list[Lo
         event.session_id for event in events
     } != {resolver.session_id}:
         return [resolver.decode(row) for row in rows]  # names the damaged row
-    if remember:
-        for event in events:
-            resolver.remember(event)
     return events

@@ -89,6 +89,8 @@ class Resolver:
         """Every event decoded so far, in seq order (`extra` rows' and a run's deltas
         below a read's start too; runs kept folded when the read asked for it): what
         `STEP` items are rebuilt from."""
+        self._digests: dict[int, tuple[object, str]] = {}
+        """Each system prompt's or tools' digest, by the id of the object (kept with it)."""
         self._held_from: int | None = None
         """The lowest seq from which on every row is held (read or fetched by `block`)."""
 
@@ -286,13 +288,23 @@ class Resolver:
         except (ValidationError, ValueError, TypeError, AttributeError, IndexError) as err:
             raise corrupt(what, short(err)) from None
         if (
-            ("system" in ref and ref["system"] != digest(system))
-            or ("tools" in ref and ref["tools"] != tools_digest(tools))
-            or ("system_at" in ref and ref["system_at"][1] != digest(system))
-            or ("tools_at" in ref and ref["tools_at"][1] != tools_digest(tools))
+            ("system" in ref and ref["system"] != self._digest(system))
+            or ("tools" in ref and ref["tools"] != self._digest(tools))
+            or ("system_at" in ref and ref["system_at"][1] != self._digest(system))
+            or ("tools_at" in ref and ref["tools_at"][1] != self._digest(tools))
         ):
             raise corrupt(what, "the system prompt or tools it refers to do not match")
         return system, tools
+
+    def _digest(self, value: str | tuple[ToolSpec, ...]) -> str:
+        """`digest` of a system prompt, `tools_digest` of tools: once per object (every
+        request of a session refers to the one its base holds)."""
+        known = self._digests.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        found = digest(value) if isinstance(value, str) else tools_digest(value)
+        self._digests[id(value)] = (value, found)
+        return found
 
     def _step(self, seq: int, first: object, last: object) -> Message:
         """The one assistant message the events first..last make (a `STEP` item)."""

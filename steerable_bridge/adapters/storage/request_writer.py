@@ -96,23 +96,27 @@ class RequestWriter:
         request without a base (after a compaction) refers to them there."""
 
     @classmethod
-    def resumed(cls, events: Sequence[LoopEvent]) -> RequestWriter:
+    def resumed(cls, events: Sequence[Entry]) -> RequestWriter:
         """The writer of a session whose stored log ends with `events` (read back, in seq
-        order): its base is the newest request, unless a history compaction came after it,
-        and it knows the messages of the events after that. What it cannot know — which
+        order; a run of deltas kept folded taken in whole, `note_run`): its base is the
+        newest request, unless a history compaction came after it, and it knows the messages
+        of the events after that. What it cannot know — which
         older row holds a system prompt written out — it leaves unset: the next request
         without a base writes its own out."""
         writer = cls()
         start = 0
         for index in range(len(events) - 1, -1, -1):
-            event = events[index]
+            event = entry_event(events[index])
             if isinstance(event, ModelRequestEvent) or (
                 isinstance(event, Compaction) and event.scope == "history"
             ):
                 start = index
                 break
-        for event in events[start:]:
-            writer.note(event)
+        for entry in events[start:]:
+            if isinstance(entry, DeltaRun):
+                writer.note_run(entry)
+            else:
+                writer.note(entry)
         return writer
 
     @property
@@ -128,6 +132,18 @@ class RequestWriter:
             self.previous = event
         else:
             self._observe(event)
+
+    def note_run(self, run: DeltaRun) -> None:
+        """`note` of each of the run's deltas in turn (a run read back folded), without
+        making them: a delta only moves the writer on and joins the model call's events."""
+        if self.next_seq is not None and run.seq != self.next_seq:
+            self.previous, self.sources = None, {}  # events written elsewhere came between
+            self._step = None
+        self.next_seq = run.last_seq + 1
+        if self._step is not None:
+            self._step.add_run(run)
+            if self._step.count > MAX_STEP:
+                self._step = None
 
     def body(self, event: LoopEvent) -> str:
         self._follow(event)
@@ -300,20 +316,6 @@ def resume_writer(
     """Give a session that has no writer in `writers` (a store's) one resumed from a read
     of its log that ends at the stored `last_seq` (`RequestWriter.resumed`); a read that
     stops short of the end, or a session that has a writer, changes nothing. Runs of deltas
-    the read kept folded are expanded from the newest request on (what the writer reads)."""
+    the read kept folded are taken in as runs (`RequestWriter.note_run`), never expanded."""
     if events and entry_last_seq(events[-1]) == last_seq and writers.peek(session_id) is None:
-        start = 0
-        for index in range(len(events) - 1, -1, -1):
-            event = entry_event(events[index])
-            if isinstance(event, ModelRequestEvent) or (
-                isinstance(event, Compaction) and event.scope == "history"
-            ):
-                start = index
-                break
-        tail: list[LoopEvent] = []
-        for entry in events[start:]:
-            if isinstance(entry, DeltaRun):
-                tail += entry.events()
-            else:
-                tail.append(entry)
-        writers.put(session_id, RequestWriter.resumed(tail))
+        writers.put(session_id, RequestWriter.resumed(events))

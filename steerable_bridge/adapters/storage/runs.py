@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -229,6 +230,9 @@ def as_run(session_id: str, row: Row) -> DeltaRun:
     """A run row as the `DeltaRun` a log holds in memory (`runtime/session_log/delta_runs.py`): the
     coalesced delta (the first delta's seq and ts, the text joined) and each delta's length
     and ts gap, without building an event per delta; raises as `unfold` does."""
+    found = _packed_run(session_id, row)
+    if found is not None:
+        return found
     seq, _, kind, run_id, ts, _data = row
     message, text, gaps, cuts = _parse(session_id, row)
     first = seq - len(cuts) + 1
@@ -238,6 +242,81 @@ def as_run(session_id: str, row: Row) -> DeltaRun:
         what = f"the run of deltas ending at event seq {seq} of session {session_id}"
         raise corrupt(what, "its lengths or gaps are out of range")
     return run
+
+
+_CUT_CODES = ("B", "H", "I", "Q")
+_GAP_CODES = ("b", "h", "i", "q")
+"""The array types `DeltaRun.packed` picks from, smallest first, for cuts and for gaps."""
+
+
+def _packed_run(session_id: str, row: Row) -> DeltaRun | None:
+    """`as_run` of a well-formed row, its lists read straight into the arrays `DeltaRun`
+    keeps (a list of a few `[value, times]` items, not hundreds of numbers one by one);
+    None for anything else, which `as_run` then reads the long way and refuses by name."""
+    seq, _, kind, run_id, ts, data = row
+    spec = FOLDED.get(kind)
+    if spec is None or type(seq) is not int or type(ts) is not int:
+        return None
+    key = spec[1]
+    try:
+        body: Any = json.loads(data)
+    except (ValueError, TypeError):
+        return None
+    if type(body) is not dict or body.keys() != {"run", key, "text", "cuts"}:
+        return None
+    text, message = body["text"], body[key]
+    if type(text) is not str or type(message) is not str:
+        return None
+    cuts, length = _array(body["cuts"], _CUT_CODES)
+    gaps, span = _array(body["run"], _GAP_CODES)
+    if cuts is None or gaps is None or len(cuts) < 2 or len(gaps) != len(cuts) - 1:
+        return None
+    if length != len(text):
+        return None
+    event = _builder(kind)(session_id, run_id, seq - len(cuts) + 1, ts - span, message, text)
+    return DeltaRun(event, cuts, gaps)  # type: ignore[arg-type]
+
+
+def _array(packed: object, codes: tuple[str, ...]) -> tuple[array[int] | None, int]:
+    """`_unpacked(packed)` in the smallest array type of `codes` that holds it, as
+    `DeltaRun.packed` makes it, and its sum; None when `_unpacked` would refuse it or no
+    type holds it."""
+    if type(packed) is not list:
+        return None, 0
+    values: list[int] = []
+    count = total = 0
+    for item in packed:
+        if type(item) is int:
+            values.append(item)
+            count += 1
+            total += item
+        elif (
+            type(item) is list
+            and len(item) == 2
+            and type(item[0]) is int
+            and type(item[1]) is int
+            and 3 <= item[1] <= MAX_PARTS - count
+        ):
+            values.append(item[0])
+            count += item[1]
+            total += item[0] * item[1]
+        else:
+            return None, 0
+        if count > MAX_PARTS:
+            return None, 0
+    for code in codes:
+        try:
+            array(code, [min(values, default=0), max(values, default=0)])
+        except OverflowError:
+            continue
+        out = array(code)
+        for item in packed:
+            if type(item) is int:
+                out.append(item)
+            else:
+                out += array(code, item[:1]) * item[1]
+        return out, total
+    return None, 0
 
 
 Build = Callable[[str, str, int, int, str, str], LoopEvent]

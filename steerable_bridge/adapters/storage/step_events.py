@@ -18,7 +18,7 @@ import dataclasses
 from typing import cast
 
 from steerable_bridge.runtime.events import LoopEvent
-from steerable_bridge.runtime.session_log.delta_runs import Delta, run_key
+from steerable_bridge.runtime.session_log.delta_runs import Delta, DeltaRun, run_key
 
 __all__ = ["StepEvents"]
 
@@ -56,6 +56,21 @@ class StepEvents:
             self.first_seq = event.seq
         self.last_seq = event.seq
         self.count += 1
+
+    def add_run(self, run: DeltaRun) -> None:
+        """`add` of each of the run's deltas in turn, without making them (a run is a
+        stretch of deltas of one message: its coalesced event is what `events` gives)."""
+        event = run.event
+        key = run_key(event)
+        if key == self._key and event.seq == self.last_seq + 1:
+            self._texts.append(event.delta)
+        else:
+            self._close()
+            self._head, self._key, self._texts = event, key, [event.delta]
+        if not self.count:
+            self.first_seq = event.seq
+        self.last_seq = run.last_seq
+        self.count += len(run)
 
     def events(self) -> list[LoopEvent]:
         """The events taken in, each stretch of deltas of one message as one coalesced

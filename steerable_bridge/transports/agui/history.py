@@ -12,8 +12,9 @@ the messages at each run's end, so a long thread is not folded again from its fi
 for every snapshot; `ids()` gives the ids the client may send back without building the
 messages, and `covered_by(ids, before=n)` says whether a client that sent back `ids` holds
 the whole thread already (its snapshot can be left out). It keeps each message it built,
-and its JSON once asked (`json_of`), until an event changes that message, so a long
-thread's MESSAGES_SNAPSHOT builds and encodes only what is new (`wire.SseEncoder`). Pure;
+and its JSON once asked (`json_of`; one copy, in UTF-8 as the snapshot's piece once one was
+made), until an event changes that message, so a long thread's MESSAGES_SNAPSHOT builds
+and encodes only what is new (`wire.SseEncoder`). Pure;
 no I/O.
 """
 
@@ -78,7 +79,8 @@ class MessageFold:
         self._built: dict[str, Message] = {}
         """Each message built by `messages` since an event last changed it, by id."""
         self._json: dict[str, str] = {}
-        """The JSON of each message of `_built` once `json_of` gave it."""
+        """The JSON of each message of `_built` once `json_of` gave it, until
+        `snapshot_json` made its piece."""
         self._pos: dict[str, int] = {}
         """Each message's place in `order`."""
         self._last: list[Message] = []
@@ -233,21 +235,25 @@ class MessageFold:
             return [",".join(map(self.json_of, messages)).encode()]
         pieces = self._pieces
         done = len(pieces)
-        new = [
-            (b"," if done or at else b"") + self.json_of(message).encode()
-            for at, message in enumerate(messages[done:])
-        ]
-        pieces += new
+        kept = self._json
+        for at, message in enumerate(messages[done:]):
+            text = kept.pop(message.id, None) or message.model_dump_json(by_alias=True)
+            pieces.append((b"," if done or at else b"") + text.encode())
         return tuple(pieces)
 
     def json_of(self, message: Message) -> str:
         """`message.model_dump_json(by_alias=True)`, kept for a message of the last
         `messages()` until an event changes it (a long thread's snapshot then encodes only
-        what is new)."""
+        what is new): as text, or once `snapshot_json` made its piece, only there (one
+        copy of a long thread's JSON, not two)."""
         if self._built.get(message.id) is not message:
             return message.model_dump_json(by_alias=True)
         text = self._json.get(message.id)
         if text is None:
+            pos = self._pos[message.id]
+            if pos < len(self._pieces):
+                piece = self._pieces[pos]
+                return piece[1 if pos else 0 :].decode()
             text = self._json[message.id] = message.model_dump_json(by_alias=True)
         return text
 

@@ -23,7 +23,7 @@ from steerable_bridge.adapters.storage.formats import Row, is_reference, is_run
 from steerable_bridge.adapters.storage.integrity import check_store, salvage_events
 from steerable_bridge.adapters.storage.request_resolver import Resolver
 from steerable_bridge.adapters.storage.request_writer import RequestWriter
-from steerable_bridge.adapters.storage.runs import FOLDED, MAX_PARTS, fold
+from steerable_bridge.adapters.storage.runs import FOLDED, MAX_PARTS, as_run, fold, unfold
 from steerable_bridge.adapters.storage.sql import event_rows
 from steerable_bridge.adapters.storage.sqlite import SqliteStore
 from steerable_bridge.runtime import events as ev
@@ -37,7 +37,7 @@ from steerable_bridge.runtime.ports.storage import (
     read_tail,
     read_tail_entries,
 )
-from steerable_bridge.runtime.session_log.delta_runs import DeltaRun, Entry
+from steerable_bridge.runtime.session_log.delta_runs import DeltaRun, Entry, fold_entries
 from steerable_bridge.runtime.session_log.log import SessionLog
 from steerable_bridge.runtime.turns.turn import TurnInput
 from steerable_bridge.runtime.values import TextPart
@@ -109,6 +109,25 @@ def test_any_deltas_in_any_batches_read_back_exactly_from_any_seq(
     assert decode_rows(Resolver(SID), selected, from_seq=after + 1) == log[after + 1 :]
 
 
+@settings(max_examples=examples(150), deadline=None)
+@given(texts=_deltas)
+def test_a_run_row_read_whole_is_the_run_its_deltas_fold_into(
+    texts: list[tuple[str, str, str, int]],
+) -> None:
+    """`as_run` reads a row's packed lists straight into arrays: the same `DeltaRun`, array
+    types included, as folding the deltas the row unfolds into."""
+    for row in rows_of([streamed(texts)]):
+        if not is_run(row[1], row[5]):
+            continue
+        whole = as_run(SID, row)
+        folded = list(fold_entries(unfold(SID, row)))
+        assert folded == [whole]
+        assert (whole.cuts.typecode, whole.gaps.typecode) == (
+            folded[0].cuts.typecode,
+            folded[0].gaps.typecode,
+        )
+
+
 def test_a_messages_deltas_take_one_row_and_keep_each_seq_ts_and_text() -> None:
     log = streamed([("text_delta", "m1", t, 100 + i // 3) for i, t in enumerate('Hé"l\\lo 👋 ')])
     log += streamed([("tool_call_delta", "c1", '{"a"', 300), ("tool_call_delta", "c1", ":1}", 299)])
@@ -158,9 +177,11 @@ def test_a_damaged_run_is_named_never_skipped_and_a_newer_one_is_refused() -> No
         good.replace('"m1"', "7"),
     ):
         assert damage != good
-        with pytest.raises(StoreError) as err:
-            Resolver(SID).decode_all([(*row[:5], damage)])
-        assert err.value.code == "corrupt_record" and "ending at event seq 3" in err.value.message
+        for runs in (False, True):  # unfolded, or kept whole (`as_run`)
+            with pytest.raises(StoreError) as err:
+                Resolver(SID).decode_entries((*row[:5], damage), runs=runs)
+            assert err.value.code == "corrupt_record"
+            assert "ending at event seq 3" in err.value.message
     with pytest.raises(StoreError) as newer:
         Resolver(SID).decode_all([(row[0], formats.FORMAT + 1, *row[2:])])
     assert newer.value.code == "format_too_new"

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from steerable_bridge.adapters.storage.request_writer import RequestWriter
 from steerable_bridge.adapters.storage.step_events import StepEvents
 from steerable_bridge.runtime import events as ev
 from steerable_bridge.runtime.model_context.projection import history_entries
+from steerable_bridge.runtime.ports.model import ModelRequest
+from steerable_bridge.runtime.session_log.delta_runs import DeltaRun, fold_entries
 
 
 def _call(start: int = 10) -> list[Any]:
@@ -56,3 +59,40 @@ def test_deltas_of_one_message_apart_in_seq_stay_apart() -> None:
         step.add(event)
     assert [(e.seq, e.delta) for e in step.events()] == [(5, "I'll read "), (55, "I'll read ")]
     assert step.count == 4
+
+
+def test_a_run_taken_whole_keeps_what_its_deltas_taken_one_by_one_keep() -> None:
+    events = _call()
+    folded = list(fold_entries(events))  # each stretch of deltas one DeltaRun
+    assert any(isinstance(e, DeltaRun) for e in folded)
+    whole, each = StepEvents(), StepEvents()
+    for entry in folded:
+        whole.add_run(entry) if isinstance(entry, DeltaRun) else whole.add(entry)
+    for event in events:
+        each.add(event)
+    assert (whole.count, whole.first_seq, whole.last_seq) == (
+        each.count,
+        each.first_seq,
+        each.last_seq,
+    )
+    assert whole.events() == each.events()
+
+
+def test_a_resumed_writer_reads_runs_as_it_reads_their_deltas() -> None:
+    request = ev.ModelRequestEvent(
+        session_id="s",
+        run_id="r",
+        seq=9,
+        ts=1_700_000_000_000,
+        step=1,
+        request=ModelRequest(model="m", system="", messages=()),
+    )
+    events = [request, *_call()]
+    folded = [request, *fold_entries(events[1:])]
+    whole, each = RequestWriter.resumed(folded), RequestWriter.resumed(events)
+    assert (whole.next_seq, whole.previous, whole.sources) == (
+        each.next_seq,
+        each.previous,
+        each.sources,
+    )
+    assert whole.step_events == each.step_events == len(events) - 1
