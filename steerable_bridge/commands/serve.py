@@ -481,7 +481,11 @@ def _bind(args: argparse.Namespace, backlog: int) -> socket.socket:
     from steerable_bridge.transports.agui.first_frames import CountingSocket
 
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    sock = CountingSocket(family, socket.SOCK_STREAM)  # new runs' first frames go first
+    # One process counts its accepts, so new runs' first frames go first; workers get the
+    # socket through multiprocessing, which pickles only a plain `socket.socket` (their HTTP
+    # protocol counts each request instead).
+    kind = CountingSocket if getattr(args, "workers", 1) == 1 else socket.socket
+    sock = kind(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((args.host, args.port))
