@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 
 import uvicorn
 
@@ -31,17 +32,21 @@ class PromptServer(uvicorn.Server):
         super().__init__(config)
         self._settled = asyncio.Event()
         """Set once start-up has listened (or `serve` ended without listening)."""
+        self._settled_here = threading.Event()
+        """The same, for a thread that started the server in another (`start_in_thread`)."""
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         try:
             await super().serve(sockets=sockets)
         finally:
             self._settled.set()
+            self._settled_here.set()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
             self._settled.set()
+            self._settled_here.set()
 
     async def wait_started(self) -> None:
         """Return once the server listens; `RuntimeError` if `serve` ended first (uvicorn
@@ -51,6 +56,17 @@ class PromptServer(uvicorn.Server):
             raise RuntimeError(
                 "the test server stopped before it listened (uvicorn's log says why)"
             )
+
+    def start_in_thread(
+        self, sockets: list[socket.socket] | None = None, *, timeout_s: float = 10.0
+    ) -> threading.Thread:
+        """Run the server on a daemon thread of its own and return once it listens (within
+        `timeout_s`, a safety bound on start-up; `RuntimeError` if it stopped first)."""
+        thread = threading.Thread(target=self.run, kwargs={"sockets": sockets}, daemon=True)
+        thread.start()
+        if not self._settled_here.wait(timeout_s) or not self.started:
+            raise RuntimeError("the test server did not start (uvicorn's log says why)")
+        return thread
 
     async def main_loop(self) -> None:
         ticks = 0

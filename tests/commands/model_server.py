@@ -27,8 +27,6 @@ recorded request bodies and a stop function. SSE framing by sse-starlette.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -37,6 +35,8 @@ from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
+
+from tests.prompt_server import PromptServer
 
 CALL_TEXT = (
     "I'll read it.\n<tool_call>\n"
@@ -168,14 +168,8 @@ def serve_in_thread() -> tuple[str, list[dict[str, Any]], Callable[[], None]]:
     """Start the server; returns (base URL, recorded request bodies, stop)."""
     requests: list[dict[str, Any]] = []
     config = uvicorn.Config(app(requests), host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the test model server did not start within 10 s")
-        time.sleep(0.01)
+    server = PromptServer(config)
+    thread = server.start_in_thread()
     port = server.servers[0].sockets[0].getsockname()[1]
 
     def stop() -> None:

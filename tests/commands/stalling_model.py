@@ -15,8 +15,6 @@ client) and a stop function.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -26,6 +24,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
+
+from tests.prompt_server import PromptServer
 
 ANSWER = "Here is what I have so far."
 
@@ -83,14 +83,8 @@ def serve_in_thread() -> tuple[str, dict[str, int], list[str], Callable[[], None
     seen: dict[str, int] = {}
     closed: list[str] = []
     config = uvicorn.Config(app(seen, closed), host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the stalling model server did not start within 10 s")
-        time.sleep(0.01)
+    server = PromptServer(config)
+    thread = server.start_in_thread()
     port = server.servers[0].sockets[0].getsockname()[1]
 
     def stop() -> None:

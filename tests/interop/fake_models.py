@@ -39,7 +39,6 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,6 +51,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from tests.prompt_server import PromptServer
 
 __all__ = [
     "DEFAULT_TOOLS",
@@ -632,15 +633,8 @@ def serve_fake_models(model: FakeModel | None = None) -> Iterator[FakeModelServe
     config = uvicorn.Config(
         create_app(model), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="fake-models", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            server.should_exit = True
-            raise RuntimeError("the fake model server did not start within 15 s")
-        time.sleep(0.01)
+    server = PromptServer(config)
+    thread = server.start_in_thread(timeout_s=15)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield FakeModelServer(model, f"http://127.0.0.1:{port}")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import select
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -107,12 +105,7 @@ def serving(gate: FirstFrames) -> Iterator[tuple[str, int]]:
         http=http_errors.json_error_protocol(limits, budget),
     )
     server = PromptServer(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:  # a safety bound on start-up, not a timing assertion
-        assert time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.01)
+    thread = server.start_in_thread([sock])
     try:
         yield sock.getsockname()[:2]
     finally:

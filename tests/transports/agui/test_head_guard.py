@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import resource
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -65,12 +63,7 @@ def running(protocol: Any, limits: ConnectionLimits = LIMITS) -> Iterator[tuple[
         h11_max_incomplete_event_size=limits.max_head_bytes,
     )
     server = PromptServer(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:  # a safety bound on start-up, not a timing assertion
-        assert time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.01)
+    thread = server.start_in_thread()
     try:
         yield server.servers[0].sockets[0].getsockname()[:2]
     finally:
