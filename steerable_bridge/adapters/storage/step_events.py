@@ -45,32 +45,32 @@ class StepEvents:
         if key is None:
             self._close()
             self._items.append(event)
-        else:
-            delta = cast(Delta, event)  # only the delta kinds have a run key
-            if key == self._key and event.seq == self.last_seq + 1:
-                self._texts.append(delta.delta)
-            else:
-                self._close()
-                self._head, self._key, self._texts = delta, key, [delta.delta]
-        if not self.count:
-            self.first_seq = event.seq
-        self.last_seq = event.seq
-        self.count += 1
+            if not self.count:
+                self.first_seq = event.seq
+            self.last_seq = event.seq
+            self.count += 1
+        else:  # only the delta kinds have a run key
+            self._extend(cast(Delta, event), key, event.seq, 1)
 
     def add_run(self, run: DeltaRun) -> None:
         """`add` of each of the run's deltas in turn, without making them (a run is a
         stretch of deltas of one message: its coalesced event is what `events` gives)."""
-        event = run.event
-        key = run_key(event)
-        if key == self._key and event.seq == self.last_seq + 1:
-            self._texts.append(event.delta)
+        self._extend(run.event, run_key(run.event), run.last_seq, len(run))
+
+    def _extend(
+        self, delta: Delta, key: tuple[type, str, str] | None, last_seq: int, count: int
+    ) -> None:
+        """Take `count` deltas of one message from `delta` (its text all of theirs) to
+        `last_seq`: onto the open stretch when they continue it, else as a new one."""
+        if key == self._key and delta.seq == self.last_seq + 1:
+            self._texts.append(delta.delta)
         else:
             self._close()
-            self._head, self._key, self._texts = event, key, [event.delta]
+            self._head, self._key, self._texts = delta, key, [delta.delta]
         if not self.count:
-            self.first_seq = event.seq
-        self.last_seq = run.last_seq
-        self.count += len(run)
+            self.first_seq = delta.seq
+        self.last_seq = last_seq
+        self.count += count
 
     def events(self) -> list[LoopEvent]:
         """The events taken in, each stretch of deltas of one message as one coalesced
