@@ -20,12 +20,19 @@ anything but gating polls: the lock itself is `ownership.py`'s.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
+
+log = logging.getLogger("steerable_bridge.storage")
+
+MARK_WAIT_S = 5.0
+"""The longest a claim waits for a woken listener to take its mark (one indexed read); past
+it the claim goes on, with a warning: a signal published meanwhile may be missed."""
 
 __all__ = ["Parked", "SignalDemand"]
 
@@ -80,7 +87,14 @@ class SignalDemand:
             for parked in list(self._parked):
                 if not parked.wake.done():
                     parked.wake.set_result(None)
-                await parked.ready.wait()
+                with anyio.move_on_after(MARK_WAIT_S) as waited:
+                    await parked.ready.wait()
+                if waited.cancelled_caught:
+                    log.warning(
+                        "the signal listener did not read the newest signal within %.0f s;"
+                        " the claim goes on (a signal sent meanwhile may be missed)",
+                        MARK_WAIT_S,
+                    )
             yield
         finally:
             if pid == os.getpid():  # a forked child never held the parent's claim

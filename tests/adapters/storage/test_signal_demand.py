@@ -133,3 +133,23 @@ async def test_a_forked_child_starts_with_no_claims_and_no_parked_listeners(
         monkeypatch.setattr(signal_demand.os, "getpid", lambda: -1)  # now in the child
         assert demand.held == 0
     assert demand.held == 0  # leaving the parent's claim does not count in the child
+
+
+async def test_a_listener_stuck_taking_its_mark_holds_a_claim_up_only_so_long(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(signal_demand, "MARK_WAIT_S", 0.01)
+    demand = SignalDemand()
+    stuck = anyio.Event()  # never set: the mark's read never returns
+
+    async def mark() -> int:
+        await stuck.wait()
+        return 0
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listen_once, demand, mark)
+        await until_parked(demand, 1)
+        async with demand.claiming():
+            assert demand.held == 1  # the claim went on without the mark
+        tg.cancel_scope.cancel()
+    assert "did not read the newest signal" in caplog.text
