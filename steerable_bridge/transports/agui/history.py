@@ -13,9 +13,8 @@ for every snapshot; `ids()` gives the ids the client may send back without build
 messages, and `covered_by(ids, before=n)` says whether a client that sent back `ids` holds
 the whole thread already (its snapshot can be left out). It keeps each message it built,
 and its JSON once asked (`json_of`; one copy, in UTF-8 as the snapshot's piece once one was
-made), until an event changes that message or the thread idles (`rest`), so a long
-thread's MESSAGES_SNAPSHOT builds and encodes only what is new while it runs
-(`wire.SseEncoder`). Pure;
+made), until an event changes that message, so a long thread's MESSAGES_SNAPSHOT builds
+and encodes only what is new (`wire.SseEncoder`). Pure;
 no I/O.
 """
 
@@ -90,17 +89,6 @@ class MessageFold:
         self._pieces: list[bytes] = []
         """`snapshot_json`'s pieces for the first messages of `_last` (the JSON of each in
         UTF-8, after a comma but the first)."""
-
-    def rest(self) -> None:
-        """Drop what was built and encoded (messages, their JSON, the snapshot's pieces):
-        the thread idles. The fold itself stays; the next `messages()` and `snapshot_json`
-        build the thread again from it (a 100-turn thread's pieces and models are ~380 KiB,
-        more than the rest of what an idle thread holds)."""
-        self._built.clear()
-        self._json.clear()
-        self._last = []
-        self._fresh = 0
-        self._pieces = []
 
     def _changed(self, message_id: str) -> None:
         """Forget what was built of the message `message_id` (an event changed it), and what

@@ -83,10 +83,6 @@ class RequestChain:
         self.base = None
         self._last = None
 
-    def rest(self) -> None:
-        """Drop the last rendered value's JSON (a cache for the run that rendered it)."""
-        self._last = None
-
     def value_json(self, event: ModelRequestEvent, *, full: bool = False) -> str:
         """The JSON text of the CUSTOM value for `event` (whole when `full`, when the
         thread logged no request before it, or when its base is not known), then `event`

@@ -156,13 +156,6 @@ class Thread:
             self.known.update(fold.ids_since(self.learned))
             self.learned = fold.mark()
 
-    def rest(self) -> None:
-        """The thread idles: drop the caches of its messages and last request's JSON (what
-        the next run needs is folded again from what stays)."""
-        if self.fold is not None:
-            self.fold.rest()
-        self.requests.rest()
-
     def size(self) -> int:
         """How many messages the thread holds now (`MessageFold.covered_by`'s `before`)."""
         return 0 if self.fold is None else len(self.fold.order)
@@ -481,12 +474,9 @@ class Run:
         self._settled()
         if not self.closed:
             self.closed = True
-            thread = self.thread
-            thread.streams -= 1
-            if self.disconnected and thread.fold is None:  # its memory was given back
-                self.threads.discard(thread)
-            elif thread.streams == 0:  # idle: keep the fold, not what was built from it
-                thread.rest()
+            self.thread.streams -= 1
+            if self.disconnected and self.thread.fold is None:  # its memory was given back
+                self.threads.discard(self.thread)
 
     def _settled(self) -> None:
         settling, self.settling = self.settling, None

@@ -142,23 +142,3 @@ def test_a_turn_with_reasoning_text_a_call_its_result_and_a_plan() -> None:
         },
     ]
     assert known_ids(thread_messages("t", log)) >= {"u1", "m1", "c1", "result-c1", "c2", "plan-t"}
-
-
-def test_a_rested_fold_gives_what_it_gave_before_and_goes_on_folding() -> None:
-    log = _log(*_turn(1), *_turn(2))
-    fold = MessageFold("t")
-    for i, event in enumerate(log):
-        fold.event(event)
-        if i % 3 == 0:
-            before = b"".join(fold.snapshot_json(fold.messages()))
-            fold.rest()  # the thread idles: only what was built from the fold goes
-            messages = fold.messages()
-            assert b"".join(fold.snapshot_json(messages)) == before
-    fold.rest()
-    whole = _log(*_turn(1), *_turn(2), *_turn(3))
-    for event in whole[len(log) :]:
-        fold.event(event)
-    fresh = thread_messages("t", whole)
-    dumped = ",".join(m.model_dump_json(by_alias=True) for m in fresh).encode()
-    assert b"".join(fold.snapshot_json(fold.messages())) == dumped
-    assert fold.ids() == known_ids(fresh)
